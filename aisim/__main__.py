@@ -1,0 +1,3 @@
+from aisim.cli import main
+
+raise SystemExit(main())

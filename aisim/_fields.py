@@ -1,0 +1,120 @@
+"""Typed field readers for untrusted mappings: every failure is a ConfigError naming the path.
+
+Used by the core at its edge so a malformed mapping (a list where a mapping belongs, a bool where
+an integer belongs, NaN, non-string keys) never leaks an AttributeError/TypeError/KeyError.
+Compiled by mypyc: keep it plain and fully typed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from aisim.errors import ConfigError
+
+
+def join_path(base: str, name: str) -> str:
+    """``join_path("engine", "model") == "engine.model"``; an empty base yields ``name``."""
+    if not base:
+        return name
+    return base + "." + name
+
+
+def describe(value: object) -> str:
+    """A short, safe rendering of a user value for error messages."""
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"{text} ({type(value).__name__})"
+
+
+def as_mapping(value: object, path: str) -> dict[str, Any]:
+    """Return ``value`` as a ``dict`` with string keys, or raise a ConfigError at ``path``."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{path or '<root>'}: expected a mapping, got {describe(value)}")
+    result: dict[str, Any] = {}
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise ConfigError(
+                f"{path or '<root>'}: mapping keys must be strings, got key {describe(key)}"
+            )
+        result[key] = item
+    return result
+
+
+def reject_unknown(mapping: Mapping[str, Any], allowed: tuple[str, ...], path: str) -> None:
+    """Raise when ``mapping`` has keys outside ``allowed`` (listing the offending keys)."""
+    unknown = sorted(key for key in mapping if key not in allowed)
+    if unknown:
+        raise ConfigError(
+            f"{path or '<root>'}: unknown field(s) {', '.join(unknown)}; "
+            f"allowed: {', '.join(sorted(allowed))}"
+        )
+
+
+def as_int(value: object, path: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """An integer (integral floats like 2.0 accepted; bools, strings, 2.5, NaN rejected)."""
+    allowed = _range_text(minimum, maximum)
+    result: int
+    if isinstance(value, bool):
+        raise ConfigError(f"{path}: expected an integer{allowed}, got {describe(value)}")
+    if isinstance(value, int):
+        result = int(value)
+    elif isinstance(value, float):
+        if not math.isfinite(value) or value != math.floor(value):
+            raise ConfigError(f"{path}: expected an integer{allowed}, got {describe(value)}")
+        result = int(value)
+    else:
+        raise ConfigError(f"{path}: expected an integer{allowed}, got {describe(value)}")
+    if (minimum is not None and result < minimum) or (maximum is not None and result > maximum):
+        raise ConfigError(f"{path}: expected an integer{allowed}, got {result}")
+    return result
+
+
+def as_float(
+    value: object, path: str, minimum: float | None = None, maximum: float | None = None
+) -> float:
+    """A finite real number (ints accepted; bools, strings, NaN and infinities rejected)."""
+    allowed = _range_text(minimum, maximum)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{path}: expected a finite number{allowed}, got {describe(value)}")
+    result = float(value)
+    if not math.isfinite(result):
+        raise ConfigError(f"{path}: expected a finite number{allowed}, got {describe(value)}")
+    if (minimum is not None and result < minimum) or (maximum is not None and result > maximum):
+        raise ConfigError(f"{path}: expected a finite number{allowed}, got {result!r}")
+    return result
+
+
+def as_str(value: object, path: str, choices: tuple[str, ...] = ()) -> str:
+    """A string, optionally one of ``choices``."""
+    if not isinstance(value, str):
+        raise ConfigError(f"{path}: expected a string, got {describe(value)}")
+    if choices and value not in choices:
+        raise ConfigError(f"{path}: expected one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def as_bool(value: object, path: str) -> bool:
+    """A real boolean (not 0/1, not "true")."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{path}: expected true or false, got {describe(value)}")
+    return value
+
+
+def as_list(value: object, path: str) -> list[Any]:
+    """A list or tuple (strings and mappings rejected)."""
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{path}: expected a list, got {describe(value)}")
+    return list(value)
+
+
+def _range_text(minimum: float | None, maximum: float | None) -> str:
+    if minimum is not None and maximum is not None:
+        return f" in {minimum}..{maximum}"
+    if minimum is not None:
+        return f" >= {minimum}"
+    if maximum is not None:
+        return f" <= {maximum}"
+    return ""

@@ -1,0 +1,67 @@
+"""File I/O shared by the CLI and the harness: config loading and atomic, non-clobbering writes.
+
+Not compiled: the core never does I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from aisim.errors import ConfigError
+
+
+def load_config_file(path: str | os.PathLike[str]) -> Any:
+    """Parse a YAML or JSON file; a missing or malformed file is one clear ConfigError."""
+    import yaml
+
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{str(file)!r}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{str(file)!r}: cannot read: {exc}") from None
+    try:
+        if file.suffix.lower() == ".json":
+            return json.loads(text)
+        return yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{str(file)!r}: not valid {file.suffix.lstrip('.') or 'YAML'}: {exc}") from None
+
+
+def check_writable(path: str | os.PathLike[str], overwrite: bool) -> Path:
+    """Refuse to clobber an existing user file unless ``overwrite`` is set."""
+    target = Path(path)
+    if target.exists() and not overwrite:
+        raise ConfigError(f"{str(target)!r} already exists; pass --overwrite to replace it")
+    return target
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, overwrite: bool = False) -> Path:
+    """Write ``data`` to a temp file beside ``path`` then rename it into place."""
+    target = check_writable(path, overwrite)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str, *, overwrite: bool = False) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"), overwrite=overwrite)
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, two-space indent, floats via repr, trailing newline: byte-stable output."""
+    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

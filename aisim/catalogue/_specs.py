@@ -1,0 +1,266 @@
+"""Plain, frozen model-geometry and GPU records, and their construction from config mappings.
+
+``ModelSpec.from_hf_config`` reads a Hugging Face style ``config.json`` mapping (the same fields
+the built-in catalogue holds), so a user's own model file and the catalogue share one path.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from aisim._fields import as_float, as_int, as_mapping, as_str, describe, join_path
+from aisim.errors import ConfigError
+
+# Dense decoders with the Llama block shape (RMSNorm, GQA attention, SwiGLU MLP).
+LLAMA_LIKE_MODEL_TYPES: Final = ("llama", "qwen2", "qwen3", "mistral", "mimo")
+
+_DTYPE_BYTES: Final = {"bfloat16": 2, "float16": 2, "float32": 4, "fp8": 1, "float8": 1}
+
+
+class ModelSpec:
+    """Decoder geometry of one target (or draft) model. Sizes are element counts."""
+
+    def __init__(
+        self,
+        name: str,
+        model_type: str,
+        num_layers: int,
+        hidden_size: int,
+        intermediate_size: int,
+        num_attention_heads: int,
+        num_kv_heads: int,
+        head_dim: int,
+        vocab_size: int,
+        tie_word_embeddings: bool = False,
+        num_experts: int = 0,
+        experts_per_token: int = 0,
+        moe_intermediate_size: int = 0,
+        num_shared_experts: int = 0,
+        first_dense_layers: int = 0,
+        kv_lora_rank: int = 0,
+        q_lora_rank: int = 0,
+        qk_nope_head_dim: int = 0,
+        qk_rope_head_dim: int = 0,
+        v_head_dim: int = 0,
+        num_nextn_predict_layers: int = 0,
+        dtype_bytes: int = 2,
+        max_position_embeddings: int = 0,
+    ) -> None:
+        self.name = name
+        self.model_type = model_type
+        self.num_layers = num_layers
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.num_attention_heads = num_attention_heads
+        self.num_kv_heads = num_kv_heads
+        self.head_dim = head_dim
+        self.vocab_size = vocab_size
+        self.tie_word_embeddings = tie_word_embeddings
+        self.num_experts = num_experts
+        self.experts_per_token = experts_per_token
+        self.moe_intermediate_size = moe_intermediate_size
+        self.num_shared_experts = num_shared_experts
+        self.first_dense_layers = first_dense_layers
+        self.kv_lora_rank = kv_lora_rank
+        self.q_lora_rank = q_lora_rank
+        self.qk_nope_head_dim = qk_nope_head_dim
+        self.qk_rope_head_dim = qk_rope_head_dim
+        self.v_head_dim = v_head_dim
+        self.num_nextn_predict_layers = num_nextn_predict_layers
+        self.dtype_bytes = dtype_bytes
+        self.max_position_embeddings = max_position_embeddings
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def uses_mla(self) -> bool:
+        """Multi-head latent attention (DeepSeek-V2/V3 style compressed KV)."""
+        return self.kv_lora_rank > 0
+
+    @property
+    def is_llama_like(self) -> bool:
+        """A dense decoder of the Llama block shape (the family EAGLE-3 drafters target)."""
+        return (not self.is_moe) and (not self.uses_mla) and self.model_type in LLAMA_LIKE_MODEL_TYPES
+
+    @property
+    def family(self) -> str:
+        """The model family used in scheme gates and messages (``llama``, ``moe``, ``mla``)."""
+        if self.uses_mla:
+            return "mla"
+        if self.is_moe:
+            return "moe"
+        if self.model_type in LLAMA_LIKE_MODEL_TYPES:
+            return "llama"
+        return self.model_type
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """KV-cache bytes one token occupies across all layers."""
+        if self.uses_mla:
+            per_layer = self.kv_lora_rank + self.qk_rope_head_dim
+        else:
+            per_layer = 2 * self.num_kv_heads * self.head_dim
+        return per_layer * self.num_layers * self.dtype_bytes
+
+    def geometry_items(self) -> list[tuple[str, int | str | bool]]:
+        """The fields that determine cost, in a fixed order (for identities and hashing)."""
+        return [
+            ("model_type", self.model_type),
+            ("num_layers", self.num_layers),
+            ("hidden_size", self.hidden_size),
+            ("intermediate_size", self.intermediate_size),
+            ("num_attention_heads", self.num_attention_heads),
+            ("num_kv_heads", self.num_kv_heads),
+            ("head_dim", self.head_dim),
+            ("vocab_size", self.vocab_size),
+            ("tie_word_embeddings", self.tie_word_embeddings),
+            ("num_experts", self.num_experts),
+            ("experts_per_token", self.experts_per_token),
+            ("moe_intermediate_size", self.moe_intermediate_size),
+            ("num_shared_experts", self.num_shared_experts),
+            ("first_dense_layers", self.first_dense_layers),
+            ("kv_lora_rank", self.kv_lora_rank),
+            ("q_lora_rank", self.q_lora_rank),
+            ("qk_nope_head_dim", self.qk_nope_head_dim),
+            ("qk_rope_head_dim", self.qk_rope_head_dim),
+            ("v_head_dim", self.v_head_dim),
+            ("num_nextn_predict_layers", self.num_nextn_predict_layers),
+            ("dtype_bytes", self.dtype_bytes),
+        ]
+
+    def __repr__(self) -> str:
+        return (
+            f"ModelSpec({self.name!r}, layers={self.num_layers}, hidden={self.hidden_size}, "
+            f"vocab={self.vocab_size}, family={self.family!r})"
+        )
+
+    @staticmethod
+    def from_hf_config(mapping: object, name: str, path: str = "model") -> ModelSpec:
+        """Build from a ``config.json`` mapping; values may be numbers or catalogue strings."""
+        config = as_mapping(mapping, path)
+
+        def integer(key: str, default: int | None = None) -> int:
+            raw = config.get(key)
+            if raw is None or raw == "":
+                if default is None:
+                    raise ConfigError(f"{join_path(path, key)}: required field is missing")
+                return default
+            if isinstance(raw, str):
+                try:
+                    raw = int(raw)
+                except ValueError:
+                    raise ConfigError(
+                        f"{join_path(path, key)}: expected an integer, got {describe(raw)}"
+                    ) from None
+            return as_int(raw, join_path(path, key), minimum=0)
+
+        model_type = as_str(config.get("model_type", "llama"), join_path(path, "model_type"))
+        hidden = integer("hidden_size")
+        heads = integer("num_attention_heads")
+        if heads < 1 or hidden < 1:
+            raise ConfigError(f"{path}: hidden_size and num_attention_heads must be >= 1")
+        head_dim = integer("head_dim", hidden // heads)
+        experts = max(
+            integer("num_experts", 0), integer("num_local_experts", 0), integer("n_routed_experts", 0)
+        )
+        tie_raw = config.get("tie_word_embeddings", False)
+        tie = tie_raw is True or (isinstance(tie_raw, str) and tie_raw.lower() == "true")
+        dtype_raw = config.get("torch_dtype", "bfloat16")
+        dtype = as_str(dtype_raw if dtype_raw is not None else "bfloat16", join_path(path, "torch_dtype"))
+        if dtype not in _DTYPE_BYTES:
+            raise ConfigError(
+                f"{join_path(path, 'torch_dtype')}: expected one of "
+                f"{', '.join(sorted(_DTYPE_BYTES))}, got {dtype!r}"
+            )
+        spec = ModelSpec(
+            name=name,
+            model_type=model_type,
+            num_layers=integer("num_hidden_layers"),
+            hidden_size=hidden,
+            intermediate_size=integer("intermediate_size", 4 * hidden),
+            num_attention_heads=heads,
+            num_kv_heads=integer("num_key_value_heads", heads),
+            head_dim=head_dim,
+            vocab_size=integer("vocab_size"),
+            tie_word_embeddings=tie,
+            num_experts=experts,
+            experts_per_token=integer("num_experts_per_tok", 0),
+            moe_intermediate_size=integer("moe_intermediate_size", 0),
+            num_shared_experts=integer("n_shared_experts", 0),
+            first_dense_layers=integer("first_k_dense_replace", 0),
+            kv_lora_rank=integer("kv_lora_rank", 0),
+            q_lora_rank=integer("q_lora_rank", 0),
+            qk_nope_head_dim=integer("qk_nope_head_dim", 0),
+            qk_rope_head_dim=integer("qk_rope_head_dim", 0),
+            v_head_dim=integer("v_head_dim", 0),
+            num_nextn_predict_layers=integer("num_nextn_predict_layers", 0),
+            dtype_bytes=_DTYPE_BYTES[dtype],
+            max_position_embeddings=integer("max_position_embeddings", 0),
+        )
+        if spec.num_layers < 1 or spec.vocab_size < 1 or spec.num_kv_heads < 1:
+            raise ConfigError(f"{path}: num_hidden_layers, vocab_size, num_key_value_heads must be >= 1")
+        return spec
+
+
+class GpuSpec:
+    """Vendor peak numbers of one accelerator (upper bounds; efficiencies live in estimators)."""
+
+    def __init__(
+        self,
+        name: str,
+        bf16_flops: float,
+        fp8_flops: float,
+        hbm_bytes_per_s: float,
+        hbm_capacity_bytes: int,
+        nvlink_bytes_per_s: float,
+        tdp_w: float,
+        sm_version: int,
+    ) -> None:
+        self.name = name
+        self.bf16_flops = bf16_flops
+        self.fp8_flops = fp8_flops
+        self.hbm_bytes_per_s = hbm_bytes_per_s
+        self.hbm_capacity_bytes = hbm_capacity_bytes
+        self.nvlink_bytes_per_s = nvlink_bytes_per_s
+        self.tdp_w = tdp_w
+        self.sm_version = sm_version
+
+    def __repr__(self) -> str:
+        return f"GpuSpec({self.name!r}, bf16={self.bf16_flops:.3g} FLOP/s, hbm={self.hbm_bytes_per_s:.3g} B/s)"
+
+    @staticmethod
+    def from_mapping(mapping: object, name: str, path: str = "hardware") -> GpuSpec:
+        """Build from a mapping with the ``gpus.csv`` columns (numbers or numeric strings)."""
+        config = as_mapping(mapping, path)
+
+        def number(key: str, required: bool) -> float:
+            raw: Any = config.get(key)
+            if raw is None or raw == "":
+                if required:
+                    raise ConfigError(f"{join_path(path, key)}: required field is missing")
+                return 0.0
+            if isinstance(raw, str):
+                try:
+                    raw = float(raw)
+                except ValueError:
+                    raise ConfigError(
+                        f"{join_path(path, key)}: expected a number, got {describe(raw)}"
+                    ) from None
+            return as_float(raw, join_path(path, key), minimum=0.0)
+
+        bf16 = number("bf16_dense_flops", True)
+        hbm = number("hbm_bytes_per_s", True)
+        if bf16 <= 0 or hbm <= 0:
+            raise ConfigError(f"{path}: bf16_dense_flops and hbm_bytes_per_s must be > 0")
+        return GpuSpec(
+            name=name,
+            bf16_flops=bf16,
+            fp8_flops=number("fp8_dense_flops", False),
+            hbm_bytes_per_s=hbm,
+            hbm_capacity_bytes=int(number("hbm_capacity_bytes", True)),
+            nvlink_bytes_per_s=number("nvlink_bytes_per_s_per_gpu", False),
+            tdp_w=number("tdp_w", False),
+            sm_version=int(number("sm_version", False)),
+        )

@@ -1,0 +1,44 @@
+"""The ``aisim`` command: one subcommand per capability, each in its own module."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from aisim.errors import AisimError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from aisim.cli import _speculation
+
+    parser = argparse.ArgumentParser(
+        prog="aisim",
+        description="Predict what speculative decoding does to LLM serving, with evidence.",
+    )
+    parser.add_argument("--version", action="version", version=_version())
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in (_speculation,):
+        module.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: user errors print one line to stderr and exit 2; never a traceback."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except AisimError as exc:
+        print(f"aisim: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("aisim: interrupted", file=sys.stderr)
+        return 130
+
+
+def _version() -> str:
+    import aisim
+
+    build = "compiled" if aisim.__compiled__ else "pure"
+    return f"aisim {aisim.__version__} ({build})"
