@@ -104,6 +104,54 @@ class ModelSpec:
             per_layer = 2 * self.num_kv_heads * self.head_dim
         return per_layer * self.num_layers * self.dtype_bytes
 
+    @property
+    def attention_parameters_per_layer(self) -> int:
+        """Weights of one attention block (projections only)."""
+        hidden = self.hidden_size
+        heads = self.num_attention_heads
+        if self.uses_mla:
+            qk_dim = self.qk_nope_head_dim + self.qk_rope_head_dim
+            if self.q_lora_rank > 0:
+                q_proj = hidden * self.q_lora_rank + self.q_lora_rank * heads * qk_dim
+            else:
+                q_proj = hidden * heads * qk_dim
+            kv_proj = hidden * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank * heads * (
+                self.qk_nope_head_dim + self.v_head_dim
+            )
+            return q_proj + kv_proj + heads * self.v_head_dim * hidden
+        q_and_o = 2 * hidden * heads * self.head_dim
+        k_and_v = 2 * hidden * self.num_kv_heads * self.head_dim
+        return q_and_o + k_and_v
+
+    @property
+    def dense_mlp_parameters(self) -> int:
+        """Weights of one dense SwiGLU MLP (gate, up, down)."""
+        return 3 * self.hidden_size * self.intermediate_size
+
+    @property
+    def moe_mlp_parameters(self) -> int:
+        """Weights of one MoE layer: all routed experts, shared experts and the router."""
+        expert = 3 * self.hidden_size * self.moe_intermediate_size
+        return (self.num_experts + self.num_shared_experts) * expert + self.hidden_size * self.num_experts
+
+    @property
+    def num_parameters(self) -> int:
+        """Total weight count (embeddings, decoder layers, LM head unless tied)."""
+        embeddings = self.vocab_size * self.hidden_size
+        lm_head = 0 if self.tie_word_embeddings else embeddings
+        layers = 0
+        for index in range(self.num_layers):
+            mlp = self.dense_mlp_parameters
+            if self.is_moe and index >= self.first_dense_layers:
+                mlp = self.moe_mlp_parameters
+            layers += self.attention_parameters_per_layer + mlp + 2 * self.hidden_size
+        return embeddings + lm_head + layers + self.hidden_size
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of all weights at the model's dtype."""
+        return self.num_parameters * self.dtype_bytes
+
     def geometry_items(self) -> list[tuple[str, int | str | bool]]:
         """The fields that determine cost, in a fixed order (for identities and hashing)."""
         return [
@@ -187,7 +235,10 @@ class ModelSpec:
             tie_word_embeddings=tie,
             num_experts=experts,
             experts_per_token=integer("num_experts_per_tok", 0),
-            moe_intermediate_size=integer("moe_intermediate_size", 0),
+            # Mixtral-style configs size experts with intermediate_size.
+            moe_intermediate_size=integer(
+                "moe_intermediate_size", integer("intermediate_size", 4 * hidden) if experts else 0
+            ),
             num_shared_experts=integer("n_shared_experts", 0),
             first_dense_layers=integer("first_k_dense_replace", 0),
             kv_lora_rank=integer("kv_lora_rank", 0),
