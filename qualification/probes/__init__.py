@@ -1,0 +1,1 @@
+"""Shared hypothesis strategies for the boundary probes in ``tests/probes``."""
