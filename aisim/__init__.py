@@ -7,17 +7,21 @@ from __future__ import annotations
 
 from aisim._build import is_compiled
 from aisim.errors import AisimError, ConfigError, DataIntegrityError, SimulationError, UnsupportedQuery
+from aisim.speculation import AcceptanceProfile, ResolvedSpeculation, resolve_speculation
 
 __version__ = "0.1.0"
 #: True when the mypyc-compiled core is loaded, False for the pure-Python build.
 __compiled__: bool = is_compiled()
 
 __all__ = [
+    "AcceptanceProfile",
     "AisimError",
     "ConfigError",
     "DataIntegrityError",
+    "ResolvedSpeculation",
     "SimulationError",
     "UnsupportedQuery",
     "__compiled__",
     "__version__",
+    "resolve_speculation",
 ]

@@ -1,0 +1,138 @@
+"""``aisim speculation explain FILE``: resolve a speculation block and show what it means."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from aisim._io import canonical_json, load_config_file
+from aisim.errors import ConfigError
+from aisim.speculation import resolve_speculation
+
+
+def register(commands: Any) -> None:
+    """Add the ``speculation`` subcommand (with its ``explain`` action)."""
+    parser = commands.add_parser(
+        "speculation",
+        help="resolve and explain speculative-decoding configs",
+        description="Resolve and explain speculative-decoding configs (docs/speculation.md).",
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    explain = actions.add_parser(
+        "explain",
+        help="print the resolved geometry, identity and acceptance of a speculation block",
+        description=(
+            "Resolve FILE (YAML or JSON; the block at top level or under 'speculation:') and "
+            "print its geometry, cost identity and acceptance."
+        ),
+    )
+    explain.add_argument("file", metavar="FILE", help="YAML or JSON file with the block")
+    explain.add_argument("--json", action="store_true", help="print canonical JSON instead")
+    explain.add_argument("--model", help="target model (catalogue name or config.json path)")
+    explain.add_argument("--backend", choices=("vllm", "sglang"), help="serving backend")
+    explain.add_argument(
+        "--role", choices=("aggregated", "prefill", "decode"), help="worker role (replay)"
+    )
+    explain.set_defaults(handler=explain_command)
+
+
+def explain_command(args: argparse.Namespace) -> int:
+    """Handler of ``aisim speculation explain``; user errors raise ``ConfigError``."""
+    document = load_config_file(args.file)
+    block: object = document
+    path = "speculation"
+    if isinstance(document, dict) and "speculation" in document:
+        others = sorted(str(key) for key in document if key != "speculation")
+        if others:
+            raise ConfigError(
+                f"{args.file}: expected a speculation block at top level or only under "
+                f"'speculation:', found other keys too: {', '.join(others)}"
+            )
+        block = document["speculation"]
+    elif document is None:
+        raise ConfigError(f"{args.file}: the file is empty; expected a speculation block")
+    resolved = resolve_speculation(
+        block, model=args.model, backend=args.backend, role=args.role, path=path
+    )
+    result = resolved.to_dict()
+    if args.json:
+        sys.stdout.write(canonical_json(result))
+        return 0
+    try:
+        replay = f"chain of {resolved.replay_depth}, replayable"
+    except ConfigError as exc:
+        replay = "not replayable: " + str(exc).split(": ", 2)[-1]
+    sys.stdout.write(render_text(result, replay, args))
+    return 0
+
+
+def render_text(result: dict[str, Any], replay: str, args: argparse.Namespace) -> str:
+    """A human-readable table of the resolved block."""
+    context = ", ".join(
+        f"{name} {value}"
+        for name, value in (("model", args.model), ("backend", args.backend), ("role", args.role))
+        if value
+    )
+    lines = [f"speculation: {result['kind']}" + (f"  ({context})" if context else "")]
+    rows: list[tuple[str, object]] = [
+        ("enabled", result["enabled"]),
+        ("params", _inline(result["params"])),
+        ("num_draft_tokens", result["num_draft_tokens"]),
+        ("verify_width", result["verify_width"]),
+        ("max_accepted_draft_tokens", result["max_accepted_draft_tokens"]),
+        ("is_tree", result["is_tree"]),
+    ]
+    optional = ("tree_shape", "num_draft_layers", "draft_tp_size", "draft_model_path")
+    rows.extend((key, result[key]) for key in optional if result[key] is not None)
+    draft = result["draft_model"]
+    if draft is not None:
+        rows.append(
+            (
+                "draft geometry",
+                f"{draft['num_layers']} layers, hidden {draft['hidden_size']}, "
+                f"vocab {draft['vocab_size']}, draft vocab {result['draft_vocab_size']}",
+            )
+        )
+    rows.append(("draft_identity", result["draft_identity"]))
+    rows.append(("cost_identity", result["cost_identity"]))
+    rows.append(("replay", replay))
+    acceptance = result["acceptance"]
+    if acceptance is None:
+        rows.append(("acceptance", "none given (needed for replay)"))
+    else:
+        rows.extend(
+            [
+                ("acceptance from", acceptance["provenance"]),
+                ("conditional rates", _floats(acceptance["conditional_rates"])),
+                ("unconditional rates", _floats(acceptance["unconditional_rates"])),
+                ("mean accepted E[a]", f"{acceptance['mean_accepted']:.6g}"),
+                ("acceptance length", f"{acceptance['acceptance_length']:.6g}"),
+                ("P(a = 0..d)", _floats(acceptance["accepted_length_distribution"])),
+            ]
+        )
+    if result["seed"] is not None:
+        rows.append(("seed", result["seed"]))
+    width = max(len(name) for name, _ in rows)
+    lines.extend(f"  {name.ljust(width)}  {_cell(value)}" for name, value in rows)
+    return "\n".join(lines) + "\n"
+
+
+def _inline(params: dict[str, Any]) -> str:
+    if not params:
+        return "{}"
+    return "{" + ", ".join(f"{key}: {_cell(value)}" for key, value in sorted(params.items())) + "}"
+
+
+def _floats(values: list[float]) -> str:
+    return "[" + ", ".join(f"{value:.4g}" for value in values) + "]"
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_cell(item) for item in value) + "]"
+    return str(value)
