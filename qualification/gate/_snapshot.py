@@ -1,0 +1,63 @@
+"""Gate snapshots: every scenario's predictions, with the provenance needed to trust a compare.
+
+Snapshot file (canonical JSON)::
+
+    {"format": 1, "aisim_version": "0.1.0", "build": "compiled",
+     "scenarios_sha256": "...", "predictions": {scenario_id: {metric: value}}}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from aisim._fields import as_mapping, join_path
+from aisim._io import atomic_write_text, canonical_json
+from aisim.errors import ConfigError
+from qualification.gate._scenarios import evaluate, load_scenarios
+
+SNAPSHOT_FORMAT = 1
+
+
+def take_snapshot(scenarios_path: str | Path) -> dict[str, Any]:
+    """Evaluate every scenario in the file and return the snapshot document."""
+    import aisim
+
+    path = Path(scenarios_path)
+    scenarios = load_scenarios(path)
+    return {
+        "format": SNAPSHOT_FORMAT,
+        "aisim_version": aisim.__version__,
+        "build": "compiled" if aisim.__compiled__ else "pure",
+        "scenarios_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "predictions": {scenario.id: evaluate(scenario) for scenario in scenarios},
+    }
+
+
+def write_snapshot(path: str | Path, snapshot: dict[str, Any], *, overwrite: bool = False) -> Path:
+    """Write atomically; an existing file is kept unless ``overwrite``."""
+    return atomic_write_text(path, canonical_json(snapshot), overwrite=overwrite)
+
+
+def load_snapshot(path: str | Path) -> dict[str, Any]:
+    """Read a snapshot file; anything that is not one is a ConfigError naming the file."""
+    file = Path(path)
+    where = str(file)
+    try:
+        document = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{where!r}: snapshot file not found") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{where!r}: not a readable JSON snapshot: {exc}") from None
+    root = as_mapping(document, where)
+    if root.get("format") != SNAPSHOT_FORMAT:
+        raise ConfigError(
+            f"{join_path(where, 'format')}: expected snapshot format {SNAPSHOT_FORMAT}, "
+            f"got {root.get('format')!r}"
+        )
+    predictions = as_mapping(root.get("predictions"), join_path(where, "predictions"))
+    for scenario_id, values in predictions.items():
+        as_mapping(values, f"{where}.predictions[{scenario_id!r}]")
+    return root

@@ -1,0 +1,73 @@
+"""Scenario files for ``aisim snapshot``: validation errors name the field; the packaged default
+file parses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from aisim.errors import ConfigError
+from qualification.gate import parse_scenarios
+
+GOOD = {
+    "format": 1,
+    "scenarios": [
+        {"id": "a", "kind": "estimate", "config": {}, "metrics": {"num_decode_requests": 1}},
+        {"id": "b", "kind": "replay", "config": {}, "outputs": ["mean_ttft_ms"]},
+    ],
+}
+
+
+def test_a_valid_document_parses_in_order() -> None:
+    scenarios = parse_scenarios(GOOD)
+    assert [(s.id, s.kind) for s in scenarios] == [("a", "estimate"), ("b", "replay")]
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ([], "scenarios: expected a mapping"),
+        ({"format": 2, "scenarios": []}, "scenarios.format: expected 1, got 2"),
+        ({"scenarios": {}}, "scenarios.scenarios: expected a list"),
+        ({"scenarios": [], "extra": 1}, "unknown field(s) extra"),
+        ({"scenarios": [3]}, "scenarios.scenarios[0]: expected a mapping"),
+        (
+            {"scenarios": [{"id": "x", "kind": "guess", "config": {}}]},
+            "scenarios.scenarios[0].kind: expected one of estimate, replay, got 'guess'",
+        ),
+        (
+            {"scenarios": [{"id": "x", "kind": "estimate", "config": {}}]},
+            "scenarios.scenarios[0].metrics: required",
+        ),
+        (
+            {"scenarios": [{"id": "x", "kind": "replay", "config": []}]},
+            "scenarios.scenarios[0].config: expected a mapping",
+        ),
+        (
+            {"scenarios": [{"id": "x", "kind": "replay", "config": {}, "draft_length": 1}]},
+            "unknown field(s) draft_length",
+        ),
+        (
+            {"scenarios": [{"id": "x", "kind": "replay", "config": {}, "outputs": [1]}]},
+            "scenarios.scenarios[0].outputs[0]: expected a string",
+        ),
+        (
+            {
+                "scenarios": [
+                    {"id": "x", "kind": "replay", "config": {}},
+                    {"id": "x", "kind": "replay", "config": {}},
+                ]
+            },
+            "scenarios.scenarios[1].id: expected a unique non-empty id, got 'x'",
+        ),
+        (
+            {"scenarios": [{"id": 5, "kind": "replay", "config": {}}]},
+            "scenarios.scenarios[0].id: expected a string",
+        ),
+    ],
+)
+def test_invalid_documents_are_config_errors_naming_the_field(document: Any, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_scenarios(document)
+    assert message in str(caught.value)
