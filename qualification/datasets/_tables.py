@@ -1,0 +1,220 @@
+"""Write and read one recorded table: parquet data plus a JSON sidecar holding its SHA-256.
+
+Writing is atomic and refuses to clobber (``aisim._io``). Reading verifies, in this order: the
+sidecar parses and names a known schema and version, the data file exists with the recorded size
+and SHA-256, the parquet parses with exactly the schema's columns and types, the row count
+matches, and the values are physically possible. Any failure is a ``DataIntegrityError`` naming
+the file and what is wrong, so a tampered or truncated file is refused, never half-read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from aisim._io import atomic_write_bytes, atomic_write_text, canonical_json
+from aisim.errors import DataIntegrityError
+from qualification.datasets._schema import SCHEMAS, SIDECAR_SUFFIX, Column, TableSchema
+
+_ARROW_TYPES = {
+    "int": pa.int64(),
+    "float": pa.float64(),
+    "bool": pa.bool_(),
+    "str": pa.string(),
+    "list[float]": pa.list_(pa.float64()),
+}
+
+
+def sidecar_path(data_file: Path) -> Path:
+    """``x/sd_rounds.parquet`` -> ``x/sd_rounds.parquet.json``."""
+    return data_file.with_name(data_file.name + SIDECAR_SUFFIX)
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def parquet_bytes(schema: TableSchema, columns: Mapping[str, Sequence[Any]]) -> bytes:
+    """Encode ``columns`` (name -> values, exactly the schema's columns) as parquet bytes.
+
+    Built with explicit arrow types and no pandas index metadata, so identical values give
+    byte-identical files for one pyarrow version.
+    """
+    missing = [name for name in schema.column_names if name not in columns]
+    extra = sorted(set(columns) - set(schema.column_names))
+    if missing or extra:
+        raise DataIntegrityError(
+            f"{schema.name}: columns do not match the schema (missing {missing}, extra {extra})"
+        )
+    arrays = [
+        pa.array(list(columns[column.name]), type=_ARROW_TYPES[column.kind])
+        for column in schema.columns
+    ]
+    table = pa.Table.from_arrays(arrays, names=list(schema.column_names))
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, compression="zstd", write_statistics=False)
+    return buffer.getvalue()
+
+
+def write_table(
+    directory: Path,
+    schema: TableSchema,
+    columns: Mapping[str, Sequence[Any]],
+    sidecar: Mapping[str, Any],
+    *,
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """Write ``directory/<schema file>`` and its sidecar; return the sidecar written.
+
+    ``sidecar`` supplies the descriptive sections (identity, coverage, anomalies, statistics,
+    command, ...); this function adds schema, keys, units, data file, size, row count and hash.
+    """
+    data = parquet_bytes(schema, columns)
+    row_counts = {len(values) for values in columns.values()}
+    if len(row_counts) != 1:
+        raise DataIntegrityError(f"{schema.name}: columns have different lengths {row_counts}")
+    full = dict(sidecar)
+    full.update(
+        {
+            "schema": {"name": schema.name, "version": schema.version},
+            "data_file": schema.file_name,
+            "sha256": sha256_bytes(data),
+            "bytes": len(data),
+            "row_count": row_counts.pop(),
+            "keys": schema.describe_columns(),
+            "units": {c.name: c.unit for c in schema.columns if c.unit},
+        }
+    )
+    target = directory / schema.file_name
+    atomic_write_bytes(target, data, overwrite=overwrite)
+    atomic_write_text(sidecar_path(target), canonical_json(full), overwrite=overwrite)
+    return full
+
+
+def read_sidecar(data_file: Path) -> dict[str, Any]:
+    """The sidecar of ``data_file`` as a mapping, with its schema checked (not yet the data)."""
+    side = sidecar_path(data_file)
+    try:
+        loaded = json.loads(side.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataIntegrityError(
+            f"{str(data_file)!r}: sidecar {side.name!r} is missing; every recorded table needs one"
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataIntegrityError(f"{str(side)!r}: unreadable sidecar: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise DataIntegrityError(f"{str(side)!r}: sidecar must be a JSON object")
+    schema_field = loaded.get("schema")
+    if not isinstance(schema_field, dict):
+        raise DataIntegrityError(f"{str(side)!r}: schema: expected {{name, version}}")
+    name, version = schema_field.get("name"), schema_field.get("version")
+    known = SCHEMAS.get(name) if isinstance(name, str) else None
+    if known is None:
+        raise DataIntegrityError(
+            f"{str(side)!r}: schema.name: unknown schema {name!r}; known: {', '.join(sorted(SCHEMAS))}"
+        )
+    if version != known.version:
+        raise DataIntegrityError(
+            f"{str(side)!r}: schema.version: {known.name} version {version!r} is not supported "
+            f"(this aisim reads version {known.version})"
+        )
+    return loaded
+
+
+def read_table(data_file: Path, expected: TableSchema) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Load and verify one table; see the module docstring for what is checked."""
+    sidecar = read_sidecar(data_file)
+    where = repr(str(data_file))
+    if sidecar["schema"]["name"] != expected.name:
+        raise DataIntegrityError(
+            f"{where}: sidecar schema {sidecar['schema']['name']!r}, expected {expected.name!r}"
+        )
+    if sidecar.get("data_file") != data_file.name:
+        raise DataIntegrityError(
+            f"{where}: sidecar describes {sidecar.get('data_file')!r}, not {data_file.name!r}"
+        )
+    try:
+        data = data_file.read_bytes()
+    except FileNotFoundError:
+        raise DataIntegrityError(f"{where}: data file is missing") from None
+    except OSError as exc:
+        raise DataIntegrityError(f"{where}: cannot read: {exc}") from None
+    if sidecar.get("bytes") != len(data):
+        raise DataIntegrityError(
+            f"{where}: size {len(data)} bytes, sidecar says {sidecar.get('bytes')!r}: "
+            "the file was truncated or modified after recording; restore or re-record it"
+        )
+    actual = sha256_bytes(data)
+    if sidecar.get("sha256") != actual:
+        raise DataIntegrityError(
+            f"{where}: SHA-256 {actual} does not match the sidecar's {sidecar.get('sha256')!r}: "
+            "the file was modified after recording; restore or re-record it"
+        )
+    try:
+        table = pq.read_table(io.BytesIO(data))
+    except (pa.ArrowException, OSError) as exc:
+        raise DataIntegrityError(f"{where}: not a readable parquet file: {exc}") from None
+    _check_columns(where, table, expected)
+    if table.num_rows != sidecar.get("row_count"):
+        raise DataIntegrityError(
+            f"{where}: {table.num_rows} rows, sidecar says {sidecar.get('row_count')!r}"
+        )
+    frame = table.to_pandas()
+    _check_values(where, frame, expected)
+    return frame, sidecar
+
+
+def _check_columns(where: str, table: pa.Table, expected: TableSchema) -> None:
+    names = tuple(table.schema.names)
+    if names != expected.column_names:
+        raise DataIntegrityError(
+            f"{where}: columns {list(names)} do not match {expected.name} v{expected.version} "
+            f"columns {list(expected.column_names)}"
+        )
+    for column in expected.columns:
+        arrow_type = table.schema.field(column.name).type
+        if not _type_matches(column, arrow_type):
+            raise DataIntegrityError(
+                f"{where}: column {column.name!r} has type {arrow_type}, expected {column.kind}"
+            )
+
+
+def _type_matches(column: Column, arrow_type: pa.DataType) -> bool:
+    if column.kind == "int":
+        return bool(pa.types.is_integer(arrow_type))
+    if column.kind == "float":
+        return bool(pa.types.is_floating(arrow_type))
+    if column.kind == "bool":
+        return bool(pa.types.is_boolean(arrow_type))
+    if column.kind == "str":
+        return bool(pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type))
+    return bool(pa.types.is_list(arrow_type) and pa.types.is_floating(arrow_type.value_type))
+
+
+def _check_values(where: str, frame: pd.DataFrame, expected: TableSchema) -> None:
+    """Physically impossible values (negative sizes, non-positive or non-finite times)."""
+    for column in expected.columns:
+        values = frame[column.name]
+        if column.kind in ("int", "float") and bool(values.isna().any()):
+            raise DataIntegrityError(f"{where}: column {column.name!r} has missing values")
+        if column.kind == "int":
+            minimum = 1 if column.unit == "requests" or column.name == "draft_length" else 0
+            bad = values[values < minimum]
+        elif column.kind == "float" and column.unit == "ms":
+            bad = values[~values.map(lambda x: math.isfinite(x) and x > 0)]
+        else:
+            continue
+        if len(bad):
+            row = int(bad.index[0])
+            raise DataIntegrityError(
+                f"{where}: column {column.name!r} row {row}: impossible value {bad.iloc[0]!r}"
+            )

@@ -1,0 +1,184 @@
+"""Command line of the recorder, shared by ``aisim record`` and ``python -m qualification.record``.
+
+On CPU the recorder needs glibc malloc settings that only take effect at process start; when they
+are missing, the command re-runs itself once in a child process with them set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from aisim.errors import ConfigError
+from qualification.record._geometry import DRAFTER_KINDS, PRESETS, Grid, get_preset
+
+_REEXEC_MARK = "AISIM_RECORD_CHILD"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--preset", required=True, choices=sorted(PRESETS), help="target shape")
+    parser.add_argument("--drafter", required=True, choices=DRAFTER_KINDS, help="draft method")
+    parser.add_argument("--out", required=True, type=Path, help="dataset directory to write")
+    parser.add_argument("--d", dest="draft_lengths", help="draft lengths, e.g. 1,2,3,4")
+    parser.add_argument("--batch", dest="batch_sizes", help="logical batch sizes, e.g. 1,4,8")
+    parser.add_argument("--kv", dest="kv_totals", help="total past KV tokens, e.g. 256,1024")
+    parser.add_argument("--reps", type=int, help="timed repetitions per point (after 1 warm-up)")
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (1 recommended)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--evidence-type", default="local-measurement", choices=("local-measurement", "hardware")
+    )
+    parser.add_argument("--overwrite", action="store_true")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def _int_list(text: str | None, default: tuple[int, ...], field: str) -> tuple[int, ...]:
+    if text is None:
+        return default
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise ConfigError(
+            f"record.{field}: expected comma-separated integers, got {text!r}"
+        ) from None
+    if not values or min(values) < 1:
+        raise ConfigError(f"record.{field}: expected positive integers, got {text!r}")
+    return tuple(sorted(set(values)))
+
+
+def grid_from_args(args: argparse.Namespace) -> Grid:
+    """The preset's grid with any --d/--batch/--kv/--reps overrides applied and checked."""
+    base = get_preset(args.preset).grid
+    reps = base.repetitions if args.reps is None else args.reps
+    if reps < 1 or reps > 1000:
+        raise ConfigError(f"record.reps: expected an integer in 1..1000, got {reps}")
+    return Grid(
+        _int_list(args.draft_lengths, base.draft_lengths, "d"),
+        _int_list(args.batch_sizes, base.batch_sizes, "batch"),
+        _int_list(args.kv_totals, base.kv_totals, "kv"),
+        reps,
+    )
+
+
+def command_line(args: argparse.Namespace, grid: Grid) -> str:
+    """The canonical command that reproduces this recording (written into the sidecar)."""
+    parts = [
+        "python",
+        "-m",
+        "qualification.record",
+        "--preset",
+        args.preset,
+        "--drafter",
+        args.drafter,
+        "--out",
+        str(args.out),
+        "--d",
+        ",".join(map(str, grid.draft_lengths)),
+        "--batch",
+        ",".join(map(str, grid.batch_sizes)),
+        "--kv",
+        ",".join(map(str, grid.kv_totals)),
+        "--reps",
+        str(grid.repetitions),
+        "--device",
+        args.device,
+        "--threads",
+        str(args.threads),
+        "--seed",
+        str(args.seed),
+        "--evidence-type",
+        args.evidence_type,
+    ]
+    return shlex.join(parts)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Record one dataset; prints where it went and how long it took."""
+    from qualification.record._recorder import MALLOC_ENV, record_dataset, require_torch
+
+    grid = grid_from_args(args)
+    if args.threads < 1 or args.threads > 256:
+        raise ConfigError(f"record.threads: expected an integer in 1..256, got {args.threads}")
+    torch = require_torch()
+    wants_cpu = args.device == "cpu" or (args.device == "auto" and not torch.cuda.is_available())
+    missing = any(key not in os.environ for key in MALLOC_ENV)
+    if wants_cpu and missing and _REEXEC_MARK not in os.environ:
+        argv = shlex.split(command_line(args, grid))[1:]
+        argv += ["--overwrite"] if args.overwrite else []
+        argv += ["--no-progress"] if args.no_progress else []
+        env = {**os.environ, **MALLOC_ENV, _REEXEC_MARK: "1"}
+        print(
+            "aisim record: re-running with glibc malloc settings for stable CPU timing",
+            file=sys.stderr,
+        )
+        return subprocess.run([sys.executable, *argv], env=env, check=False).returncode
+
+    started = time.monotonic()
+    progress, finish = _progress_reporter(not args.no_progress)
+    try:
+        dataset = record_dataset(
+            args.preset,
+            args.drafter,
+            args.out,
+            grid=grid,
+            device=args.device,
+            threads=args.threads,
+            seed=args.seed,
+            command=command_line(args, grid),
+            evidence_type=args.evidence_type,
+            overwrite=args.overwrite,
+            progress=progress,
+        )
+    finally:
+        finish()
+    elapsed = time.monotonic() - started
+    print(
+        f"recorded {len(dataset.sd_rounds)} rounds and {len(dataset.stp_points)} STP points "
+        f"into {dataset.directory} in {elapsed:.1f} s"
+    )
+    return 0
+
+
+def _progress_reporter(enabled: bool) -> tuple[object, object]:
+    """A rich progress bar on stderr (no refresh thread: it would add to process CPU time)."""
+    if not enabled:
+        return None, lambda: None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        auto_refresh=False,
+        transient=False,
+    )
+    bar.start()
+    task = bar.add_task("recording", total=None)
+
+    def update(label: str, done: int, total: int) -> None:
+        bar.update(task, description=label, completed=done, total=total, refresh=True)
+
+    return update, bar.stop
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m qualification.record",
+        description="Record STP points and SD rounds of a model built from config.",
+    )
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except ConfigError as exc:
+        print(f"aisim: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,390 @@
+"""Record a dataset: every (d, B, K) of a grid, its rule reference STP points, and its rounds.
+
+For each configuration (in K, B, d order) the recorder measures, if not already measured, the STP
+point at the logical batch (B, K) and the rule's reference point ((d + 1) B, K) -- the same
+total past KV -- and then the SD rounds, so a round and its reference are timed close together.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aisim.errors import ConfigError
+from qualification.datasets import RecordedDataset, write_dataset
+from qualification.record._geometry import Grid, get_drafter, get_preset
+
+#: glibc settings that keep large temporaries on the heap (first touch of a page costs ~6.5 us).
+MALLOC_ENV = {
+    "MALLOC_MMAP_THRESHOLD_": "33554432",
+    "MALLOC_TRIM_THRESHOLD_": "17179869184",
+    "MALLOC_TOP_PAD_": "268435456",
+}
+HIGH_CV = 0.10
+
+
+def require_torch() -> Any:
+    """Import PyTorch or explain how to get it (a ConfigError, never an ImportError)."""
+    try:
+        import torch
+    except ImportError:
+        raise ConfigError(
+            "record: PyTorch is not installed; install the recorder extra: "
+            "pip install 'aisim[record]' (torch==2.13.0)"
+        ) from None
+    return torch
+
+
+def config_id(d: int, b: int, k: int) -> str:
+    return f"d{d}-b{b}-k{k}"
+
+
+def point_id(b: int, k: int) -> str:
+    return f"b{b}-k{k}"
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    mean = statistics.fmean(values)
+    return {
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "cv": statistics.pstdev(values) / mean if mean > 0 else 0.0,
+    }
+
+
+def outlier_flags(values: list[float]) -> list[bool]:
+    """A round is an outlier when it sits more than max(5 robust sigmas, 10 %) from the median
+    of its configuration. Flagged, never dropped."""
+    median = statistics.median(values)
+    mad = statistics.median(abs(v - median) for v in values) * 1.4826
+    limit = max(5 * mad, 0.10 * median)
+    return [abs(v - median) > limit for v in values]
+
+
+def _git_revision() -> dict[str, Any]:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        revision = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
+        )
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return {"revision": "unknown", "dirty": None}
+    if revision.returncode != 0:
+        return {"revision": "unknown", "dirty": None}
+    return {"revision": revision.stdout.strip(), "dirty": bool(status.stdout.strip())}
+
+
+def _device_name(torch: Any, device: str) -> str:
+    if device.startswith("cuda"):
+        return str(torch.cuda.get_device_name(0))
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown cpu"
+
+
+def resolve_device(torch: Any, device: str) -> str:
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device not in ("cpu", "cuda"):
+        raise ConfigError(f"record.device: expected auto, cpu or cuda, got {device!r}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("record.device: cuda asked for but torch.cuda.is_available() is False")
+    return device
+
+
+def record_dataset(
+    preset_name: str,
+    drafter_kind: str,
+    out_dir: Path,
+    *,
+    grid: Grid | None = None,
+    device: str = "auto",
+    threads: int = 1,
+    seed: int = 0,
+    command: str = "",
+    evidence_type: str = "local-measurement",
+    overwrite: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> RecordedDataset:
+    """Record ``preset_name`` with ``drafter_kind`` over ``grid`` into ``out_dir``.
+
+    ``progress(label, done, total)`` is called after each measurement. Raises ConfigError for
+    an unknown preset, drafter or device, or an existing ``out_dir`` without ``overwrite``.
+    """
+    torch = require_torch()
+    from qualification.record._session import Session, split_kv
+
+    preset = get_preset(preset_name)
+    drafter = get_drafter(preset, drafter_kind)
+    grid = grid or preset.grid
+    if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
+        raise ConfigError(f"{str(out_dir)!r} already exists; pass --overwrite to replace it")
+    device = resolve_device(torch, device)
+    torch.set_num_threads(threads)
+    torch.set_flush_denormal(True)
+    load_start = os.getloadavg()
+    session = Session(preset.target, drafter, grid, device, seed)
+
+    configs = grid.configurations()
+    total = len(configs) + len(
+        {(b, k) for _, b, k in configs} | {((d + 1) * b, k) for d, b, k in configs}
+    )
+    done = 0
+    points: dict[tuple[int, int], dict[str, Any]] = {}
+    rounds: dict[str, list[Any]] = {name: [] for name in _ROUND_KEYS}
+
+    def tick(label: str) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(label, done, total)
+
+    for d, b, k in configs:
+        for width, baseline in ((b, True), ((d + 1) * b, False)):
+            point = points.get((width, k))
+            if point is None:
+                sample = session.measure_stp(width, k, grid.repetitions)
+                point = {"sample": sample, "baseline": False, "reference_for": []}
+                points[(width, k)] = point
+                tick(f"STP {point_id(width, k)}")
+            if baseline:
+                point["baseline"] = True
+            else:
+                point["reference_for"].append(config_id(d, b, k))
+        sample = session.measure_round(d, b, k, grid.repetitions)
+        past = split_kv(k, b)
+        flags = outlier_flags(sample.duration_ms)
+        for index in range(grid.repetitions):
+            row = {
+                "config_id": config_id(d, b, k),
+                "round_index": index,
+                "draft_length": d,
+                "batch_size": b,
+                "total_kv_tokens": k,
+                "kv_tokens_min": min(past),
+                "kv_tokens_max": max(past),
+                "tokens_verified": (d + 1) * b,
+                "duration_ms": sample.duration_ms[index],
+                "draft_ms": sample.draft_ms[index],
+                "verify_ms": sample.verify_ms[index],
+                "wall_duration_ms": sample.wall_ms[index],
+                "accepted_tokens_mean": sample.accepted_mean[index],
+                "tokens_emitted": sample.tokens_emitted[index],
+                "outlier": flags[index],
+            }
+            for name in _ROUND_KEYS:
+                rounds[name].append(row[name])
+        tick(f"round {config_id(d, b, k)}")
+
+    stp_columns, stp_stats = _stp_table(points, split_kv)
+    round_stats = _round_statistics(rounds)
+    anomalies = _anomalies(stp_stats, round_stats, rounds, load_start)
+    common = {
+        "identity": {
+            "recorder": "qualification.record",
+            "aisim_version": _aisim_version(),
+            "preset": preset.name,
+            "target": {
+                "geometry": preset.target.as_dict(),
+                "geometry_sha256": preset.target.identity_hash(),
+            },
+            "draft": {
+                "kind": drafter.kind,
+                "structure": "chain",
+                "geometry": drafter.as_dict(),
+                "geometry_sha256": drafter.identity_hash(),
+            },
+            "draft_lengths": list(grid.draft_lengths),
+            "device": {"type": device, "name": _device_name(torch, device), "count": 1},
+            "dtype": "float32",
+            "kv_dtype": "float32",
+            "threads": threads,
+            "seed": seed,
+            "attention_backend": "torch scaled_dot_product_attention (boolean mask)",
+            "graphs": False,
+            "compile": False,
+            "timing": {
+                "metric": session.clock.metric,
+                "clock": session.clock.clock_name,
+                "warmup_passes": 1,
+                "repetitions": grid.repetitions,
+            },
+            "acceptance_convention": (
+                "random weights: acceptance is not meaningful and timing does not depend on it; "
+                "accepted_tokens_mean = greedy accepted drafts per request, bonus token "
+                "excluded; tokens_emitted = sum over requests of (1 + accepted)"
+            ),
+            "libraries": {
+                "python": platform.python_version(),
+                "torch": str(torch.__version__),
+                "numpy": _version_of("numpy"),
+                "pyarrow": _version_of("pyarrow"),
+            },
+            "git": _git_revision(),
+        },
+        "host": {
+            "shared": True,
+            "cpus": os.cpu_count(),
+            "load_average_start": list(load_start),
+            "load_average_end": list(os.getloadavg()),
+            "malloc_env": {key: os.environ.get(key) for key in MALLOC_ENV},
+        },
+        "evidence_type": evidence_type,
+        "command": command,
+        "grid": grid.as_dict(),
+    }
+    coverage = {
+        "configurations_requested": len(configs),
+        "configurations_recorded": len(round_stats),
+        "stp_points": len(points),
+        "missing": [],
+    }
+    return write_dataset(
+        out_dir,
+        stp_columns=stp_columns,
+        round_columns=rounds,
+        common=common,
+        stp_extra={"coverage": coverage, "statistics": stp_stats, "anomalies": anomalies["stp"]},
+        rounds_extra={
+            "coverage": coverage,
+            "statistics": round_stats,
+            "anomalies": anomalies["rounds"],
+        },
+        overwrite=overwrite,
+    )
+
+
+_ROUND_KEYS = (
+    "config_id",
+    "round_index",
+    "draft_length",
+    "batch_size",
+    "total_kv_tokens",
+    "kv_tokens_min",
+    "kv_tokens_max",
+    "tokens_verified",
+    "duration_ms",
+    "draft_ms",
+    "verify_ms",
+    "wall_duration_ms",
+    "accepted_tokens_mean",
+    "tokens_emitted",
+    "outlier",
+)
+
+
+def _stp_table(
+    points: dict[tuple[int, int], dict[str, Any]], split_kv: Callable[[int, int], list[int]]
+) -> tuple[dict[str, list[Any]], list[dict[str, Any]]]:
+    columns: dict[str, list[Any]] = {}
+    stats: list[dict[str, Any]] = []
+    for (b, k), point in sorted(points.items(), key=lambda item: (item[0][1], item[0][0])):
+        sample = point["sample"]
+        past = split_kv(k, b)
+        summary = _summary(sample.primary_ms)
+        row = {
+            "point_id": point_id(b, k),
+            "batch_size": b,
+            "total_kv_tokens": k,
+            "kv_tokens_min": min(past),
+            "kv_tokens_max": max(past),
+            "is_baseline": point["baseline"],
+            "reference_for": ";".join(point["reference_for"]),
+            "repetitions": len(sample.primary_ms),
+            "latency_ms_median": summary["median"],
+            "latency_ms_min": summary["min"],
+            "latency_ms_max": summary["max"],
+            "latency_cv": summary["cv"],
+            "latency_ms_reps": list(sample.primary_ms),
+            "wall_ms_median": statistics.median(sample.wall_ms),
+            "wall_ms_reps": list(sample.wall_ms),
+        }
+        for name, value in row.items():
+            columns.setdefault(name, []).append(value)
+        stats.append({"point_id": row["point_id"], "repetitions": row["repetitions"], **summary})
+    return columns, stats
+
+
+def _round_statistics(rounds: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    by_config: dict[str, list[int]] = {}
+    for index, cid in enumerate(rounds["config_id"]):
+        by_config.setdefault(cid, []).append(index)
+    stats = []
+    for cid, rows in by_config.items():
+        summary = _summary([rounds["duration_ms"][i] for i in rows])
+        stats.append(
+            {
+                "config_id": cid,
+                "rounds": len(rows),
+                **summary,
+                "draft_median": statistics.median(rounds["draft_ms"][i] for i in rows),
+                "verify_median": statistics.median(rounds["verify_ms"][i] for i in rows),
+                "outliers": sum(bool(rounds["outlier"][i]) for i in rows),
+            }
+        )
+    return stats
+
+
+def _anomalies(
+    stp_stats: list[dict[str, Any]],
+    round_stats: list[dict[str, Any]],
+    rounds: dict[str, list[Any]],
+    load_start: tuple[float, float, float],
+) -> dict[str, list[str]]:
+    host: list[str] = []
+    cpus = os.cpu_count() or 1
+    load_end = os.getloadavg()
+    if max(load_start[0], load_end[0]) > cpus:
+        host.append(
+            f"host load average {load_start[0]:.2f} (start) / {load_end[0]:.2f} (end) exceeds "
+            f"{cpus} CPUs: wall times are unreliable; the cpu metric is less affected"
+        )
+    missing = [key for key in MALLOC_ENV if key not in os.environ]
+    if missing:
+        host.append(f"{', '.join(missing)} not set: first-touch page faults may inflate timings")
+    stp = [
+        f"STP point {s['point_id']}: CV {100 * s['cv']:.1f} % above {100 * HIGH_CV:.0f} %"
+        for s in stp_stats
+        if s["cv"] > HIGH_CV
+    ]
+    round_notes = [
+        f"configuration {s['config_id']}: CV {100 * s['cv']:.1f} % above {100 * HIGH_CV:.0f} %"
+        for s in round_stats
+        if s["cv"] > HIGH_CV
+    ]
+    round_notes += [
+        f"round {rounds['config_id'][i]}#{rounds['round_index'][i]} flagged as an outlier "
+        f"({rounds['duration_ms'][i]:.3f} ms)"
+        for i, flag in enumerate(rounds["outlier"])
+        if flag
+    ]
+    return {"stp": host + stp, "rounds": host + round_notes}
+
+
+def _aisim_version() -> str:
+    import aisim
+
+    return str(aisim.__version__)
+
+
+def _version_of(module: str) -> str:
+    imported = sys.modules.get(module) or __import__(module)
+    return str(getattr(imported, "__version__", "unknown"))
