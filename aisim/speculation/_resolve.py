@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any, Final
 
 from aisim._fields import (
@@ -75,7 +76,7 @@ def resolve_speculation(
 
     Raises ``ConfigError`` (a ``ValueError``) naming the field path for every invalid input.
     """
-    target = _target(model, join_path(path, "model") if path else "model")
+    target = _target(model, "model")
     backend_name = None if backend is None else as_str(backend, "backend", BACKENDS)
     role_name = None if role is None else as_str(role, "role", ROLES)
     tp: int | None = None
@@ -88,7 +89,12 @@ def resolve_speculation(
     spec = _kind(block, path)
     params = _params(block, spec, path)
     if spec.kind == "none":
-        _reject_present(block, ACCEPTANCE_KEYS + ("nextn_accepted",), spec, path, "acceptance")
+        keys = ACCEPTANCE_KEYS
+        legacy = block.get("nextn_accepted")
+        # Legacy files write `nextn: 0, nextn_accepted: 0` for "no MTP": accept that zero.
+        if isinstance(legacy, bool) or not isinstance(legacy, (int, float)) or legacy != 0:
+            keys = keys + ("nextn_accepted",)
+        _reject_present(block, keys, spec, path, "acceptance")
     draft_path, draft_config = _draft_inputs(block, spec, path)
     draft_model: ModelSpec | None = None
     if draft_config is not None:
@@ -96,7 +102,7 @@ def resolve_speculation(
         draft_model = ModelSpec.from_hf_config(draft_config, name, join_path(path, "draft_config"))
     geometry = normalize_params(spec, params, draft_config, draft_model, tp, path)
     check_gates(spec, target, draft_model, backend_name, role_name, path)
-    acceptance = _acceptance(block, geometry, spec, path)
+    acceptance = None if spec.kind == "none" else _acceptance(block, geometry, spec, path)
     seed: int | None = None
     if block.get("seed") is not None:
         seed = as_int(block["seed"], join_path(path, "seed"), 0, MAX_SEED)
@@ -208,9 +214,12 @@ def _params(block: dict[str, Any], spec: SchemeSpec, path: str) -> dict[str, Any
     flat = block.get("num_speculative_tokens")
     if flat is not None:
         if "num_speculative_tokens" not in spec.params:
+            takers = [
+                kind for kind, item in SCHEMES.items() if "num_speculative_tokens" in item.params
+            ]
             raise ConfigError(
                 f"{join_path(path, 'num_speculative_tokens')}: kind {spec.kind} takes no "
-                f"num_speculative_tokens (flat form is for ngram, eagle3, draft_model)"
+                f"num_speculative_tokens (the flat form is for {', '.join(takers)})"
             )
         flat_value = as_int(flat, join_path(path, "num_speculative_tokens"), 1, 64)
         _merge(params, "num_speculative_tokens", flat_value, "num_speculative_tokens", path)
@@ -229,8 +238,10 @@ def _merge(params: dict[str, Any], key: str, value: int, source: str, path: str)
     if existing is None:
         params[key] = value
         return
+    if isinstance(existing, bool) or not isinstance(existing, (int, float)):
+        return  # not a number: the scheme's own validation reports it at params.<key>
     params_field = join_path(join_path(path, "params"), key)
-    if isinstance(existing, bool) or not isinstance(existing, (int, float)) or existing != value:
+    if existing != value:
         raise ConfigError(
             f"{join_path(path, source)} ({value}) and {params_field} ({describe(existing)}) "
             f"disagree; give one"
@@ -299,7 +310,7 @@ def _json_value(value: object, path: str, depth: int, counter: list[int]) -> Any
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             raise ConfigError(f"{path}: expected a finite number, got {describe(value)}")
         return float(value)
     if isinstance(value, (list, tuple)):

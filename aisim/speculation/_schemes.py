@@ -147,7 +147,7 @@ def normalize_params(
     if kind == "none":
         return SchemeGeometry({}, 0, 1, 0, None, None, None)
     if kind == "mtp":
-        depth = _aliased(params, "depth", "num_speculative_tokens", params_path, kind, True)
+        depth = _aliased(params, "depth", "num_speculative_tokens", params_path, kind)
         return _chain({"depth": depth}, depth)
     if kind == "ngram":
         count = _count(params, "num_speculative_tokens", params_path, kind, None)
@@ -260,9 +260,7 @@ def _count(
     return as_int(raw, f"{join_path(params_path, key)} (kind {kind})", 1, MAX_DRAFT_TOKENS)
 
 
-def _aliased(
-    params: dict[str, Any], key: str, alias: str, params_path: str, kind: str, required: bool
-) -> int:
+def _aliased(params: dict[str, Any], key: str, alias: str, params_path: str, kind: str) -> int:
     """One integer spelled two ways (``depth`` / ``num_speculative_tokens``); both must agree."""
     primary = params.get(key)
     secondary = params.get(alias)
