@@ -126,7 +126,8 @@ def test_conditional_round_trips_through_unconditional(rates: list[float]) -> No
     # p_i = u_i / u_(i-1) recovers the input wherever u_(i-1) is a normal float (division by a
     # subnormal loses relative precision; at 0 the rate is undefined and reported as 0)
     previous = 1.0
-    for given_rate, recovered, u in zip(rates, back.conditional_rates, forward.unconditional_rates):
+    pairs = zip(rates, back.conditional_rates, forward.unconditional_rates, strict=True)
+    for given_rate, recovered, u in pairs:
         if previous >= sys.float_info.min:
             assert recovered == pytest.approx(given_rate, rel=1e-9, abs=1e-12)
         previous = u
@@ -156,10 +157,9 @@ def test_mean_round_trips_through_acceptance_length(data: st.DataObject, depth: 
 @given(RATE, DEPTH)
 def test_iid_matches_closed_form(alpha: float, depth: int) -> None:
     profile = AcceptanceProfile.from_iid(alpha, depth)
+    closed_form = depth + 1.0
     if alpha < 1.0:
         closed_form = (1.0 - alpha ** (depth + 1)) / (1.0 - alpha)
-    else:
-        closed_form = depth + 1.0
     assert profile.acceptance_length == pytest.approx(closed_form, rel=1e-9)
     again = AcceptanceProfile.from_conditional([alpha] * depth)
     assert again.unconditional_rates == profile.unconditional_rates
