@@ -89,7 +89,7 @@ def resolve_speculation(
     spec = _kind(block, path)
     params = _params(block, spec, path)
     if spec.kind == "none":
-        keys = ACCEPTANCE_KEYS
+        keys: tuple[str, ...] = ACCEPTANCE_KEYS
         legacy = block.get("nextn_accepted")
         # Legacy files write `nextn: 0, nextn_accepted: 0` for "no MTP": accept that zero.
         if isinstance(legacy, bool) or not isinstance(legacy, (int, float)) or legacy != 0:
