@@ -39,7 +39,10 @@ def register(commands: Any) -> None:
 
 def explain_command(args: argparse.Namespace) -> int:
     """Handler of ``aisim speculation explain``; user errors raise ``ConfigError``."""
-    document = load_config_file(args.file)
+    try:
+        document = load_config_file(args.file)
+    except ConfigError as exc:  # parser messages span lines; the CLI prints one
+        raise ConfigError(" ".join(str(exc).split())) from None
     block: object = document
     path = "speculation"
     if isinstance(document, dict) and "speculation" in document:
