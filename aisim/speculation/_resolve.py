@@ -243,7 +243,7 @@ def _merge(params: dict[str, Any], key: str, value: int, source: str, path: str)
     params_field = join_path(join_path(path, "params"), key)
     if existing != value:
         raise ConfigError(
-            f"{join_path(path, source)} ({value}) and {params_field} ({describe(existing)}) "
+            f"{join_path(path, source)} ({value}) and {params_field} ({existing!r}) "
             f"disagree; give one"
         )
 

@@ -1,0 +1,47 @@
+"""docs/speculation.md: every YAML example resolves, and the public names are the documented ones."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+import aisim
+import aisim.speculation
+from aisim import resolve_speculation
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "speculation.md"
+
+
+def _yaml_blocks() -> list[str]:
+    return re.findall(r"```yaml\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.DOTALL)
+
+
+def test_every_yaml_example_in_the_guide_resolves() -> None:
+    blocks = _yaml_blocks()
+    kinds = set()
+    for text in blocks:
+        document = yaml.safe_load(text)
+        resolved = resolve_speculation(document["speculation"])
+        kinds.add(resolved.kind)
+    assert kinds == {"none", "mtp", "ngram", "eagle3", "dflash", "dspark", "draft_model"}
+
+
+def test_public_names() -> None:
+    for name in ("AcceptanceProfile", "ResolvedSpeculation", "resolve_speculation"):
+        assert name in aisim.__all__
+        assert getattr(aisim, name) is getattr(aisim.speculation, name)
+    assert sorted(aisim.speculation.__all__) == [
+        "ACCEPTANCE_KEYS",
+        "AcceptanceProfile",
+        "KINDS",
+        "ResolvedSpeculation",
+        "resolve_speculation",
+    ]
+
+
+def test_documented_acceptance_keys_are_the_accepted_ones() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    for key in aisim.speculation.ACCEPTANCE_KEYS:
+        assert f"| `{key}` |" in text
