@@ -1,0 +1,71 @@
+"""Forward-pass cost (SPEC §3): metrics, estimators, selection and the STP->SD scaling rule.
+
+Re-exports only. For callers (replay, qualification):
+
+* ``best_available(config) -> SelectedModel`` (a ``ForwardPassModel``) picks measured_round >
+  table > regression > roofline with diagnostics; see ``_select`` for the config keys.
+* every estimator has ``estimate_forward_pass_time_ms(metrics, *, draft_length=None) -> float``
+  and ``estimate_forward_pass_detailed(...) -> ForwardPassResult``; ``metrics`` is one
+  ``ForwardPassMetrics`` or a list (one per attention-DP rank: latency = max over ranks, an idle
+  rank costs 0); booleans ``prices_speculation_natively`` and ``supports_draft_length``;
+  ``model_spec`` (target geometry or None); ``draft_weight_bytes`` and
+  ``draft_kv_bytes_per_token`` for capacity planning.
+* ``price_decode_round(model, metrics, d)``: the native SD price when the model has one, the
+  scaling rule otherwise.
+* ``table_from_points(points, *, identity=None)``, ``regression_from_points``,
+  ``measured_rounds_from_points``; ``load_table_file`` / ``write_table_file`` for table files.
+* ``estimate_many(model, batch_sizes, kv_totals, draft_length=None)``: the numpy path.
+"""
+
+from __future__ import annotations
+
+from aisim.fpm._chain import SelectedModel
+from aisim.fpm._diagnostics import Diagnostics, ForwardPassResult, StpReference
+from aisim.fpm._measured import MeasuredRoundModel, measured_rounds_from_points
+from aisim.fpm._metrics import ForwardPassMetrics, decode_metrics
+from aisim.fpm._model import ForwardPassModel, price_decode_round
+from aisim.fpm._regression import RegressionModel, regression_from_points
+from aisim.fpm._roofline import RooflineModel
+from aisim.fpm._scaling import (
+    RULE_INTERCEPT,
+    RULE_SLOPE,
+    check_draft_length,
+    scaling_factor,
+    split_kv_length,
+    widen_rank,
+)
+from aisim.fpm._sd_cost import SpeculationCost
+from aisim.fpm._select import ESTIMATORS, best_available
+from aisim.fpm._table import TableModel, table_from_points
+from aisim.fpm._table_files import load_table_file, write_table_file
+from aisim.fpm._vector import estimate_many
+
+__all__ = [
+    "ESTIMATORS",
+    "RULE_INTERCEPT",
+    "RULE_SLOPE",
+    "Diagnostics",
+    "ForwardPassMetrics",
+    "ForwardPassModel",
+    "ForwardPassResult",
+    "MeasuredRoundModel",
+    "RegressionModel",
+    "RooflineModel",
+    "SelectedModel",
+    "SpeculationCost",
+    "StpReference",
+    "TableModel",
+    "best_available",
+    "check_draft_length",
+    "decode_metrics",
+    "estimate_many",
+    "load_table_file",
+    "measured_rounds_from_points",
+    "price_decode_round",
+    "regression_from_points",
+    "scaling_factor",
+    "split_kv_length",
+    "table_from_points",
+    "widen_rank",
+    "write_table_file",
+]

@@ -1,0 +1,225 @@
+"""Roofline time of one forward pass through a stack of decoder layers, op by op.
+
+Each operation costs ``max(flops / (peak * compute efficiency), bytes / (HBM * memory
+efficiency))``; a pass is the sum of its operations. Per layer: the QKV projection GEMM, attention
+(reads every request's KV bytes), the output projection GEMM, the MLP (dense SwiGLU, or MoE with
+the routed experts the batch touches plus shared experts), norms and activation (memory-bound
+elementwise), and, when tensor parallel > 1, two ring all-reduces over NVLink. After the layers:
+the final norm and the LM head for the tokens that need logits. Weights and heads are sharded over
+tensor parallel; MLA's compressed KV is replicated. Constants are the documented efficiencies.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from aisim.catalogue._specs import GpuSpec, ModelSpec
+
+#: Fraction of the dense BF16 peak a GEMM reaches.
+GEMM_COMPUTE_EFFICIENCY: Final = 0.7
+#: Fraction of the dense BF16 peak an attention kernel reaches.
+ATTENTION_COMPUTE_EFFICIENCY: Final = 0.5
+#: Fraction of peak HBM bandwidth achieved by streaming kernels (the facts say ~80 %).
+MEMORY_EFFICIENCY: Final = 0.8
+#: Fraction of the per-GPU NVLink bandwidth a ring all-reduce achieves.
+NVLINK_EFFICIENCY: Final = 0.7
+#: Fixed cost of one all-reduce (launch + synchronisation), seconds.
+ALLREDUCE_LATENCY_S: Final = 5e-6
+
+
+class PassShape:
+    """The work of one fused pass, summed over its requests.
+
+    ``tokens``: query tokens through the layers; ``logit_tokens``: tokens that need LM-head logits;
+    ``attention_pairs``: (query token, key token) pairs attended (causal within new tokens);
+    ``kv_tokens_read``: KV entries each attention layer reads (past plus new tokens).
+    """
+
+    def __init__(
+        self, tokens: float, logit_tokens: float, attention_pairs: float, kv_tokens_read: float
+    ) -> None:
+        self.tokens = tokens
+        self.logit_tokens = logit_tokens
+        self.attention_pairs = attention_pairs
+        self.kv_tokens_read = kv_tokens_read
+
+
+def decode_shape(requests: int, past_kv_tokens: int, query_per_request: int) -> PassShape:
+    """``requests`` decode requests with ``query_per_request`` new tokens each (1 for STP, w for
+    verification), reading ``past_kv_tokens`` past KV tokens in total."""
+    q = float(query_per_request)
+    b = float(requests)
+    return PassShape(
+        tokens=q * b,
+        logit_tokens=q * b,
+        attention_pairs=q * float(past_kv_tokens) + b * q * (q + 1.0) / 2.0,
+        kv_tokens_read=float(past_kv_tokens) + q * b,
+    )
+
+
+def prefill_shape(
+    requests: int, tokens: int, extend_lengths: list[int] | None, past_lengths: list[int] | None
+) -> PassShape:
+    """Prefill of ``requests`` requests, ``tokens`` new tokens in total; without per-request
+    lengths the tokens are split evenly; ``past_lengths`` is cached context (default none)."""
+    pairs = 0.0
+    read = 0.0
+    if requests <= 0:
+        return PassShape(0.0, 0.0, 0.0, 0.0)
+    for index in range(requests):
+        if extend_lengths is not None:
+            new = float(extend_lengths[index])
+        else:
+            new = float(tokens) / float(requests)
+        past = float(past_lengths[index]) if past_lengths is not None else 0.0
+        pairs += new * past + new * (new + 1.0) / 2.0
+        read += past + new
+    return PassShape(float(tokens), float(requests), pairs, read)
+
+
+def add_shapes(first: PassShape, second: PassShape) -> PassShape:
+    return PassShape(
+        first.tokens + second.tokens,
+        first.logit_tokens + second.logit_tokens,
+        first.attention_pairs + second.attention_pairs,
+        first.kv_tokens_read + second.kv_tokens_read,
+    )
+
+
+def op_seconds(flops: float, bytes_moved: float, peak_flops: float, bandwidth: float) -> float:
+    """Roofline time of one operation: the larger of its compute and memory time."""
+    compute = flops / peak_flops
+    memory = bytes_moved / bandwidth
+    return compute if compute > memory else memory
+
+
+class LayerStack:
+    """Precomputed per-GPU sizes of ``num_layers`` decoder layers of ``spec`` (+ optional head).
+
+    ``lm_head_vocab`` 0 omits the head; ``fused_feature_inputs`` > 0 adds EAGLE-3's projection
+    (``fused_feature_inputs`` -> hidden) in front of the layers.
+    """
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        gpu: GpuSpec,
+        tensor_parallel: int,
+        num_layers: int,
+        lm_head_vocab: int,
+        fused_feature_inputs: int = 0,
+    ) -> None:
+        tp = float(tensor_parallel)
+        dtype = float(spec.dtype_bytes)
+        hidden = float(spec.hidden_size)
+        heads = float(spec.num_attention_heads)
+        self.tensor_parallel = tensor_parallel
+        self.dtype = dtype
+        self.hidden = hidden
+        self.gemm_flops_per_s = gpu.bf16_flops * GEMM_COMPUTE_EFFICIENCY
+        self.attention_flops_per_s = gpu.bf16_flops * ATTENTION_COMPUTE_EFFICIENCY
+        self.bytes_per_s = gpu.hbm_bytes_per_s * MEMORY_EFFICIENCY
+        self.link_bytes_per_s = gpu.nvlink_bytes_per_s * NVLINK_EFFICIENCY
+        value_dim = float(spec.v_head_dim if spec.uses_mla else spec.head_dim)
+        o_params = heads * value_dim * hidden
+        self.qkv_params = (float(spec.attention_parameters_per_layer) - o_params) / tp
+        self.qkv_out = (float(spec.attention_parameters_per_layer) - o_params) / hidden / tp
+        self.o_params = o_params / tp
+        self.o_in = heads * value_dim / tp
+        if spec.uses_mla:
+            latent = float(spec.kv_lora_rank + spec.qk_rope_head_dim)
+            self.flops_per_pair = (2.0 * heads * latent + 2.0 * heads * spec.kv_lora_rank) / tp
+            self.kv_bytes_per_token = latent * dtype
+        else:
+            kv_heads = float(-(-spec.num_kv_heads // tensor_parallel))
+            self.flops_per_pair = 4.0 * heads * float(spec.head_dim) / tp
+            self.kv_bytes_per_token = 2.0 * kv_heads * float(spec.head_dim) * dtype
+        self.dense_mlp_params = float(spec.dense_mlp_parameters) / tp
+        self.dense_intermediate = float(spec.intermediate_size) / tp
+        self.num_experts = float(spec.num_experts)
+        self.experts_per_token = float(spec.experts_per_token)
+        self.shared_experts = float(spec.num_shared_experts)
+        self.expert_params = 3.0 * hidden * float(spec.moe_intermediate_size) / tp
+        self.expert_intermediate = float(spec.moe_intermediate_size) / tp
+        self.router_params = hidden * float(spec.num_experts)
+        moe_layers = 0
+        if spec.is_moe:
+            moe_layers = max(0, num_layers - min(num_layers, spec.first_dense_layers))
+        self.moe_layers = float(moe_layers)
+        self.dense_layers = float(num_layers - moe_layers)
+        self.lm_head_params = float(lm_head_vocab) * hidden / tp
+        self.fused_params = float(fused_feature_inputs) * hidden / tp
+        self.fused_inputs = float(fused_feature_inputs)
+
+    def _gemm(self, tokens: float, params: float, in_features: float, out_features: float) -> float:
+        flops = 2.0 * tokens * params
+        moved = (params + tokens * (in_features + out_features)) * self.dtype
+        return op_seconds(flops, moved, self.gemm_flops_per_s, self.bytes_per_s)
+
+    def _allreduce(self, tokens: float) -> float:
+        if self.tensor_parallel <= 1:
+            return 0.0
+        tp = float(self.tensor_parallel)
+        moved = 2.0 * (tp - 1.0) / tp * tokens * self.hidden * self.dtype
+        return moved / self.link_bytes_per_s + ALLREDUCE_LATENCY_S
+
+    def _common_layer(self, shape: PassShape) -> float:
+        """Everything in a layer except the MLP and its activation."""
+        t = shape.tokens
+        seconds = self._gemm(t, self.qkv_params, self.hidden, self.qkv_out)
+        attention_bytes = shape.kv_tokens_read * self.kv_bytes_per_token + 2.0 * t * (
+            self.o_in * self.dtype
+        )
+        seconds += op_seconds(
+            shape.attention_pairs * self.flops_per_pair,
+            attention_bytes,
+            self.attention_flops_per_s,
+            self.bytes_per_s,
+        )
+        seconds += self._gemm(t, self.o_params, self.o_in, self.hidden)
+        seconds += 4.0 * t * self.hidden * self.dtype / self.bytes_per_s  # two RMSNorms
+        seconds += 2.0 * self._allreduce(t)
+        return seconds
+
+    def _dense_mlp(self, tokens: float) -> float:
+        activation = 3.0 * tokens * self.dense_intermediate * self.dtype / self.bytes_per_s
+        up = self._gemm(tokens, 2.0 * self.hidden * self.dense_intermediate, self.hidden, 0.0)
+        down = self._gemm(tokens, self.hidden * self.dense_intermediate, 0.0, self.hidden)
+        return up + activation + down
+
+    def _moe_mlp(self, tokens: float) -> float:
+        experts = self.num_experts
+        chosen = self.experts_per_token
+        if tokens <= 0.0:
+            return 0.0
+        touched = experts * (1.0 - (1.0 - chosen / experts) ** tokens) if experts > 0 else 0.0
+        active = chosen + self.shared_experts
+        flops = 2.0 * tokens * active * self.expert_params
+        moved = (
+            (touched + self.shared_experts) * self.expert_params
+            + tokens * active * (2.0 * self.hidden)
+        ) * self.dtype
+        seconds = op_seconds(flops, moved, self.gemm_flops_per_s, self.bytes_per_s)
+        seconds += self._gemm(tokens, self.router_params, self.hidden, experts)
+        seconds += 3.0 * tokens * active * self.expert_intermediate * self.dtype / self.bytes_per_s
+        return seconds
+
+    def seconds(self, shape: PassShape) -> float:
+        """Time of one pass of ``shape`` through the stack (0 for an empty pass)."""
+        t = shape.tokens
+        if t <= 0.0:
+            return 0.0
+        common = self._common_layer(shape)
+        total = (self.dense_layers + self.moe_layers) * common
+        if self.dense_layers > 0.0:
+            total += self.dense_layers * self._dense_mlp(t)
+        if self.moe_layers > 0.0:
+            total += self.moe_layers * self._moe_mlp(t)
+        if self.fused_params > 0.0:
+            total += self._gemm(t, self.fused_params, self.fused_inputs, self.hidden)
+        if self.lm_head_params > 0.0 and shape.logit_tokens > 0.0:
+            logits = shape.logit_tokens
+            total += 2.0 * logits * self.hidden * self.dtype / self.bytes_per_s  # final norm
+            vocab = self.lm_head_params / self.hidden
+            total += self._gemm(logits, self.lm_head_params, self.hidden, vocab)
+        return total

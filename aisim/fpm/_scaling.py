@@ -1,0 +1,84 @@
+"""The published STP->SD scaling rule: T_SD(B, K, d) = (0.08 d + 1.25) * F_STP((d + 1) B, K).
+
+Fixed coefficients, no runtime fitting. Widening maps each rank's B logical decode requests to
+(d + 1) B STP requests with the total past KV preserved exactly; per-request KV lists split each
+length L into d + 1 parts of floor(L / (d + 1)), the first L mod (d + 1) parts one larger.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from aisim._fields import as_int, describe
+from aisim.errors import ConfigError, UnsupportedQuery
+from aisim.fpm._metrics import MAX_COUNT, ForwardPassMetrics
+
+#: Published slope and intercept of the factor (0.08 d + 1.25).
+RULE_SLOPE: Final = 0.08
+RULE_INTERCEPT: Final = 1.25
+
+
+def scaling_factor(draft_length: int) -> float:
+    """``0.08 * d + 1.25`` (d 1..5 -> 1.33, 1.41, 1.49, 1.57, 1.65)."""
+    return RULE_SLOPE * draft_length + RULE_INTERCEPT
+
+
+def check_draft_length(draft_length: object, path: str = "draft_length") -> int:
+    """A positive integer d (integral floats accepted; bools, 0, negatives, 2.5 rejected)."""
+    if isinstance(draft_length, bool) or not isinstance(draft_length, (int, float)):
+        if hasattr(draft_length, "__index__") and not isinstance(draft_length, (bool, str)):
+            numpy_integer: Any = draft_length
+            return check_draft_length(int(numpy_integer.__index__()), path)
+        raise ConfigError(
+            f"{path}: expected a positive integer draft length, got {describe(draft_length)}"
+        )
+    return as_int(draft_length, path, minimum=1, maximum=MAX_COUNT)
+
+
+def split_kv_length(length: int, parts: int) -> list[int]:
+    """``length`` split into ``parts`` near-equal integers (larger ones first), summing exactly."""
+    base = length // parts
+    extra = length - base * parts
+    return [base + 1 if index < extra else base for index in range(parts)]
+
+
+def widen_rank(metrics: ForwardPassMetrics, draft_length: int, path: str) -> ForwardPassMetrics:
+    """The STP reference coordinates of one rank for a round of ``draft_length`` drafts.
+
+    Raises ``UnsupportedQuery`` for prefill or mixed work (the rule prices decode rounds only)
+    and ``ConfigError`` when the widened batch would overflow ``MAX_COUNT``.
+    """
+    if metrics.has_prefill:
+        kind = "mixed prefill+decode" if metrics.has_decode else "prefill"
+        raise UnsupportedQuery(
+            f"{path}: the STP->SD scaling rule prices decode rounds only; this rank carries "
+            f"{kind} work ({metrics.num_prefill_requests} prefill requests, "
+            f"{metrics.sum_prefill_tokens} tokens); price prefill without draft_length"
+        )
+    width = draft_length + 1
+    batch = metrics.num_decode_requests
+    if batch > MAX_COUNT // width:
+        raise ConfigError(
+            f"draft_length: widened batch ({draft_length} + 1) * {batch} exceeds {MAX_COUNT}; "
+            "allowed: draft lengths whose widened batch fits in 62 bits"
+        )
+    lengths: list[int] | None = None
+    source = metrics.past_kv_lengths
+    if source is not None:
+        lengths = []
+        for length in source:
+            lengths.extend(split_kv_length(length, width))
+    return ForwardPassMetrics(
+        num_decode_requests=batch * width,
+        sum_decode_kv_tokens=metrics.sum_decode_kv_tokens,
+        past_kv_lengths=lengths,
+    )
+
+
+def widen_ranks(
+    ranks: list[ForwardPassMetrics], draft_length: int, path: str = "metrics"
+) -> list[ForwardPassMetrics]:
+    """``widen_rank`` over every rank (paths ``metrics[i]`` when there are several ranks)."""
+    if len(ranks) == 1:
+        return [widen_rank(ranks[0], draft_length, path)]
+    return [widen_rank(rank, draft_length, f"{path}[{i}]") for i, rank in enumerate(ranks)]

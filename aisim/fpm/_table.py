@@ -1,0 +1,86 @@
+"""The ``table`` estimator: a recorded STP decode table, exact hit then interpolation.
+
+Coordinates are per rank: B decode requests and their total past KV K_total. Interpolation and
+its envelope are described in ``_interpolate``; outside the envelope the table answers
+``UnsupportedQuery``. With ``draft_length=d`` the STP->SD scaling rule applies at the widened
+coordinates ((d + 1) B, K_total), under the same envelope.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aisim.catalogue._specs import ModelSpec
+from aisim.errors import UnsupportedQuery
+from aisim.fpm._interpolate import (
+    InterpolationGrid,
+    check_identity,
+    points_identity,
+    read_points,
+)
+from aisim.fpm._metrics import ForwardPassMetrics
+from aisim.fpm._model import ForwardPassModel
+
+
+class TableModel(ForwardPassModel):
+    """STP table over validated points; build with ``table_from_points`` or the file loader.
+
+    ``identity`` is the table's declared identity (model, hardware, backend, ... as recorded);
+    ``data_identity`` is the SHA-256 of the data file when loaded from disk, else of the
+    canonical points and identity. ``source`` says where the points came from.
+    """
+
+    def __init__(
+        self,
+        points: list[tuple[int, int, float]],
+        identity: dict[str, Any],
+        data_identity: str,
+        source: str,
+        model_spec: ModelSpec | None = None,
+    ) -> None:
+        super().__init__(
+            name="table",
+            prices_speculation_natively=False,
+            supports_draft_length=True,
+            model_spec=model_spec,
+            data_identity=data_identity,
+        )
+        self.points = points
+        self.identity = identity
+        self.source = source
+        self.grid = InterpolationGrid(points)
+
+    def _rank_ms(self, rank: ForwardPassMetrics, path: str) -> float:
+        if rank.has_prefill:
+            raise UnsupportedQuery(
+                f"{path}: the table estimator holds decode STP passes only; this rank carries "
+                f"{rank.num_prefill_requests} prefill request(s)"
+            )
+        return self.grid.latency_ms(rank.num_decode_requests, rank.sum_decode_kv_tokens, path)
+
+    def _rank_coverage(self, rank: ForwardPassMetrics) -> str:
+        if self.grid.is_exact(rank.num_decode_requests, rank.sum_decode_kv_tokens):
+            return "measured"
+        return "interpolated"
+
+    def _notes(self) -> list[str]:
+        return [f"STP table from {self.source} ({self.grid.num_points} points)"]
+
+    def with_model_spec(self, model_spec: ModelSpec | None) -> TableModel:
+        """The same table bound to a target geometry (``model.model_spec``)."""
+        return TableModel(
+            self.points, self.identity, self.data_identity or "", self.source, model_spec
+        )
+
+
+def table_from_points(
+    points: object, *, identity: object = None, source: str = "in-memory points"
+) -> TableModel:
+    """A ``table`` estimator from ``[{"batch_size", "total_kv_tokens", "latency_ms"}, ...]``.
+
+    ``identity`` (optional mapping of scalars) is kept with the table and enters its data
+    identity. Raises ``ConfigError`` naming ``points[i].<field>`` for malformed points.
+    """
+    checked = read_points(points, "points")
+    declared = check_identity(identity, "identity")
+    return TableModel(checked, declared, points_identity(checked, declared), source)
