@@ -1,0 +1,167 @@
+"""``aisim estimate``: price one forward pass or SD round and show the evidence behind it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from aisim._io import canonical_json, load_config_file
+from aisim.errors import ConfigError
+
+#: The params key that carries the draft count, per speculation kind (``--depth``).
+DEPTH_PARAM = {
+    "mtp": "depth",
+    "ngram": "num_speculative_tokens",
+    "eagle3": "num_speculative_tokens",
+    "draft_model": "num_speculative_tokens",
+    "dflash": "num_draft_tokens",
+    "dspark": "num_draft_tokens",
+}
+
+
+def register(commands: Any) -> None:
+    """Add the ``estimate`` subcommand."""
+    parser = commands.add_parser(
+        "estimate",
+        help="price one forward pass or SD round (latency, factor, evidence)",
+        description=(
+            "Price one iteration with best_available (docs/estimators.md): B decode requests with "
+            "--kv past tokens each, optionally a prefill, a speculation scheme (priced natively) "
+            "or --draft-length (the STP->SD scaling rule on an STP table or regression)."
+        ),
+    )
+    parser.add_argument("--model", required=True, help="catalogue name or config.json path")
+    parser.add_argument("--hardware", help="catalogue GPU (h100, h200_sxm, ...) or a YAML file")
+    parser.add_argument("--backend", default="vllm", choices=("vllm", "sglang"))
+    parser.add_argument("--tp", type=int, default=1, help="tensor parallel size (default 1)")
+    parser.add_argument("--batch", type=int, default=1, help="decode requests B (default 1)")
+    parser.add_argument("--kv", type=int, default=0, help="past KV tokens per decode request")
+    parser.add_argument("--kv-total", type=int, help="total past KV tokens (instead of --kv)")
+    parser.add_argument("--prefill-tokens", type=int, default=0, help="add one prefill request")
+    parser.add_argument("--draft-length", type=int, help="apply the STP->SD scaling rule with d")
+    parser.add_argument("--scheme", choices=sorted(DEPTH_PARAM), help="speculation kind")
+    parser.add_argument("--depth", type=int, help="draft tokens per round for --scheme")
+    parser.add_argument("--draft-config", help="the drafter's config.json (eagle3/dflash/dspark)")
+    parser.add_argument("--draft-model", help="draft_model_path (catalogue name for draft_model)")
+    parser.add_argument("--speculation", help="YAML/JSON speculation block (instead of --scheme)")
+    parser.add_argument(
+        "--table", action="append", default=[], metavar="FILE", help="recorded table file"
+    )
+    parser.add_argument(
+        "--estimator",
+        default="auto",
+        choices=("auto", "roofline", "table", "regression", "measured_round"),
+    )
+    parser.add_argument("--fallback-policy", default="deny", choices=("deny", "allow"))
+    parser.add_argument("--json", action="store_true", help="print canonical JSON")
+    parser.set_defaults(handler=estimate_command)
+
+
+def _speculation(args: argparse.Namespace) -> object:
+    if args.speculation is not None:
+        if args.scheme is not None:
+            raise ConfigError("--speculation: give either --speculation FILE or --scheme, not both")
+        document = load_config_file(args.speculation)
+        if isinstance(document, dict) and "speculation" in document:
+            return document["speculation"]
+        return document
+    if args.scheme is None:
+        for flag, value in (("--depth", args.depth), ("--draft-config", args.draft_config)):
+            if value is not None:
+                raise ConfigError(f"{flag}: needs --scheme")
+        return None
+    block: dict[str, Any] = {"kind": args.scheme, "params": {}}
+    if args.depth is not None:
+        block["params"][DEPTH_PARAM[args.scheme]] = args.depth
+    if args.draft_config is not None:
+        block["draft_config"] = load_config_file(args.draft_config)
+    if args.draft_model is not None:
+        block["draft_model_path"] = args.draft_model
+    return block
+
+
+def estimate_command(args: argparse.Namespace) -> int:
+    """Handler of ``aisim estimate``; user errors raise ``AisimError`` subclasses."""
+    from aisim.fpm import ForwardPassMetrics, best_available
+
+    if args.kv_total is not None and args.kv != 0:
+        raise ConfigError("--kv-total: give either --kv (per request) or --kv-total, not both")
+    total_kv = args.kv_total if args.kv_total is not None else args.batch * args.kv
+    config: dict[str, Any] = {
+        "model": args.model,
+        "backend": args.backend,
+        "tensor_parallel": args.tp,
+        "estimator": args.estimator,
+        "fallback_policy": args.fallback_policy,
+    }
+    if args.hardware is not None:
+        config["hardware"] = args.hardware
+    if args.table:
+        config["tables"] = list(args.table)
+    speculation = _speculation(args)
+    if speculation is not None:
+        config["speculation"] = speculation
+    model = best_available(config)
+    prefill = args.prefill_tokens
+    metrics = ForwardPassMetrics(
+        num_decode_requests=args.batch,
+        sum_decode_kv_tokens=total_kv,
+        num_prefill_requests=1 if prefill else 0,
+        sum_prefill_tokens=prefill,
+    )
+    result = model.estimate_forward_pass_detailed(metrics, draft_length=args.draft_length)
+    payload = {
+        "query": {**metrics.to_dict(), "draft_length": args.draft_length},
+        "selection": model.describe(),
+        "result": result.to_dict(),
+        "draft_weight_bytes": model.draft_weight_bytes,
+        "draft_kv_bytes_per_token": model.draft_kv_bytes_per_token,
+    }
+    if args.json:
+        sys.stdout.write(canonical_json(payload))
+        return 0
+    sys.stdout.write(render_text(payload))
+    return 0
+
+
+def render_text(payload: dict[str, Any]) -> str:
+    """Latency, factor and evidence as a few readable lines."""
+    result = payload["result"]
+    diagnostics = result["diagnostics"]
+    query = payload["query"]
+    lines = [
+        f"latency: {result['latency_ms']:.4f} ms",
+        f"query: B={query['num_decode_requests']} K_total={query['sum_decode_kv_tokens']}"
+        + (
+            f" prefill={query['sum_prefill_tokens']} tokens"
+            if query["num_prefill_requests"]
+            else ""
+        ),
+        f"estimator: {diagnostics['estimator']} (coverage: {diagnostics['coverage']})",
+        f"speculation: {diagnostics['speculation']}",
+    ]
+    reference = result["stp_reference"]
+    if reference is not None:
+        widened = reference["metrics"]
+        lines.append(
+            f"scaling factor: {result['scaling_factor']:.2f} (d={result['draft_length']}); "
+            f"STP reference {reference['latency_ms']:.4f} ms at B={widened['num_decode_requests']}"
+            f", K_total={widened['sum_decode_kv_tokens']}"
+        )
+    else:
+        lines.append("scaling factor: none (price as estimated)")
+    if diagnostics["data_identity"]:
+        lines.append(f"data identity: {diagnostics['data_identity']}")
+    for name, value in diagnostics["details"].items():
+        lines.append(f"  {name}: {value:.6g}")
+    if payload["draft_weight_bytes"]:
+        lines.append(
+            f"draft weights: {payload['draft_weight_bytes']} bytes; draft KV: "
+            f"{payload['draft_kv_bytes_per_token']} bytes/token"
+        )
+    for note in diagnostics["notes"]:
+        lines.append(f"note: {note}")
+    for skipped in diagnostics["skipped"]:
+        lines.append(f"skipped {skipped['estimator']}: {skipped['reason']}")
+    return "\n".join(lines) + "\n"
