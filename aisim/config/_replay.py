@@ -1,0 +1,450 @@
+"""The replay config edge (SPEC §4): validate the YAML/JSON mapping once and build the core's
+plain ``ReplayPlan``. Not compiled: it reads files and talks to the catalogue and estimators.
+
+Every error is a ``ConfigError`` naming the full field path (``engine.workers.decode.kv_cache.
+capacity.blocks``), the speculation kind where it matters, and what is allowed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+from aisim._fields import as_bool, as_float, as_int, as_mapping, as_str, join_path, reject_unknown
+from aisim.catalogue import GpuSpec, ModelSpec, get_gpu, get_model
+from aisim.config._replay_traffic import build_traffic
+from aisim.errors import ConfigError
+from aisim.replay._plan import (
+    ROLE_AGGREGATED,
+    ROLE_DECODE,
+    ROLE_PREFILL,
+    SCHEDULER_SGLANG,
+    SCHEDULER_VLLM,
+    KvPlan,
+    ReplayPlan,
+    RequestSpec,
+    SchedulerPlan,
+    SpeculationPlan,
+    WorkerPlan,
+    no_speculation,
+)
+from aisim.replay._pricing import PassPricer
+
+TOP_KEYS: Final = ("traffic", "engine", "simulation")
+ENGINE_KEYS: Final = (
+    "model",
+    "hardware",
+    "backend",
+    "speculation",
+    "nextn",
+    "nextn_accepted",
+    "workers",
+    "kv_transfer",
+)
+WORKER_KEYS: Final = ("parallelism", "scheduler", "kv_cache", "timing", "speculation")
+BACKENDS: Final = (SCHEDULER_VLLM, SCHEDULER_SGLANG)
+VLLM_SCHEDULER_KEYS: Final = ("max_batched_tokens", "max_sequences", "chunked_prefill")
+SGLANG_SCHEDULER_KEYS: Final = (
+    "chunked_prefill_size",
+    "max_running_requests",
+    "chunked_prefill",
+    "init_new_token_ratio",
+    "min_new_token_ratio",
+    "new_token_ratio_decay",
+)
+CAPACITY_TYPES: Final = ("fixed", "default")
+#: Default share of GPU memory the engine may use (vLLM's gpu_memory_utilization default).
+DEFAULT_MEMORY_FRACTION: Final = 0.9
+#: Default activation/workspace reserve per GPU, GiB (a documented round number, not profiled).
+DEFAULT_ACTIVATION_RESERVE_GIB: Final = 2.0
+GIB: Final = 1 << 30
+MAX_COUNT: Final = 1 << 40
+
+
+class EngineContext:
+    """What every worker's validation needs from the ``engine`` block."""
+
+    def __init__(self, engine: dict[str, Any]) -> None:
+        self.raw = engine
+        self.backend = as_str(engine.get("backend", "vllm"), "engine.backend", BACKENDS)
+        self.model: ModelSpec | None = None
+        if engine.get("model") is not None:
+            self.model = get_model(engine["model"], "engine.model")
+        self.gpu: GpuSpec | None = None
+        if engine.get("hardware") is not None:
+            self.gpu = get_gpu(engine["hardware"], "engine.hardware")
+
+    def need_model(self, why: str) -> ModelSpec:
+        if self.model is None:
+            raise ConfigError(f"engine.model: required for {why}")
+        return self.model
+
+    def need_gpu(self, why: str) -> GpuSpec:
+        if self.gpu is None:
+            raise ConfigError(f"engine.hardware: required for {why}")
+        return self.gpu
+
+
+def build_plan(config: object, base_dir: Path | None = None) -> tuple[ReplayPlan, dict[str, Any]]:
+    """Validate a replay config; returns the plan and a JSON-ready description of the resolved
+    configuration (capacities, pricing, speculation) for the summary."""
+    root = as_mapping(config, "")
+    reject_unknown(root, TOP_KEYS, "")
+    if root.get("traffic") is None:
+        raise ConfigError("traffic: required (source and load of the requests)")
+    engine = as_mapping(root.get("engine"), "engine")
+    reject_unknown(engine, ENGINE_KEYS, "engine")
+    context = EngineContext(engine)
+    requests = build_traffic(root["traffic"], base_dir)
+    workers_raw = as_mapping(engine.get("workers"), "engine.workers")
+    roles = sorted(workers_raw)
+    if roles == [ROLE_AGGREGATED]:
+        order = [ROLE_AGGREGATED]
+    elif roles == [ROLE_DECODE, ROLE_PREFILL]:
+        order = [ROLE_PREFILL, ROLE_DECODE]
+    else:
+        raise ConfigError(
+            f"engine.workers: expected either aggregated, or prefill and decode; got "
+            f"{', '.join(roles) or 'nothing'}"
+        )
+    workers: list[WorkerPlan] = []
+    described: list[dict[str, Any]] = []
+    for role in order:
+        worker, info = _worker(workers_raw[role], role, context)
+        _check_requests_fit(worker, requests)
+        workers.append(worker)
+        described.append(info)
+    transfer_ms_per_token, transfer_latency_ms = _transfer(
+        engine.get("kv_transfer"), context, workers
+    )
+    horizon_ms = _simulation(root.get("simulation"))
+    total_tokens = sum(request.prompt_tokens + request.output_tokens for request in requests)
+    max_events = 20 * total_tokens + 100 * len(requests) + 10_000
+    plan = ReplayPlan(
+        requests, workers, transfer_ms_per_token, transfer_latency_ms, horizon_ms, max_events
+    )
+    description = {
+        "backend": context.backend,
+        "model": None if context.model is None else context.model.name,
+        "hardware": None if context.gpu is None else context.gpu.name,
+        "workers": described,
+        "kv_transfer_ms_per_token": transfer_ms_per_token if len(workers) == 2 else None,
+    }
+    return plan, description
+
+
+def _worker(raw: object, role: str, context: EngineContext) -> tuple[WorkerPlan, dict[str, Any]]:
+    path = f"engine.workers.{role}"
+    block = as_mapping(raw, path)
+    reject_unknown(block, WORKER_KEYS, path)
+    parallelism = as_mapping(block.get("parallelism", {}), join_path(path, "parallelism"))
+    reject_unknown(parallelism, ("tensor", "attention_data"), join_path(path, "parallelism"))
+    tensor = as_int(parallelism.get("tensor", 1), join_path(path, "parallelism.tensor"), 1, 1024)
+    ranks = as_int(
+        parallelism.get("attention_data", 1), join_path(path, "parallelism.attention_data"), 1, 1024
+    )
+    resolved, speculation = _speculation(block, role, tensor, context, path)
+    scheduler = _scheduler(
+        block.get("scheduler", {}), context.backend, join_path(path, "scheduler")
+    )
+    if speculation.verify_width > scheduler.token_budget and scheduler.kind == SCHEDULER_VLLM:
+        raise ConfigError(
+            f"{path}.scheduler.max_batched_tokens: {scheduler.token_budget} cannot hold one "
+            f"{speculation.kind} round of verify width {speculation.verify_width}"
+        )
+    kv = _kv_cache(block.get("kv_cache", {}), context, tensor, speculation, path)
+    pricer = _timing(block.get("timing"), context, role, tensor, resolved, speculation, path)
+    worker = WorkerPlan(role, path, ranks, tensor, scheduler, kv, pricer, speculation)
+    info = {
+        "role": role,
+        "attention_data": ranks,
+        "tensor": tensor,
+        "scheduler": scheduler.kind,
+        "kv_capacity_blocks": kv.blocks,
+        "block_size": kv.block_size,
+        "timing": pricer.describe(),
+        "speculation": speculation.kind,
+        "draft_length": speculation.draft_length,
+    }
+    return worker, info
+
+
+def _speculation(
+    block: dict[str, Any], role: str, tensor: int, context: EngineContext, path: str
+) -> tuple[Any, SpeculationPlan]:
+    """Resolve the worker's speculation (its own block, else the engine's, with the legacy
+    ``engine.nextn``/``nextn_accepted`` folded in). Prefill pools never speculate."""
+    from aisim.speculation import resolve_speculation
+
+    engine = context.raw
+    if block.get("speculation") is not None:
+        mapping: Any = block["speculation"]
+        spec_path = join_path(path, "speculation")
+    else:
+        legacy = {key: engine[key] for key in ("nextn", "nextn_accepted") if key in engine}
+        mapping = engine.get("speculation")
+        spec_path = "engine.speculation"
+        if legacy:
+            if mapping is None:
+                mapping, spec_path = legacy, "engine"
+            else:
+                mapping = {**as_mapping(mapping, spec_path), **legacy}
+    resolved = resolve_speculation(
+        mapping,
+        model=context.model,
+        backend=context.backend,
+        role=role,
+        path=spec_path,
+        tensor_parallel=tensor,
+    )
+    if not resolved.enabled or role == ROLE_PREFILL:
+        return resolved, no_speculation()
+    depth = resolved.replay_depth
+    if resolved.acceptance is None:
+        raise ConfigError(
+            f"{spec_path}: kind {resolved.kind}: replay needs an acceptance input (one of "
+            "expected_accepted_tokens, acceptance_rates, unconditional_acceptance_rates, "
+            "acceptance_length, acceptance_rate)"
+        )
+    rates = [float(rate) for rate in resolved.acceptance.conditional_rates]
+    seed = 0 if resolved.seed is None else int(resolved.seed)
+    plan = SpeculationPlan(resolved.kind, depth, int(resolved.verify_width), rates, seed)
+    return resolved, plan
+
+
+def _scheduler(raw: object, backend: str, path: str) -> SchedulerPlan:
+    block = as_mapping(raw, path)
+    allowed = VLLM_SCHEDULER_KEYS if backend == SCHEDULER_VLLM else SGLANG_SCHEDULER_KEYS
+    unknown = sorted(key for key in block if key not in allowed)
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown field(s) {', '.join(unknown)} for backend {backend}; "
+            f"allowed: {', '.join(sorted(allowed))}"
+        )
+    chunked = as_bool(block.get("chunked_prefill", True), join_path(path, "chunked_prefill"))
+    if backend == SCHEDULER_VLLM:
+        budget = as_int(
+            block.get("max_batched_tokens", 8192),
+            join_path(path, "max_batched_tokens"),
+            1,
+            MAX_COUNT,
+        )
+        sequences = as_int(
+            block.get("max_sequences", 256), join_path(path, "max_sequences"), 1, MAX_COUNT
+        )
+        return SchedulerPlan(SCHEDULER_VLLM, budget, sequences, chunked, 0.0, 0.0, 0.0)
+    budget = as_int(
+        block.get("chunked_prefill_size", 8192),
+        join_path(path, "chunked_prefill_size"),
+        1,
+        MAX_COUNT,
+    )
+    sequences = as_int(
+        block.get("max_running_requests", 256),
+        join_path(path, "max_running_requests"),
+        1,
+        MAX_COUNT,
+    )
+    init = as_float(
+        block.get("init_new_token_ratio", 0.7), join_path(path, "init_new_token_ratio"), 0.0, 1.0
+    )
+    low = as_float(
+        block.get("min_new_token_ratio", 0.1), join_path(path, "min_new_token_ratio"), 0.0, init
+    )
+    decay = as_float(
+        block.get("new_token_ratio_decay", 0.001),
+        join_path(path, "new_token_ratio_decay"),
+        0.0,
+        1.0,
+    )
+    return SchedulerPlan(SCHEDULER_SGLANG, budget, sequences, chunked, init, low, decay)
+
+
+def _kv_cache(
+    raw: object, context: EngineContext, tensor: int, speculation: SpeculationPlan, path: str
+) -> KvPlan:
+    kv_path = join_path(path, "kv_cache")
+    block = as_mapping(raw, kv_path)
+    reject_unknown(
+        block, ("block_size", "prefix_caching", "prefix_unit_tokens", "capacity"), kv_path
+    )
+    default_block = 16 if context.backend == SCHEDULER_VLLM else 1
+    block_size = as_int(
+        block.get("block_size", default_block), join_path(kv_path, "block_size"), 1, 1 << 20
+    )
+    caching = as_bool(block.get("prefix_caching", True), join_path(kv_path, "prefix_caching"))
+    default_unit = block_size if block_size >= 16 else block_size * (-(-16 // block_size))
+    unit_path = join_path(kv_path, "prefix_unit_tokens")
+    unit = as_int(block.get("prefix_unit_tokens", default_unit), unit_path, 1, 1 << 20)
+    if unit % block_size:
+        raise ConfigError(
+            f"{unit_path}: expected a multiple of block_size {block_size}, got {unit}"
+        )
+    capacity_path = join_path(kv_path, "capacity")
+    capacity = as_mapping(block.get("capacity", {"type": "default"}), capacity_path)
+    kind = as_str(capacity.get("type"), join_path(capacity_path, "type"), CAPACITY_TYPES)
+    if kind == "fixed":
+        reject_unknown(capacity, ("type", "blocks"), capacity_path)
+        blocks = as_int(capacity.get("blocks"), join_path(capacity_path, "blocks"), 1, MAX_COUNT)
+        return KvPlan(blocks, block_size, unit, caching)
+    reject_unknown(capacity, ("type", "memory_fraction", "activation_reserve_gib"), capacity_path)
+    if speculation.enabled and speculation.kind != "ngram":
+        raise ConfigError(
+            f"{capacity_path}: kind {speculation.kind}: speculation with a drafter needs an explicit "
+            f"capacity {{type: fixed, blocks: N}} (reserve the draft weights and draft KV yourself); "
+            f"type default is allowed only without speculation or with ngram"
+        )
+    fraction = as_float(
+        capacity.get("memory_fraction", DEFAULT_MEMORY_FRACTION),
+        join_path(capacity_path, "memory_fraction"),
+        0.0,
+        1.0,
+    )
+    reserve_gib = as_float(
+        capacity.get("activation_reserve_gib", DEFAULT_ACTIVATION_RESERVE_GIB),
+        join_path(capacity_path, "activation_reserve_gib"),
+        0.0,
+    )
+    model = context.need_model(f"{capacity_path} type default")
+    gpu = context.need_gpu(f"{capacity_path} type default")
+    free_bytes = gpu.hbm_capacity_bytes * fraction - model.weight_bytes / tensor - reserve_gib * GIB
+    per_block = kv_bytes_per_token_per_gpu(model, tensor) * block_size
+    blocks = int(free_bytes // per_block) if free_bytes > 0 else 0
+    if blocks < 1:
+        raise ConfigError(
+            f"{capacity_path}: {model.name} on {gpu.name} with tensor {tensor} leaves no KV memory "
+            f"({free_bytes / GIB:.2f} GiB after weights and reserve); use more tensor parallelism "
+            "or a fixed capacity"
+        )
+    return KvPlan(blocks, block_size, unit, caching)
+
+
+def kv_bytes_per_token_per_gpu(model: ModelSpec, tensor: int) -> float:
+    """KV bytes one token occupies on one GPU of a TP group: KV heads are split across the group
+    (replicated when there are fewer heads than GPUs); MLA's latent KV is replicated."""
+    if model.uses_mla:
+        return float(model.kv_bytes_per_token)
+    heads_per_gpu = -(-model.num_kv_heads // tensor)
+    return model.kv_bytes_per_token * heads_per_gpu / model.num_kv_heads
+
+
+def _timing(
+    raw: object,
+    context: EngineContext,
+    role: str,
+    tensor: int,
+    resolved: Any,
+    speculation: SpeculationPlan,
+    path: str,
+) -> PassPricer:
+    timing_path = join_path(path, "timing")
+    block = as_mapping(raw if raw is not None else {}, timing_path)
+    kind = as_str(
+        block.get("type", "estimator"), join_path(timing_path, "type"), ("fixed", "estimator")
+    )
+    if kind == "fixed":
+        reject_unknown(block, ("type", "prefill_ms", "decode_ms"), timing_path)
+        prefill = as_float(block.get("prefill_ms"), join_path(timing_path, "prefill_ms"), 0.0)
+        decode = as_float(block.get("decode_ms"), join_path(timing_path, "decode_ms"), 0.0)
+        return PassPricer.fixed(prefill, decode)
+    from aisim import fpm
+
+    config = {key: value for key, value in block.items() if key != "type"}
+    engine = context.raw
+    for key in ("model", "hardware", "backend"):
+        if key not in config and engine.get(key) is not None:
+            config[key] = engine[key]
+    config.setdefault("tensor_parallel", tensor)
+    config.setdefault("role", role)
+    if speculation.enabled and "speculation" not in config:
+        config["speculation"] = _speculation_mapping(resolved)
+    model = fpm.best_available(config, timing_path)
+    if speculation.enabled and not (
+        model.prices_speculation_natively or model.supports_draft_length
+    ):
+        raise ConfigError(
+            f"{timing_path}: kind {speculation.kind}: the selected estimator {model.name!r} can "
+            "neither price SD rounds natively nor apply the STP->SD scaling rule"
+        )
+    return PassPricer.from_model(
+        model, fpm.ForwardPassMetrics, bool(model.prices_speculation_natively)
+    )
+
+
+def _speculation_mapping(resolved: Any) -> dict[str, Any]:
+    """The canonical block of a resolved scheme, as the estimator config expects it."""
+    mapping: dict[str, Any] = {"kind": resolved.kind, "params": dict(resolved.params)}
+    if resolved.draft_model_path is not None:
+        mapping["draft_model_path"] = resolved.draft_model_path
+    if resolved.draft_config is not None:
+        mapping["draft_config"] = resolved.draft_config
+    return mapping
+
+
+def _check_requests_fit(worker: WorkerPlan, requests: list[RequestSpec]) -> None:
+    """A request that can never fit the pool (or, without chunked prefill, the token budget)
+    is an error before the first event."""
+    kv = worker.kv
+    scheduler = worker.scheduler
+    capacity_tokens = kv.blocks * kv.block_size
+    budget_field = (
+        "max_batched_tokens" if scheduler.kind == SCHEDULER_VLLM else "chunked_prefill_size"
+    )
+    for request in requests:
+        peak = request.prompt_tokens
+        if worker.role != ROLE_PREFILL:
+            peak = request.prompt_tokens + request.output_tokens - 1
+        pages = -(-peak // kv.block_size)
+        if pages > kv.blocks:
+            raise ConfigError(
+                f"{worker.path}.kv_cache.capacity: request {request.request_id!r} "
+                f"({request.prompt_tokens} prompt + {request.output_tokens} output tokens) needs "
+                f"{pages} blocks of {kv.block_size} tokens but the capacity is {kv.blocks} blocks "
+                f"({capacity_tokens} tokens); it can never fit"
+            )
+        if not scheduler.chunked_prefill and peak > scheduler.token_budget:
+            raise ConfigError(
+                f"{worker.path}.scheduler.{budget_field}: request {request.request_id!r} needs "
+                f"{peak} tokens in one prefill (recompute included) but chunked_prefill is false "
+                f"and the budget is {scheduler.token_budget}"
+            )
+
+
+def _transfer(
+    raw: object, context: EngineContext, workers: list[WorkerPlan]
+) -> tuple[float, float]:
+    path = "engine.kv_transfer"
+    block = as_mapping(raw if raw is not None else {}, path)
+    reject_unknown(block, ("bandwidth_bytes_per_s", "latency_ms", "kv_bytes_per_token"), path)
+    if len(workers) == 1:
+        return 0.0, 0.0
+    latency = as_float(block.get("latency_ms", 0.0), join_path(path, "latency_ms"), 0.0)
+    if block.get("bandwidth_bytes_per_s") is not None:
+        bandwidth = as_float(
+            block["bandwidth_bytes_per_s"], join_path(path, "bandwidth_bytes_per_s"), 0.0
+        )
+    else:
+        bandwidth = context.need_gpu(
+            f"{path}.bandwidth_bytes_per_s default (NVLink)"
+        ).nvlink_bytes_per_s
+    if bandwidth <= 0.0:
+        raise ConfigError(
+            f"{join_path(path, 'bandwidth_bytes_per_s')}: expected > 0, got {bandwidth!r}"
+        )
+    if block.get("kv_bytes_per_token") is not None:
+        per_token = as_float(
+            block["kv_bytes_per_token"], join_path(path, "kv_bytes_per_token"), 0.0
+        )
+    else:
+        model = context.need_model(f"{path} (KV bytes per token)")
+        per_token = kv_bytes_per_token_per_gpu(model, workers[0].tensor)
+    return per_token / bandwidth * 1000.0, latency
+
+
+def _simulation(raw: object) -> float:
+    block = as_mapping(raw if raw is not None else {}, "simulation")
+    reject_unknown(block, ("horizon_ms",), "simulation")
+    horizon = -1.0
+    if block.get("horizon_ms") is not None:
+        horizon = as_float(block["horizon_ms"], "simulation.horizon_ms", 0.0)
+    return horizon

@@ -1,0 +1,347 @@
+"""Replay traffic at the edge: read trace files and inline requests, check every field, and
+produce the core's ``RequestSpec`` list (SPEC §4 traffic).
+
+Sources (``traffic.source.type``): ``synthetic`` (drawn lengths), ``trace`` (Mooncake JSONL with
+``timestamp`` ms, ``input_length``, ``output_length``, optional ``hash_ids``; or CSV with
+``arrival_s,prompt_tokens,output_tokens``) and ``agentic`` (request graphs: Mooncake fields plus
+``request_id``, ``wait_for``, ``delay_ms``; from a JSONL ``path`` or inline ``requests``).
+Loads (``traffic.load.type``): ``trace_timestamps``, ``poisson``, ``constant``, ``concurrency``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any, Final
+
+from aisim._fields import (
+    as_float,
+    as_int,
+    as_list,
+    as_mapping,
+    as_str,
+    describe,
+    join_path,
+    reject_unknown,
+)
+from aisim.errors import ConfigError
+from aisim.replay._plan import RequestSpec
+from aisim.replay._traffic import (
+    DIST_FIXED,
+    DIST_UNIFORM,
+    DISTRIBUTIONS,
+    LOAD_CONCURRENCY,
+    LOAD_TRACE,
+    LOADS,
+    LengthDistribution,
+    apply_load,
+    synthetic_lengths,
+)
+
+SOURCES: Final = ("synthetic", "trace", "agentic")
+TRACE_FORMATS: Final = ("mooncake", "csv")
+MAX_TOKENS: Final = 1 << 24
+MAX_REQUESTS: Final = 10_000_000
+MAX_SEED: Final = (1 << 63) - 1
+ROW_KEYS: Final = (
+    "timestamp",
+    "input_length",
+    "output_length",
+    "hash_ids",
+    "request_id",
+    "wait_for",
+    "delay_ms",
+)
+CSV_COLUMNS: Final = ("arrival_s", "prompt_tokens", "output_tokens")
+
+
+def build_traffic(
+    config: object, base_dir: Path | None, path: str = "traffic"
+) -> list[RequestSpec]:
+    """Validate ``traffic`` and return its requests (arrivals set, dependencies as indices)."""
+    block = as_mapping(config, path)
+    reject_unknown(block, ("source", "load", "seed", "max_requests"), path)
+    seed = as_int(block.get("seed", 0), join_path(path, "seed"), 0, MAX_SEED)
+    source_path = join_path(path, "source")
+    source = as_mapping(block.get("source"), source_path)
+    kind = as_str(source.get("type"), join_path(source_path, "type"), SOURCES)
+    max_requests: int | None = None
+    if block.get("max_requests") is not None:
+        max_requests = as_int(
+            block["max_requests"], join_path(path, "max_requests"), 1, MAX_REQUESTS
+        )
+    if kind == "synthetic":
+        requests = _synthetic(source, seed, source_path)
+    elif kind == "trace":
+        requests = _trace(source, base_dir, source_path)
+    else:
+        requests = _agentic(source, base_dir, source_path)
+    if max_requests is not None and len(requests) > max_requests:
+        requests = requests[:max_requests]
+        for request in requests:
+            if any(parent >= max_requests for parent in request.wait_for):
+                raise ConfigError(
+                    f"{join_path(path, 'max_requests')}: truncating to {max_requests} requests "
+                    f"cuts request {request.request_id!r} off a request it waits for"
+                )
+    if not requests:
+        raise ConfigError(f"{source_path}: the traffic has no requests")
+    _load(block.get("load"), requests, kind, seed, join_path(path, "load"))
+    return requests
+
+
+def _synthetic(source: dict[str, Any], seed: int, path: str) -> list[RequestSpec]:
+    reject_unknown(source, ("type", "num_requests", "prompt_tokens", "output_tokens"), path)
+    count = as_int(source.get("num_requests"), join_path(path, "num_requests"), 1, MAX_REQUESTS)
+    prompt = _distribution(source.get("prompt_tokens"), join_path(path, "prompt_tokens"))
+    output = _distribution(source.get("output_tokens"), join_path(path, "output_tokens"))
+    pairs = synthetic_lengths(count, prompt, output, seed)
+    return [
+        RequestSpec(index, str(index), prompt_tokens, output_tokens, 0.0, [], 0.0, [], 0)
+        for index, (prompt_tokens, output_tokens) in enumerate(pairs)
+    ]
+
+
+def _distribution(value: object, path: str) -> LengthDistribution:
+    """An integer (fixed) or ``{type: fixed|uniform|normal|lognormal, ...}``."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        fixed = as_int(value, path, 1, MAX_TOKENS)
+        return LengthDistribution(DIST_FIXED, fixed, 0.0, 0.0, fixed, fixed)
+    block = as_mapping(value, path)
+    kind = as_str(block.get("type"), join_path(path, "type"), DISTRIBUTIONS)
+    if kind == DIST_FIXED:
+        reject_unknown(block, ("type", "value"), path)
+        fixed = as_int(block.get("value"), join_path(path, "value"), 1, MAX_TOKENS)
+        return LengthDistribution(DIST_FIXED, fixed, 0.0, 0.0, fixed, fixed)
+    if kind == DIST_UNIFORM:
+        reject_unknown(block, ("type", "min", "max"), path)
+        low = as_int(block.get("min"), join_path(path, "min"), 1, MAX_TOKENS)
+        high = as_int(block.get("max"), join_path(path, "max"), low, MAX_TOKENS)
+        return LengthDistribution(DIST_UNIFORM, 0, 0.0, 0.0, low, high)
+    reject_unknown(block, ("type", "mean", "std", "min", "max"), path)
+    mean = as_float(block.get("mean"), join_path(path, "mean"), 1.0, float(MAX_TOKENS))
+    std = as_float(block.get("std"), join_path(path, "std"), 0.0, float(MAX_TOKENS))
+    low = as_int(block.get("min", 1), join_path(path, "min"), 1, MAX_TOKENS)
+    high = as_int(block.get("max", MAX_TOKENS), join_path(path, "max"), low, MAX_TOKENS)
+    return LengthDistribution(kind, 0, mean, std, low, high)
+
+
+def _resolve_file(value: object, base_dir: Path | None, path: str) -> Path:
+    file = Path(as_str(value, path))
+    if not file.is_absolute() and base_dir is not None:
+        file = base_dir / file
+    if not file.is_file():
+        raise ConfigError(f"{path}: trace file not found: {str(file)!r}")
+    return file
+
+
+def _trace(source: dict[str, Any], base_dir: Path | None, path: str) -> list[RequestSpec]:
+    reject_unknown(source, ("type", "path", "format", "hash_block_tokens"), path)
+    file = _resolve_file(source.get("path"), base_dir, join_path(path, "path"))
+    default_format = "csv" if file.suffix.lower() == ".csv" else "mooncake"
+    fmt = as_str(source.get("format", default_format), join_path(path, "format"), TRACE_FORMATS)
+    block_tokens = as_int(
+        source.get("hash_block_tokens", 16), join_path(path, "hash_block_tokens"), 1, MAX_TOKENS
+    )
+    if fmt == "csv":
+        return _read_csv(file, path)
+    rows = _read_jsonl(file, path)
+    return [
+        _row_request(index, row, where, block_tokens, False)
+        for index, (row, where) in enumerate(rows)
+    ]
+
+
+def _agentic(source: dict[str, Any], base_dir: Path | None, path: str) -> list[RequestSpec]:
+    reject_unknown(source, ("type", "path", "requests", "hash_block_tokens"), path)
+    block_tokens = as_int(
+        source.get("hash_block_tokens", 16), join_path(path, "hash_block_tokens"), 1, MAX_TOKENS
+    )
+    if (source.get("path") is None) == (source.get("requests") is None):
+        raise ConfigError(f"{path}: give exactly one of path (a JSONL file) or requests (a list)")
+    rows: list[tuple[object, str]]
+    if source.get("path") is not None:
+        rows = _read_jsonl(_resolve_file(source["path"], base_dir, join_path(path, "path")), path)
+    else:
+        items = as_list(source["requests"], join_path(path, "requests"))
+        rows = [(item, join_path(path, f"requests[{i}]")) for i, item in enumerate(items)]
+    requests = [
+        _row_request(i, row, where, block_tokens, True) for i, (row, where) in enumerate(rows)
+    ]
+    _link_graph(requests, [where for _, where in rows], rows)
+    return requests
+
+
+def _read_jsonl(file: Path, path: str) -> list[tuple[object, str]]:
+    rows: list[tuple[object, str]] = []
+    try:
+        handle = file.open(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}.path: cannot read {str(file)!r}: {exc}") from None
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{file.name}:{number}"
+            try:
+                rows.append((json.loads(line), where))
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{where}: not valid JSON: {exc}") from None
+    return rows
+
+
+def _read_csv(file: Path, path: str) -> list[RequestSpec]:
+    requests: list[RequestSpec] = []
+    with file.open(encoding="utf-8", newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header is None or tuple(column.strip() for column in header) != CSV_COLUMNS:
+            raise ConfigError(
+                f"{file.name}:1: expected the header {','.join(CSV_COLUMNS)}, got {describe(header)}"
+            )
+        for number, row in enumerate(reader, start=2):
+            if not row:
+                continue
+            where = f"{file.name}:{number}"
+            if len(row) != 3:
+                raise ConfigError(f"{where}: expected 3 columns, got {len(row)}")
+            try:
+                arrival_s = float(row[0])
+                prompt = int(row[1])
+                output = int(row[2])
+            except ValueError:
+                raise ConfigError(f"{where}: expected numbers, got {describe(row)}") from None
+            arrival_ms = as_float(arrival_s, join_path(where, "arrival_s"), 0.0) * 1000.0
+            prompt = as_int(prompt, join_path(where, "prompt_tokens"), 1, MAX_TOKENS)
+            output = as_int(output, join_path(where, "output_tokens"), 1, MAX_TOKENS)
+            index = len(requests)
+            requests.append(
+                RequestSpec(index, str(index), prompt, output, arrival_ms, [], 0.0, [], 0)
+            )
+    return requests
+
+
+def _row_request(
+    index: int, row: object, where: str, block_tokens: int, graph: bool
+) -> RequestSpec:
+    record = as_mapping(row, where)
+    reject_unknown(record, ROW_KEYS if graph else ROW_KEYS[:4], where)
+    prompt = as_int(record.get("input_length"), join_path(where, "input_length"), 1, MAX_TOKENS)
+    output = as_int(record.get("output_length"), join_path(where, "output_length"), 1, MAX_TOKENS)
+    timestamp = as_float(record.get("timestamp", 0), join_path(where, "timestamp"), 0.0)
+    delay = as_float(record.get("delay_ms", 0), join_path(where, "delay_ms"), 0.0)
+    hash_ids = _hash_ids(record.get("hash_ids"), join_path(where, "hash_ids"))
+    request_id = str(index)
+    if record.get("request_id") is not None:
+        raw_id = record["request_id"]
+        if isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):
+            raise ConfigError(
+                f"{join_path(where, 'request_id')}: expected a string or integer, "
+                f"got {describe(raw_id)}"
+            )
+        request_id = str(raw_id)
+    return RequestSpec(
+        index, request_id, prompt, output, timestamp, [], delay, hash_ids, block_tokens
+    )
+
+
+def _hash_ids(value: object, path: str) -> list[int]:
+    if value is None:
+        return []
+    items = as_list(value, path)
+    if all(type(item) is int and 0 <= item < (1 << 62) for item in items):
+        return items
+    for position, item in enumerate(items):
+        as_int(item, f"{path}[{position}]", 0, (1 << 62) - 1)
+    return [int(item) for item in items]
+
+
+def _link_graph(
+    requests: list[RequestSpec], wheres: list[str], rows: list[tuple[object, str]]
+) -> None:
+    """Turn ``wait_for`` ids into indices; unknown ids and cycles are errors. Roots arrive at
+    ``timestamp + delay_ms``; the others ``delay_ms`` after their last dependency completes."""
+    by_id: dict[str, int] = {}
+    for request, where in zip(requests, wheres, strict=True):
+        if request.request_id in by_id:
+            raise ConfigError(
+                f"{join_path(where, 'request_id')}: duplicate id {request.request_id!r}"
+            )
+        by_id[request.request_id] = request.index
+    for request, (row, where) in zip(requests, rows, strict=True):
+        raw = as_mapping(row, where).get("wait_for")
+        if raw is None:
+            continue
+        parents: list[int] = []
+        for position, item in enumerate(as_list(raw, join_path(where, "wait_for"))):
+            key = str(item) if isinstance(item, (str, int)) and not isinstance(item, bool) else None
+            if key is None or key not in by_id:
+                raise ConfigError(
+                    f"{join_path(where, 'wait_for')}[{position}]: unknown request_id {describe(item)}"
+                )
+            if by_id[key] not in parents:
+                parents.append(by_id[key])
+        request.wait_for = parents
+    for request in requests:
+        if not request.wait_for:
+            request.arrival_ms = request.arrival_ms + request.delay_ms
+    _check_acyclic(requests, wheres)
+
+
+def _check_acyclic(requests: list[RequestSpec], wheres: list[str]) -> None:
+    remaining = [len(request.wait_for) for request in requests]
+    children: list[list[int]] = [[] for _ in requests]
+    for request in requests:
+        for parent in request.wait_for:
+            children[parent].append(request.index)
+    ready = [request.index for request in requests if remaining[request.index] == 0]
+    seen = 0
+    while ready:
+        node = ready.pop()
+        seen += 1
+        for child in children[node]:
+            remaining[child] -= 1
+            if remaining[child] == 0:
+                ready.append(child)
+    if seen != len(requests):
+        stuck = next(i for i, count in enumerate(remaining) if count > 0)
+        raise ConfigError(
+            f"{join_path(wheres[stuck], 'wait_for')}: request {requests[stuck].request_id!r} is "
+            "part of a dependency cycle"
+        )
+
+
+def _load(value: object, requests: list[RequestSpec], source: str, seed: int, path: str) -> None:
+    block = as_mapping(value if value is not None else {"type": LOAD_TRACE}, path)
+    kind = as_str(block.get("type"), join_path(path, "type"), LOADS)
+    has_graph = any(request.wait_for for request in requests)
+    rate = 0.0
+    users = 0
+    think = 0.0
+    if kind == LOAD_TRACE:
+        reject_unknown(block, ("type", "time_scale"), path)
+        if source == "synthetic":
+            raise ConfigError(
+                f"{join_path(path, 'type')}: synthetic traffic has no timestamps; "
+                f"use one of {', '.join(LOADS[1:])}"
+            )
+        scale = as_float(block.get("time_scale", 1.0), join_path(path, "time_scale"), 0.0)
+        for request in requests:
+            request.arrival_ms = request.arrival_ms * scale
+        return
+    if has_graph:
+        raise ConfigError(
+            f"{join_path(path, 'type')}: agentic graphs carry their own arrivals; "
+            f"use {LOAD_TRACE}, got {kind!r}"
+        )
+    if kind == LOAD_CONCURRENCY:
+        reject_unknown(block, ("type", "users", "think_ms"), path)
+        users = as_int(block.get("users"), join_path(path, "users"), 1, MAX_REQUESTS)
+        think = as_float(block.get("think_ms", 0.0), join_path(path, "think_ms"), 0.0)
+    else:
+        reject_unknown(block, ("type", "rate_rps"), path)
+        rate = as_float(block.get("rate_rps"), join_path(path, "rate_rps"), 0.0)
+        if rate <= 0.0:
+            raise ConfigError(f"{join_path(path, 'rate_rps')}: expected a rate > 0, got {rate!r}")
+    apply_load(requests, kind, rate, users, think, seed)

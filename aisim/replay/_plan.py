@@ -1,0 +1,171 @@
+"""The validated, plain inputs of one replay: requests, workers and their policies.
+
+Built by the config edge (``aisim.config.replay``) after every field is checked, so the core can
+trust them. Lengths are tokens, times are milliseconds.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from aisim.replay._pricing import PassPricer
+
+ROLE_AGGREGATED: Final = "aggregated"
+ROLE_PREFILL: Final = "prefill"
+ROLE_DECODE: Final = "decode"
+
+SCHEDULER_VLLM: Final = "vllm"
+SCHEDULER_SGLANG: Final = "sglang"
+
+
+class RequestSpec:
+    """One request of the traffic.
+
+    ``arrival_ms`` is the release time of a request without dependencies; a request with
+    ``wait_for`` (indices of earlier requests) arrives ``delay_ms`` after the last of them
+    completes. ``hash_ids`` name the content of the prompt's blocks of ``hash_block_tokens``
+    tokens (requests sharing a prefix of ids share those KV blocks); empty means unique content.
+    """
+
+    def __init__(
+        self,
+        index: int,
+        request_id: str,
+        prompt_tokens: int,
+        output_tokens: int,
+        arrival_ms: float,
+        wait_for: list[int],
+        delay_ms: float,
+        hash_ids: list[int],
+        hash_block_tokens: int,
+    ) -> None:
+        self.index = index
+        self.request_id = request_id
+        self.prompt_tokens = prompt_tokens
+        self.output_tokens = output_tokens
+        self.arrival_ms = arrival_ms
+        self.wait_for = wait_for
+        self.delay_ms = delay_ms
+        self.hash_ids = hash_ids
+        self.hash_block_tokens = hash_block_tokens
+
+
+class SpeculationPlan:
+    """Replay's view of a resolved speculation config: a chain of ``draft_length`` drafts.
+
+    ``verify_width`` (target query tokens per request per round, ``draft_length + 1``) and the
+    accepted depth are kept apart: KV reservation and pricing use the width, progress uses the
+    sampled acceptance. ``conditional_rates[i]`` is P(draft i+1 accepted | drafts 1..i accepted).
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        draft_length: int,
+        verify_width: int,
+        conditional_rates: list[float],
+        seed: int,
+    ) -> None:
+        self.kind = kind
+        self.draft_length = draft_length
+        self.verify_width = verify_width
+        self.conditional_rates = conditional_rates
+        self.seed = seed
+
+    @property
+    def enabled(self) -> bool:
+        return self.draft_length > 0
+
+
+def no_speculation() -> SpeculationPlan:
+    """Plain decoding: one query token per request per step."""
+    return SpeculationPlan("none", 0, 1, [], 0)
+
+
+class SchedulerPlan:
+    """Batching policy of one worker's ranks (``kind`` is ``vllm`` or ``sglang``).
+
+    vLLM-like: ``token_budget`` = max batched tokens per pass, ``max_sequences`` running cap,
+    ``chunked_prefill``. SGLang-like: ``token_budget`` = chunked prefill size per prefill pass,
+    ``max_sequences`` = max running requests, and the new-token-ratio admission reserve.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        token_budget: int,
+        max_sequences: int,
+        chunked_prefill: bool,
+        init_new_token_ratio: float,
+        min_new_token_ratio: float,
+        new_token_ratio_decay: float,
+    ) -> None:
+        self.kind = kind
+        self.token_budget = token_budget
+        self.max_sequences = max_sequences
+        self.chunked_prefill = chunked_prefill
+        self.init_new_token_ratio = init_new_token_ratio
+        self.min_new_token_ratio = min_new_token_ratio
+        self.new_token_ratio_decay = new_token_ratio_decay
+
+
+class KvPlan:
+    """Paged KV pool of one rank: ``blocks`` pages of ``block_size`` tokens; prefix caching
+    shares whole units of ``prefix_unit_tokens`` (a multiple of ``block_size``)."""
+
+    def __init__(
+        self, blocks: int, block_size: int, prefix_unit_tokens: int, prefix_caching: bool
+    ) -> None:
+        self.blocks = blocks
+        self.block_size = block_size
+        self.prefix_unit_tokens = prefix_unit_tokens
+        self.prefix_caching = prefix_caching
+
+
+class WorkerPlan:
+    """One worker (``role``): ``attention_data`` ranks in lockstep, each a group of ``tensor``
+    GPUs with its own KV pool."""
+
+    def __init__(
+        self,
+        role: str,
+        path: str,
+        attention_data: int,
+        tensor: int,
+        scheduler: SchedulerPlan,
+        kv: KvPlan,
+        pricer: PassPricer,
+        speculation: SpeculationPlan,
+    ) -> None:
+        self.role = role
+        self.path = path
+        self.attention_data = attention_data
+        self.tensor = tensor
+        self.scheduler = scheduler
+        self.kv = kv
+        self.pricer = pricer
+        self.speculation = speculation
+
+
+class ReplayPlan:
+    """Everything a simulation needs. ``workers`` is ``[aggregated]`` or ``[prefill, decode]``.
+
+    ``transfer_ms_per_token`` and ``transfer_latency_ms`` price the P/D KV hand-off;
+    ``horizon_ms < 0`` means run to completion; ``max_events`` bounds the event loop.
+    """
+
+    def __init__(
+        self,
+        requests: list[RequestSpec],
+        workers: list[WorkerPlan],
+        transfer_ms_per_token: float,
+        transfer_latency_ms: float,
+        horizon_ms: float,
+        max_events: int,
+    ) -> None:
+        self.requests = requests
+        self.workers = workers
+        self.transfer_ms_per_token = transfer_ms_per_token
+        self.transfer_latency_ms = transfer_latency_ms
+        self.horizon_ms = horizon_ms
+        self.max_events = max_events

@@ -1,0 +1,148 @@
+"""What one forward pass costs: fixed per-phase prices, or a forward-pass model (``aisim.fpm``).
+
+A pass is described per attention-DP rank (``RankWork``); the pass ends at its slowest rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+PRICING_FIXED: Final = "fixed"
+PRICING_MODEL: Final = "model"
+
+
+class RankWork:
+    """The work one rank carries in one pass (the logical batch, SPEC §3 metrics)."""
+
+    def __init__(self) -> None:
+        self.num_prefill_requests = 0
+        self.sum_prefill_tokens = 0
+        self.num_decode_requests = 0
+        self.sum_decode_kv_tokens = 0
+        self.prefill_past_kv: list[int] = []
+        self.prefill_extend: list[int] = []
+        self.decode_past_kv: list[int] = []
+
+    @property
+    def is_idle(self) -> bool:
+        return self.num_prefill_requests == 0 and self.num_decode_requests == 0
+
+
+class PassPricer:
+    """Prices a pass from its per-rank work and the configured draft length (0: no SD).
+
+    ``fixed(prefill_ms, decode_ms)``: a rank costs ``prefill_ms`` if it carries any prefill work
+    plus ``decode_ms`` if it carries any decode work (an SD round is decode work). ``model(...)``
+    asks a forward-pass model: one call per pass with one metrics object per rank. When the model
+    prices SD natively (roofline, measured rounds) the whole pass goes to it; otherwise an SD pass
+    is priced as its prefill part (STP) plus its decode part under the STP->SD scaling rule
+    (``draft_length=d``), because that rule rejects mixed work.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        prefill_ms: float,
+        decode_ms: float,
+        model: Any,
+        metrics_factory: Callable[..., Any] | None,
+        prices_speculation_natively: bool,
+        wants_request_lists: bool,
+    ) -> None:
+        self.kind = kind
+        self.prefill_ms = prefill_ms
+        self.decode_ms = decode_ms
+        self.model = model
+        self.metrics_factory = metrics_factory
+        self.prices_speculation_natively = prices_speculation_natively
+        self.wants_request_lists = wants_request_lists
+
+    @staticmethod
+    def fixed(prefill_ms: float, decode_ms: float) -> PassPricer:
+        return PassPricer(PRICING_FIXED, prefill_ms, decode_ms, None, None, False, False)
+
+    @staticmethod
+    def from_model(
+        model: Any,
+        metrics_factory: Callable[..., Any],
+        prices_speculation_natively: bool,
+        wants_request_lists: bool = False,
+    ) -> PassPricer:
+        return PassPricer(
+            PRICING_MODEL,
+            0.0,
+            0.0,
+            model,
+            metrics_factory,
+            prices_speculation_natively,
+            wants_request_lists,
+        )
+
+    def describe(self) -> str:
+        if self.kind == PRICING_FIXED:
+            return f"fixed(prefill_ms={self.prefill_ms!r}, decode_ms={self.decode_ms!r})"
+        return f"model({type(self.model).__name__})"
+
+    def price(self, ranks: list[RankWork], draft_length: int) -> float:
+        """Milliseconds for the pass: the maximum over ranks (an idle rank costs 0)."""
+        if self.kind == PRICING_FIXED:
+            worst = 0.0
+            for work in ranks:
+                cost = 0.0
+                if work.num_prefill_requests > 0:
+                    cost += self.prefill_ms
+                if work.num_decode_requests > 0:
+                    cost += self.decode_ms
+                if cost > worst:
+                    worst = cost
+            return worst
+        return self._price_model(ranks, draft_length)
+
+    def _price_model(self, ranks: list[RankWork], draft_length: int) -> float:
+        has_decode = False
+        has_prefill = False
+        for work in ranks:
+            has_decode = has_decode or work.num_decode_requests > 0
+            has_prefill = has_prefill or work.num_prefill_requests > 0
+        if draft_length <= 0 or not has_decode or self.prices_speculation_natively:
+            return float(self.model.estimate_forward_pass_time_ms(self._metrics(ranks, True, True)))
+        total = 0.0
+        if has_prefill:
+            total += float(
+                self.model.estimate_forward_pass_time_ms(self._metrics(ranks, True, False))
+            )
+        total += float(
+            self.model.estimate_forward_pass_time_ms(
+                self._metrics(ranks, False, True), draft_length=draft_length
+            )
+        )
+        return total
+
+    def _metrics(self, ranks: list[RankWork], prefill: bool, decode: bool) -> list[Any]:
+        factory = self.metrics_factory
+        assert factory is not None
+        result: list[Any] = []
+        for work in ranks:
+            past: list[int] | None = None
+            extend: list[int] | None = None
+            if self.wants_request_lists:
+                past = []
+                extend = []
+                if prefill:
+                    past.extend(work.prefill_past_kv)
+                    extend.extend(work.prefill_extend)
+                if decode:
+                    past.extend(work.decode_past_kv)
+                    extend.extend([1] * work.num_decode_requests)
+            result.append(
+                factory(
+                    num_decode_requests=work.num_decode_requests if decode else 0,
+                    sum_decode_kv_tokens=work.sum_decode_kv_tokens if decode else 0,
+                    num_prefill_requests=work.num_prefill_requests if prefill else 0,
+                    sum_prefill_tokens=work.sum_prefill_tokens if prefill else 0,
+                    past_kv_lengths=past,
+                    extend_lengths=extend,
+                )
+            )
+        return result

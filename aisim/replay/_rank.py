@@ -1,0 +1,201 @@
+"""One attention-DP rank of a worker: its queues, KV pool and the mechanics both schedulers share
+(admission with prefix hits, preemption with recompute, applying a finished pass)."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from aisim.replay._kv_pool import KvPool
+from aisim.replay._metrics import Recorder
+from aisim.replay._plan import ROLE_PREFILL, WorkerPlan
+from aisim.replay._pricing import RankWork
+from aisim.replay._request import (
+    PHASE_DECODE,
+    PHASE_DONE,
+    PHASE_PREFILL,
+    PHASE_TRANSFER,
+    PHASE_WAITING,
+    WORK_DECODE,
+    WORK_NONE,
+    WORK_PREFILL,
+    SimRequest,
+)
+from aisim.replay._sd_round import finish_decode_round, register_full_units, round_width
+
+
+class RankState:
+    """Queues and pool of one rank. ``running`` is in admission order (the first is the last to
+    be preempted); ``batch`` is the work of the pass in flight."""
+
+    def __init__(self, rank: int, worker: WorkerPlan, recorder: Recorder, lists: bool) -> None:
+        self.rank = rank
+        self.is_prefill_pool = worker.role == ROLE_PREFILL
+        kv = worker.kv
+        self.pool = KvPool(kv.blocks, kv.block_size, kv.prefix_unit_tokens, kv.prefix_caching)
+        self.scheduler = worker.scheduler
+        self.speculation = worker.speculation
+        self.recorder = recorder
+        self.lists = lists
+        self.waiting: deque[SimRequest] = deque()
+        self.running: list[SimRequest] = []
+        self.batch: list[SimRequest] = []
+        # SGLang-like state: the request whose prefill is split across passes, and the reserve
+        # ratio of future output tokens used at admission.
+        self.chunked: SimRequest | None = None
+        self.new_token_ratio = worker.scheduler.init_new_token_ratio
+
+    @property
+    def load(self) -> int:
+        return len(self.waiting) + len(self.running)
+
+    def has_work(self) -> bool:
+        return bool(self.waiting) or bool(self.running)
+
+    def enqueue(self, request: SimRequest) -> None:
+        request.phase = PHASE_WAITING
+        request.rank = self.rank
+        self.waiting.append(request)
+
+    def width(self, request: SimRequest) -> int:
+        """Verification slots of ``request``'s next decode round."""
+        return round_width(self.speculation, request)
+
+    # -- admission and eviction --------------------------------------------------------------
+
+    def admit(self, request: SimRequest, token_budget: int, chunked: bool) -> int:
+        """Try to start ``request`` (head of ``waiting``) with at most ``token_budget`` new
+        tokens; returns the tokens scheduled (0: not admitted, nothing changed).
+
+        A fresh or preempted request prefills its known tokens minus prefix-cache hits (at least
+        one token is always computed); a request whose prompt KV arrived from a prefill pool
+        starts decoding at once.
+        """
+        pool = self.pool
+        known = request.known_tokens
+        present = request.prompt_tokens if request.kv_transferred else 0
+        hits = pool.match(request.unit_keys((known - 1) // pool.unit_tokens, pool.unit_tokens))
+        hit_tokens = len(hits) * pool.unit_tokens
+        computed = hit_tokens if hit_tokens > present else present
+        if request.kv_transferred:
+            tokens = self.width(request)
+            if tokens > token_budget:
+                return 0
+        else:
+            tokens = known - computed
+            if tokens > token_budget:
+                if not chunked:
+                    return 0
+                tokens = token_budget
+        if tokens <= 0:
+            return 0
+        pool.acquire(request.kv, hits)
+        if not pool.grow(request.kv, computed + tokens):
+            pool.release(request.kv)
+            return 0
+        if hit_tokens > present:
+            request.cached_tokens += hit_tokens - present
+        request.computed = computed
+        if request.kv_transferred:
+            request.phase = PHASE_DECODE
+            request.kv_transferred = False
+            self.plan_decode(request, tokens)
+        else:
+            request.phase = PHASE_PREFILL
+            request.prefill_target = known
+            self.plan_prefill(request, tokens)
+        self.running.append(request)
+        return tokens
+
+    def preempt(self, request: SimRequest) -> None:
+        """Free all of ``request``'s KV and queue it first for recompute (vLLM preemption,
+        SGLang retraction)."""
+        self.pool.release(request.kv)
+        request.computed = 0
+        request.prefill_target = 0
+        request.work = WORK_NONE
+        request.phase = PHASE_WAITING
+        request.preemptions += 1
+        self.recorder.preemptions += 1
+        self.running.remove(request)
+        if self.chunked is request:
+            self.chunked = None
+        self.waiting.appendleft(request)
+
+    def plan_prefill(self, request: SimRequest, tokens: int) -> None:
+        request.work = WORK_PREFILL
+        request.work_tokens = tokens
+        request.work_past_kv = request.computed
+        self.batch.append(request)
+
+    def plan_decode(self, request: SimRequest, width: int) -> None:
+        request.work = WORK_DECODE
+        request.work_tokens = width
+        request.work_past_kv = request.computed
+        self.batch.append(request)
+
+    # -- the pass ------------------------------------------------------------------------------
+
+    def work(self) -> RankWork:
+        """The metrics of this rank's planned pass."""
+        work = RankWork()
+        for request in self.batch:
+            if request.work == WORK_PREFILL:
+                work.num_prefill_requests += 1
+                work.sum_prefill_tokens += request.work_tokens
+                if self.lists:
+                    work.prefill_past_kv.append(request.work_past_kv)
+                    work.prefill_extend.append(request.work_tokens)
+            else:
+                work.num_decode_requests += 1
+                work.sum_decode_kv_tokens += request.work_past_kv
+                if self.lists:
+                    work.decode_past_kv.append(request.work_past_kv)
+        return work
+
+    def complete(
+        self, now_ms: float, finished: list[SimRequest], handoff: list[SimRequest]
+    ) -> None:
+        """Apply the pass that ends at ``now_ms``; completed requests go to ``finished``, those a
+        prefill pool hands to the decode pool go to ``handoff`` (their KV still held)."""
+        pool = self.pool
+        left = False
+        for request in self.batch:
+            if request.work == WORK_PREFILL:
+                request.computed += request.work_tokens
+                register_full_units(pool, request)
+                if request.computed >= request.prefill_target:
+                    self.recorder.emit(request, 1, now_ms)
+                    if request.emitted >= request.output_tokens:
+                        self._finish(request, finished)
+                        left = True
+                    elif self.is_prefill_pool:
+                        request.phase = PHASE_TRANSFER
+                        handoff.append(request)
+                        left = True
+                    else:
+                        request.phase = PHASE_DECODE
+            elif request.work == WORK_DECODE:
+                finish_decode_round(pool, self.speculation, request, self.recorder, now_ms)
+                if request.emitted >= request.output_tokens:
+                    self._finish(request, finished)
+                    left = True
+            request.work = WORK_NONE
+        self.batch = []
+        if left:
+            self.running = [
+                request
+                for request in self.running
+                if request.phase == PHASE_PREFILL or request.phase == PHASE_DECODE
+            ]
+
+    def release_transferred(self, request: SimRequest) -> None:
+        """The KV of a handed-off request reached the decode pool: free it here."""
+        self.pool.release(request.kv)
+
+    def _finish(self, request: SimRequest, finished: list[SimRequest]) -> None:
+        request.phase = PHASE_DONE
+        self.pool.release(request.kv)
+        if self.chunked is request:
+            self.chunked = None
+        self.recorder.completed += 1
+        finished.append(request)

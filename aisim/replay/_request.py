@@ -1,0 +1,103 @@
+"""Run-time state of one request as it moves through the simulated engine."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from aisim.replay._kv_pool import KvHolding
+from aisim.replay._plan import RequestSpec
+from aisim.replay._rng import RandomStream
+
+PHASE_PENDING: Final = 0  # not arrived yet (or waiting for dependencies)
+PHASE_WAITING: Final = 1  # queued at a rank, holds no KV
+PHASE_PREFILL: Final = 2  # running, computing its known tokens (chunked)
+PHASE_DECODE: Final = 3  # running, one decode (or SD) round per pass
+PHASE_TRANSFER: Final = 4  # prefilled on the prefill pool, KV on its way to the decode pool
+PHASE_DONE: Final = 5
+PHASE_FAILED: Final = 6
+
+WORK_NONE: Final = 0
+WORK_PREFILL: Final = 1
+WORK_DECODE: Final = 2
+
+
+class SimRequest:
+    """A request's progress. Invariant while decoding: ``computed == prompt + emitted - 1`` (the
+    last emitted token is the next round's input, its KV not written yet)."""
+
+    def __init__(self, spec: RequestSpec, rng: RandomStream | None) -> None:
+        self.spec = spec
+        self.index = spec.index
+        self.prompt_tokens = spec.prompt_tokens
+        self.output_tokens = spec.output_tokens
+        self.phase = PHASE_PENDING
+        self.arrival_ms = -1.0
+        self.first_token_ms = -1.0
+        self.second_token_ms = -1.0
+        self.last_token_ms = -1.0
+        self.emitted = 0
+        self.computed = 0
+        # Tokens to compute before the next emission (prompt, or prompt + output on recompute).
+        self.prefill_target = 0
+        # True once the KV of the prompt arrived from a prefill pool (decode pool admission).
+        self.kv_transferred = False
+        self.rank = -1
+        self.kv = KvHolding()
+        self.rng = rng
+        self.rounds = 0
+        self.sd_rounds = 0
+        self.accepted_drafts = 0
+        self.preemptions = 0
+        self.cached_tokens = 0
+        self.pending_dependencies = len(spec.wait_for)
+        self.dependents: list[int] = []
+        self.reason = ""
+        # The work of the pass in flight.
+        self.work = WORK_NONE
+        self.work_tokens = 0
+        self.work_past_kv = 0
+        self.emissions = 0
+        self._unit_keys: list[tuple[int, ...]] = []
+        self._unit_tokens = 0
+
+    @property
+    def known_tokens(self) -> int:
+        """Tokens whose identity is known: prompt plus emitted output."""
+        return self.prompt_tokens + self.emitted
+
+    @property
+    def remaining_output(self) -> int:
+        return self.output_tokens - self.emitted
+
+    def unit_keys(self, count: int, unit_tokens: int) -> list[tuple[int, ...]]:
+        """Content keys of units ``0..count-1`` (cached; the unit size of a pool never changes
+        while the request is in it, and pools of one run share the size of their role)."""
+        keys = self._unit_keys
+        if self._unit_tokens != unit_tokens:
+            keys.clear()
+        self._unit_tokens = unit_tokens
+        while len(keys) < count:
+            keys.append(self.unit_content(len(keys), unit_tokens))
+        return keys[:count]
+
+    def unit_content(self, unit: int, unit_tokens: int) -> tuple[int, ...]:
+        """Content key of KV unit ``unit`` (tokens ``[unit * unit_tokens, +unit_tokens)``).
+
+        Inside the prompt and covered by trace ``hash_ids``: the ids it spans plus its offset in
+        the first one (so prefixes shared in the trace are shared here). Anything else is unique
+        to this request, yet stable across its own preemptions (recompute hits its own blocks).
+        """
+        start = unit * unit_tokens
+        end = start + unit_tokens
+        spec = self.spec
+        block = spec.hash_block_tokens
+        if end <= spec.prompt_tokens and block > 0:
+            first = start // block
+            last = (end - 1) // block
+            if last < len(spec.hash_ids):
+                if first == last and start % block == 0 and unit_tokens == block:
+                    return (spec.hash_ids[first],)
+                content = [start - first * block]
+                content.extend(spec.hash_ids[first : last + 1])
+                return tuple(content)
+        return (-1 - self.index, unit)

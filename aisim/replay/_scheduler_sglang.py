@@ -1,0 +1,120 @@
+"""SGLang-like scheduling for one rank: prefill passes and decode passes alternate.
+
+A pass is a prefill ("extend") pass whenever a chunked prefill is in progress or a waiting
+request can be admitted: the chunked request continues first, then waiting requests (FIFO) while
+the chunk budget (``chunked_prefill_size``), the running cap and the KV reserve allow; at most one
+request is split. The reserve keeps ``new_token_ratio`` x the remaining output of every running
+request free; the ratio decays by ``new_token_ratio_decay`` per decode pass to its minimum and
+resets after a retraction. Otherwise the pass decodes every running request; when the KV pool
+cannot hold all their rounds, requests are retracted (fewest emitted tokens first, then longest
+prompt) and later recomputed.
+"""
+
+from __future__ import annotations
+
+from aisim.replay._rank import RankState
+from aisim.replay._request import PHASE_DECODE, WORK_NONE, SimRequest
+
+
+def schedule_sglang(rank: RankState) -> None:
+    """Fill ``rank.batch`` for the next pass (possibly empty)."""
+    if not _schedule_prefill(rank):
+        _schedule_decode(rank)
+
+
+def _schedule_prefill(rank: RankState) -> bool:
+    plan = rank.scheduler
+    pool = rank.pool
+    budget = plan.token_budget
+    chunked = rank.chunked
+    if chunked is not None:
+        tokens = chunked.prefill_target - chunked.computed
+        if tokens > budget:
+            tokens = budget
+        if pool.grow(chunked.kv, chunked.computed + tokens):
+            rank.plan_prefill(chunked, tokens)
+            budget -= tokens
+            if chunked.computed + tokens >= chunked.prefill_target:
+                rank.chunked = None
+            else:
+                return True
+        else:
+            rank.preempt(chunked)
+    ratio = rank.new_token_ratio
+    reserved = 0.0
+    for request in rank.running:
+        reserved += ratio * request.remaining_output
+    while (
+        rank.waiting
+        and budget > 0
+        and len(rank.running) < plan.max_sequences
+        and not rank.waiting[0].kv_transferred
+    ):
+        request = rank.waiting[0]
+        if rank.running:
+            wanted = min(request.known_tokens, budget) + ratio * request.remaining_output
+            if wanted > pool.available_pages * pool.page_tokens - reserved:
+                break
+        tokens = rank.admit(request, budget, plan.chunked_prefill)
+        if tokens == 0:
+            break
+        rank.waiting.popleft()
+        budget -= tokens
+        reserved += ratio * request.remaining_output
+        if request.computed + tokens < request.prefill_target:
+            rank.chunked = request
+            break
+    return bool(rank.batch)
+
+
+def _schedule_decode(rank: RankState) -> None:
+    plan = rank.scheduler
+    pool = rank.pool
+    while (
+        rank.waiting and rank.waiting[0].kv_transferred and len(rank.running) < plan.max_sequences
+    ):
+        if rank.admit(rank.waiting[0], rank.speculation.verify_width, True) == 0:
+            break
+        rank.waiting.popleft()
+    decodes = [
+        request
+        for request in rank.running
+        if request.phase == PHASE_DECODE and request.work == WORK_NONE
+    ]
+    retracted = False
+    # Bounded: each iteration retracts one request.
+    while decodes and _pages_needed(rank, decodes) > pool.available_pages:
+        victim = _retraction_victim(decodes)
+        decodes.remove(victim)
+        rank.preempt(victim)
+        retracted = True
+    for request in decodes:
+        width = rank.width(request)
+        grown = pool.grow(request.kv, request.computed + width)
+        assert grown, "retraction left too few KV pages"
+        rank.plan_decode(request, width)
+    if retracted:
+        rank.new_token_ratio = plan.init_new_token_ratio
+    elif decodes:
+        lowered = rank.new_token_ratio - plan.new_token_ratio_decay
+        rank.new_token_ratio = max(plan.min_new_token_ratio, lowered)
+
+
+def _pages_needed(rank: RankState, decodes: list[SimRequest]) -> int:
+    total = 0
+    for request in decodes:
+        total += rank.pool.extra_pages_needed(request.kv, request.computed + rank.width(request))
+    return total
+
+
+def _retraction_victim(decodes: list[SimRequest]) -> SimRequest:
+    """Fewest emitted tokens, then longest prompt, then the latest request."""
+    victim = decodes[0]
+    for request in decodes:
+        if (request.emitted, -request.prompt_tokens, -request.index) < (
+            victim.emitted,
+            -victim.prompt_tokens,
+            -victim.index,
+        ):
+            victim = request
+    return victim

@@ -1,0 +1,73 @@
+"""One decode round of one request: reserve, sample acceptance, emit, release, hash (SPEC §4).
+
+The round's verification width ``w`` (KV slots reserved, tokens priced) is ``min(d + 1,
+remaining output)``; the accepted drafts ``a`` are sampled separately from the request's own
+seeded stream, stop at the first rejection and never exceed ``w - 1``, so ``1 + a`` tokens are
+emitted without passing the requested output length.
+"""
+
+from __future__ import annotations
+
+from aisim.replay._kv_pool import KvPool
+from aisim.replay._metrics import Recorder
+from aisim.replay._plan import SpeculationPlan
+from aisim.replay._request import SimRequest
+from aisim.replay._rng import RandomStream
+
+
+def round_width(speculation: SpeculationPlan, request: SimRequest) -> int:
+    """Verification slots of the request's next round, clamped to its remaining output."""
+    remaining = request.remaining_output
+    width = speculation.verify_width
+    return width if width < remaining else remaining
+
+
+def sample_accepted(rng: RandomStream, conditional_rates: list[float], max_drafts: int) -> int:
+    """Accepted drafts: position i is accepted with ``conditional_rates[i]`` given all earlier
+    ones were; the first rejection ends the chain. Draws one uniform per examined position."""
+    accepted = 0
+    limit = max_drafts if max_drafts < len(conditional_rates) else len(conditional_rates)
+    while accepted < limit:
+        if rng.uniform() < conditional_rates[accepted]:
+            accepted += 1
+        else:
+            break
+    return accepted
+
+
+def register_full_units(pool: KvPool, request: SimRequest) -> None:
+    """Share every fully computed unit of ``request`` not shared yet (prefix caching)."""
+    if not pool.prefix_caching:
+        return
+    full = request.computed // pool.unit_tokens
+    have = len(request.kv.shared)
+    if full <= have:
+        return
+    keys = request.unit_keys(full, pool.unit_tokens)
+    for unit in range(have, full):
+        pool.register(request.kv, keys[unit])
+
+
+def finish_decode_round(
+    pool: KvPool,
+    speculation: SpeculationPlan,
+    request: SimRequest,
+    recorder: Recorder,
+    now_ms: float,
+) -> None:
+    """Apply a finished round whose ``work_tokens`` verification slots were reserved."""
+    width = request.work_tokens
+    accepted = 0
+    if speculation.enabled:
+        rng = request.rng
+        assert rng is not None
+        accepted = sample_accepted(rng, speculation.conditional_rates, width - 1)
+        request.sd_rounds += 1
+        request.accepted_drafts += accepted
+        recorder.accepted_histogram[accepted] += 1
+    emitted = 1 + accepted
+    request.rounds += 1
+    request.computed += emitted
+    recorder.emit(request, emitted, now_ms)
+    pool.shrink(request.kv, request.computed)
+    register_full_units(pool, request)

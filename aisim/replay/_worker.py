@@ -1,0 +1,69 @@
+"""A worker: ``attention_data`` ranks that run each pass in lockstep; a pass ends at its slowest
+rank. New requests go to the least loaded rank (lowest index on ties)."""
+
+from __future__ import annotations
+
+from aisim.replay._metrics import Recorder
+from aisim.replay._plan import SCHEDULER_SGLANG, WorkerPlan
+from aisim.replay._pricing import RankWork
+from aisim.replay._rank import RankState
+from aisim.replay._request import SimRequest
+from aisim.replay._scheduler_sglang import schedule_sglang
+from aisim.replay._scheduler_vllm import schedule_vllm
+
+
+class Worker:
+    """Scheduling state of one worker; the engine owns its clock and events."""
+
+    def __init__(self, worker_index: int, plan: WorkerPlan, recorder: Recorder) -> None:
+        self.worker_index = worker_index
+        self.plan = plan
+        self.role = plan.role
+        self.is_sglang = plan.scheduler.kind == SCHEDULER_SGLANG
+        lists = plan.pricer.wants_request_lists
+        self.ranks = [RankState(rank, plan, recorder, lists) for rank in range(plan.attention_data)]
+        self.busy = False
+        self.wake_pending = False
+        self.draft_length = plan.speculation.draft_length
+
+    def route(self, request: SimRequest) -> None:
+        """Queue ``request`` on the least loaded rank."""
+        best = self.ranks[0]
+        for rank in self.ranks:
+            if rank.load < best.load:
+                best = rank
+        best.enqueue(request)
+
+    def has_work(self) -> bool:
+        return any(rank.has_work() for rank in self.ranks)
+
+    def plan_pass(self) -> float:
+        """Schedule every rank; returns the pass duration in ms, or -1.0 when no rank has work
+        it can start now."""
+        works: list[RankWork] = []
+        any_work = False
+        has_decode = False
+        for rank in self.ranks:
+            if self.is_sglang:
+                schedule_sglang(rank)
+            else:
+                schedule_vllm(rank)
+            work = rank.work()
+            if not work.is_idle:
+                any_work = True
+            if work.num_decode_requests > 0:
+                has_decode = True
+            works.append(work)
+        if not any_work:
+            return -1.0
+        draft_length = self.draft_length if has_decode else 0
+        return self.plan.pricer.price(works, draft_length)
+
+    def complete_pass(
+        self, now_ms: float, finished: list[SimRequest], handoff: list[SimRequest]
+    ) -> None:
+        for rank in self.ranks:
+            rank.complete(now_ms, finished, handoff)
+
+    def peak_used_blocks(self) -> list[int]:
+        return [rank.pool.peak_used_pages for rank in self.ranks]
