@@ -1,0 +1,160 @@
+"""The table estimator: exact hit, interpolation inside the envelope, never extrapolation; files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from aisim.errors import ConfigError, DataIntegrityError, UnsupportedQuery
+from aisim.fpm import ForwardPassMetrics, load_table_file, table_from_points, write_table_file
+
+GRID = [
+    {"batch_size": 1, "total_kv_tokens": 0, "latency_ms": 1.0},
+    {"batch_size": 1, "total_kv_tokens": 100, "latency_ms": 3.0},
+    {"batch_size": 4, "total_kv_tokens": 0, "latency_ms": 4.0},
+    {"batch_size": 4, "total_kv_tokens": 100, "latency_ms": 10.0},
+]
+
+
+def test_exact_hit_is_measured() -> None:
+    table = table_from_points(GRID)
+    result = table.estimate_forward_pass_detailed(ForwardPassMetrics(4, 100))
+    assert result.latency_ms == 10.0
+    assert result.diagnostics.coverage == "measured"
+    assert result.diagnostics.estimator == "table"
+    assert result.diagnostics.data_identity == table.data_identity
+    assert len(table.data_identity or "") == 64
+
+
+def test_bilinear_interpolation_by_hand() -> None:
+    # Row B=1 at K=50: 2.0; row B=4 at K=50: 7.0; at B=2: 2 + 5 * (2 - 1) / (4 - 1) = 11/3.
+    table = table_from_points(GRID)
+    result = table.estimate_forward_pass_detailed(ForwardPassMetrics(2, 50))
+    assert result.latency_ms == pytest.approx(11.0 / 3.0, abs=1e-12)
+    assert result.diagnostics.coverage == "interpolated"
+    # On a grid line: B=4, K=25 -> 4 + 6 * 0.25 = 5.5.
+    assert table.estimate_forward_pass_time_ms(ForwardPassMetrics(4, 25)) == pytest.approx(5.5)
+
+
+def test_scattered_rows_interpolate_row_wise_then_across() -> None:
+    # Recorder-style points: fixed context per sequence, so K_total = B * context.
+    table = table_from_points(
+        [
+            {"batch_size": 1, "total_kv_tokens": 256, "latency_ms": 2.0},
+            {"batch_size": 1, "total_kv_tokens": 1024, "latency_ms": 4.0},
+            {"batch_size": 4, "total_kv_tokens": 1024, "latency_ms": 6.0},
+            {"batch_size": 4, "total_kv_tokens": 4096, "latency_ms": 12.0},
+        ]
+    )
+    # B=2, K=1024: row 1 -> 4.0 (exact), row 4 -> 6.0 (exact); 4 + 2 * (1/3) = 14/3.
+    assert table.estimate_forward_pass_time_ms(ForwardPassMetrics(2, 1024)) == pytest.approx(
+        14.0 / 3.0, abs=1e-12
+    )
+    # B=2, K=2048 lies outside row B=1's recorded K range: unsupported, not extrapolated.
+    with pytest.raises(UnsupportedQuery, match="outside the measured envelope"):
+        table.estimate_forward_pass_time_ms(ForwardPassMetrics(2, 2048))
+
+
+@pytest.mark.parametrize(
+    ("metrics", "text"),
+    [
+        (ForwardPassMetrics(8, 50), "batch_size=8"),
+        (ForwardPassMetrics(2, 200), "total_kv_tokens=200"),
+        (ForwardPassMetrics(num_prefill_requests=1, sum_prefill_tokens=10), "decode STP"),
+    ],
+)
+def test_outside_the_envelope_is_unsupported(metrics: ForwardPassMetrics, text: str) -> None:
+    with pytest.raises(UnsupportedQuery, match=text):
+        table_from_points(GRID).estimate_forward_pass_time_ms(metrics)
+
+
+def test_rule_checks_the_envelope_at_widened_coordinates() -> None:
+    table = table_from_points(GRID)
+    # B=1, d=3 widens to B=4 (inside); B=2, d=3 widens to B=8 (outside).
+    assert table.estimate_forward_pass_time_ms(
+        ForwardPassMetrics(1, 100), draft_length=3
+    ) == pytest.approx(1.49 * 10.0)
+    with pytest.raises(UnsupportedQuery, match="batch_size=8"):
+        table.estimate_forward_pass_time_ms(ForwardPassMetrics(2, 100), draft_length=3)
+
+
+@pytest.mark.parametrize(
+    ("points", "field"),
+    [
+        ([], "points"),
+        ({"batch_size": 1}, "points"),
+        ([{"batch_size": 1, "total_kv_tokens": 0}], r"points\[0\].latency_ms"),
+        ([{"batch_size": 0, "total_kv_tokens": 0, "latency_ms": 1.0}], r"points\[0\].batch_size"),
+        ([{"batch_size": 1, "total_kv_tokens": 0, "latency_ms": 0.0}], r"points\[0\].latency_ms"),
+        ([{"batch_size": 1, "total_kv_tokens": 0, "latency_ms": "1"}], r"points\[0\].latency_ms"),
+        (
+            [{"batch_size": 1, "total_kv_tokens": 0, "latency_ms": float("inf")}],
+            r"points\[0\].latency_ms",
+        ),
+        ([GRID[0], dict(GRID[0])], r"points\[1\]: duplicate"),
+    ],
+)
+def test_malformed_points_are_config_errors(points: object, field: str) -> None:
+    with pytest.raises(ConfigError, match=field):
+        table_from_points(points)
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_file_round_trip_keeps_answers_and_hash(tmp_path: Path, suffix: str) -> None:
+    target = tmp_path / f"stp{suffix}"
+    identity = {"model": "Qwen/Qwen3-8B", "hardware": "h100_sxm", "backend": "vllm"}
+    write_table_file(target, GRID, identity=identity)
+    sidecar = json.loads((tmp_path / f"stp{suffix}.json").read_text())
+    assert sidecar["schema"] == {"name": "aisim.stp_table", "version": 1}
+    assert sidecar["units"] == {
+        "batch_size": "requests",
+        "total_kv_tokens": "tokens",
+        "latency_ms": "ms",
+    }
+    assert sidecar["row_count"] == 4
+    digest = hashlib.sha256(target.read_bytes()).hexdigest()
+    assert sidecar["sha256"] == digest
+    loaded = load_table_file(str(target))
+    assert loaded.name == "table"
+    assert loaded.data_identity == digest
+    assert loaded.identity == identity
+    assert loaded.estimate_forward_pass_time_ms(ForwardPassMetrics(2, 50)) == pytest.approx(11 / 3)
+    # The sidecar path works as well.
+    assert load_table_file(str(target) + ".json").data_identity == digest
+    with pytest.raises(ConfigError, match="already exists"):
+        write_table_file(target, GRID)
+
+
+def test_tampered_truncated_and_unlabelled_files_are_refused(tmp_path: Path) -> None:
+    target = tmp_path / "stp.csv"
+    write_table_file(target, GRID)
+    original = target.read_bytes()
+    target.write_bytes(original.replace(b"10.0", b"11.0"))
+    with pytest.raises(DataIntegrityError, match="SHA-256"):
+        load_table_file(target)
+    target.write_bytes(original[:-5])
+    with pytest.raises(DataIntegrityError, match="SHA-256"):
+        load_table_file(target)
+    target.write_bytes(original)
+    side = tmp_path / "stp.csv.json"
+    sidecar = json.loads(side.read_text())
+    for key, value, message in [
+        ("schema", {"name": "aisim.stp_table", "version": 2}, "schema.version"),
+        ("schema", {"name": "other", "version": 1}, "schema.name"),
+        (
+            "units",
+            {"batch_size": "requests", "total_kv_tokens": "tokens", "latency_ms": "s"},
+            "units",
+        ),
+        ("row_count", 3, "row_count"),
+        ("data_file", "x.csv", "data_file"),
+    ]:
+        side.write_text(json.dumps({**sidecar, key: value}))
+        with pytest.raises(DataIntegrityError, match=message):
+            load_table_file(target)
+    side.unlink()
+    with pytest.raises(DataIntegrityError, match="sidecar"):
+        load_table_file(target)
