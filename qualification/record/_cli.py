@@ -12,6 +12,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from aisim.errors import ConfigError
@@ -145,7 +146,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress_reporter(enabled: bool) -> tuple[object, object]:
+def _progress_reporter(
+    enabled: bool,
+) -> tuple[Callable[[str, int, int], None] | None, Callable[[], None]]:
     """A rich progress bar on stderr (no refresh thread: it would add to process CPU time)."""
     if not enabled:
         return None, lambda: None

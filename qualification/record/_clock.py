@@ -45,7 +45,7 @@ class Clock:
 
     def mark(self) -> None:
         if self.cuda:
-            event = torch.cuda.Event(enable_timing=True)
+            event = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
             event.record()
             self._events.append(event)
         self._cpu.append(time.process_time_ns())
@@ -54,7 +54,7 @@ class Clock:
     def stop(self) -> Lap:
         """Mark the end, wait for the device, and return every interval."""
         if self.cuda:
-            event = torch.cuda.Event(enable_timing=True)
+            event = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
             event.record()
             self._events.append(event)
             torch.cuda.synchronize()

@@ -140,7 +140,8 @@ class Block(nn.Module):
         )
         x = x + self.o_proj(attended.transpose(1, 2).reshape(b, q, -1))
         h = self.post_norm(x)
-        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+        out: Tensor = x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+        return out
 
 
 def init_random(module: nn.Module, seed: int) -> None:
@@ -226,7 +227,8 @@ class Drafter(nn.Module):
         hidden = self.block(x, meta, k, v)
         if self.kind == "eagle3":
             draft_ids = self.lm_head(self.norm(hidden)).argmax(dim=-1)
-            return self.draft_to_target[draft_ids], hidden
+            mapping: Tensor = self.draft_to_target  # type: ignore[assignment]
+            return mapping[draft_ids], hidden
         return target.lm_head(self.norm(hidden)).argmax(dim=-1), hidden
 
     def cache_geometry(self) -> DecoderGeometry:

@@ -169,9 +169,9 @@ def record_dataset(
                 point["baseline"] = True
             else:
                 point["reference_for"].append(config_id(d, b, k))
-        sample = session.measure_round(d, b, k, grid.repetitions)
+        measured = session.measure_round(d, b, k, grid.repetitions)
         past = split_kv(k, b)
-        flags = outlier_flags(sample.duration_ms)
+        flags = outlier_flags(measured.duration_ms)
         for index in range(grid.repetitions):
             row = {
                 "config_id": config_id(d, b, k),
@@ -182,12 +182,12 @@ def record_dataset(
                 "kv_tokens_min": min(past),
                 "kv_tokens_max": max(past),
                 "tokens_verified": (d + 1) * b,
-                "duration_ms": sample.duration_ms[index],
-                "draft_ms": sample.draft_ms[index],
-                "verify_ms": sample.verify_ms[index],
-                "wall_duration_ms": sample.wall_ms[index],
-                "accepted_tokens_mean": sample.accepted_mean[index],
-                "tokens_emitted": sample.tokens_emitted[index],
+                "duration_ms": measured.duration_ms[index],
+                "draft_ms": measured.draft_ms[index],
+                "verify_ms": measured.verify_ms[index],
+                "wall_duration_ms": measured.wall_ms[index],
+                "accepted_tokens_mean": measured.accepted_mean[index],
+                "tokens_emitted": measured.tokens_emitted[index],
                 "outlier": flags[index],
             }
             for name in _ROUND_KEYS:

@@ -1,0 +1,129 @@
+"""``aisim qualify mape|calibrate|report``: score, calibrate and publish against recorded data.
+
+The logic lives in ``qualification.mape``, ``qualification.calibrate`` and
+``qualification.report``; this module only parses arguments and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from aisim._io import atomic_write_text, canonical_json, check_writable
+
+
+def register(commands: Any) -> None:
+    """Add ``qualify`` with its ``mape``, ``calibrate`` and ``report`` subcommands."""
+    qualify = commands.add_parser(
+        "qualify",
+        help="MAPE reports, calibration and the release report over recorded datasets",
+        description="Qualify predictions against recorded SD-round datasets.",
+    )
+    actions = qualify.add_subparsers(dest="qualify_command", metavar="ACTION", required=True)
+
+    mape = actions.add_parser(
+        "mape",
+        help="score an estimator against a recorded dataset",
+        description=(
+            "Per-row predicted vs measured, per-cell table, round-weighted and "
+            "equal-configuration MAPE, P90, worst configuration, bias and coverage."
+        ),
+    )
+    mape.add_argument("dataset", metavar="DATASET", help="dataset directory (or one of its files)")
+    mape.add_argument(
+        "--estimator",
+        default="rule",
+        choices=("rule", "stp-widened", "calibrated"),
+        help="rule: the published STP->SD rule (default); calibrated: needs --coefficients",
+    )
+    mape.add_argument("--coefficients", metavar="FILE", help="a calibration artefact (JSON)")
+    mape.add_argument("--tests", action="store_true", help="add KS and TOST equivalence tests")
+    mape.add_argument("--tost-margin", type=float, default=0.10, help="TOST margin (default 0.10)")
+    mape.add_argument("--out", metavar="DIR", type=Path, help="write mape.json, mape.md, plots")
+    mape.add_argument("--overwrite", action="store_true")
+    mape.set_defaults(handler=mape_command)
+
+    calibrate = actions.add_parser(
+        "calibrate",
+        help="fit (a, b) of (a d + b) F_STP with held-out validation",
+        description=(
+            "Fit the rule's coefficients on a dataset, validate on held-out configurations "
+            "(never on fitted rows) next to the published rule, and optionally save the "
+            "coefficients as a named, versioned artefact."
+        ),
+    )
+    calibrate.add_argument("dataset", metavar="DATASET")
+    calibrate.add_argument(
+        "--validation", default="loco", help="loco (leave one configuration out) or kfold:K"
+    )
+    calibrate.add_argument("--name", help="artefact name (default: <dataset>-fit)")
+    calibrate.add_argument("--version", type=int, default=1, help="artefact version (default 1)")
+    calibrate.add_argument("--out", metavar="FILE", type=Path, help="write the artefact here")
+    calibrate.add_argument("--overwrite", action="store_true")
+    calibrate.set_defaults(handler=calibrate_command)
+
+    report = actions.add_parser(
+        "report",
+        help="write the release report (HTML + JSON) from the committed evidence",
+        description=(
+            "Run parity and probes, score every dataset under --evidence with the published "
+            "rule, calibrate each with held-out validation, and write report.html + report.json."
+        ),
+    )
+    report.add_argument("--out", metavar="DIR", type=Path, required=True)
+    report.add_argument("--evidence", metavar="DIR", type=Path, default=Path("evidence"))
+    report.add_argument(
+        "--skip-checks",
+        action="store_true",
+        help="do not run parity/probes (the report then says 'not run')",
+    )
+    report.add_argument("--overwrite", action="store_true")
+    report.set_defaults(handler=report_command)
+
+
+def mape_command(args: argparse.Namespace) -> int:
+    from qualification.calibrate import calibrated_factory, load_artefact
+    from qualification.datasets import load_dataset
+    from qualification.mape import evaluate, make_predictor, to_markdown, write_mape_outputs
+
+    dataset = load_dataset(args.dataset)
+    factory = calibrated_factory(load_artefact(args.coefficients)) if args.coefficients else None
+    predictor = make_predictor(args.estimator, dataset, factory)
+    report, scored = evaluate(
+        dataset, predictor, with_tests=args.tests, tost_margin=args.tost_margin
+    )
+    if args.out is not None:
+        written = write_mape_outputs(report, scored, args.out, overwrite=args.overwrite)
+        print(f"wrote {', '.join(str(path) for path in written)}")
+    else:
+        print(to_markdown(report), end="")
+    return 0
+
+
+def calibrate_command(args: argparse.Namespace) -> int:
+    from qualification.calibrate import calibrate, calibration_markdown
+    from qualification.datasets import load_dataset
+
+    dataset = load_dataset(args.dataset)
+    if args.out is not None:
+        check_writable(args.out, args.overwrite)
+    result = calibrate(dataset, method=args.validation, name=args.name, version=args.version)
+    print(calibration_markdown(result), end="")
+    if args.out is not None:
+        atomic_write_text(args.out, canonical_json(result["artefact"]), overwrite=args.overwrite)
+        print(f"wrote {args.out}")
+    return 0
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from qualification.report import build_report, write_report
+
+    report, images = build_report(args.evidence, run_checks_now=not args.skip_checks)
+    written = write_report(report, images, args.out, overwrite=args.overwrite)
+    print(f"wrote {', '.join(str(path) for path in written)}")
+    verdict = report["verdict"]
+    for key in ("checks_failed", "checks_not_run", "datasets_refused"):
+        if verdict[key]:
+            print(f"{key.replace('_', ' ')}: {', '.join(verdict[key])}")
+    return 1 if verdict["checks_failed"] or verdict["datasets_refused"] else 0

@@ -1,0 +1,33 @@
+"""Calibration: fit (a, b) of ``(a d + b) F_STP((d + 1) B, K)`` with held-out validation."""
+
+from qualification.calibrate._artefact import (
+    ARTEFACT_SCHEMA,
+    artefact_file_name,
+    build_artefact,
+    calibrated_factory,
+    load_artefact,
+)
+from qualification.calibrate._calibrate import calibrate
+from qualification.calibrate._fit import (
+    Coefficients,
+    Fold,
+    cross_validate,
+    fit_coefficients,
+    make_folds,
+)
+from qualification.calibrate._render import calibration_markdown
+
+__all__ = [
+    "ARTEFACT_SCHEMA",
+    "Coefficients",
+    "Fold",
+    "artefact_file_name",
+    "build_artefact",
+    "calibrate",
+    "calibration_markdown",
+    "calibrated_factory",
+    "cross_validate",
+    "fit_coefficients",
+    "load_artefact",
+    "make_folds",
+]

@@ -1,0 +1,123 @@
+"""Calibrated coefficients as a named, versioned JSON artefact, and the predictor that uses it.
+
+An artefact records what it was fitted on (dataset name, SHA-256 of its SD-round table, identity
+summary) and how it validated. Using it on a dataset it was fitted on is refused: a score on
+fitted rows is not evidence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from aisim._fields import as_float, as_int, as_mapping, as_str
+from aisim.errors import ConfigError, DataIntegrityError
+from qualification.calibrate._fit import Coefficients
+from qualification.datasets import RecordedDataset
+from qualification.mape import RulePredictor, ScaledPredictor
+
+ARTEFACT_SCHEMA = {"name": "aisim.calibration", "version": 1}
+FORM = "(a * d + b) * F_STP((d + 1) * B, K_total)"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def build_artefact(
+    name: str,
+    version: int,
+    coefficients: Coefficients,
+    dataset: RecordedDataset,
+    validation: dict[str, Any],
+) -> dict[str, Any]:
+    """The artefact (a JSON-ready mapping); ``name`` must be a simple file-safe identifier."""
+    if not _NAME.match(name):
+        raise ConfigError(
+            f"calibrate.name: expected letters, digits, '.', '_' or '-' (1-100 chars), got {name!r}"
+        )
+    version = as_int(version, "calibrate.version", 1, 1_000_000)
+    identity = dataset.identity
+    return {
+        "schema": ARTEFACT_SCHEMA,
+        "name": name,
+        "version": version,
+        "form": FORM,
+        "coefficients": {"a": coefficients.a, "b": coefficients.b},
+        "fitted_on": [
+            {
+                "dataset": dataset.name,
+                "sha256": dataset.sha256,
+                "target_geometry_sha256": identity.get("target", {}).get("geometry_sha256"),
+                "draft_kind": identity.get("draft", {}).get("kind"),
+                "device": identity.get("device", {}).get("name"),
+                "timing_metric": identity.get("timing", {}).get("metric"),
+            }
+        ],
+        "validation": {
+            "method": validation["method"],
+            "held_out": validation["held_out"],
+            "published_rule_same_rows": validation["published_rule_same_rows"],
+        },
+        "scope": (
+            "valid for the drafter family, device and timing metric it was fitted on; the slope "
+            "tracks the drafter's cost"
+        ),
+    }
+
+
+def artefact_file_name(artefact: dict[str, Any]) -> str:
+    return f"{artefact['name']}.v{artefact['version']}.json"
+
+
+def load_artefact(path: str | Path) -> dict[str, Any]:
+    """Read and check an artefact; a malformed one is a DataIntegrityError naming the field."""
+    file = Path(path)
+    try:
+        loaded = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{str(file)!r}: calibration file not found") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataIntegrityError(f"{str(file)!r}: unreadable calibration: {exc}") from None
+    where = str(file)
+    try:
+        artefact = as_mapping(loaded, where)
+        if artefact.get("schema") != ARTEFACT_SCHEMA:
+            raise DataIntegrityError(
+                f"{where}: schema: expected {ARTEFACT_SCHEMA}, got {artefact.get('schema')!r}"
+            )
+        as_str(artefact.get("name"), f"{where}: name")
+        as_int(artefact.get("version"), f"{where}: version", 1)
+        coefficients = as_mapping(artefact.get("coefficients"), f"{where}: coefficients")
+        as_float(coefficients.get("a"), f"{where}: coefficients.a")
+        as_float(coefficients.get("b"), f"{where}: coefficients.b")
+        fitted = artefact.get("fitted_on")
+        if not isinstance(fitted, list) or not all(
+            isinstance(item, dict) and isinstance(item.get("sha256"), str) for item in fitted
+        ):
+            raise DataIntegrityError(f"{where}: fitted_on: expected a list of {{dataset, sha256}}")
+    except ConfigError as exc:
+        raise DataIntegrityError(str(exc)) from None
+    return artefact
+
+
+def calibrated_factory(artefact: dict[str, Any]) -> Any:
+    """A ``make_predictor`` calibration factory for ``artefact``."""
+
+    def factory(dataset: RecordedDataset, base: RulePredictor) -> ScaledPredictor:
+        fitted = {item["sha256"] for item in artefact["fitted_on"]}
+        if dataset.sha256 in fitted:
+            raise ConfigError(
+                f"qualify.coefficients: {artefact['name']} v{artefact['version']} was fitted on "
+                f"dataset {dataset.name!r} (SHA-256 {dataset.sha256[:12]}...); scoring it there "
+                "is not evidence. Use `aisim qualify calibrate` for held-out figures."
+            )
+        a, b = float(artefact["coefficients"]["a"]), float(artefact["coefficients"]["b"])
+        return ScaledPredictor(
+            base,
+            a,
+            b,
+            f"calibrated:{artefact['name']}.v{artefact['version']}",
+            f"calibrated rule ({a:.4f} d + {b:.4f}) F_STP((d+1)B, K)",
+        )
+
+    return factory

@@ -1,0 +1,160 @@
+"""Render the release report as one self-contained HTML page (inline CSS, PNGs as base64)."""
+
+from __future__ import annotations
+
+import base64
+import html
+from typing import Any
+
+from qualification.calibrate._render import CALIBRATION_HEADERS, calibration_rows
+from qualification.mape._render import CELL_HEADERS, cell_rows, percent, summary_rows, tost_text
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:0.6em 0 1.2em}td,th{border:1px solid #ccc;padding:3px 8px;
+font-size:13px;text-align:left}th{background:#f2f2f2}code{background:#f5f5f5;padding:0 3px}
+.tag{display:inline-block;border-radius:3px;padding:0 6px;font-size:12px;color:#fff}
+.synthetic{background:#7a5cc7}.parity{background:#2e7d32}.local-measurement{background:#1565c0}
+.hardware{background:#b35a00}.failed,.refused{color:#b00020;font-weight:bold}
+.passed{color:#2e7d32;font-weight:bold}.not-run{color:#8a6d00;font-weight:bold}
+img{max-width:100%;border:1px solid #ddd;margin:4px}
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value))
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _tag(evidence_type: str) -> str:
+    return f'<span class="tag {_e(evidence_type)}">{_e(evidence_type)}</span>'
+
+
+def _status(status: str) -> str:
+    return f'<span class="{_e(status.replace(" ", "-"))}">{_e(status)}</span>'
+
+
+def _image(name: str, data: bytes) -> str:
+    encoded = base64.b64encode(data).decode("ascii")
+    return f'<img alt="{_e(name)}" src="data:image/png;base64,{encoded}">'
+
+
+def _checks(checks: list[dict[str, Any]]) -> str:
+    rows = []
+    for check in checks:
+        counts = (
+            f"{check['passed']} passed, {check['failed']} failed, {check['errors']} errors, "
+            f"{check['skipped']} skipped"
+            if "passed" in check
+            else check.get("reason", "")
+        )
+        rows.append(
+            f"<tr><td>{_e(check['name'])}</td><td>{_tag(check['evidence_type'])}</td>"
+            f"<td>{_status(check['status'])}</td><td>{_e(counts)}</td>"
+            f"<td><code>{_e(check['command'] or '')}</code></td></tr>"
+        )
+    head = "".join(f"<th>{h}</th>" for h in ("check", "evidence", "status", "result", "command"))
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _dataset(section: dict[str, Any], images: dict[str, bytes]) -> str:
+    name = section["name"]
+    if section["status"] != "scored":
+        return f"<h2>{_e(name)}</h2><p>{_status('refused')}: {_e(section['reason'])}</p>"
+    identity, rule = section["identity"], section["rule"]
+    parts = [
+        f"<h2>{_e(name)} {_tag(section['evidence_type'])}</h2>",
+        f"<p>SHA-256 <code>{_e(section['sha256'])}</code>; {_e(identity['preset'])} target, "
+        f"{_e(identity['draft_kind'])} drafter, device {_e(identity['device'].get('name'))}, "
+        f"timing {_e(identity['timing'].get('metric'))} ({_e(identity['timing'].get('clock'))}), "
+        f"{_e(identity['threads'])} thread(s), {_e(identity['dtype'])}.</p>",
+        f"<p>Recorded with <code>{_e(section['recording_command'])}</code></p>",
+        "<h3>Published rule (0.08 d + 1.25) F_STP((d+1)B, K)</h3>",
+        _table(["metric", "value"], [list(r) for r in summary_rows(rule["summary"])]),
+        _table(CELL_HEADERS, cell_rows(rule["cells"])),
+    ]
+    tests = rule.get("tests") or {}
+    if tests:
+        ks = tests.get("ks_predicted_vs_measured_rounds")
+        lines = [tost_text(tests["tost_config_log_ratio"])]
+        if ks:
+            lines.insert(
+                0,
+                f"KS predicted vs measured rounds: D = {ks['statistic']:.4f}, "
+                f"p = {ks['p_value']:.4g}",
+            )
+        parts.append("<ul>" + "".join(f"<li>{_e(line)}</li>" for line in lines) + "</ul>")
+    parts.append("".join(_image(n, images[n]) for n in section["images"] if n in images))
+    widened = section["stp_widened"]["summary"]
+    parts.append(
+        f"<p>For context, the unscaled F_STP((d+1)B, K): round-weighted "
+        f"{_e(percent(widened['round_weighted_mape']))}, equal-config "
+        f"{_e(percent(widened['equal_config_mape']))}, bias {_e(percent(widened['bias']))}.</p>"
+    )
+    calibration = section["calibration"]
+    fitted = calibration["fitted_all_rows"]
+    parts += [
+        "<h3>Calibration (held-out; never scored on fitted rows)</h3>",
+        f"<p>All rows: a = {fitted['a']:.4f}, b = {fitted['b']:.4f}.</p>",
+        _table(CALIBRATION_HEADERS, calibration_rows(calibration)),
+    ]
+    if section["anomalies"]:
+        parts.append(
+            "<details><summary>Anomalies recorded in the sidecar</summary><ul>"
+            + "".join(f"<li>{_e(a)}</li>" for a in section["anomalies"])
+            + "</ul></details>"
+        )
+    return "\n".join(parts)
+
+
+def render_html(report: dict[str, Any], images: dict[str, bytes]) -> str:
+    """The whole page; identical inputs give identical bytes."""
+    versions = report["versions"]
+    artefacts = [
+        [
+            a["path"],
+            a.get("status", ""),
+            f"{a.get('name', '')} v{a.get('version', '')}",
+            f"a={a['coefficients']['a']:.4f}, b={a['coefficients']['b']:.4f}"
+            if "coefficients" in a
+            else a.get("reason", ""),
+        ]
+        for a in report["calibration_artefacts"]
+    ]
+    verdict = report["verdict"]
+    body = [
+        "<h1>aisim release qualification report</h1>",
+        f"<p>Generated {_e(report['generated_utc'])} at git revision "
+        f"<code>{_e(report['git']['revision'])}</code>"
+        f"{' (working tree modified)' if report['git'].get('dirty') else ''}.</p>",
+        "<p>Evidence types: "
+        + " ".join(_tag(t) for t in ("synthetic", "parity", "local-measurement", "hardware"))
+        + " &mdash; local-measurement is this project's CPU recordings, not GPU hardware.</p>",
+        "<h2>Verdict</h2>",
+        _table(
+            ["item", "value"],
+            [[k.replace("_", " "), ", ".join(v) or "none"] for k, v in verdict.items()],
+        ),
+        "<h2>Parity and probes</h2>",
+        _checks(report["checks"]),
+        *(_dataset(section, images) for section in report["datasets"]),
+        "<h2>Calibration artefacts</h2>",
+        _table(["file", "status", "name", "coefficients"], artefacts)
+        if artefacts
+        else "<p>none</p>",
+        "<h2>Versions</h2>",
+        _table(["package", "version"], [[k, str(v)] for k, v in versions.items()]),
+        "<h2>Commands run</h2>",
+        "<ul>" + "".join(f"<li><code>{_e(c)}</code></li>" for c in report["commands"]) + "</ul>",
+    ]
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>aisim release report</title><style>{_STYLE}</style></head><body>\n"
+        + "\n".join(body)
+        + "\n</body></html>\n"
+    )
