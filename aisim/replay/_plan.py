@@ -71,10 +71,20 @@ class SpeculationPlan:
         self.verify_width = verify_width
         self.conditional_rates = conditional_rates
         self.seed = seed
+        # P(accept) = threshold / 2**32: rates are quantized to 2**-32 so one 32-bit draw decides.
+        self.acceptance_thresholds = [rate_threshold(rate) for rate in conditional_rates]
 
     @property
     def enabled(self) -> bool:
         return self.draft_length > 0
+
+
+def rate_threshold(rate: float) -> int:
+    """``round(rate * 2**32)`` clamped to [0, 2**32]: 1.0 always accepts, 0.0 never does."""
+    scaled = int(rate * 4294967296.0 + 0.5)
+    if scaled < 0:
+        return 0
+    return scaled if scaled < 4294967296 else 4294967296
 
 
 def no_speculation() -> SpeculationPlan:

@@ -25,10 +25,6 @@ def _splitmix64(state: int) -> int:
     return z ^ (z >> 31)
 
 
-def _rotl(value: int, shift: int) -> int:
-    return ((value << shift) | (value >> (32 - shift))) & _MASK32
-
-
 class RandomStream:
     """Independent stream ``stream`` of generator ``seed``: same (seed, stream) => same draws."""
 
@@ -53,14 +49,15 @@ class RandomStream:
         s1 = self._s1
         s2 = self._s2
         s3 = self._s3
-        result = (_rotl((s1 * 5) & _MASK32, 7) * 9) & _MASK32
+        scaled = (s1 * 5) & _MASK32
+        result = ((((scaled << 7) | (scaled >> 25)) & _MASK32) * 9) & _MASK32
         shifted = (s1 << 9) & _MASK32
         s2 ^= s0
         s3 ^= s1
         s1 ^= s2
         s0 ^= s3
         s2 ^= shifted
-        s3 = _rotl(s3, 11)
+        s3 = ((s3 << 11) | (s3 >> 21)) & _MASK32
         self._s0 = s0
         self._s1 = s1
         self._s2 = s2

@@ -22,13 +22,14 @@ def round_width(speculation: SpeculationPlan, request: SimRequest) -> int:
     return width if width < remaining else remaining
 
 
-def sample_accepted(rng: RandomStream, conditional_rates: list[float], max_drafts: int) -> int:
-    """Accepted drafts: position i is accepted with ``conditional_rates[i]`` given all earlier
-    ones were; the first rejection ends the chain. Draws one uniform per examined position."""
+def sample_accepted(rng: RandomStream, thresholds: list[int], max_drafts: int) -> int:
+    """Accepted drafts: position i is accepted with probability ``thresholds[i] / 2**32`` (the
+    conditional rate) given all earlier ones were; the first rejection ends the chain. Draws one
+    32-bit number per examined position."""
     accepted = 0
-    limit = max_drafts if max_drafts < len(conditional_rates) else len(conditional_rates)
+    limit = max_drafts if max_drafts < len(thresholds) else len(thresholds)
     while accepted < limit:
-        if rng.uniform() < conditional_rates[accepted]:
+        if rng.next_u32() < thresholds[accepted]:
             accepted += 1
         else:
             break
@@ -61,7 +62,7 @@ def finish_decode_round(
     if speculation.enabled:
         rng = request.rng
         assert rng is not None
-        accepted = sample_accepted(rng, speculation.conditional_rates, width - 1)
+        accepted = sample_accepted(rng, speculation.acceptance_thresholds, width - 1)
         request.sd_rounds += 1
         request.accepted_drafts += accepted
         recorder.accepted_histogram[accepted] += 1

@@ -1,0 +1,216 @@
+"""Hand-checkable replays under fixed timing (prefill pass X ms, decode round Y ms).
+
+Every expected number below is derived by hand in the comment next to it (SPEC §4 reference:
+one request of 100 in / 64 out at X = 10, Y = 5 has TTFT 10 and E2E 325; with 3 drafts all
+accepted, E2E 90).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from aisim.replay import run
+
+X = 10.0
+Y = 5.0
+
+
+def config(
+    requests: list[dict[str, Any]],
+    *,
+    backend: str = "vllm",
+    speculation: dict[str, Any] | None = None,
+    blocks: int = 1000,
+    block_size: int = 16,
+    scheduler: dict[str, Any] | None = None,
+    ranks: int = 1,
+    prefix_caching: bool = True,
+) -> dict[str, Any]:
+    worker: dict[str, Any] = {
+        "parallelism": {"attention_data": ranks},
+        "kv_cache": {
+            "block_size": block_size,
+            "prefix_caching": prefix_caching,
+            "capacity": {"type": "fixed", "blocks": blocks},
+        },
+        "timing": {"type": "fixed", "prefill_ms": X, "decode_ms": Y},
+    }
+    if scheduler is not None:
+        worker["scheduler"] = scheduler
+    engine: dict[str, Any] = {"backend": backend, "workers": {"aggregated": worker}}
+    if speculation is not None:
+        engine["speculation"] = speculation
+    return {"traffic": {"source": {"type": "agentic", "requests": requests}}, "engine": engine}
+
+
+def one(prompt: int = 100, output: int = 64, **extra: Any) -> dict[str, Any]:
+    return {"input_length": prompt, "output_length": output, **extra}
+
+
+def mtp(rates: list[float]) -> dict[str, Any]:
+    return {"kind": "mtp", "params": {"depth": len(rates)}, "acceptance_rates": rates}
+
+
+@pytest.mark.parametrize("backend", ["vllm", "sglang"])
+def test_single_request_reference(backend: str) -> None:
+    # Prefill pass 0..10 emits the first token; 63 decode rounds of 5 ms follow: 10 + 315.
+    result = run(config([one()], backend=backend))
+    summary = result.summary
+    assert summary["completed_requests"] == 1
+    assert summary["mean_ttft_ms"] == 10.0
+    assert summary["mean_e2e_latency_ms"] == 325.0
+    assert summary["mean_tpot_ms"] == 5.0  # (325 - 10) / 63
+    assert summary["mean_itl_ms"] == 5.0
+    assert summary["mean_time_to_second_token_ms"] == 5.0
+    assert summary["duration_ms"] == 325.0
+    assert summary["sd_rounds"] == 0
+    assert summary["mean_acceptance_length"] is None
+    row = result.requests.iloc[0]
+    assert row["decode_rounds"] == 63
+    assert row["emitted_tokens"] == 64
+
+
+@pytest.mark.parametrize("backend", ["vllm", "sglang"])
+def test_all_drafts_accepted(backend: str) -> None:
+    # 63 tokens after the first at 4 per round: ceil(63 / 4) = 16 rounds; 10 + 16 * 5 = 90.
+    # 15 full rounds emit 60; the last round is clamped to the 3 tokens left (2 drafts).
+    summary = run(config([one()], backend=backend, speculation=mtp([1.0, 1.0, 1.0]))).summary
+    assert summary["mean_ttft_ms"] == 10.0
+    assert summary["mean_e2e_latency_ms"] == 90.0
+    assert summary["sd_rounds"] == 16
+    assert summary["accepted_draft_tokens"] == 47  # 15 * 3 + 2
+    assert summary["accepted_length_histogram"] == {"0": 0, "1": 0, "2": 1, "3": 15}
+    assert summary["mean_acceptance_length"] == 63 / 16
+
+
+def test_no_draft_accepted_gives_one_token_per_round() -> None:
+    summary = run(config([one()], speculation=mtp([0.0, 0.0, 0.0]))).summary
+    assert summary["mean_e2e_latency_ms"] == 325.0
+    assert summary["sd_rounds"] == 63
+    assert summary["accepted_length_histogram"] == {"0": 63, "1": 0, "2": 0, "3": 0}
+    assert summary["mean_acceptance_length"] == 1.0
+
+
+def test_last_round_is_clamped_to_the_remaining_output() -> None:
+    # Output 6: the prefill emits 1; round 1 emits 4 (w = 4); round 2 has 1 token left, so
+    # w = 1 and no draft can be accepted: E2E = 10 + 2 * 5.
+    result = run(config([one(output=6)], speculation=mtp([1.0, 1.0, 1.0])))
+    assert result.summary["mean_e2e_latency_ms"] == 20.0
+    assert result.summary["accepted_length_histogram"] == {"0": 1, "1": 0, "2": 0, "3": 1}
+    row = result.requests.iloc[0]
+    assert (row["sd_rounds"], row["accepted_drafts"], row["emitted_tokens"]) == (2, 3, 6)
+
+
+def test_legacy_nextn_equals_canonical_mtp() -> None:
+    canonical = run(config([one()], speculation=mtp([1.0, 1.0, 1.0])))
+    legacy_config = config([one()])
+    legacy_config["engine"]["nextn"] = 3
+    legacy_config["engine"]["nextn_accepted"] = 3
+    legacy = run(legacy_config)
+    assert legacy.summary["mean_e2e_latency_ms"] == 90.0
+    assert legacy.columns == canonical.columns
+
+
+def test_mixed_pass_costs_prefill_plus_decode() -> None:
+    # A (100 in / 3 out) at 0, B (50 in / 2 out) at 12. Passes: [0,10] prefill A (A tok 1);
+    # [10,15] decode A (tok 2); [15,30] decode A + prefill B = X + Y (A tok 3 -> done at 30,
+    # B tok 1 at 30); [30,35] decode B (done). TTFT B = 18, E2E A = 30, E2E B = 23.
+    result = run(config([one(100, 3), one(50, 2, timestamp=12)]))
+    frame = result.requests
+    assert list(frame["ttft_ms"]) == [10.0, 18.0]
+    assert list(frame["e2e_latency_ms"]) == [30.0, 23.0]
+
+
+def test_sglang_does_not_mix_prefill_and_decode() -> None:
+    # Same traffic on SGLang: [15,25] prefill B alone (B tok 1, TTFT 13); [25,30] decode A and
+    # B: A tok 3 (E2E 30), B tok 2 (E2E 30 - 12 = 18).
+    result = run(config([one(100, 3), one(50, 2, timestamp=12)], backend="sglang"))
+    frame = result.requests
+    assert list(frame["ttft_ms"]) == [10.0, 13.0]
+    assert list(frame["e2e_latency_ms"]) == [30.0, 18.0]
+
+
+def test_attention_dp_pass_ends_at_the_slowest_rank() -> None:
+    # Two ranks: A on rank 0, B (arriving at 12) on the idle rank 1. The pass at 15 carries a
+    # decode on rank 0 (5 ms) and a prefill on rank 1 (10 ms): it ends at 25, not 30.
+    result = run(config([one(100, 3), one(50, 2, timestamp=12)], ranks=2))
+    frame = result.requests
+    assert list(frame["ttft_ms"]) == [10.0, 13.0]
+    assert list(frame["e2e_latency_ms"]) == [25.0, 18.0]  # B: tok 2 at [25,30]
+
+
+def test_simultaneous_arrivals_share_one_prefill_pass() -> None:
+    result = run(config([one(100, 2), one(100, 2)]))
+    assert list(result.requests["ttft_ms"]) == [10.0, 10.0]
+    assert result.summary["passes"] == 2
+
+
+def test_chunked_prefill_splits_the_prompt_by_the_token_budget() -> None:
+    # 100 prompt tokens at 40 per pass: chunks 40, 40, 20 -> first token at 30; one decode.
+    result = run(config([one(100, 2)], scheduler={"max_batched_tokens": 40}))
+    assert result.summary["mean_ttft_ms"] == 30.0
+    assert result.summary["mean_e2e_latency_ms"] == 35.0
+
+
+def test_vllm_preemption_recomputes_the_latest_request() -> None:
+    # 10 blocks of 16 tokens, two requests of 64 in / 64 out at 0, no prefix cache. Both
+    # prefill in [0,10] (4 blocks each). Decode step k needs 64 + k tokens each: 5 blocks each up
+    # to k = 16 (ends at 90, B has emitted 17). Step 17 needs 6 blocks for A: B (admitted last)
+    # is preempted. B (81 known tokens, 6 blocks) cannot return until A (peak 127 tokens, 8
+    # blocks) finishes at 325 -- A alone runs 10 + 63 * 5. B re-prefills [325,335] (token 18)
+    # and decodes its last 46 tokens: 335 + 230 = 565.
+    result = run(config([one(64, 64), one(64, 64)], blocks=10, prefix_caching=False))
+    frame = result.requests
+    assert list(frame["e2e_latency_ms"]) == [325.0, 565.0]
+    assert list(frame["preemptions"]) == [0, 1]
+    assert list(frame["emitted_tokens"]) == [64, 64]
+    assert result.summary["kv_peak_used_blocks"] == [[10]]
+    assert result.summary["preemptions"] == 1
+
+
+def test_recompute_hits_the_prefix_cache_left_after_lru_eviction() -> None:
+    # Same run with prefix caching: B's 5 full blocks (80 computed tokens) stay cached when it is
+    # preempted, the last one first in line for eviction. A takes 3 more blocks (at 81, 97 and
+    # 113 tokens), evicting B's blocks 4, 3 and 2; B's recompute hits blocks 0 and 1 (32 tokens).
+    result = run(config([one(64, 64), one(64, 64)], blocks=10, prefix_caching=True))
+    frame = result.requests
+    assert list(frame["e2e_latency_ms"]) == [325.0, 565.0]
+    assert list(frame["cached_prompt_tokens"]) == [0, 32]
+
+
+def test_sglang_retracts_when_kv_is_full() -> None:
+    # Page size 1, 150 tokens, no admission reserve. Both 64-token prompts prefill in [0,10];
+    # decode step k needs 64 + k tokens each, 2 per step, which fits up to k = 11 (ends at 65,
+    # 12 tokens emitted each). At step 12 both have 12 tokens and equal prompts, so the later
+    # request (B) is retracted. B (76 known tokens) does not fit beside A until A ends at 325;
+    # then B re-prefills [325,335] and decodes its last 51 tokens: 335 + 255 = 590.
+    scheduler = {"init_new_token_ratio": 0.0, "min_new_token_ratio": 0.0}
+    result = run(
+        config(
+            [one(64, 64), one(64, 64)],
+            backend="sglang",
+            blocks=150,
+            block_size=1,
+            scheduler=scheduler,
+            prefix_caching=False,
+        )
+    )
+    frame = result.requests
+    assert list(frame["e2e_latency_ms"]) == [325.0, 590.0]
+    assert list(frame["preemptions"]) == [0, 1]
+
+
+def test_mooncake_hash_ids_share_prefix_blocks() -> None:
+    # B arrives after A finished; A's 4 prompt blocks stay cached. B shares the first 3 hash ids
+    # and at most (64 - 1) // 16 = 3 blocks can hit: 48 cached tokens. C shares only 2.
+    requests = [
+        one(64, 2, hash_ids=[1, 2, 3, 4]),
+        one(64, 2, hash_ids=[1, 2, 3, 4], timestamp=100),
+        one(64, 2, hash_ids=[1, 2, 7, 8], timestamp=200),
+    ]
+    frame = run(config(requests)).requests
+    assert list(frame["cached_prompt_tokens"]) == [0, 48, 32]
+    frame = run(config(requests, prefix_caching=False)).requests
+    assert list(frame["cached_prompt_tokens"]) == [0, 0, 0]
