@@ -71,7 +71,7 @@ def test_numpy_integers_and_integral_floats_are_converted() -> None:
 )
 def test_invalid_metrics_name_the_field(kwargs: dict[str, object], field: str) -> None:
     with pytest.raises(ConfigError, match=field):
-        ForwardPassMetrics(**kwargs)  # type: ignore[arg-type]
+        ForwardPassMetrics(**kwargs)
 
 
 @pytest.mark.parametrize("bad", [[], [ForwardPassMetrics(1, 1), {"num_decode_requests": 1}], 3])

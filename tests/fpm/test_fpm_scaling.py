@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from aisim.errors import ConfigError, UnsupportedQuery
 from aisim.fpm import (
     ForwardPassMetrics,
+    TableModel,
     best_available,
     measured_rounds_from_points,
     scaling_factor,
@@ -18,7 +19,7 @@ from aisim.fpm import (
 )
 
 
-def _published_table():
+def _published_table() -> TableModel:
     return table_from_points([{"batch_size": 8, "total_kv_tokens": 64, "latency_ms": 8.0}])
 
 

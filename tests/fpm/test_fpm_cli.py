@@ -1,0 +1,64 @@
+"""``aisim estimate``: latency, factor and evidence, as text and JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aisim.cli import main
+from aisim.fpm import write_table_file
+
+
+def test_rule_on_a_table_file_prints_the_published_oracle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = write_table_file(
+        tmp_path / "stp.csv", [{"batch_size": 8, "total_kv_tokens": 64, "latency_ms": 8.0}]
+    )
+    argv = ["estimate", "--model", "Qwen3-8B", "--batch", "2", "--kv-total", "64"]
+    argv += ["--draft-length", "3", "--table", str(table), "--estimator", "table"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "latency: 11.9200 ms" in text
+    assert "scaling factor: 1.49 (d=3); STP reference 8.0000 ms at B=8, K_total=64" in text
+    assert "estimator: table (coverage: measured)" in text
+    assert main([*argv, "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["result"]["latency_ms"] == pytest.approx(11.92, abs=1e-12)
+    assert payload["result"]["stp_reference"]["latency_ms"] == 8.0
+    assert payload["result"]["diagnostics"]["data_identity"] is not None
+
+
+def test_roofline_with_a_scheme_prints_native_evidence(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["estimate", "--model", "Qwen/Qwen3-8B", "--hardware", "h100", "--batch", "8"]
+    argv += ["--kv", "1024", "--scheme", "mtp", "--depth", "3", "--json"]
+    assert main(argv) == 0
+    payload = json.loads(capsys.readouterr().out)
+    diagnostics = payload["result"]["diagnostics"]
+    assert diagnostics["estimator"] == "roofline"
+    assert diagnostics["speculation"] == "mtp d=3 w=4"
+    assert diagnostics["details"]["mtp_compute_scale"] == pytest.approx(39 / 36)
+    assert payload["query"]["sum_decode_kv_tokens"] == 8 * 1024
+    assert payload["draft_kv_bytes_per_token"] == 2 * 8 * 128 * 2
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--draft-length", "3"], "draft_length"),
+        (["--draft-length", "0"], "draft_length"),
+        (["--depth", "2"], "--depth: needs --scheme"),
+        (["--kv-total", "5"], "--kv-total"),
+        (["--estimator", "table"], "table is not available"),
+    ],
+)
+def test_user_errors_exit_2_with_one_line(
+    extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["estimate", "--model", "Qwen3-8B", "--hardware", "h100", "--kv", "10", *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert err.count("\n") == 1

@@ -1,0 +1,240 @@
+"""Roofline sanity against hand-derived numbers, monotonicity, and scheme-native SD pricing.
+
+Geometry below is copied by hand from the published config.json values (shared/facts); the
+expected times are weight bytes / (HBM peak x 0.8) for memory-bound work and FLOPs / (BF16 peak x
+efficiency) for compute-bound work, with the documented efficiencies (GEMM 0.7, attention 0.5).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aisim.errors import ConfigError, UnsupportedQuery
+from aisim.fpm import ForwardPassMetrics, SelectedModel, best_available
+
+H100_BYTES_PER_S = 3.35e12 * 0.8
+H100_GEMM_FLOPS = 989e12 * 0.7
+H100_ATTENTION_FLOPS = 989e12 * 0.5
+
+# Qwen3-8B: 36 layers, hidden 4096, FFN 12288, 32 query / 8 KV heads of 128, vocab 151936, bf16.
+QWEN3_8B_ATTENTION = 2 * 4096 * 32 * 128 + 2 * 4096 * 8 * 128  # q and o, k and v
+QWEN3_8B_MLP = 3 * 4096 * 12288
+QWEN3_8B_LAYER = QWEN3_8B_ATTENTION + QWEN3_8B_MLP  # 192_937_984 weights
+QWEN3_8B_STREAMED_BYTES = (36 * QWEN3_8B_LAYER + 151936 * 4096) * 2  # layers + LM head
+
+
+def _roofline(model: str = "Qwen/Qwen3-8B", **extra: Any) -> SelectedModel:
+    config: dict[str, Any] = {"model": model, "hardware": "h100", "estimator": "roofline"}
+    config.update(extra)
+    return best_available(config)
+
+
+def test_decode_at_batch_one_is_memory_bound() -> None:
+    expected_ms = QWEN3_8B_STREAMED_BYTES / H100_BYTES_PER_S * 1000.0  # 5.6478 ms
+    model = _roofline()
+    single = model.estimate_forward_pass_time_ms(ForwardPassMetrics(1, 1))
+    assert expected_ms <= single <= expected_ms * 1.01
+    double = model.estimate_forward_pass_time_ms(ForwardPassMetrics(2, 2))
+    assert single < double < single * 1.01  # a second request is almost free
+
+
+def test_long_prefill_is_compute_bound() -> None:
+    tokens = 8192
+    gemm_s = 2 * tokens * 36 * QWEN3_8B_LAYER / H100_GEMM_FLOPS
+    pairs = tokens * (tokens + 1) / 2  # causal (query, key) pairs
+    attention_s = 4 * 32 * 128 * pairs * 36 / H100_ATTENTION_FLOPS
+    compute_ms = (gemm_s + attention_s) * 1000.0  # 204.4 ms
+    model = _roofline()
+    prefill = ForwardPassMetrics(num_prefill_requests=1, sum_prefill_tokens=tokens)
+    estimate = model.estimate_forward_pass_time_ms(prefill)
+    assert compute_ms <= estimate <= compute_ms * 1.08
+    weights_ms = QWEN3_8B_STREAMED_BYTES / H100_BYTES_PER_S * 1000.0
+    assert estimate > 30 * weights_ms
+
+
+MODELS = st.sampled_from(
+    [
+        ("Qwen/Qwen3-8B", 1, None),
+        ("Qwen/Qwen3-8B", 2, None),
+        ("Qwen/Qwen3-30B-A3B", 1, None),
+        ("deepseek-ai/DeepSeek-V3", 8, None),
+        (
+            "meta-llama/Meta-Llama-3.1-8B",
+            1,
+            {"kind": "ngram", "params": {"num_speculative_tokens": 3}},
+        ),
+        ("Qwen/Qwen3-8B", 1, {"kind": "mtp", "params": {"depth": 2}}),
+        (
+            "Qwen/Qwen3-8B",
+            1,
+            {
+                "kind": "draft_model",
+                "params": {"num_speculative_tokens": 3},
+                "draft_model_path": "Qwen/Qwen3-0.6B",
+            },
+        ),
+    ]
+)
+
+
+@given(
+    setup=MODELS,
+    batch=st.integers(min_value=1, max_value=256),
+    kv=st.integers(min_value=0, max_value=2_000_000),
+    extra_kv=st.integers(min_value=1, max_value=100_000),
+)
+def test_monotone_in_batch_and_kv(
+    setup: tuple[str, int, dict[str, Any] | None], batch: int, kv: int, extra_kv: int
+) -> None:
+    name, tp, speculation = setup
+    model = _roofline(name, tensor_parallel=tp, speculation=speculation)
+    base = model.estimate_forward_pass_time_ms(ForwardPassMetrics(batch, kv))
+    more_requests = model.estimate_forward_pass_time_ms(ForwardPassMetrics(batch + 1, kv))
+    more_kv = model.estimate_forward_pass_time_ms(ForwardPassMetrics(batch, kv + extra_kv))
+    assert 0.0 < base <= more_requests
+    assert base <= more_kv
+
+
+def test_mtp_depth_3_costs_39_over_36_of_the_width_4_verification() -> None:
+    ngram = _roofline(speculation={"kind": "ngram", "params": {"num_speculative_tokens": 3}})
+    mtp = _roofline(speculation={"kind": "mtp", "params": {"depth": 3}})
+    for metrics in (ForwardPassMetrics(1, 1024), ForwardPassMetrics(64, 64 * 8192)):
+        width_4 = ngram.estimate_forward_pass_time_ms(metrics)  # verification only, no drafts
+        assert mtp.estimate_forward_pass_time_ms(metrics) == pytest.approx(
+            width_4 * 39.0 / 36.0, rel=1e-12
+        )
+    scale = mtp.estimate_forward_pass_detailed(ForwardPassMetrics(1, 1)).diagnostics.details
+    assert round(scale["mtp_compute_scale"], 4) == 1.0833  # published for nextn 3, L 36
+
+
+EAGLE3_DRAFT = {
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "draft_vocab_size": 32000,
+    "torch_dtype": "bfloat16",
+}
+# Fused-feature projection 3H -> H, one Llama layer (q/o, k/v, SwiGLU, 2 norms), 32k-vocab head.
+EAGLE3_STEP_WEIGHTS = (
+    3 * 4096 * 4096
+    + (2 * 4096 * 4096 + 2 * 4096 * 1024)
+    + 3 * 4096 * 14336
+    + 2 * 4096
+    + 32000 * 4096
+)
+
+
+def test_eagle3_draft_steps_and_capacity_by_hand() -> None:
+    speculation = {
+        "kind": "eagle3",
+        "params": {"num_speculative_tokens": 3},
+        "draft_config": EAGLE3_DRAFT,
+    }
+    model = _roofline("meta-llama/Meta-Llama-3.1-8B", speculation=speculation)
+    assert model.prices_speculation_natively and not model.supports_draft_length
+    assert model.draft_weight_bytes == EAGLE3_STEP_WEIGHTS * 2 == 799_031_296
+    assert model.draft_kv_bytes_per_token == 2 * 8 * 128 * 2  # one layer's K and V
+    details = model.estimate_forward_pass_detailed(ForwardPassMetrics(1, 1)).diagnostics.details
+    step_ms = EAGLE3_STEP_WEIGHTS * 2 / H100_BYTES_PER_S * 1000.0  # memory-bound at B = 1
+    assert 3 * step_ms <= details["draft_ms"] <= 3 * step_ms * 1.01
+    assert details["verify_width"] == 4.0
+    ngram = _roofline(
+        "meta-llama/Meta-Llama-3.1-8B",
+        speculation={"kind": "ngram", "params": {"num_speculative_tokens": 3}},
+    )
+    round_ms = model.estimate_forward_pass_time_ms(ForwardPassMetrics(1, 1))
+    verify_ms = ngram.estimate_forward_pass_time_ms(ForwardPassMetrics(1, 1))
+    assert round_ms == pytest.approx(verify_ms + details["draft_ms"], rel=1e-12)
+
+
+def test_draft_model_runs_k_full_draft_steps() -> None:
+    speculation = {
+        "kind": "draft_model",
+        "params": {"num_speculative_tokens": 3},
+        "draft_model_path": "Qwen/Qwen3-0.6B",
+    }
+    model = _roofline(speculation=speculation)
+    # Qwen3-0.6B: 28 layers (hidden 1024, FFN 3072, 16 / 8 heads of 128), tied 151936 x 1024
+    # embedding (the LM head still streams it).
+    layer = (2 * 1024 * 16 * 128 + 2 * 1024 * 8 * 128) + 3 * 1024 * 3072
+    step_bytes = (28 * layer + 151936 * 1024) * 2
+    details = model.estimate_forward_pass_detailed(ForwardPassMetrics(1, 1)).diagnostics.details
+    step_ms = step_bytes / H100_BYTES_PER_S * 1000.0
+    assert 3 * step_ms <= details["draft_ms"] <= 3 * step_ms * 1.02
+    total_weights = (151936 * 1024 + 28 * (layer + 2 * 1024) + 1024) * 2
+    assert model.draft_weight_bytes == total_weights
+    assert model.draft_kv_bytes_per_token == 28 * 2 * 8 * 128 * 2
+
+
+def test_block_drafter_is_one_forward_over_n_tokens() -> None:
+    draft = {
+        "model_type": "qwen3",
+        "hidden_size": 4096,
+        "intermediate_size": 12288,
+        "num_hidden_layers": 5,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "vocab_size": 151936,
+        "block_size": 16,
+    }
+    model = _roofline(
+        speculation={"kind": "dflash", "params": {"num_draft_tokens": 7}, "draft_config": draft}
+    )
+    details = model.estimate_forward_pass_detailed(ForwardPassMetrics(1, 1)).diagnostics.details
+    one_forward_ms = (5 * QWEN3_8B_LAYER + 151936 * 4096) * 2 / H100_BYTES_PER_S * 1000.0
+    assert one_forward_ms <= details["draft_ms"] <= one_forward_ms * 1.02
+    assert details["verify_width"] == 8.0
+
+
+def test_ngram_has_no_draft_cost_or_bytes() -> None:
+    model = _roofline(speculation={"kind": "ngram", "params": {"num_speculative_tokens": 2}})
+    details = model.estimate_forward_pass_detailed(ForwardPassMetrics(4, 4096)).diagnostics.details
+    assert details["draft_ms"] == 0.0
+    assert model.draft_weight_bytes == 0 and model.draft_kv_bytes_per_token == 0
+
+
+def test_tensor_parallel_helps_large_batches_and_needs_nvlink() -> None:
+    metrics = ForwardPassMetrics(64, 64 * 8192)
+    tp1 = _roofline().estimate_forward_pass_time_ms(metrics)
+    tp2 = _roofline(tensor_parallel=2).estimate_forward_pass_time_ms(metrics)
+    assert tp2 < tp1
+    gpu = {
+        "system": "lab",
+        "bf16_dense_flops": 1e15,
+        "hbm_bytes_per_s": 3e12,
+        "hbm_capacity_bytes": 8e10,
+    }
+    with pytest.raises(ConfigError, match="nvlink"):
+        best_available(
+            {
+                "model": "Qwen/Qwen3-8B",
+                "hardware": gpu,
+                "tensor_parallel": 2,
+                "estimator": "roofline",
+            }
+        )
+
+
+def test_idle_ranks_cost_zero_and_latency_is_the_slowest_rank() -> None:
+    model = _roofline()
+    busy = ForwardPassMetrics(8, 8 * 1024)
+    alone = model.estimate_forward_pass_time_ms(busy)
+    ranks = [ForwardPassMetrics(), busy, ForwardPassMetrics(1, 10)]
+    result = model.estimate_forward_pass_detailed(ranks)
+    assert result.latency_ms == alone
+    assert result.per_rank_latency_ms[0] == 0.0
+    assert model.estimate_forward_pass_time_ms([ForwardPassMetrics()]) == 0.0
+
+
+def test_roofline_rejects_draft_length() -> None:
+    with pytest.raises(UnsupportedQuery, match="draft_length"):
+        _roofline().estimate_forward_pass_time_ms(ForwardPassMetrics(1, 1), draft_length=2)
