@@ -20,6 +20,7 @@ points) > roofline. ``auto`` asks them in that order per query. An explicit esti
 
 from __future__ import annotations
 
+import os
 from typing import Any, Final
 
 from aisim._fields import as_int, as_list, as_mapping, as_str, join_path, reject_unknown
@@ -68,10 +69,16 @@ class _Sources:
 
 
 def best_available(config: object, path: str = "") -> SelectedModel:
-    """The estimator ``config`` selects (see the module docstring); ``ConfigError`` if none."""
+    """The estimator ``config`` selects (see the module docstring); ``ConfigError`` if none.
+
+    ``config`` may also be a YAML/JSON file path; its relative table paths are then resolved
+    against the file's folder.
+    """
+    base_dir = ""
     if isinstance(config, str):
         from aisim._io import load_config_file
 
+        base_dir = os.path.dirname(config)
         config = load_config_file(config)
     mapping = as_mapping(config, path)
     reject_unknown(mapping, CONFIG_KEYS, path)
@@ -118,7 +125,7 @@ def best_available(config: object, path: str = "") -> SelectedModel:
     if gpu is not None:
         common["hardware"] = gpu.name
     sources = _Sources()
-    stp_tables, measured = _load_data(mapping, path)
+    stp_tables, measured = _load_data(mapping, path, base_dir)
     _add_measured(sources, measured, resolved, common, role, scope)
     _add_stp(sources, stp_tables, common, model_spec)
     _add_roofline(sources, model_spec, gpu, tp, scheme, geometry_error)
@@ -185,8 +192,10 @@ def _recorded(identity: dict[str, Any]) -> dict[str, Any]:
 
 
 def _load_data(
-    mapping: dict[str, Any], path: str
+    mapping: dict[str, Any], path: str, base_dir: str
 ) -> tuple[list[TableModel], list[MeasuredRoundModel]]:
+    """Tables, in-memory points and measured rounds; relative paths resolve against
+    ``base_dir`` (the config file's folder) when the config came from a file."""
     stp: list[TableModel] = []
     measured: list[MeasuredRoundModel] = []
     raw_tables = mapping.get("tables")
@@ -197,7 +206,7 @@ def _load_data(
                 raise ConfigError(
                     f"{join_path(path, 'tables')}[{index}]: expected a file path, got {file!r}"
                 )
-            loaded = load_table_file(file)
+            loaded = load_table_file(os.path.join(base_dir, file) if base_dir else file)
             if isinstance(loaded, MeasuredRoundModel):
                 measured.append(loaded)
             else:

@@ -158,6 +158,12 @@ def _read_rows(
         raise DataIntegrityError(f"{where}: data file is missing") from None
     except OSError as exc:
         raise DataIntegrityError(f"{where}: cannot read: {exc}") from None
+    size = sidecar.get("bytes")
+    if size is not None and size != len(data):
+        raise DataIntegrityError(
+            f"{where}: {len(data)} bytes, sidecar says {size!r}: the file was truncated or "
+            "modified after it was written; restore or re-record it"
+        )
     digest = hashlib.sha256(data).hexdigest()
     if digest != sidecar["sha256"]:
         raise DataIntegrityError(
