@@ -1,0 +1,103 @@
+"""The release report builds from a small dataset, labels evidence, and never fakes a check."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from aisim.cli import main
+from qualification.datasets import RecordedDataset
+from qualification.report import build_report, render_html, run_checks, write_report
+from qualification.report._checks import run_check
+
+STP = {(2, 64): 5.0, (3, 64): 6.0, (4, 64): 7.0, (1, 64): 4.0}
+ROUNDS = [
+    (1, 1, 64, [7.0, 7.2, 6.9]),
+    (2, 1, 64, [9.1, 9.0]),
+    (3, 1, 64, [11.0, 11.5]),
+    (1, 2, 64, [10.0, 9.5]),
+]
+
+
+@pytest.fixture
+def evidence(make_dataset: Callable[..., RecordedDataset], tmp_path: Path) -> Path:
+    make_dataset("evidence/small", STP, ROUNDS)
+    return tmp_path / "evidence"
+
+
+def test_report_from_a_small_dataset(evidence: Path) -> None:
+    report, images = build_report(evidence, run_checks_now=False, root=evidence.parent)
+    (section,) = report["datasets"]
+    assert section["status"] == "scored"
+    assert section["evidence_type"] == "synthetic"
+    assert section["rule"]["summary"]["configurations"] == 4
+    assert section["calibration"]["validation"]["method"] == "loco"
+    assert [c["status"] for c in report["checks"]] == ["not run", "not run"]
+    assert {c["evidence_type"] for c in report["checks"]} == {"parity", "synthetic"}
+    assert report["verdict"]["checks_not_run"] == ["parity", "probes"]
+    assert all(data.startswith(b"\x89PNG") for data in images.values())
+    page = render_html(report, images)
+    assert page.count("data:image/png;base64,") == len(images) == 2
+    assert "not run" in page and "synthetic" in page
+
+
+def test_report_is_deterministic_apart_from_the_timestamp(evidence: Path, tmp_path: Path) -> None:
+    pages = []
+    for name in ("one", "two"):
+        report, images = build_report(evidence, run_checks_now=False, root=evidence.parent)
+        report["generated_utc"] = "T"
+        write_report(report, images, tmp_path / name)
+        pages.append(
+            ((tmp_path / name / "report.html").read_bytes(),
+             (tmp_path / name / "report.json").read_bytes())
+        )
+    assert pages[0] == pages[1]
+
+
+def test_tampered_dataset_is_refused_in_the_report(evidence: Path) -> None:
+    path = evidence / "small" / "sd_rounds.parquet"
+    data = bytearray(path.read_bytes())
+    data[40] ^= 0x01
+    path.write_bytes(bytes(data))
+    report, images = build_report(evidence, run_checks_now=False, root=evidence.parent)
+    assert report["datasets"][0]["status"] == "refused"
+    assert "SHA-256" in report["datasets"][0]["reason"]
+    assert report["verdict"]["datasets_refused"] == ["small"]
+    assert images == {}
+
+
+def test_checks_report_real_pytest_outcomes(tmp_path: Path) -> None:
+    (tmp_path / "tests" / "parity").mkdir(parents=True)
+    (tmp_path / "tests" / "parity" / "test_demo_pass.py").write_text(
+        "def test_one():\n    assert 1 + 1 == 2\n\ndef test_two():\n    assert True\n"
+    )
+    passed = run_check("parity", tmp_path)
+    assert (passed["status"], passed["passed"], passed["failed"]) == ("passed", 2, 0)
+    (tmp_path / "tests" / "parity" / "test_demo_fail.py").write_text(
+        "def test_three():\n    assert 1 + 1 == 3\n"
+    )
+    failed = run_check("parity", tmp_path)
+    assert (failed["status"], failed["passed"], failed["failed"]) == ("failed", 2, 1)
+    absent = run_checks(tmp_path, enabled=True)[1]  # tests/probes does not exist here
+    assert absent["status"] == "not run" and "not found" in absent["reason"]
+
+
+def test_cli_report_and_mape(evidence: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "report"
+    assert main(["qualify", "report", "--evidence", str(evidence), "--out", str(out),
+                 "--skip-checks"]) == 0
+    written = json.loads((out / "report.json").read_text())
+    assert written["verdict"]["datasets_scored"] == ["small"]
+    assert main(["qualify", "report", "--evidence", str(evidence), "--out", str(out),
+                 "--skip-checks"]) == 2  # refuses to clobber without --overwrite
+    assert "already exists" in capsys.readouterr().err
+    mape_dir = tmp_path / "mape"
+    assert main(["qualify", "mape", str(evidence / "small"), "--out", str(mape_dir), "--tests"]) == 0
+    assert sorted(p.name for p in mape_dir.iterdir()) == [
+        "mape.json", "mape.md", "predicted_vs_measured.png", "signed_error_by_config.png"
+    ]
+    assert main(["qualify", "mape", str(tmp_path / "nowhere")]) == 2
+    assert "not a dataset directory" in capsys.readouterr().err
