@@ -11,7 +11,7 @@ import importlib
 from qualification.cases._suite import Case, Suite, make_cases, run_case, to_jsonable
 
 #: Registered suites, each a module ``qualification.cases.<name>`` defining ``SUITE``.
-SUITE_NAMES: tuple[str, ...] = ("catalogue", "speculation", "acceptance")
+SUITE_NAMES: tuple[str, ...] = ("catalogue", "speculation", "acceptance", "scaling", "roofline")
 
 
 def get_suite(name: str) -> Suite:

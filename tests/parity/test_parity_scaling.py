@@ -1,0 +1,14 @@
+"""Parity: the scaling suite matches goldens/scaling.json (see docs/qualification.md)."""
+
+from __future__ import annotations
+
+from syrupy.assertion import SnapshotAssertion
+
+from qualification.parity import compute_document, crashes
+from qualification.parity.syrupy_ext import GoldenExtension
+
+
+def test_parity_scaling(snapshot: SnapshotAssertion) -> None:
+    document = compute_document("scaling")
+    assert crashes(document) == []
+    assert document == snapshot.use_extension(GoldenExtension)
