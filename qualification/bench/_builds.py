@@ -1,0 +1,72 @@
+"""Run one benchmark body under the compiled and the pure build, interleaved, in one run.
+
+The compiled build is whatever ``aisim`` is installed in this interpreter (``tox -e bench``
+installs the compiled wheel); the pure build is the source tree put first on ``PYTHONPATH``
+(it holds only ``.py`` files). Each child reports its own ``aisim.__compiled__``, so a silent
+fallback shows in the output instead of a meaningless ratio.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def source_root() -> Path:
+    """The source tree holding the pure modules: ``AISIM_SOURCE_ROOT`` or the working directory."""
+    root = Path(os.environ.get("AISIM_SOURCE_ROOT", os.getcwd()))
+    if not (root / "aisim" / "__init__.py").is_file():
+        raise SystemExit(f"no aisim source tree at {root}; run from the repository root")
+    if any((root / "aisim").rglob("*.so")):
+        raise SystemExit(
+            f"{root}/aisim holds compiled .so files; it cannot serve as the pure build"
+        )
+    return root
+
+
+def run_child(module: str, args: list[str], *, pure: bool) -> dict[str, float | bool | str]:
+    """Run ``python -m module args`` and parse the JSON line it prints last."""
+    env = dict(os.environ)
+    env.pop("PYTHONSAFEPATH", None)
+    root = source_root()
+    if pure:
+        env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
+    else:
+        env["PYTHONSAFEPATH"] = "1"
+        env.pop("PYTHONPATH", None)
+    completed = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        env=env,
+        cwd="/" if not pure else str(root),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise SystemExit(f"benchmark child failed ({module}):\n{completed.stderr}")
+    result: dict[str, float | bool | str] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return result
+
+
+def compare_builds(module: str, args: list[str], repetitions: int = 3) -> dict[str, object]:
+    """Interleave compiled and pure runs; report best-of-N seconds and the ratio."""
+    compiled: list[float] = []
+    pure: list[float] = []
+    flags: dict[str, object] = {}
+    for _ in range(repetitions):
+        for is_pure, bucket in ((False, compiled), (True, pure)):
+            result = run_child(module, args, pure=is_pure)
+            bucket.append(float(result["seconds"]))
+            flags["pure_build_compiled" if is_pure else "compiled_build_compiled"] = result[
+                "compiled"
+            ]
+    best_compiled, best_pure = min(compiled), min(pure)
+    return {
+        "compiled_s": best_compiled,
+        "pure_s": best_pure,
+        "speedup": best_pure / best_compiled,
+        **flags,
+    }
