@@ -18,8 +18,11 @@ from aisim.replay._request import PHASE_DECODE, WORK_NONE, SimRequest
 
 def schedule_sglang(rank: RankState) -> None:
     """Fill ``rank.batch`` for the next pass (possibly empty)."""
-    if not _schedule_prefill(rank):
-        _schedule_decode(rank)
+    if _schedule_prefill(rank):
+        return
+    if _schedule_decode(rank) and not rank.batch:
+        # Every decode was retracted to make room for the chunked prefill: run it now.
+        _schedule_prefill(rank)
 
 
 def _schedule_prefill(rank: RankState) -> bool:
@@ -31,15 +34,15 @@ def _schedule_prefill(rank: RankState) -> bool:
         tokens = chunked.prefill_target - chunked.computed
         if tokens > budget:
             tokens = budget
-        if pool.grow(chunked.kv, chunked.computed + tokens):
-            rank.plan_prefill(chunked, tokens)
-            budget -= tokens
-            if chunked.computed + tokens >= chunked.prefill_target:
-                rank.chunked = None
-            else:
-                return True
-        else:
-            rank.preempt(chunked)
+        if not pool.grow(chunked.kv, chunked.computed + tokens):
+            # KV is held by decodes: let them run (and retract if they must) instead of
+            # re-admitting prefills, which could starve the decodes forever.
+            return False
+        rank.plan_prefill(chunked, tokens)
+        budget -= tokens
+        if chunked.computed + tokens < chunked.prefill_target:
+            return True
+        rank.chunked = None
     ratio = rank.new_token_ratio
     reserved = 0.0
     for request in rank.running:
@@ -67,7 +70,8 @@ def _schedule_prefill(rank: RankState) -> bool:
     return bool(rank.batch)
 
 
-def _schedule_decode(rank: RankState) -> None:
+def _schedule_decode(rank: RankState) -> bool:
+    """Plan a decode pass; returns whether anything was retracted."""
     plan = rank.scheduler
     pool = rank.pool
     while (
@@ -98,6 +102,7 @@ def _schedule_decode(rank: RankState) -> None:
     elif decodes:
         lowered = rank.new_token_ratio - plan.new_token_ratio_decay
         rank.new_token_ratio = max(plan.min_new_token_ratio, lowered)
+    return retracted
 
 
 def _pages_needed(rank: RankState, decodes: list[SimRequest]) -> int:
