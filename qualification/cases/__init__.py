@@ -11,7 +11,14 @@ import importlib
 from qualification.cases._suite import Case, Suite, make_cases, run_case, to_jsonable
 
 #: Registered suites, each a module ``qualification.cases.<name>`` defining ``SUITE``.
-SUITE_NAMES: tuple[str, ...] = ("catalogue", "speculation", "acceptance", "scaling", "roofline")
+SUITE_NAMES: tuple[str, ...] = (
+    "catalogue",
+    "speculation",
+    "acceptance",
+    "scaling",
+    "roofline",
+    "replay",
+)
 
 
 def get_suite(name: str) -> Suite:

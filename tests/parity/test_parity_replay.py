@@ -1,0 +1,14 @@
+"""Parity: the replay suite matches goldens/replay.json (see docs/qualification.md)."""
+
+from __future__ import annotations
+
+from syrupy.assertion import SnapshotAssertion
+
+from qualification.parity import compute_document, crashes
+from qualification.parity.syrupy_ext import GoldenExtension
+
+
+def test_parity_replay(snapshot: SnapshotAssertion) -> None:
+    document = compute_document("replay")
+    assert crashes(document) == []
+    assert document == snapshot.use_extension(GoldenExtension)
