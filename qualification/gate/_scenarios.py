@@ -32,6 +32,15 @@ from aisim.errors import AisimError, ConfigError
 
 SCENARIO_FORMAT = 1
 KINDS = ("estimate", "replay")
+#: The per-rank metric fields of SPEC §3 a scenario may give.
+METRIC_FIELDS = (
+    "num_prefill_requests",
+    "sum_prefill_tokens",
+    "num_decode_requests",
+    "sum_decode_kv_tokens",
+    "past_kv_lengths",
+    "extend_lengths",
+)
 _FIELDS = {
     "estimate": ("id", "kind", "config", "metrics", "draft_length"),
     "replay": ("id", "kind", "config", "outputs"),
@@ -96,10 +105,11 @@ def _estimate(spec: Mapping[str, Any]) -> dict[str, Any]:
     model = best_available(spec["config"])
     raw_metrics = spec["metrics"]
     ranks = raw_metrics if isinstance(raw_metrics, list) else [raw_metrics]
-    metrics = [
-        ForwardPassMetrics(**as_mapping(rank, f"metrics[{index}]"))
-        for index, rank in enumerate(ranks)
-    ]
+    metrics = []
+    for index, rank in enumerate(ranks):
+        fields = as_mapping(rank, f"metrics[{index}]")
+        reject_unknown(fields, METRIC_FIELDS, f"metrics[{index}]")
+        metrics.append(ForwardPassMetrics(**fields))
     draft_length = spec.get("draft_length")
     detailed = model.estimate_forward_pass_detailed(metrics, draft_length=draft_length)
     result: dict[str, Any] = {"latency_ms": _number(float(detailed.latency_ms))}

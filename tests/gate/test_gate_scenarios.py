@@ -71,3 +71,11 @@ def test_invalid_documents_are_config_errors_naming_the_field(document: Any, mes
     with pytest.raises(ConfigError) as caught:
         parse_scenarios(document)
     assert message in str(caught.value)
+
+
+def test_the_packaged_default_scenarios_parse() -> None:
+    from qualification.gate import DEFAULT_SCENARIOS, load_scenarios
+
+    scenarios = load_scenarios(DEFAULT_SCENARIOS)
+    assert {s.kind for s in scenarios} == {"estimate", "replay"}
+    assert len(scenarios) >= 15
