@@ -10,7 +10,7 @@ from aisim.errors import AisimError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from aisim.cli import _estimate, _gate, _qualify, _record, _speculation
+    from aisim.cli import _estimate, _gate, _qualify, _record, _replay, _speculation
 
     parser = argparse.ArgumentParser(
         prog="aisim",
@@ -18,7 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (_speculation, _gate, _estimate, _record, _qualify):
+    for module in (_speculation, _gate, _estimate, _record, _qualify, _replay):
         module.register(commands)
     return parser
 

@@ -1,0 +1,118 @@
+"""``aisim replay CONFIG --out DIR``: run a replay and write ``summary.json`` and
+``requests.parquet`` atomically (docs/replay.md)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from aisim._io import atomic_write_bytes, atomic_write_text, canonical_json, check_writable
+from aisim.errors import ConfigError
+
+#: Progress is reported every this many simulation events.
+PROGRESS_EVERY_EVENTS = 20_000
+
+
+def register(commands: Any) -> None:
+    """Add the ``replay`` subcommand."""
+    parser = commands.add_parser(
+        "replay",
+        help="replay traffic through a simulated vLLM-/SGLang-like deployment",
+        description=(
+            "Run the discrete-event replay of CONFIG (YAML or JSON, docs/replay.md) and write "
+            "DIR/summary.json and DIR/requests.parquet. Existing files are kept unless "
+            "--overwrite is given."
+        ),
+    )
+    parser.add_argument("config", metavar="CONFIG", help="replay config file (YAML or JSON)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    parser.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    parser.set_defaults(handler=replay_command)
+
+
+def replay_command(args: argparse.Namespace) -> int:
+    """Handler of ``aisim replay``; user errors raise ``ConfigError``."""
+    from aisim.replay import run
+
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {str(out)!r}: exists and is not a folder")
+    summary_path = check_writable(out / "summary.json", args.overwrite)
+    requests_path = check_writable(out / "requests.parquet", args.overwrite)
+    show = not args.no_progress and sys.stderr.isatty()
+    with _progress(show) as callback:
+        result = run(args.config, progress=callback, progress_every=PROGRESS_EVERY_EVENTS)
+    buffer = io.BytesIO()
+    result.requests.to_parquet(buffer, index=False)
+    atomic_write_bytes(requests_path, buffer.getvalue(), overwrite=args.overwrite)
+    atomic_write_text(summary_path, canonical_json(result.summary), overwrite=args.overwrite)
+    if args.json:
+        sys.stdout.write(canonical_json(result.summary))
+    else:
+        sys.stdout.write(render_text(result.summary, summary_path, requests_path))
+    return 0
+
+
+@contextmanager
+def _progress(show: bool) -> Iterator[Callable[[int, int, float], None] | None]:
+    """A rich progress line on stderr (simulated time, completed requests, events), or None."""
+    if not show:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = progress.add_task("replay starting")
+
+    def update(events: int, completed: int, now_ms: float) -> None:
+        progress.update(
+            task,
+            description=(
+                f"replay: t={now_ms / 1000.0:.1f} s simulated, {completed} requests done, "
+                f"{events} events"
+            ),
+        )
+
+    with progress:
+        yield update
+
+
+def render_text(summary: dict[str, Any], summary_path: Path, requests_path: Path) -> str:
+    """The headline figures of a summary."""
+
+    def ms(key: str) -> str:
+        value = summary.get(key)
+        return "n/a" if value is None else f"{value:.3f} ms"
+
+    lines = [
+        f"completed requests: {summary['completed_requests']} of {summary['total_requests']}",
+        f"duration: {summary['duration_ms'] / 1000.0:.3f} s",
+        f"throughput: {summary['request_throughput_rps']:.3f} req/s, "
+        f"{summary['output_throughput_tok_s']:.1f} output tok/s",
+        f"TTFT: mean {ms('mean_ttft_ms')}, p99 {ms('p99_ttft_ms')}",
+        f"TPOT: mean {ms('mean_tpot_ms')}, p99 {ms('p99_tpot_ms')}",
+        f"ITL: mean {ms('mean_itl_ms')}; E2E: mean {ms('mean_e2e_latency_ms')}",
+    ]
+    if summary["sd_rounds"]:
+        lines.append(
+            f"SD: {summary['sd_rounds']} rounds, mean acceptance length "
+            f"{summary['mean_acceptance_length']:.4f}"
+        )
+    for reason, count in sorted(summary["not_completed_reasons"].items()):
+        lines.append(f"not completed ({count}): {reason}")
+    lines.append(f"wrote {summary_path} and {requests_path}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,88 @@
+"""``aisim replay``: atomic outputs, refusal to overwrite, JSON output, one-line errors; and the
+docs examples run as documented."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from aisim.cli import main
+from aisim.replay import run
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "replay"
+
+CONFIG = {
+    "traffic": {
+        "source": {"type": "agentic", "requests": [{"input_length": 100, "output_length": 64}]}
+    },
+    "engine": {
+        "speculation": {"kind": "mtp", "params": {"depth": 3}, "acceptance_rates": [1, 1, 1]},
+        "workers": {
+            "aggregated": {
+                "kv_cache": {"capacity": {"type": "fixed", "blocks": 64}},
+                "timing": {"type": "fixed", "prefill_ms": 10, "decode_ms": 5},
+            }
+        },
+    },
+}
+
+
+def write_config(tmp_path: Path) -> Path:
+    path = tmp_path / "replay.yaml"
+    path.write_text(yaml.safe_dump(CONFIG))
+    return path
+
+
+def test_writes_summary_and_requests(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert main(["replay", str(write_config(tmp_path)), "--out", str(out), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    written = json.loads((out / "summary.json").read_text())
+    assert printed == written
+    assert written["mean_e2e_latency_ms"] == 90.0  # 10 + ceil(63 / 4) * 5
+    frame = pd.read_parquet(out / "requests.parquet")
+    assert list(frame["e2e_latency_ms"]) == [90.0]
+    assert list(frame["sd_rounds"]) == [16]
+    assert sorted(p.name for p in out.iterdir()) == ["requests.parquet", "summary.json"]
+
+
+def test_refuses_to_overwrite_without_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path)
+    out = tmp_path / "out"
+    assert main(["replay", str(config), "--out", str(out)]) == 0
+    before = (out / "summary.json").read_bytes()
+    capsys.readouterr()
+    assert main(["replay", str(config), "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert "already exists; pass --overwrite" in error and error.count("\n") == 1
+    assert (out / "summary.json").read_bytes() == before
+    assert main(["replay", str(config), "--out", str(out), "--overwrite"]) == 0
+    assert (out / "summary.json").read_bytes() == before  # deterministic
+
+
+def test_config_error_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = json.loads(json.dumps(CONFIG))
+    bad["engine"]["workers"]["aggregated"]["kv_cache"]["capacity"]["blocks"] = 2
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bad))
+    assert main(["replay", str(path), "--out", str(tmp_path / "o")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(
+        "aisim: error: engine.workers.aggregated.kv_cache.capacity: request '0'"
+    )
+    assert not (tmp_path / "o" / "summary.json").exists()
+
+
+@pytest.mark.parametrize("name", ["aggregated_mtp.yaml", "disaggregated_sglang.yaml"])
+def test_docs_examples_run(name: str) -> None:
+    result = run(EXAMPLES / name)
+    summary = result.summary
+    assert summary["completed_requests"] == summary["total_requests"] > 0
+    assert summary["sd_rounds"] > 0
+    assert summary["mean_acceptance_length"] > 1.0
