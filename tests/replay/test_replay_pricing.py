@@ -1,0 +1,89 @@
+"""Passes priced by forward-pass models: the STP->SD scaling rule for STP tables and the
+roofline's native SD price, through replay."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from aisim import fpm
+from aisim.replay import run
+from aisim.replay._pricing import PassPricer, RankWork
+
+
+def rank(decodes: int = 0, kv: int = 0, prefills: int = 0, tokens: int = 0) -> RankWork:
+    work = RankWork()
+    work.num_decode_requests, work.sum_decode_kv_tokens = decodes, kv
+    work.num_prefill_requests, work.sum_prefill_tokens = prefills, tokens
+    return work
+
+
+def test_stp_table_rounds_use_the_published_scaling_rule() -> None:
+    # SPEC §3 oracle: STP (B = 8, K = 64) costs 8 ms, so a round of logical B = 2 at d = 3 is
+    # widened to B = 8 with K kept at 64 and costs (0.08 * 3 + 1.25) * 8 = 11.92 ms.
+    table = fpm.table_from_points([{"batch_size": 8, "total_kv_tokens": 64, "latency_ms": 8.0}])
+    pricer = PassPricer.from_model(table, fpm.ForwardPassMetrics, table.prices_speculation_natively)
+    assert pricer.price([rank(decodes=2, kv=64)], 3) == pytest.approx(11.92, rel=1e-12)
+    # Attention-DP: the idle rank costs 0 and the pass is the busy rank's round.
+    assert pricer.price([rank(decodes=2, kv=64), rank()], 3) == pytest.approx(11.92, rel=1e-12)
+
+
+def test_fixed_pricer_takes_the_slowest_rank() -> None:
+    pricer = PassPricer.fixed(10.0, 5.0)
+    assert pricer.price([rank(decodes=1, kv=5), rank(prefills=1, tokens=9)], 0) == 10.0
+    assert pricer.price([rank(decodes=1, kv=5, prefills=1, tokens=9), rank()], 3) == 15.0
+    assert pricer.price([rank(), rank()], 0) == 0.0
+
+
+def roofline_config(speculation: dict[str, Any] | None) -> dict[str, Any]:
+    engine: dict[str, Any] = {
+        "model": "Qwen/Qwen3-8B",
+        "hardware": "h100_sxm",
+        "backend": "vllm",
+        "workers": {
+            "aggregated": {
+                "kv_cache": {"capacity": {"type": "fixed", "blocks": 64}},
+                "timing": {"estimator": "roofline"},
+            }
+        },
+    }
+    if speculation is not None:
+        engine["speculation"] = speculation
+    requests = [{"input_length": 100, "output_length": 4}]
+    return {"traffic": {"source": {"type": "agentic", "requests": requests}}, "engine": engine}
+
+
+@pytest.mark.parametrize(
+    "speculation",
+    [None, {"kind": "mtp", "params": {"depth": 2}, "acceptance_rates": [1.0, 1.0]}],
+    ids=["stp", "mtp-d2"],
+)
+def test_roofline_prices_each_pass_of_one_request(speculation: dict[str, Any] | None) -> None:
+    # One request, 100 in / 4 out: a prefill pass of 100 tokens, then decode rounds at past KV
+    # 100, 101, 102 (STP: 3 rounds) or one MTP round at KV 100 emitting 3 tokens (all accepted).
+    estimator_config: dict[str, Any] = {
+        "model": "Qwen/Qwen3-8B",
+        "hardware": "h100_sxm",
+        "backend": "vllm",
+        "tensor_parallel": 1,
+        "role": "aggregated",
+        "estimator": "roofline",
+    }
+    if speculation is not None:
+        estimator_config["speculation"] = {"kind": "mtp", "params": {"depth": 2}}
+    model = fpm.best_available(estimator_config)
+    prefill = model.estimate_forward_pass_time_ms(
+        [fpm.ForwardPassMetrics(num_prefill_requests=1, sum_prefill_tokens=100)]
+    )
+    kv_points = [100, 101, 102] if speculation is None else [100]
+    decode = [
+        model.estimate_forward_pass_time_ms(
+            [fpm.ForwardPassMetrics(num_decode_requests=1, sum_decode_kv_tokens=kv)]
+        )
+        for kv in kv_points
+    ]
+    summary = run(roofline_config(speculation)).summary
+    assert summary["mean_ttft_ms"] == pytest.approx(prefill, rel=1e-12)
+    assert summary["mean_e2e_latency_ms"] == pytest.approx(prefill + sum(decode), rel=1e-12)
+    assert summary["decode_rounds"] == len(kv_points)
