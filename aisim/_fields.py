@@ -110,7 +110,9 @@ def as_list(value: object, path: str) -> list[Any]:
     return list(value)
 
 
-def _range_text(minimum: float | None, maximum: float | None) -> str:
+def _range_text(minimum: object, maximum: object) -> str:
+    # ``object``, not ``float | None``: compiled code coerces an int passed as ``float`` to a
+    # float, so "1..64" would read "1.0..64.0" in the compiled build only.
     if minimum is not None and maximum is not None:
         return f" in {minimum}..{maximum}"
     if minimum is not None:
