@@ -62,11 +62,15 @@ def prefill_shape(
 ) -> PassShape:
     """Prefill of ``requests`` requests, ``tokens`` new tokens in total; without per-request
     lengths the tokens are split evenly; ``past_lengths`` is cached context (default none)."""
-    pairs = 0.0
-    read = 0.0
     if requests <= 0:
         return PassShape(0.0, 0.0, 0.0, 0.0)
-    for index in range(requests):
+    if extend_lengths is None and past_lengths is None:
+        new = float(tokens) / float(requests)  # closed form: equal chunks, no cached context
+        pairs = float(requests) * new * (new + 1.0) / 2.0
+        return PassShape(float(tokens), float(requests), pairs, float(tokens))
+    pairs = 0.0
+    read = 0.0
+    for index in range(requests):  # bounded: a per-request list of this length exists
         if extend_lengths is not None:
             new = float(extend_lengths[index])
         else:

@@ -16,6 +16,8 @@ from aisim.fpm._metrics import MAX_COUNT, ForwardPassMetrics
 #: Published slope and intercept of the factor (0.08 d + 1.25).
 RULE_SLOPE: Final = 0.08
 RULE_INTERCEPT: Final = 1.25
+#: Most per-request KV entries a widened rank may list (keeps widening bounded in memory).
+MAX_WIDENED_LIST: Final = 10_000_000
 
 
 def scaling_factor(draft_length: int) -> float:
@@ -64,6 +66,11 @@ def widen_rank(metrics: ForwardPassMetrics, draft_length: int, path: str) -> For
         )
     lengths: list[int] | None = None
     source = metrics.past_kv_lengths
+    if source is not None and len(source) > MAX_WIDENED_LIST // width:
+        raise ConfigError(
+            f"draft_length: widening {len(source)} per-request KV lengths by {width} would list "
+            f"more than {MAX_WIDENED_LIST} entries; allowed: at most {MAX_WIDENED_LIST}"
+        )
     if source is not None:
         lengths = []
         for length in source:

@@ -28,6 +28,7 @@ from aisim.catalogue import get_gpu, get_model
 from aisim.catalogue._specs import GpuSpec, ModelSpec
 from aisim.errors import ConfigError
 from aisim.fpm._chain import SelectedModel
+from aisim.fpm._interpolate import points_identity
 from aisim.fpm._measured import (
     MeasuredRoundModel,
     identity_mismatch,
@@ -292,10 +293,13 @@ def _add_stp(
             points.setdefault((batch, kv), latency)
     merged = sorted((b, k, latency) for (b, k), latency in points.items())
     identity = accepted[0].identity
+    data_identity = accepted[0].data_identity or ""
+    source = accepted[0].source
+    if len(accepted) > 1:
+        data_identity = points_identity(merged, {})
+        source = " + ".join(table.source for table in accepted)
     try:
-        fitted = RegressionModel(
-            merged, identity, accepted[0].data_identity or "", accepted[0].source
-        )
+        fitted = RegressionModel(merged, identity, data_identity, source)
     except ConfigError as exc:
         sources.skipped.append(("regression", f"cannot fit the STP points: {exc}"))
         return

@@ -238,3 +238,23 @@ def test_idle_ranks_cost_zero_and_latency_is_the_slowest_rank() -> None:
 def test_roofline_rejects_draft_length() -> None:
     with pytest.raises(UnsupportedQuery, match="draft_length"):
         _roofline().estimate_forward_pass_time_ms(ForwardPassMetrics(1, 1), draft_length=2)
+
+
+def test_prefill_without_lists_is_closed_form_and_bounded() -> None:
+    model = _roofline()
+    even = ForwardPassMetrics(num_prefill_requests=4, sum_prefill_tokens=4096)
+    listed = ForwardPassMetrics(
+        num_prefill_requests=4, sum_prefill_tokens=4096, extend_lengths=[1024] * 4
+    )
+    assert model.estimate_forward_pass_time_ms(even) == pytest.approx(
+        model.estimate_forward_pass_time_ms(listed), rel=1e-12
+    )
+    # A cached prefix makes a chunk read (and attend to) more KV.
+    chunk = ForwardPassMetrics(
+        num_prefill_requests=1, sum_prefill_tokens=1024, prefill_past_kv_lengths=[8192]
+    )
+    fresh = ForwardPassMetrics(num_prefill_requests=1, sum_prefill_tokens=1024)
+    assert model.estimate_forward_pass_time_ms(chunk) > model.estimate_forward_pass_time_ms(fresh)
+    # 2**40 one-token prefills: answered from the closed form, no per-request loop.
+    huge = ForwardPassMetrics(num_prefill_requests=2**40, sum_prefill_tokens=2**40)
+    assert model.estimate_forward_pass_time_ms(huge) > 0.0

@@ -213,3 +213,10 @@ def test_roofline_and_measured_round_reject_draft_length() -> None:
     with pytest.raises(UnsupportedQuery, match="double count"):
         measured.estimate_forward_pass_time_ms(ForwardPassMetrics(2, 64), draft_length=3)
     assert measured.estimate_forward_pass_time_ms(ForwardPassMetrics(2, 64)) == 9.0
+
+
+def test_widening_huge_per_request_lists_is_refused_not_hung() -> None:
+    table = _published_table()
+    rank = ForwardPassMetrics(1, 5, past_kv_lengths=[5])
+    with pytest.raises(ConfigError, match="draft_length: widening 1 per-request"):
+        table.estimate_forward_pass_time_ms(rank, draft_length=10**9)
