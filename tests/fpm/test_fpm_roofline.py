@@ -258,3 +258,16 @@ def test_prefill_without_lists_is_closed_form_and_bounded() -> None:
     # 2**40 one-token prefills: answered from the closed form, no per-request loop.
     huge = ForwardPassMetrics(num_prefill_requests=2**40, sum_prefill_tokens=2**40)
     assert model.estimate_forward_pass_time_ms(huge) > 0.0
+
+
+def test_eagle3_tree_runs_one_draft_step_per_level_and_verifies_the_budget() -> None:
+    speculation = {
+        "kind": "eagle3",
+        "params": {"tree_shape": [2, 2, 1]},
+        "draft_config": EAGLE3_DRAFT,
+    }
+    model = _roofline("meta-llama/Meta-Llama-3.1-8B", speculation=speculation)
+    details = model.estimate_forward_pass_detailed(ForwardPassMetrics(1, 1)).diagnostics.details
+    assert details["verify_width"] == 6.0  # default verify_token_budget = sum(tree) + 1
+    step_ms = EAGLE3_STEP_WEIGHTS * 2 / H100_BYTES_PER_S * 1000.0
+    assert 3 * step_ms <= details["draft_ms"] <= 3 * step_ms * 1.01
