@@ -33,6 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 recommended)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--dtype",
+        default="float32",
+        choices=("float32", "bfloat16", "float16"),
+        help="weights, activations and KV cache (float32 on CPU; bfloat16 is usual on GPU)",
+    )
+    parser.add_argument(
         "--evidence-type", default="local-measurement", choices=("local-measurement", "hardware")
     )
     parser.add_argument("--overwrite", action="store_true")
@@ -93,6 +99,8 @@ def command_line(args: argparse.Namespace, grid: Grid) -> str:
         str(args.threads),
         "--seed",
         str(args.seed),
+        "--dtype",
+        args.dtype,
         "--evidence-type",
         args.evidence_type,
     ]
@@ -131,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
             device=args.device,
             threads=args.threads,
             seed=args.seed,
+            dtype=args.dtype,
             command=command_line(args, grid),
             evidence_type=args.evidence_type,
             overwrite=args.overwrite,

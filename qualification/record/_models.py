@@ -34,7 +34,13 @@ class StepMeta:
 
 
 def make_step_meta(
-    past_lengths: list[int], offset: int, queries: int, head_dim: int, theta: float, device: str
+    past_lengths: list[int],
+    offset: int,
+    queries: int,
+    head_dim: int,
+    theta: float,
+    device: str,
+    dtype: torch.dtype = torch.float32,
 ) -> StepMeta:
     """Positions, rotary tables and mask for a step over requests with ``past_lengths``."""
     batch, padded = len(past_lengths), max(past_lengths)
@@ -48,23 +54,30 @@ def make_step_meta(
     first_valid = (padded - past)[:, None, None]  # [b, 1, 1]
     last_valid = (padded + offset + step)[None, :, None]  # [1, q, 1]
     mask = (kv_index[None, None, :] >= first_valid) & (kv_index[None, None, :] <= last_valid)
-    return StepMeta(batch, padded, offset, queries, angles.cos(), angles.sin(), mask[:, None])
+    cos, sin = angles.cos().to(dtype), angles.sin().to(dtype)
+    return StepMeta(batch, padded, offset, queries, cos, sin, mask[:, None])
 
 
 class KVCache:
     """One preallocated buffer per layer for K and for V; shapes are views into it."""
 
-    def __init__(self, geometry: DecoderGeometry, capacity_tokens: int, device: str) -> None:
+    def __init__(
+        self,
+        geometry: DecoderGeometry,
+        capacity_tokens: int,
+        device: str,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
         per_token = geometry.num_kv_heads * geometry.head_dim
         self.geometry = geometry
         self.capacity_tokens = capacity_tokens
         # zeros (not empty) touches every page once here, never inside a timed region.
         self.keys = [
-            torch.zeros(capacity_tokens * per_token, device=device)
+            torch.zeros(capacity_tokens * per_token, device=device, dtype=dtype)
             for _ in range(geometry.num_layers)
         ]
         self.values = [
-            torch.zeros(capacity_tokens * per_token, device=device)
+            torch.zeros(capacity_tokens * per_token, device=device, dtype=dtype)
             for _ in range(geometry.num_layers)
         ]
         self.batch = 0

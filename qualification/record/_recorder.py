@@ -12,6 +12,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ MALLOC_ENV = {
     "MALLOC_TOP_PAD_": "268435456",
 }
 HIGH_CV = 0.10
+DTYPES = ("float32", "bfloat16", "float16")
 
 
 def require_torch() -> Any:
@@ -119,6 +121,7 @@ def record_dataset(
     device: str = "auto",
     threads: int = 1,
     seed: int = 0,
+    dtype: str = "float32",
     command: str = "",
     evidence_type: str = "local-measurement",
     overwrite: bool = False,
@@ -141,7 +144,11 @@ def record_dataset(
     torch.set_num_threads(threads)
     torch.set_flush_denormal(True)
     load_start = os.getloadavg()
-    session = Session(preset.target, drafter, grid, device, seed)
+    started_utc = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    started_wall, started_cpu = time.monotonic(), time.process_time()
+    if dtype not in DTYPES:
+        raise ConfigError(f"record.dtype: expected one of {', '.join(DTYPES)}, got {dtype!r}")
+    session = Session(preset.target, drafter, grid, device, seed, dtype)
 
     configs = grid.configurations()
     total = len(configs) + len(
@@ -214,8 +221,8 @@ def record_dataset(
             },
             "draft_lengths": list(grid.draft_lengths),
             "device": {"type": device, "name": _device_name(torch, device), "count": 1},
-            "dtype": "float32",
-            "kv_dtype": "float32",
+            "dtype": dtype,
+            "kv_dtype": dtype,
             "threads": threads,
             "seed": seed,
             "attention_backend": "torch scaled_dot_product_attention (boolean mask)",
@@ -246,6 +253,11 @@ def record_dataset(
             "load_average_start": list(load_start),
             "load_average_end": list(os.getloadavg()),
             "malloc_env": {key: os.environ.get(key) for key in MALLOC_ENV},
+        },
+        "recording": {
+            "started_utc": started_utc,
+            "elapsed_wall_s": round(time.monotonic() - started_wall, 1),
+            "elapsed_cpu_s": round(time.process_time() - started_cpu, 1),
         },
         "evidence_type": evidence_type,
         "command": command,

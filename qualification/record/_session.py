@@ -68,21 +68,27 @@ class Session:
         grid: Grid,
         device: str,
         seed: int,
+        dtype: str = "float32",
     ) -> None:
         self.device = device
+        self.dtype = getattr(torch, dtype)
         self.clock = Clock(device)
         self.generator = torch.Generator().manual_seed(seed)
         self.target = Decoder(target)
         init_random(self.target, seed)
         self.drafter = Drafter(drafter, self.target)
         init_random(self.drafter, seed + 1)
-        self.target.to(device).eval()
-        self.drafter.to(device).eval()
-        self.target_cache = KVCache(target, _target_capacity(grid), device)
-        self.draft_cache = KVCache(self.drafter.cache_geometry(), _draft_capacity(grid), device)
+        self.target.to(device, self.dtype).eval()
+        self.drafter.to(device, self.dtype).eval()
+        self.target_cache = KVCache(target, _target_capacity(grid), device, self.dtype)
+        self.draft_cache = KVCache(
+            self.drafter.cache_geometry(), _draft_capacity(grid), device, self.dtype
+        )
 
     def _meta(self, g: DecoderGeometry, past: list[int], offset: int, queries: int) -> StepMeta:
-        return make_step_meta(past, offset, queries, g.head_dim, g.rope_theta, self.device)
+        return make_step_meta(
+            past, offset, queries, g.head_dim, g.rope_theta, self.device, self.dtype
+        )
 
     def _tokens(self, batch: int, queries: int) -> Tensor:
         values = torch.randint(
@@ -120,7 +126,8 @@ class Session:
             if self.drafter.kind == "eagle3"
             else self.target.g.hidden_size
         )
-        carried = (torch.randn(batch, 1, width, generator=self.generator) * 0.5).to(self.device)
+        carried = torch.randn(batch, 1, width, generator=self.generator) * 0.5
+        carried = carried.to(self.device, self.dtype)
         self.target_cache.shape_for(batch, max(past) + d + 1)
         self.draft_cache.shape_for(batch, max(past) + d)
         sample = RoundSample([], [], [], [], [], [])
