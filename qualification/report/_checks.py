@@ -49,7 +49,8 @@ def run_check(name: str, root: Path) -> dict[str, Any]:
             relative,
             f"--junitxml={junit}",
         ]
-        env = {**os.environ, "HYPOTHESIS_PROFILE": "ci", "MPLBACKEND": "Agg"}
+        # PYTHONSAFEPATH: test the installed aisim, never the source tree by accident.
+        env = {**os.environ, "HYPOTHESIS_PROFILE": "ci", "MPLBACKEND": "Agg", "PYTHONSAFEPATH": "1"}
         try:
             completed = subprocess.run(
                 command,
