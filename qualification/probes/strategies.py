@@ -130,3 +130,89 @@ def speculation_blocks(draw: st.DrawFn, max_depth: int = 8) -> dict[str, Any]:
     if draw(st.booleans()):
         block["seed"] = draw(st.integers(0, 2**63 - 1))
     return block
+
+
+# -- forward-pass metrics ------------------------------------------------------------------------
+
+#: STP table points on a wide (B, K_total) envelope: a smooth surface, so queries inside it are
+#: answered by interpolation. B up to 4096 and K_total up to 2^24 cover widened probe queries.
+TABLE_BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+TABLE_KV_TOTALS = (0, 256, 4096, 65536, 1048576, 16777216)
+TABLE_POINTS: list[dict[str, Any]] = [
+    {
+        "batch_size": batch,
+        "total_kv_tokens": kv,
+        "latency_ms": 3.0 + 0.4 * batch**0.5 + 2e-5 * kv,
+    }
+    for batch in TABLE_BATCH_SIZES
+    for kv in TABLE_KV_TOTALS
+]
+
+
+@st.composite
+def decode_ranks_with_kv_lists(
+    draw: st.DrawFn, max_requests: int = 64, max_length: int = 200_000
+) -> dict[str, Any]:
+    """One rank's decode metrics fields with a per-request past-KV list."""
+    lengths = draw(st.lists(st.integers(0, max_length), min_size=1, max_size=max_requests))
+    return {
+        "num_decode_requests": len(lengths),
+        "sum_decode_kv_tokens": sum(lengths),
+        "past_kv_lengths": lengths,
+    }
+
+
+@st.composite
+def decode_ranks(
+    draw: st.DrawFn, max_requests: int = 512, max_kv: int = 4_000_000
+) -> dict[str, int]:
+    """One rank's decode metrics fields (B, K_total) without lists; B may be 0 (idle)."""
+    batch = draw(st.integers(0, max_requests))
+    kv = draw(st.integers(0, max_kv)) if batch else 0
+    return {"num_decode_requests": batch, "sum_decode_kv_tokens": kv}
+
+
+# -- replay --------------------------------------------------------------------------------------
+
+
+@st.composite
+def small_requests(draw: st.DrawFn, max_requests: int = 6) -> list[dict[str, Any]]:
+    """A few inline requests (Mooncake fields): small prompts and outputs, arrivals in ms."""
+    count = draw(st.integers(1, max_requests))
+    requests: list[dict[str, Any]] = []
+    for _ in range(count):
+        requests.append(
+            {
+                "timestamp": draw(st.integers(0, 200)),
+                "input_length": draw(st.integers(1, 400)),
+                "output_length": draw(st.integers(1, 80)),
+            }
+        )
+    return requests
+
+
+#: Trace-row values: mostly plausible, some absurd (negative, fractional, huge, wrong types).
+trace_values: st.SearchStrategy[Any] = st.one_of(
+    st.integers(-3, 300),
+    st.sampled_from([0, 2**70, -(2**40), 1.5, float("nan"), True, None, "12", [], {}]),
+)
+
+#: Arbitrary trace rows: known Mooncake/agentic keys with fuzzed values, plus unknown keys.
+fuzzed_trace_rows: st.SearchStrategy[Any] = st.lists(
+    st.one_of(
+        st.fixed_dictionaries(
+            {"input_length": trace_values, "output_length": trace_values},
+            optional={
+                "timestamp": trace_values,
+                "hash_ids": st.lists(trace_values, max_size=3),
+                "request_id": st.one_of(st.text(max_size=3), trace_values),
+                "wait_for": st.one_of(st.lists(st.text(max_size=3), max_size=2), trace_values),
+                "delay_ms": trace_values,
+                "extra": trace_values,
+            },
+        ),
+        json_scalars,
+    ),
+    min_size=0,
+    max_size=5,
+)
