@@ -15,11 +15,13 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aisim.errors import ConfigError
-from qualification.datasets import RecordedDataset, write_dataset
 from qualification.record._geometry import Grid, get_drafter, get_preset
+
+if TYPE_CHECKING:  # pandas/pyarrow load only when a recording is written, not for `aisim --help`
+    from qualification.datasets import RecordedDataset
 
 #: glibc settings that keep large temporaries on the heap (first touch of a page costs ~6.5 us).
 MALLOC_ENV = {
@@ -133,6 +135,7 @@ def record_dataset(
     an unknown preset, drafter or device, or an existing ``out_dir`` without ``overwrite``.
     """
     torch = require_torch()
+    from qualification.datasets import write_dataset
     from qualification.record._session import Session, split_kv
 
     preset = get_preset(preset_name)
