@@ -55,20 +55,19 @@ def reject_unknown(mapping: Mapping[str, Any], allowed: tuple[str, ...], path: s
 
 def as_int(value: object, path: str, minimum: int | None = None, maximum: int | None = None) -> int:
     """An integer (integral floats like 2.0 accepted; bools, strings, 2.5, NaN rejected)."""
-    allowed = _range_text(minimum, maximum)
     result: int
     if isinstance(value, bool):
-        raise ConfigError(f"{path}: expected an integer{allowed}, got {describe(value)}")
+        raise _not_a_number(path, "an integer", minimum, maximum, describe(value))
     if isinstance(value, int):
         result = int(value)
     elif isinstance(value, float):
         if not math.isfinite(value) or value != math.floor(value):
-            raise ConfigError(f"{path}: expected an integer{allowed}, got {describe(value)}")
+            raise _not_a_number(path, "an integer", minimum, maximum, describe(value))
         result = int(value)
     else:
-        raise ConfigError(f"{path}: expected an integer{allowed}, got {describe(value)}")
+        raise _not_a_number(path, "an integer", minimum, maximum, describe(value))
     if (minimum is not None and result < minimum) or (maximum is not None and result > maximum):
-        raise ConfigError(f"{path}: expected an integer{allowed}, got {result}")
+        raise _not_a_number(path, "an integer", minimum, maximum, str(result))
     return result
 
 
@@ -76,15 +75,26 @@ def as_float(
     value: object, path: str, minimum: float | None = None, maximum: float | None = None
 ) -> float:
     """A finite real number (ints accepted; bools, strings, NaN and infinities rejected)."""
-    allowed = _range_text(minimum, maximum)
+    # Bounds print as floats in both builds (compiled code has already made int bounds floats).
+    if minimum is not None:
+        minimum = float(minimum)
+    if maximum is not None:
+        maximum = float(maximum)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{path}: expected a finite number{allowed}, got {describe(value)}")
+        raise _not_a_number(path, "a finite number", minimum, maximum, describe(value))
     result = float(value)
     if not math.isfinite(result):
-        raise ConfigError(f"{path}: expected a finite number{allowed}, got {describe(value)}")
+        raise _not_a_number(path, "a finite number", minimum, maximum, describe(value))
     if (minimum is not None and result < minimum) or (maximum is not None and result > maximum):
-        raise ConfigError(f"{path}: expected a finite number{allowed}, got {result!r}")
+        raise _not_a_number(path, "a finite number", minimum, maximum, repr(result))
     return result
+
+
+def _not_a_number(
+    path: str, expected: str, minimum: object, maximum: object, got: str
+) -> ConfigError:
+    """The error for a rejected number (built only on failure: the readers are on hot paths)."""
+    return ConfigError(f"{path}: expected {expected}{_range_text(minimum, maximum)}, got {got}")
 
 
 def as_str(value: object, path: str, choices: tuple[str, ...] = ()) -> str:
