@@ -30,3 +30,15 @@ def test_golden_case_ids_are_exactly_the_case_matrix() -> None:
         assert document is not None
         assert document["suite"] == name
         assert sorted(document["cases"]) == sorted(case.id for case in get_suite(name).cases)
+
+
+def test_parity_runs_against_the_expected_build() -> None:
+    """Parity is held by both builds: under tox (and .ci/check-compiled) the environment says
+    which one is loaded, and a silent fallback to the other must fail here."""
+    import os
+
+    import aisim
+
+    expected = os.environ.get("AISIM_EXPECT_COMPILED")
+    if expected is not None:
+        assert aisim.__compiled__ is (expected == "1")
