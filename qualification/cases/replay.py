@@ -242,7 +242,8 @@ def _rows() -> list[Row]:
 
 
 def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
-    return run(copy.deepcopy(dict(inputs["config"]))).summary
+    summary: dict[str, Any] = run(copy.deepcopy(dict(inputs["config"]))).summary
+    return summary
 
 
 SUITE = Suite(

@@ -186,7 +186,7 @@ def _valid_rows() -> list[Row]:
 
 def _acceptance_rows() -> list[Row]:
     mtp3 = {"kind": "mtp", "params": {"depth": 3}}
-    forms = {
+    forms: dict[str, dict[str, Any]] = {
         "expected-accepted-1.5": {"expected_accepted_tokens": 1.5},
         "expected-accepted-0": {"expected_accepted_tokens": 0},
         "expected-accepted-3": {"expected_accepted_tokens": 3},

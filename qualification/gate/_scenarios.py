@@ -113,7 +113,7 @@ def _estimate(spec: Mapping[str, Any]) -> dict[str, Any]:
     draft_length = spec.get("draft_length")
     detailed = model.estimate_forward_pass_detailed(metrics, draft_length=draft_length)
     result: dict[str, Any] = {"latency_ms": _number(float(detailed.latency_ms))}
-    if detailed.draft_length is not None:
+    if detailed.scaling_factor is not None and detailed.stp_reference is not None:
         result["scaling_factor"] = _number(float(detailed.scaling_factor))
         result["stp_latency_ms"] = _number(float(detailed.stp_reference.latency_ms))
     return result
