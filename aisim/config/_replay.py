@@ -12,6 +12,12 @@ from typing import Any, Final
 
 from aisim._fields import as_bool, as_float, as_int, as_mapping, as_str, join_path, reject_unknown
 from aisim.catalogue import GpuSpec, ModelSpec, get_gpu, get_model
+from aisim.config._replay_capacity import (
+    Hardware,
+    check_requests_fit,
+    kv_cache_plan,
+    transfer_price,
+)
 from aisim.config._replay_traffic import build_traffic
 from aisim.errors import ConfigError
 from aisim.replay._plan import (
@@ -20,9 +26,7 @@ from aisim.replay._plan import (
     ROLE_PREFILL,
     SCHEDULER_SGLANG,
     SCHEDULER_VLLM,
-    KvPlan,
     ReplayPlan,
-    RequestSpec,
     SchedulerPlan,
     SpeculationPlan,
     WorkerPlan,
@@ -52,37 +56,22 @@ SGLANG_SCHEDULER_KEYS: Final = (
     "min_new_token_ratio",
     "new_token_ratio_decay",
 )
-CAPACITY_TYPES: Final = ("fixed", "default")
-#: Default share of GPU memory the engine may use (vLLM's gpu_memory_utilization default).
-DEFAULT_MEMORY_FRACTION: Final = 0.9
-#: Default activation/workspace reserve per GPU, GiB (a documented round number, not profiled).
-DEFAULT_ACTIVATION_RESERVE_GIB: Final = 2.0
-GIB: Final = 1 << 30
 MAX_COUNT: Final = 1 << 40
 
 
-class EngineContext:
+class EngineContext(Hardware):
     """What every worker's validation needs from the ``engine`` block."""
 
     def __init__(self, engine: dict[str, Any]) -> None:
-        self.raw = engine
-        self.backend = as_str(engine.get("backend", "vllm"), "engine.backend", BACKENDS)
-        self.model: ModelSpec | None = None
+        backend = as_str(engine.get("backend", "vllm"), "engine.backend", BACKENDS)
+        model: ModelSpec | None = None
         if engine.get("model") is not None:
-            self.model = get_model(engine["model"], "engine.model")
-        self.gpu: GpuSpec | None = None
+            model = get_model(engine["model"], "engine.model")
+        gpu: GpuSpec | None = None
         if engine.get("hardware") is not None:
-            self.gpu = get_gpu(engine["hardware"], "engine.hardware")
-
-    def need_model(self, why: str) -> ModelSpec:
-        if self.model is None:
-            raise ConfigError(f"engine.model: required for {why}")
-        return self.model
-
-    def need_gpu(self, why: str) -> GpuSpec:
-        if self.gpu is None:
-            raise ConfigError(f"engine.hardware: required for {why}")
-        return self.gpu
+            gpu = get_gpu(engine["hardware"], "engine.hardware")
+        super().__init__(backend, model, gpu)
+        self.raw = engine
 
 
 def build_plan(config: object, base_dir: Path | None = None) -> tuple[ReplayPlan, dict[str, Any]]:
@@ -111,10 +100,10 @@ def build_plan(config: object, base_dir: Path | None = None) -> tuple[ReplayPlan
     described: list[dict[str, Any]] = []
     for role in order:
         worker, info = _worker(workers_raw[role], role, context)
-        _check_requests_fit(worker, requests)
+        check_requests_fit(worker, requests)
         workers.append(worker)
         described.append(info)
-    transfer_ms_per_token, transfer_latency_ms = _transfer(
+    transfer_ms_per_token, transfer_latency_ms = transfer_price(
         engine.get("kv_transfer"), context, workers
     )
     horizon_ms = _simulation(root.get("simulation"))
@@ -152,7 +141,7 @@ def _worker(raw: object, role: str, context: EngineContext) -> tuple[WorkerPlan,
             f"{path}.scheduler.max_batched_tokens: {scheduler.token_budget} cannot hold one "
             f"{speculation.kind} round of verify width {speculation.verify_width}"
         )
-    kv = _kv_cache(block.get("kv_cache", {}), context, tensor, speculation, path)
+    kv = kv_cache_plan(block.get("kv_cache", {}), context, tensor, speculation, path)
     pricer = _timing(block.get("timing"), context, role, tensor, resolved, speculation, path)
     worker = WorkerPlan(role, path, ranks, tensor, scheduler, kv, pricer, speculation)
     info = {
@@ -260,74 +249,6 @@ def _scheduler(raw: object, backend: str, path: str) -> SchedulerPlan:
     return SchedulerPlan(SCHEDULER_SGLANG, budget, sequences, chunked, init, low, decay)
 
 
-def _kv_cache(
-    raw: object, context: EngineContext, tensor: int, speculation: SpeculationPlan, path: str
-) -> KvPlan:
-    kv_path = join_path(path, "kv_cache")
-    block = as_mapping(raw, kv_path)
-    reject_unknown(
-        block, ("block_size", "prefix_caching", "prefix_unit_tokens", "capacity"), kv_path
-    )
-    default_block = 16 if context.backend == SCHEDULER_VLLM else 1
-    block_size = as_int(
-        block.get("block_size", default_block), join_path(kv_path, "block_size"), 1, 1 << 20
-    )
-    caching = as_bool(block.get("prefix_caching", True), join_path(kv_path, "prefix_caching"))
-    default_unit = block_size if block_size >= 16 else block_size * (-(-16 // block_size))
-    unit_path = join_path(kv_path, "prefix_unit_tokens")
-    unit = as_int(block.get("prefix_unit_tokens", default_unit), unit_path, 1, 1 << 20)
-    if unit % block_size:
-        raise ConfigError(
-            f"{unit_path}: expected a multiple of block_size {block_size}, got {unit}"
-        )
-    capacity_path = join_path(kv_path, "capacity")
-    capacity = as_mapping(block.get("capacity", {"type": "default"}), capacity_path)
-    kind = as_str(capacity.get("type"), join_path(capacity_path, "type"), CAPACITY_TYPES)
-    if kind == "fixed":
-        reject_unknown(capacity, ("type", "blocks"), capacity_path)
-        blocks = as_int(capacity.get("blocks"), join_path(capacity_path, "blocks"), 1, MAX_COUNT)
-        return KvPlan(blocks, block_size, unit, caching)
-    reject_unknown(capacity, ("type", "memory_fraction", "activation_reserve_gib"), capacity_path)
-    if speculation.enabled and speculation.kind != "ngram":
-        raise ConfigError(
-            f"{capacity_path}: kind {speculation.kind}: speculation with a drafter needs an explicit "
-            f"capacity {{type: fixed, blocks: N}} (reserve the draft weights and draft KV yourself); "
-            f"type default is allowed only without speculation or with ngram"
-        )
-    fraction = as_float(
-        capacity.get("memory_fraction", DEFAULT_MEMORY_FRACTION),
-        join_path(capacity_path, "memory_fraction"),
-        0.0,
-        1.0,
-    )
-    reserve_gib = as_float(
-        capacity.get("activation_reserve_gib", DEFAULT_ACTIVATION_RESERVE_GIB),
-        join_path(capacity_path, "activation_reserve_gib"),
-        0.0,
-    )
-    model = context.need_model(f"{capacity_path} type default")
-    gpu = context.need_gpu(f"{capacity_path} type default")
-    free_bytes = gpu.hbm_capacity_bytes * fraction - model.weight_bytes / tensor - reserve_gib * GIB
-    per_block = kv_bytes_per_token_per_gpu(model, tensor) * block_size
-    blocks = int(free_bytes // per_block) if free_bytes > 0 else 0
-    if blocks < 1:
-        raise ConfigError(
-            f"{capacity_path}: {model.name} on {gpu.name} with tensor {tensor} leaves no KV memory "
-            f"({free_bytes / GIB:.2f} GiB after weights and reserve); use more tensor parallelism "
-            "or a fixed capacity"
-        )
-    return KvPlan(blocks, block_size, unit, caching)
-
-
-def kv_bytes_per_token_per_gpu(model: ModelSpec, tensor: int) -> float:
-    """KV bytes one token occupies on one GPU of a TP group: KV heads are split across the group
-    (replicated when there are fewer heads than GPUs); MLA's latent KV is replicated."""
-    if model.uses_mla:
-        return float(model.kv_bytes_per_token)
-    heads_per_gpu = -(-model.num_kv_heads // tensor)
-    return model.kv_bytes_per_token * heads_per_gpu / model.num_kv_heads
-
-
 def _timing(
     raw: object,
     context: EngineContext,
@@ -379,66 +300,6 @@ def _speculation_mapping(resolved: Any) -> dict[str, Any]:
     if resolved.draft_config is not None:
         mapping["draft_config"] = resolved.draft_config
     return mapping
-
-
-def _check_requests_fit(worker: WorkerPlan, requests: list[RequestSpec]) -> None:
-    """A request that can never fit the pool (or, without chunked prefill, the token budget)
-    is an error before the first event."""
-    kv = worker.kv
-    scheduler = worker.scheduler
-    capacity_tokens = kv.blocks * kv.block_size
-    budget_field = (
-        "max_batched_tokens" if scheduler.kind == SCHEDULER_VLLM else "chunked_prefill_size"
-    )
-    for request in requests:
-        peak = request.prompt_tokens
-        if worker.role != ROLE_PREFILL:
-            peak = request.prompt_tokens + request.output_tokens - 1
-        pages = -(-peak // kv.block_size)
-        if pages > kv.blocks:
-            raise ConfigError(
-                f"{worker.path}.kv_cache.capacity: request {request.request_id!r} "
-                f"({request.prompt_tokens} prompt + {request.output_tokens} output tokens) needs "
-                f"{pages} blocks of {kv.block_size} tokens but the capacity is {kv.blocks} blocks "
-                f"({capacity_tokens} tokens); it can never fit"
-            )
-        if not scheduler.chunked_prefill and peak > scheduler.token_budget:
-            raise ConfigError(
-                f"{worker.path}.scheduler.{budget_field}: request {request.request_id!r} needs "
-                f"{peak} tokens in one prefill (recompute included) but chunked_prefill is false "
-                f"and the budget is {scheduler.token_budget}"
-            )
-
-
-def _transfer(
-    raw: object, context: EngineContext, workers: list[WorkerPlan]
-) -> tuple[float, float]:
-    path = "engine.kv_transfer"
-    block = as_mapping(raw if raw is not None else {}, path)
-    reject_unknown(block, ("bandwidth_bytes_per_s", "latency_ms", "kv_bytes_per_token"), path)
-    if len(workers) == 1:
-        return 0.0, 0.0
-    latency = as_float(block.get("latency_ms", 0.0), join_path(path, "latency_ms"), 0.0)
-    if block.get("bandwidth_bytes_per_s") is not None:
-        bandwidth = as_float(
-            block["bandwidth_bytes_per_s"], join_path(path, "bandwidth_bytes_per_s"), 0.0
-        )
-    else:
-        bandwidth = context.need_gpu(
-            f"{path}.bandwidth_bytes_per_s default (NVLink)"
-        ).nvlink_bytes_per_s
-    if bandwidth <= 0.0:
-        raise ConfigError(
-            f"{join_path(path, 'bandwidth_bytes_per_s')}: expected > 0, got {bandwidth!r}"
-        )
-    if block.get("kv_bytes_per_token") is not None:
-        per_token = as_float(
-            block["kv_bytes_per_token"], join_path(path, "kv_bytes_per_token"), 0.0
-        )
-    else:
-        model = context.need_model(f"{path} (KV bytes per token)")
-        per_token = kv_bytes_per_token_per_gpu(model, workers[0].tensor)
-    return per_token / bandwidth * 1000.0, latency
 
 
 def _simulation(raw: object) -> float:

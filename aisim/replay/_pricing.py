@@ -82,7 +82,8 @@ class PassPricer:
     def describe(self) -> str:
         if self.kind == PRICING_FIXED:
             return f"fixed(prefill_ms={self.prefill_ms!r}, decode_ms={self.decode_ms!r})"
-        return f"model({type(self.model).__name__})"
+        name = getattr(self.model, "name", None)
+        return f"estimator({name if isinstance(name, str) else type(self.model).__name__})"
 
     def price(self, ranks: list[RankWork], draft_length: int) -> float:
         """Milliseconds for the pass: the maximum over ranks (an idle rank costs 0)."""

@@ -1,0 +1,173 @@
+"""Replay config edge, part two: KV capacity per rank, the feasibility check of every request
+against every pool, and the P/D KV transfer price (SPEC §4 capacity and disaggregation)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from aisim._fields import as_bool, as_float, as_int, as_mapping, as_str, join_path, reject_unknown
+from aisim.catalogue import GpuSpec, ModelSpec
+from aisim.errors import ConfigError
+from aisim.replay._plan import (
+    ROLE_PREFILL,
+    SCHEDULER_VLLM,
+    KvPlan,
+    RequestSpec,
+    SpeculationPlan,
+    WorkerPlan,
+)
+
+CAPACITY_TYPES: Final = ("fixed", "default")
+#: Default share of GPU memory the engine may use (vLLM's gpu_memory_utilization default).
+DEFAULT_MEMORY_FRACTION: Final = 0.9
+#: Default activation/workspace reserve per GPU, GiB (a documented round number, not profiled).
+DEFAULT_ACTIVATION_RESERVE_GIB: Final = 2.0
+GIB: Final = 1 << 30
+MAX_COUNT: Final = 1 << 40
+
+
+class Hardware:
+    """The engine's model and GPU (either may be absent) and its backend."""
+
+    def __init__(self, backend: str, model: ModelSpec | None, gpu: GpuSpec | None) -> None:
+        self.backend = backend
+        self.model = model
+        self.gpu = gpu
+
+    def need_model(self, why: str) -> ModelSpec:
+        if self.model is None:
+            raise ConfigError(f"engine.model: required for {why}")
+        return self.model
+
+    def need_gpu(self, why: str) -> GpuSpec:
+        if self.gpu is None:
+            raise ConfigError(f"engine.hardware: required for {why}")
+        return self.gpu
+
+
+def kv_cache_plan(
+    raw: object, context: Hardware, tensor: int, speculation: SpeculationPlan, path: str
+) -> KvPlan:
+    kv_path = join_path(path, "kv_cache")
+    block = as_mapping(raw, kv_path)
+    reject_unknown(
+        block, ("block_size", "prefix_caching", "prefix_unit_tokens", "capacity"), kv_path
+    )
+    default_block = 16 if context.backend == SCHEDULER_VLLM else 1
+    block_size = as_int(
+        block.get("block_size", default_block), join_path(kv_path, "block_size"), 1, 1 << 20
+    )
+    caching = as_bool(block.get("prefix_caching", True), join_path(kv_path, "prefix_caching"))
+    default_unit = block_size if block_size >= 16 else block_size * (-(-16 // block_size))
+    unit_path = join_path(kv_path, "prefix_unit_tokens")
+    unit = as_int(block.get("prefix_unit_tokens", default_unit), unit_path, 1, 1 << 20)
+    if unit % block_size:
+        raise ConfigError(
+            f"{unit_path}: expected a multiple of block_size {block_size}, got {unit}"
+        )
+    capacity_path = join_path(kv_path, "capacity")
+    capacity = as_mapping(block.get("capacity", {"type": "default"}), capacity_path)
+    kind = as_str(capacity.get("type"), join_path(capacity_path, "type"), CAPACITY_TYPES)
+    if kind == "fixed":
+        reject_unknown(capacity, ("type", "blocks"), capacity_path)
+        blocks = as_int(capacity.get("blocks"), join_path(capacity_path, "blocks"), 1, MAX_COUNT)
+        return KvPlan(blocks, block_size, unit, caching)
+    reject_unknown(capacity, ("type", "memory_fraction", "activation_reserve_gib"), capacity_path)
+    if speculation.enabled and speculation.kind != "ngram":
+        raise ConfigError(
+            f"{capacity_path}: kind {speculation.kind}: speculation with a drafter needs an explicit "
+            f"capacity {{type: fixed, blocks: N}} (reserve the draft weights and draft KV yourself); "
+            f"type default is allowed only without speculation or with ngram"
+        )
+    fraction = as_float(
+        capacity.get("memory_fraction", DEFAULT_MEMORY_FRACTION),
+        join_path(capacity_path, "memory_fraction"),
+        0.0,
+        1.0,
+    )
+    reserve_gib = as_float(
+        capacity.get("activation_reserve_gib", DEFAULT_ACTIVATION_RESERVE_GIB),
+        join_path(capacity_path, "activation_reserve_gib"),
+        0.0,
+    )
+    model = context.need_model(f"{capacity_path} type default")
+    gpu = context.need_gpu(f"{capacity_path} type default")
+    free_bytes = gpu.hbm_capacity_bytes * fraction - model.weight_bytes / tensor - reserve_gib * GIB
+    per_block = kv_bytes_per_token_per_gpu(model, tensor) * block_size
+    blocks = int(free_bytes // per_block) if free_bytes > 0 else 0
+    if blocks < 1:
+        raise ConfigError(
+            f"{capacity_path}: {model.name} on {gpu.name} with tensor {tensor} leaves no KV memory "
+            f"({free_bytes / GIB:.2f} GiB after weights and reserve); use more tensor parallelism "
+            "or a fixed capacity"
+        )
+    return KvPlan(blocks, block_size, unit, caching)
+
+
+def kv_bytes_per_token_per_gpu(model: ModelSpec, tensor: int) -> float:
+    """KV bytes one token occupies on one GPU of a TP group: KV heads are split across the group
+    (replicated when there are fewer heads than GPUs); MLA's latent KV is replicated."""
+    if model.uses_mla:
+        return float(model.kv_bytes_per_token)
+    heads_per_gpu = -(-model.num_kv_heads // tensor)
+    return model.kv_bytes_per_token * heads_per_gpu / model.num_kv_heads
+
+
+def check_requests_fit(worker: WorkerPlan, requests: list[RequestSpec]) -> None:
+    """A request that can never fit the pool (or, without chunked prefill, the token budget)
+    is an error before the first event."""
+    kv = worker.kv
+    scheduler = worker.scheduler
+    capacity_tokens = kv.blocks * kv.block_size
+    budget_field = (
+        "max_batched_tokens" if scheduler.kind == SCHEDULER_VLLM else "chunked_prefill_size"
+    )
+    for request in requests:
+        peak = request.prompt_tokens
+        if worker.role != ROLE_PREFILL:
+            peak = request.prompt_tokens + request.output_tokens - 1
+        pages = -(-peak // kv.block_size)
+        if pages > kv.blocks:
+            raise ConfigError(
+                f"{worker.path}.kv_cache.capacity: request {request.request_id!r} "
+                f"({request.prompt_tokens} prompt + {request.output_tokens} output tokens) needs "
+                f"{pages} blocks of {kv.block_size} tokens but the capacity is {kv.blocks} blocks "
+                f"({capacity_tokens} tokens); it can never fit"
+            )
+        if not scheduler.chunked_prefill and peak > scheduler.token_budget:
+            raise ConfigError(
+                f"{worker.path}.scheduler.{budget_field}: request {request.request_id!r} needs "
+                f"{peak} tokens in one prefill (recompute included) but chunked_prefill is false "
+                f"and the budget is {scheduler.token_budget}"
+            )
+
+
+def transfer_price(
+    raw: object, context: Hardware, workers: list[WorkerPlan]
+) -> tuple[float, float]:
+    path = "engine.kv_transfer"
+    block = as_mapping(raw if raw is not None else {}, path)
+    reject_unknown(block, ("bandwidth_bytes_per_s", "latency_ms", "kv_bytes_per_token"), path)
+    if len(workers) == 1:
+        return 0.0, 0.0
+    latency = as_float(block.get("latency_ms", 0.0), join_path(path, "latency_ms"), 0.0)
+    if block.get("bandwidth_bytes_per_s") is not None:
+        bandwidth = as_float(
+            block["bandwidth_bytes_per_s"], join_path(path, "bandwidth_bytes_per_s"), 0.0
+        )
+    else:
+        bandwidth = context.need_gpu(
+            f"{path}.bandwidth_bytes_per_s default (NVLink)"
+        ).nvlink_bytes_per_s
+    if bandwidth <= 0.0:
+        raise ConfigError(
+            f"{join_path(path, 'bandwidth_bytes_per_s')}: expected > 0, got {bandwidth!r}"
+        )
+    if block.get("kv_bytes_per_token") is not None:
+        per_token = as_float(
+            block["kv_bytes_per_token"], join_path(path, "kv_bytes_per_token"), 0.0
+        )
+    else:
+        model = context.need_model(f"{path} (KV bytes per token)")
+        per_token = kv_bytes_per_token_per_gpu(model, workers[0].tensor)
+    return per_token / bandwidth * 1000.0, latency
