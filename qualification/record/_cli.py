@@ -109,7 +109,8 @@ def command_line(args: argparse.Namespace, grid: Grid) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Record one dataset; prints where it went and how long it took."""
-    from qualification.record._recorder import MALLOC_ENV, record_dataset, require_torch
+    from qualification.record._recorder import record_dataset, require_torch
+    from qualification.record._summaries import MALLOC_ENV
 
     grid = grid_from_args(args)
     if args.threads < 1 or args.threads > 256:
