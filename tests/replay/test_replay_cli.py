@@ -86,3 +86,21 @@ def test_docs_examples_run(name: str) -> None:
     assert summary["completed_requests"] == summary["total_requests"] > 0
     assert summary["sd_rounds"] > 0
     assert summary["mean_acceptance_length"] > 1.0
+
+
+def test_progress_callback_and_event_bound() -> None:
+    from aisim.config._replay import build_plan
+    from aisim.errors import SimulationError
+    from aisim.replay._engine import Simulation
+
+    calls: list[tuple[int, int, float]] = []
+    result = run(CONFIG, progress=lambda *args: calls.append(args), progress_every=5)
+    # 16 SD rounds: 1 arrival + 17 wakes + 17 passes = 35 events -> calls at 5, 10, ..., 35
+    # plus the final report.
+    assert result.summary["events"] == 35
+    assert [events for events, _, _ in calls] == [5, 10, 15, 20, 25, 30, 35, 35]
+    assert calls[-1] == (35, 1, 90.0)
+    plan, _ = build_plan(CONFIG)
+    plan.max_events = 10
+    with pytest.raises(SimulationError, match=r"exceeded its event bound \(10 events"):
+        Simulation(plan).run()

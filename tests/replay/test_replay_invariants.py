@@ -79,6 +79,33 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     return {"traffic": {"source": {"type": "agentic", "requests": requests}}, "engine": engine}
 
 
+@given(scenarios(), st.one_of(st.none(), st.integers(0, 400)))
+def test_every_request_completes_or_is_reported(
+    config: dict[str, Any], horizon: int | None
+) -> None:
+    if horizon is not None:
+        config["simulation"] = {"horizon_ms": horizon}
+    result = run(config)
+    summary = result.summary
+    requested = [r["output_length"] for r in config["traffic"]["source"]["requests"]]
+    assert summary["completed_requests"] + summary["not_completed_requests"] == len(requested)
+    for status, reason, emitted, wanted in zip(
+        result.columns["status"],
+        result.columns["reason"],
+        result.columns["emitted_tokens"],
+        requested,
+        strict=True,
+    ):
+        if status == "completed":
+            assert (reason, emitted) == ("", wanted)
+        else:
+            assert horizon is not None and reason.startswith(
+                "not finished by simulation.horizon_ms"
+            )
+            assert emitted < wanted
+    assert sum(summary["not_completed_reasons"].values()) == summary["not_completed_requests"]
+
+
 @given(scenarios())
 def test_every_request_completes_with_its_tokens_within_capacity(config: dict[str, Any]) -> None:
     result = run(config)
