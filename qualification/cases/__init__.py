@@ -17,6 +17,7 @@ SUITE_NAMES: tuple[str, ...] = (
     "acceptance",
     "scaling",
     "roofline",
+    "estimators",
     "replay",
 )
 

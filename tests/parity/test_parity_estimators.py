@@ -1,0 +1,14 @@
+"""Parity: the estimators suite matches goldens/estimators.json (see docs/qualification.md)."""
+
+from __future__ import annotations
+
+from syrupy.assertion import SnapshotAssertion
+
+from qualification.parity import compute_document, crashes
+from qualification.parity.syrupy_ext import GoldenExtension
+
+
+def test_parity_estimators(snapshot: SnapshotAssertion) -> None:
+    document = compute_document("estimators")
+    assert crashes(document) == []
+    assert document == snapshot.use_extension(GoldenExtension)
