@@ -74,6 +74,7 @@ def load_dataset(path: str | Path) -> RecordedDataset:
         raise DataIntegrityError(
             f"{str(directory)!r}: the two tables carry different identities; not one recording"
         )
+    _check_keys(directory, stp, rounds)
     evidence = rounds_side.get("evidence_type", "local-measurement")
     if evidence not in EVIDENCE_TYPES:
         raise DataIntegrityError(
@@ -107,3 +108,29 @@ def write_dataset(
         overwrite=overwrite,
     )
     return load_dataset(directory)
+
+
+def _check_keys(directory: Path, stp: pd.DataFrame, rounds: pd.DataFrame) -> None:
+    """Keys that must be unique: one STP row per (B, K), one row per (configuration, round),
+    and one (d, B, K) per configuration id."""
+    where = repr(str(directory))
+    duplicated = stp[stp.duplicated(["batch_size", "total_kv_tokens"], keep=False)]
+    if len(duplicated):
+        raise DataIntegrityError(
+            f"{where}: {STP_POINTS.file_name} has more than one row for point "
+            f"{duplicated['point_id'].iloc[0]!r}"
+        )
+    repeated = rounds[rounds.duplicated(["config_id", "round_index"], keep=False)]
+    if len(repeated):
+        raise DataIntegrityError(
+            f"{where}: {SD_ROUNDS.file_name} repeats round {int(repeated['round_index'].iloc[0])} "
+            f"of configuration {repeated['config_id'].iloc[0]!r}"
+        )
+    shapes = rounds.groupby("config_id")[
+        ["draft_length", "batch_size", "total_kv_tokens"]
+    ].nunique()
+    mixed = shapes[(shapes > 1).any(axis=1)]
+    if len(mixed):
+        raise DataIntegrityError(
+            f"{where}: configuration {mixed.index[0]!r} mixes different (d, B, K_total) values"
+        )

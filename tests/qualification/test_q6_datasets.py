@@ -27,7 +27,10 @@ def test_round_trip_values_and_sidecar(dataset: RecordedDataset) -> None:
     assert loaded.sd_rounds["duration_ms"].tolist() == [14.0, 15.0, 16.0]
     assert loaded.sd_rounds["config_id"].tolist() == ["d1-b1-k256"] * 3
     assert loaded.stp_points["latency_ms_median"].tolist() == [10.0, 12.5]
-    assert [list(reps) for reps in loaded.stp_points["latency_ms_reps"]] == [[10.0, 10.0], [12.5, 12.5]]
+    assert [list(reps) for reps in loaded.stp_points["latency_ms_reps"]] == [
+        [10.0, 10.0],
+        [12.5, 12.5],
+    ]
     side = json.loads((dataset.directory / "sd_rounds.parquet.json").read_text())
     data = (dataset.directory / "sd_rounds.parquet").read_bytes()
     assert side["sha256"] == hashlib.sha256(data).hexdigest()
@@ -36,9 +39,10 @@ def test_round_trip_values_and_sidecar(dataset: RecordedDataset) -> None:
     assert side["schema"] == {"name": "aisim.sd_rounds", "version": 1}
     assert side["units"]["duration_ms"] == "ms"
     assert sorted(side["keys"]) == sorted(SD_ROUNDS.column_names)
-    assert side["companion"]["sha256"] == hashlib.sha256(
-        (dataset.directory / "stp_points.parquet").read_bytes()
-    ).hexdigest()
+    assert (
+        side["companion"]["sha256"]
+        == hashlib.sha256((dataset.directory / "stp_points.parquet").read_bytes()).hexdigest()
+    )
     assert side["identity"]["timing"]["metric"] == "cpu"
 
 
@@ -119,3 +123,8 @@ def test_not_a_dataset_directory(tmp_path: Path) -> None:
 def test_impossible_values_are_rejected(make_dataset: Callable[..., RecordedDataset]) -> None:
     with pytest.raises(DataIntegrityError, match="duration_ms.*impossible value"):
         make_dataset("bad", STP, [(1, 1, 256, [14.0, -1.0])])
+
+
+def test_duplicate_keys_are_rejected(make_dataset: Callable[..., RecordedDataset]) -> None:
+    with pytest.raises(DataIntegrityError, match="repeats round 0 of configuration 'd1-b1-k256'"):
+        make_dataset("twice", STP, [(1, 1, 256, [14.0]), (1, 1, 256, [15.0])])
