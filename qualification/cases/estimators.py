@@ -16,7 +16,7 @@ Row = tuple[str, dict[str, Any]]
 
 BASE: dict[str, Any] = {"model": "Qwen/Qwen3-8B", "hardware": "h100_sxm"}
 POINTS = TABLE_POINTS["grid"]
-MTP3 = {"kind": "mtp", "params": {"depth": 3}}
+MTP3: dict[str, Any] = {"kind": "mtp", "params": {"depth": 3}}
 #: Recorded whole mtp d=3 rounds for Qwen3-8B on h100 (aggregated, round scope).
 MEASURED_MTP3: dict[str, Any] = {
     "identity": {
@@ -47,7 +47,11 @@ def _rows() -> list[Row]:
     rows: list[Row] = []
     for estimator in ("auto", "table", "regression", "roofline"):
         for policy in ("deny", "allow"):
-            config = {"points": POINTS, "estimator": estimator, "fallback_policy": policy}
+            config: dict[str, Any] = {
+                "points": POINTS,
+                "estimator": estimator,
+                "fallback_policy": policy,
+            }
             rows += [
                 (f"stp/{estimator}/{policy}/inside", _case(config, inside)),
                 (f"stp/{estimator}/{policy}/outside-envelope", _case(config, outside)),
