@@ -164,6 +164,9 @@ class Simulation:
         request = self.requests[index]
         prefill = self.workers[0]
         prefill.ranks[request.rank].release_transferred(request)
+        if prefill.has_work():
+            # The freed KV may admit a request that was waiting for it.
+            self._schedule_wake(prefill)
         request.kv_transferred = True
         decode = self.workers[-1]
         decode.route(request)

@@ -74,3 +74,25 @@ def test_decode_pool_queues_transfers_until_kv_frees() -> None:
     requests = [{"input_length": 100, "output_length": 40}] * 2
     frame = run(pd_config(requests, decode_blocks=10)).requests
     assert list(frame["e2e_latency_ms"]) == pytest.approx([206.5, 401.5], abs=1e-9)
+
+
+def test_prefill_pool_wakes_when_a_transfer_frees_its_kv() -> None:
+    # Prefill pool of one 4-token block. A (1 in / 2 out) prefills in [0,1] and holds the block
+    # until its KV has left: 0.5 + 1 * 0.01 ms later, at 1.51. B (1 in / 1 out) arrives at 1, is
+    # admitted at 1.51 and prefills in [1.51, 2.51]. A decodes one round in [1.51, 6.51].
+    def worker() -> dict[str, Any]:
+        return {
+            "kv_cache": {"block_size": 4, "capacity": {"type": "fixed", "blocks": 1}},
+            "timing": {"type": "fixed", "prefill_ms": 1.0, "decode_ms": 5.0},
+        }
+
+    config = pd_config(
+        [
+            {"input_length": 1, "output_length": 2},
+            {"input_length": 1, "output_length": 1, "timestamp": 1},
+        ]
+    )
+    config["engine"]["workers"] = {"prefill": worker(), "decode": worker()}
+    frame = run(config).requests
+    assert list(frame["ttft_ms"]) == pytest.approx([1.0, 1.51], abs=1e-9)
+    assert list(frame["e2e_latency_ms"]) == pytest.approx([6.51, 1.51], abs=1e-9)
