@@ -1,12 +1,13 @@
 """Probes: replay (SPEC §4, §5).
 
 Guarantees, for generated small deployments (both schedulers, aggregated and P/D, SD off or a
-chain scheme with any acceptance, tight or roomy KV): every request completes or carries a
-reason; tokens are conserved (emitted == requested; 1 + rounds + accepted drafts); KV in use never
-exceeds capacity; a seed gives identical results; ``kind: none`` is identical to no block;
-speculation on never slows a lone request under fixed timing and speeds it up whenever a draft is
-accepted (and under roofline timing when every draft is accepted); any malformed config or trace
-is an aisim error, never an internal exception or a hang."""
+chain scheme with any acceptance, tight or roomy KV, 1-2 attention-DP ranks): every request
+completes or carries a reason; tokens are conserved (emitted == requested; 1 + rounds + accepted
+drafts, plus one per preemption after the first token); KV in use never exceeds capacity;
+accepted fields show in the summary config; a seed gives identical results; ``kind: none`` is
+identical to no block; speculation on never slows a lone request under fixed timing and speeds it
+up whenever a draft is accepted (and under roofline timing when every draft is accepted); any
+malformed config or trace is an aisim error, never an internal exception or a hang."""
 
 from __future__ import annotations
 
@@ -72,6 +73,10 @@ def deployments(draw: st.DrawFn) -> dict[str, Any]:
         if pd
         else {"aggregated": _worker(backend, blocks, timing)}
     )
+    for worker in workers.values():
+        ranks = draw(st.integers(1, 2))
+        if ranks > 1:
+            worker["parallelism"] = {"attention_data": ranks}
     engine: dict[str, Any] = {
         "model": "Qwen/Qwen3-8B",
         "hardware": "h100_sxm",
@@ -121,6 +126,35 @@ def test_probe_tokens_conserved_and_kv_never_over_committed(config: dict[str, An
     for worker, peaks in zip(workers, summary["kv_peak_used_blocks"], strict=True):
         for peak in peaks:
             assert 0 <= peak <= worker["kv_cache"]["capacity"]["blocks"]
+
+
+@given(deployments())
+def test_probe_every_accepted_field_is_visible_in_the_summary_config(
+    config: dict[str, Any],
+) -> None:
+    shown = run(copy.deepcopy(config)).summary["config"]
+    engine = config["engine"]
+    assert (shown["backend"], shown["model"], shown["hardware"]) == (
+        engine["backend"],
+        engine["model"],
+        engine["hardware"],
+    )
+    assert [worker["role"] for worker in shown["workers"]] == list(engine["workers"])
+    speculation = engine.get("speculation")
+    for worker, (role, given_worker) in zip(
+        shown["workers"], engine["workers"].items(), strict=True
+    ):
+        assert worker["scheduler"] == engine["backend"]
+        assert worker["attention_data"] == given_worker.get("parallelism", {}).get(
+            "attention_data", 1
+        )
+        assert worker["block_size"] == given_worker["kv_cache"]["block_size"]
+        assert worker["kv_capacity_blocks"] == given_worker["kv_cache"]["capacity"]["blocks"]
+        if speculation is not None and role != "prefill":
+            assert worker["speculation"] == speculation["kind"]
+            assert worker["draft_length"] == len(speculation["acceptance_rates"])
+        else:
+            assert (worker["speculation"], worker["draft_length"]) == ("none", 0)
 
 
 @given(deployments())
