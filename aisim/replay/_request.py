@@ -70,8 +70,8 @@ class SimRequest:
         return self.output_tokens - self.emitted
 
     def unit_keys(self, count: int, unit_tokens: int) -> list[tuple[int, ...]]:
-        """Content keys of units ``0..count-1`` (cached; the unit size of a pool never changes
-        while the request is in it, and pools of one run share the size of their role)."""
+        """Content keys of units ``0..count-1``, cached (recomputed when a pool with another
+        unit size asks, e.g. after a P/D hand-off)."""
         keys = self._unit_keys
         if self._unit_tokens != unit_tokens:
             keys.clear()
