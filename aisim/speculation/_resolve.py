@@ -8,8 +8,6 @@ acceptance is converted, and the draft and cost identities are built. Compiled b
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from typing import Any, Final
 
@@ -24,7 +22,7 @@ from aisim._fields import (
 from aisim.catalogue._specs import ModelSpec
 from aisim.errors import ConfigError
 from aisim.speculation._acceptance import AcceptanceProfile
-from aisim.speculation._resolved import ResolvedSpeculation
+from aisim.speculation._resolved import ResolvedSpeculation, sha256_of_json
 from aisim.speculation._schemes import (
     BACKENDS,
     DRAFT_CONFIG,
@@ -112,10 +110,7 @@ def resolve_speculation(
     if draft_model is not None:
         draft_geometry = [[key, value] for key, value in draft_model.geometry_items()]
         draft_geometry.append(["draft_vocab_size", draft_vocab])
-        digest = hashlib.sha256(
-            json.dumps(draft_geometry, separators=(",", ":")).encode("utf-8")
-        ).hexdigest()
-        draft_identity = "geometry:" + digest[:16]
+        draft_identity = "geometry:" + sha256_of_json(draft_geometry)[:16]
         if draft_path is not None:
             draft_identity = draft_path + "@" + draft_identity
     elif draft_path is not None:

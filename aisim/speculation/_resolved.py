@@ -15,6 +15,9 @@ from aisim.catalogue._specs import ModelSpec
 from aisim.errors import ConfigError
 from aisim.speculation._acceptance import AcceptanceProfile
 
+# One encoder, built once: ``json.dumps`` with non-default options builds a new one per call.
+_COMPACT_JSON: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
+
 #: Replay simulates chains of this many draft tokens (SPEC §4).
 REPLAY_MIN_DEPTH: Final = 1
 REPLAY_MAX_DEPTH: Final = 5
@@ -161,8 +164,7 @@ class ResolvedSpeculation:
         Equivalent inputs share it; acceptance and seed never enter it.
         """
         if not self._cost_identity:
-            text = json.dumps(self._identity_payload, sort_keys=True, separators=(",", ":"))
-            self._cost_identity = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            self._cost_identity = sha256_of_json(self._identity_payload)
         return self._cost_identity
 
     @property
@@ -247,3 +249,8 @@ def _copy_item(value: Any) -> Any:
     if isinstance(value, list):
         return [_copy_item(item) for item in value]
     return value
+
+
+def sha256_of_json(value: object) -> str:
+    """SHA-256 hex of compact canonical JSON (sorted keys, no spaces, ASCII, no NaN)."""
+    return hashlib.sha256(_COMPACT_JSON.encode(value).encode("utf-8")).hexdigest()
