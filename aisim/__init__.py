@@ -6,7 +6,13 @@ The public API is the names in ``__all__``; everything else is private by conven
 from __future__ import annotations
 
 from aisim._build import is_compiled
-from aisim.errors import AisimError, ConfigError, DataIntegrityError, SimulationError, UnsupportedQuery
+from aisim.errors import (
+    AisimError,
+    ConfigError,
+    DataIntegrityError,
+    SimulationError,
+    UnsupportedQuery,
+)
 from aisim.speculation import AcceptanceProfile, ResolvedSpeculation, resolve_speculation
 
 __version__ = "0.1.0"

@@ -30,7 +30,9 @@ def load_config_file(path: str | os.PathLike[str]) -> Any:
             return json.loads(text)
         return yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{str(file)!r}: not valid {file.suffix.lstrip('.') or 'YAML'}: {exc}") from None
+        raise ConfigError(
+            f"{str(file)!r}: not valid {file.suffix.lstrip('.') or 'YAML'}: {exc}"
+        ) from None
 
 
 def check_writable(path: str | os.PathLike[str], overwrite: bool) -> Path:
@@ -41,7 +43,9 @@ def check_writable(path: str | os.PathLike[str], overwrite: bool) -> Path:
     return target
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, overwrite: bool = False) -> Path:
+def atomic_write_bytes(
+    path: str | os.PathLike[str], data: bytes, *, overwrite: bool = False
+) -> Path:
     """Write ``data`` to a temp file beside ``path`` then rename it into place."""
     target = check_writable(path, overwrite)
     target.parent.mkdir(parents=True, exist_ok=True)

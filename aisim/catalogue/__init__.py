@@ -13,7 +13,9 @@ from aisim.errors import ConfigError
 _MODELS: dict[str, ModelSpec] = {
     row["model"]: ModelSpec.from_hf_config(row, row["model"]) for row in MODEL_ROWS
 }
-_GPUS: dict[str, GpuSpec] = {row["system"]: GpuSpec.from_mapping(row, row["system"]) for row in GPU_ROWS}
+_GPUS: dict[str, GpuSpec] = {
+    row["system"]: GpuSpec.from_mapping(row, row["system"]) for row in GPU_ROWS
+}
 # Short spellings users type: "h100" for "h100_sxm", "Qwen3-8B" for "Qwen/Qwen3-8B".
 _GPU_ALIASES: dict[str, str] = {name.split("_")[0]: name for name in _GPUS}
 _MODEL_ALIASES: dict[str, str] = {name.split("/")[-1].lower(): name for name in _MODELS}
@@ -35,7 +37,9 @@ def get_model(name_or_path: object, path: str = "model") -> ModelSpec:
     if isinstance(name_or_path, dict):
         return ModelSpec.from_hf_config(name_or_path, str(name_or_path.get("name", "custom")), path)
     if not isinstance(name_or_path, str):
-        raise ConfigError(f"{path}: expected a model name or config.json path, got {describe(name_or_path)}")
+        raise ConfigError(
+            f"{path}: expected a model name or config.json path, got {describe(name_or_path)}"
+        )
     if name_or_path in _MODELS:
         return _MODELS[name_or_path]
     alias = _MODEL_ALIASES.get(name_or_path.split("/")[-1].lower())

@@ -82,7 +82,9 @@ class ModelSpec:
     @property
     def is_llama_like(self) -> bool:
         """A dense decoder of the Llama block shape (the family EAGLE-3 drafters target)."""
-        return (not self.is_moe) and (not self.uses_mla) and self.model_type in LLAMA_LIKE_MODEL_TYPES
+        return (
+            (not self.is_moe) and (not self.uses_mla) and self.model_type in LLAMA_LIKE_MODEL_TYPES
+        )
 
     @property
     def family(self) -> str:
@@ -115,9 +117,9 @@ class ModelSpec:
                 q_proj = hidden * self.q_lora_rank + self.q_lora_rank * heads * qk_dim
             else:
                 q_proj = hidden * heads * qk_dim
-            kv_proj = hidden * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank * heads * (
-                self.qk_nope_head_dim + self.v_head_dim
-            )
+            kv_proj = hidden * (
+                self.kv_lora_rank + self.qk_rope_head_dim
+            ) + self.kv_lora_rank * heads * (self.qk_nope_head_dim + self.v_head_dim)
             return q_proj + kv_proj + heads * self.v_head_dim * hidden
         q_and_o = 2 * hidden * heads * self.head_dim
         k_and_v = 2 * hidden * self.num_kv_heads * self.head_dim
@@ -132,7 +134,9 @@ class ModelSpec:
     def moe_mlp_parameters(self) -> int:
         """Weights of one MoE layer: all routed experts, shared experts and the router."""
         expert = 3 * self.hidden_size * self.moe_intermediate_size
-        return (self.num_experts + self.num_shared_experts) * expert + self.hidden_size * self.num_experts
+        return (
+            self.num_experts + self.num_shared_experts
+        ) * expert + self.hidden_size * self.num_experts
 
     @property
     def num_parameters(self) -> int:
@@ -211,12 +215,16 @@ class ModelSpec:
             raise ConfigError(f"{path}: hidden_size and num_attention_heads must be >= 1")
         head_dim = integer("head_dim", hidden // heads)
         experts = max(
-            integer("num_experts", 0), integer("num_local_experts", 0), integer("n_routed_experts", 0)
+            integer("num_experts", 0),
+            integer("num_local_experts", 0),
+            integer("n_routed_experts", 0),
         )
         tie_raw = config.get("tie_word_embeddings", False)
         tie = tie_raw is True or (isinstance(tie_raw, str) and tie_raw.lower() == "true")
         dtype_raw = config.get("torch_dtype", "bfloat16")
-        dtype = as_str(dtype_raw if dtype_raw is not None else "bfloat16", join_path(path, "torch_dtype"))
+        dtype = as_str(
+            dtype_raw if dtype_raw is not None else "bfloat16", join_path(path, "torch_dtype")
+        )
         if dtype not in _DTYPE_BYTES:
             raise ConfigError(
                 f"{join_path(path, 'torch_dtype')}: expected one of "
@@ -251,7 +259,9 @@ class ModelSpec:
             max_position_embeddings=integer("max_position_embeddings", 0),
         )
         if spec.num_layers < 1 or spec.vocab_size < 1 or spec.num_kv_heads < 1:
-            raise ConfigError(f"{path}: num_hidden_layers, vocab_size, num_key_value_heads must be >= 1")
+            raise ConfigError(
+                f"{path}: num_hidden_layers, vocab_size, num_key_value_heads must be >= 1"
+            )
         return spec
 
 
