@@ -1,0 +1,116 @@
+"""Catalogue geometry against published figures and hand-derived KV sizes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aisim.catalogue import get_gpu, get_model, gpu_names, model_names
+from aisim.errors import ConfigError
+
+
+@pytest.mark.parametrize(
+    ("name", "published_billions", "tolerance"),
+    [
+        # Parameter counts as published on each model card.
+        ("Qwen/Qwen3-0.6B", 0.6, 0.01),
+        ("Qwen/Qwen3-8B", 8.2, 0.01),
+        ("meta-llama/Meta-Llama-3.1-8B", 8.03, 0.005),
+        ("meta-llama/Meta-Llama-3.1-70B", 70.6, 0.01),
+        ("Qwen/Qwen3-30B-A3B", 30.5, 0.01),
+        ("mistralai/Mixtral-8x7B-v0.1", 46.7, 0.01),
+        ("deepseek-ai/DeepSeek-V3", 671.0, 0.01),
+    ],
+)
+def test_parameter_counts_match_published_sizes(
+    name: str, published_billions: float, tolerance: float
+) -> None:
+    billions = get_model(name).num_parameters / 1e9
+    assert billions == pytest.approx(published_billions, rel=tolerance)
+
+
+def test_kv_bytes_per_token_hand_derived() -> None:
+    # Llama-3.1-8B: 32 layers x (K and V) x 8 KV heads x 128 head dim x 2 bytes (bf16).
+    assert get_model("meta-llama/Meta-Llama-3.1-8B").kv_bytes_per_token == 32 * 2 * 8 * 128 * 2
+    # DeepSeek-V3 (MLA): 61 layers x (512 latent + 64 rope) x 2 bytes.
+    assert get_model("deepseek-ai/DeepSeek-V3").kv_bytes_per_token == 61 * (512 + 64) * 2
+
+
+def test_families_drive_scheme_gates() -> None:
+    assert get_model("Qwen/Qwen3-8B").family == "llama"
+    assert get_model("meta-llama/Meta-Llama-3.1-8B").is_llama_like
+    assert get_model("Qwen/Qwen3-30B-A3B").family == "moe"
+    assert get_model("deepseek-ai/DeepSeek-V3").family == "mla"
+
+
+def test_short_names_and_aliases() -> None:
+    assert get_model("qwen3-8b").name == "Qwen/Qwen3-8B"
+    assert get_gpu("h100").name == "h100_sxm"
+    assert get_gpu("H200_SXM").hbm_bytes_per_s == 4.8e12
+    assert "gb200" in gpu_names()
+    assert len(model_names()) == 10
+
+
+def test_user_model_file(tmp_path: Path) -> None:
+    config = {
+        "model_type": "llama",
+        "hidden_size": 256,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "intermediate_size": 512,
+        "vocab_size": 1000,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    spec = get_model(str(path))
+    assert spec.head_dim == 64
+    assert spec.kv_bytes_per_token == 4 * 2 * 2 * 64 * 2
+
+
+def test_user_gpu_file(tmp_path: Path) -> None:
+    path = tmp_path / "mygpu.yaml"
+    path.write_text(
+        "bf16_dense_flops: 1.0e15\nhbm_bytes_per_s: 3.0e12\nhbm_capacity_bytes: 8.0e10\n"
+    )
+    gpu = get_gpu(str(path))
+    assert gpu.name == "mygpu"
+    assert gpu.bf16_flops == 1e15
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        ("not-a-model", "model: unknown model 'not-a-model'"),
+        (42, "model: expected a model name"),
+        (
+            {"hidden_size": 256, "num_attention_heads": 4},
+            "model.num_hidden_layers: required field is missing",
+        ),
+        ({"hidden_size": True, "num_attention_heads": 4}, "model.hidden_size: expected an integer"),
+        (
+            {"hidden_size": "wide", "num_attention_heads": 4},
+            "model.hidden_size: expected an integer",
+        ),
+    ],
+)
+def test_bad_models_name_the_field(value: object, fragment: str) -> None:
+    with pytest.raises(ConfigError, match=None) as info:
+        get_model(value)
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        ("tpu9", "hardware: unknown hardware 'tpu9'"),
+        ({"bf16_dense_flops": 1e15}, "hardware.hbm_bytes_per_s: required field is missing"),
+        ({"bf16_dense_flops": float("nan"), "hbm_bytes_per_s": 1.0}, "expected a finite number"),
+    ],
+)
+def test_bad_gpus_name_the_field(value: object, fragment: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        get_gpu(value)
+    assert fragment in str(info.value)
