@@ -104,3 +104,9 @@ def test_progress_callback_and_event_bound() -> None:
     plan.max_events = 10
     with pytest.raises(SimulationError, match=r"exceeded its event bound \(10 events"):
         Simulation(plan).run()
+
+
+def test_public_names() -> None:
+    import aisim.replay
+
+    assert sorted(aisim.replay.__all__) == ["ReplayResult", "run"]  # as docs/replay.md shows

@@ -214,3 +214,23 @@ def test_mooncake_hash_ids_share_prefix_blocks() -> None:
     assert list(frame["cached_prompt_tokens"]) == [0, 48, 32]
     frame = run(config(requests, prefix_caching=False)).requests
     assert list(frame["cached_prompt_tokens"]) == [0, 0, 0]
+
+
+def test_sd_rounds_reserve_the_whole_verification_width() -> None:
+    # As the preemption test, but d = 3 with every draft rejected: progress is one token per
+    # round, yet each round reserves w = 4 slots. Round k needs 64 + (k - 1) + 4 tokens each: 5
+    # blocks up to k = 13 (ends at 75, B has emitted 14); round 14 needs 81 tokens (6 blocks) for
+    # A, so B is preempted three rounds earlier than without SD. B (78 known tokens) returns
+    # when A ends at 325: re-prefill [325,335] (token 15), then 49 rounds: 335 + 245 = 580.
+    result = run(
+        config(
+            [one(64, 64), one(64, 64)],
+            blocks=10,
+            prefix_caching=False,
+            speculation=mtp([0.0, 0.0, 0.0]),
+        )
+    )
+    frame = result.requests
+    assert list(frame["e2e_latency_ms"]) == [325.0, 580.0]
+    assert list(frame["preemptions"]) == [0, 1]
+    assert list(frame["accepted_drafts"]) == [0, 0]
