@@ -3,6 +3,7 @@ rank. New requests go to the least loaded rank (lowest index on ties)."""
 
 from __future__ import annotations
 
+from aisim.errors import UnsupportedQuery
 from aisim.replay._metrics import Recorder
 from aisim.replay._plan import SCHEDULER_SGLANG, WorkerPlan
 from aisim.replay._pricing import RankWork
@@ -57,7 +58,13 @@ class Worker:
         if not any_work:
             return -1.0
         draft_length = self.draft_length if has_decode else 0
-        return self.plan.pricer.price(works, draft_length)
+        try:
+            return self.plan.pricer.price(works, draft_length)
+        except UnsupportedQuery as exc:
+            raise UnsupportedQuery(
+                f"{self.plan.path}.timing: the estimator cannot price a pass of this replay "
+                f"({_describe(works)}): {exc}"
+            ) from None
 
     def complete_pass(
         self, now_ms: float, finished: list[SimRequest], handoff: list[SimRequest]
@@ -67,3 +74,12 @@ class Worker:
 
     def peak_used_blocks(self) -> list[int]:
         return [rank.pool.peak_used_pages for rank in self.ranks]
+
+
+def _describe(works: list[RankWork]) -> str:
+    return "; ".join(
+        f"rank {index}: {work.num_prefill_requests} prefill requests / "
+        f"{work.sum_prefill_tokens} tokens, {work.num_decode_requests} decode requests / "
+        f"{work.sum_decode_kv_tokens} past KV tokens"
+        for index, work in enumerate(works)
+    )

@@ -87,3 +87,20 @@ def test_roofline_prices_each_pass_of_one_request(speculation: dict[str, Any] | 
     assert summary["mean_ttft_ms"] == pytest.approx(prefill, rel=1e-12)
     assert summary["mean_e2e_latency_ms"] == pytest.approx(prefill + sum(decode), rel=1e-12)
     assert summary["decode_rounds"] == len(kv_points)
+
+
+def test_an_estimator_that_cannot_price_a_pass_names_the_worker() -> None:
+    # A table holding only a decode point cannot price the prefill pass that starts the run.
+    from aisim import UnsupportedQuery
+    from aisim.config._replay import build_plan
+    from aisim.replay._engine import Simulation
+
+    plan, _ = build_plan(roofline_config(None))
+    table = fpm.table_from_points([{"batch_size": 8, "total_kv_tokens": 64, "latency_ms": 8.0}])
+    plan.workers[0].pricer = PassPricer.from_model(table, fpm.ForwardPassMetrics, False)
+    with pytest.raises(
+        UnsupportedQuery,
+        match=r"engine\.workers\.aggregated\.timing: the estimator cannot price a pass of this "
+        r"replay \(rank 0: 1 prefill requests / 100 tokens, 0 decode requests",
+    ):
+        Simulation(plan).run()
