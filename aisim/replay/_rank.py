@@ -64,7 +64,7 @@ class RankState:
 
     def admit(self, request: SimRequest, token_budget: int, chunked: bool) -> int:
         """Try to start ``request`` (head of ``waiting``) with at most ``token_budget`` new
-        tokens; returns the tokens scheduled (0: not admitted, nothing changed).
+        tokens; returns the tokens scheduled (0: not admitted, and it holds no KV).
 
         A fresh or preempted request prefills its known tokens minus prefix-cache hits (at least
         one token is always computed); a request whose prompt KV arrived from a prefill pool
