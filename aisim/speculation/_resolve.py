@@ -250,8 +250,17 @@ def _reject_present(
     if present:
         raise ConfigError(
             f"{join_path(path, present[0])}: kind {spec.kind} takes no {what} "
-            f"(speculation is disabled), got {', '.join(present)}"
+            f"({_NO_DRAFT_REASONS.get(spec.kind, 'not used by this kind')}), "
+            f"got {', '.join(present)}"
         )
+
+
+# Why a kind takes no separate draft (or no acceptance), for error messages.
+_NO_DRAFT_REASONS: Final = {
+    "none": "speculation is disabled",
+    "mtp": "its drafts come from the target's own MTP heads",
+    "ngram": "its drafts are n-gram lookups, with no draft network",
+}
 
 
 def _draft_inputs(
