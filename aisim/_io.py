@@ -29,10 +29,22 @@ def load_config_file(path: str | os.PathLike[str]) -> Any:
         if file.suffix.lower() == ".json":
             return json.loads(text)
         return yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+    except json.JSONDecodeError as exc:
         raise ConfigError(
-            f"{str(file)!r}: not valid {file.suffix.lstrip('.') or 'YAML'}: {exc}"
+            f"{str(file)!r}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
         ) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{str(file)!r}: not valid YAML: {_one_line_yaml_error(exc)}") from None
+
+
+def _one_line_yaml_error(exc: Exception) -> str:
+    """PyYAML errors span several lines with a source excerpt; keep problem and position."""
+    import yaml
+
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        return f"{exc.problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return " ".join(str(exc).split())
 
 
 def check_writable(path: str | os.PathLike[str], overwrite: bool) -> Path:

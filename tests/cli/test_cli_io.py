@@ -1,0 +1,43 @@
+"""Config loading and atomic writes shared by every subcommand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aisim._io import atomic_write_text, load_config_file
+from aisim.errors import ConfigError
+
+
+def test_yaml_errors_are_one_line_with_position(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("a: [1, 2\nb: 3\n")
+    with pytest.raises(ConfigError) as info:
+        load_config_file(bad)
+    message = str(info.value)
+    assert "\n" not in message
+    assert "not valid YAML" in message and "line 2, column 2" in message
+
+
+def test_json_errors_are_one_line_with_position(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"a": 1,}')
+    with pytest.raises(ConfigError, match=r"not valid JSON: .* at line 1, column 9$"):
+        load_config_file(bad)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="file not found"):
+        load_config_file(tmp_path / "absent.yaml")
+
+
+def test_atomic_write_refuses_to_clobber(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "summary.json"
+    atomic_write_text(target, "first")
+    with pytest.raises(ConfigError, match="--overwrite"):
+        atomic_write_text(target, "second")
+    assert target.read_text() == "first"
+    atomic_write_text(target, "second", overwrite=True)
+    assert target.read_text() == "second"
+    assert [p.name for p in target.parent.iterdir()] == ["summary.json"]
