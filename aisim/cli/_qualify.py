@@ -119,7 +119,13 @@ def calibrate_command(args: argparse.Namespace) -> int:
 def report_command(args: argparse.Namespace) -> int:
     from qualification.report import build_report, write_report
 
-    report, images = build_report(args.evidence, run_checks_now=not args.skip_checks)
+    command = (
+        f"aisim qualify report --evidence {args.evidence.as_posix()} --out {args.out.as_posix()}"
+    )
+    command += " --skip-checks" if args.skip_checks else ""
+    report, images = build_report(
+        args.evidence, run_checks_now=not args.skip_checks, command=command
+    )
     written = write_report(report, images, args.out, overwrite=args.overwrite)
     print(f"wrote {', '.join(str(path) for path in written)}")
     verdict = report["verdict"]

@@ -136,9 +136,14 @@ def calibration_artefacts(evidence: Path) -> list[dict[str, Any]]:
 
 
 def build_report(
-    evidence: Path, *, run_checks_now: bool = True, root: Path | None = None
+    evidence: Path,
+    *,
+    run_checks_now: bool = True,
+    root: Path | None = None,
+    command: str | None = None,
 ) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """The report (JSON-ready) and its images (name -> PNG bytes)."""
+    """The report (JSON-ready) and its images (name -> PNG bytes); ``command`` is the command
+    that asked for it (listed first among the commands run)."""
     root = root or Path.cwd()
     sections, images = [], {}
     for directory in find_datasets(evidence):
@@ -147,6 +152,7 @@ def build_report(
         images.update(section_images)
     checks = run_checks(root, run_checks_now)
     commands = [
+        *([command] if command else []),
         *(c["command"] for c in checks if c["command"]),
         *(
             f"aisim qualify mape {s['path']} --estimator rule --tests; "
