@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aisim._fields import as_int
 from aisim.errors import ConfigError
 from qualification.record._geometry import Grid, get_drafter, get_preset
 from qualification.record._summaries import (
@@ -89,6 +90,21 @@ def resolve_device(torch: Any, device: str) -> str:
     return device
 
 
+def check_grid(grid: Grid) -> Grid:
+    """Every draft length and batch size >= 1, K_total >= 0, 1..1000 repetitions."""
+    for field, values, minimum in (
+        ("d", grid.draft_lengths, 1),
+        ("batch", grid.batch_sizes, 1),
+        ("kv", grid.kv_totals, 0),
+    ):
+        if not values:
+            raise ConfigError(f"record.grid.{field}: expected at least one value")
+        for value in values:
+            as_int(value, f"record.grid.{field}", minimum, 1_000_000)
+    as_int(grid.repetitions, "record.grid.repetitions", 1, 1000)
+    return grid
+
+
 def record_dataset(
     preset_name: str,
     drafter_kind: str,
@@ -115,7 +131,10 @@ def record_dataset(
 
     preset = get_preset(preset_name)
     drafter = get_drafter(preset, drafter_kind)
-    grid = grid or preset.grid
+    grid = check_grid(grid or preset.grid)
+    as_int(threads, "record.threads", 1, 256)
+    if dtype not in DTYPES:
+        raise ConfigError(f"record.dtype: expected one of {', '.join(DTYPES)}, got {dtype!r}")
     if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
         raise ConfigError(f"{str(out_dir)!r} already exists; pass --overwrite to replace it")
     device = resolve_device(torch, device)
@@ -124,8 +143,6 @@ def record_dataset(
     load_start = os.getloadavg()
     started_utc = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     started_wall, started_cpu = time.monotonic(), time.process_time()
-    if dtype not in DTYPES:
-        raise ConfigError(f"record.dtype: expected one of {', '.join(DTYPES)}, got {dtype!r}")
     session = Session(preset.target, drafter, grid, device, seed, dtype)
 
     configs = grid.configurations()

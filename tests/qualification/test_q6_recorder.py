@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from aisim.errors import ConfigError
 from qualification.datasets import load_dataset
 from qualification.record import Grid, record_dataset
 
@@ -52,9 +53,15 @@ def test_tiny_grid_records_a_complete_dataset(tmp_path: Path, drafter: str) -> N
     assert (rounds["tokens_verified"] == (rounds["draft_length"] + 1) * rounds["batch_size"]).all()
     assert ((rounds["duration_ms"] - rounds["draft_ms"] - rounds["verify_ms"]).abs() < 1e-6).all()
     assert (rounds["duration_ms"] > 0).all()
-    points = {(int(b), int(k)): row for b, k, row in zip(
-        again.stp_points["batch_size"], again.stp_points["total_kv_tokens"],
-        again.stp_points.to_dict(orient="records"), strict=True)}
+    points = {
+        (int(b), int(k)): row
+        for b, k, row in zip(
+            again.stp_points["batch_size"],
+            again.stp_points["total_kv_tokens"],
+            again.stp_points.to_dict(orient="records"),
+            strict=True,
+        )
+    }
     # Each configuration's rule reference ((d + 1) B, same K) and its baseline (B, K) exist.
     for d in (1, 2):
         for b in (1, 2):
@@ -74,10 +81,32 @@ def test_cli_records_then_scores(tmp_path: Path) -> None:
     out = tmp_path / "cli"
     env = {**os.environ, "PYTHONSAFEPATH": "1"}
     record = subprocess.run(
-        [sys.executable, "-m", "aisim", "record", "--preset", "tiny", "--drafter", "mtp",
-         "--out", str(out), "--d", "1,2", "--batch", "1", "--kv", "32", "--reps", "2",
-         "--no-progress"],
-        capture_output=True, text=True, env=env, timeout=300, check=False,
+        [
+            sys.executable,
+            "-m",
+            "aisim",
+            "record",
+            "--preset",
+            "tiny",
+            "--drafter",
+            "mtp",
+            "--out",
+            str(out),
+            "--d",
+            "1,2",
+            "--batch",
+            "1",
+            "--kv",
+            "32",
+            "--reps",
+            "2",
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
     )
     assert record.returncode == 0, record.stderr
     assert "recorded 4 rounds" in record.stdout
@@ -86,7 +115,11 @@ def test_cli_records_then_scores(tmp_path: Path) -> None:
     assert "--d 1,2 --batch 1 --kv 32 --reps 2" in side["command"]
     mape = subprocess.run(
         [sys.executable, "-m", "aisim", "qualify", "mape", str(out)],
-        capture_output=True, text=True, env=env, timeout=300, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
     )
     assert mape.returncode == 0, mape.stderr
     assert "round-weighted MAPE" in mape.stdout
@@ -98,8 +131,38 @@ def test_missing_torch_is_one_clear_error(tmp_path: Path) -> None:
         "from aisim.cli import main\n"
         f"sys.exit(main(['record', '--preset', 'tiny', '--drafter', 'mtp', '--out', {str(tmp_path)!r}]))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
     assert result.returncode == 2
     assert "pip install 'aisim[record]'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("grid", "options", "message"),
+    [
+        (
+            Grid((0,), (1,), (32,), 1),
+            {},
+            r"record.grid.d: expected an integer in 1\.\.1000000, got 0",
+        ),
+        (Grid((1,), (), (32,), 1), {}, "record.grid.batch: expected at least one value"),
+        (Grid((1,), (1,), (32,), 0), {}, "record.grid.repetitions"),
+        (GRID, {"threads": 0}, "record.threads"),
+        (GRID, {"dtype": "int8"}, "record.dtype: expected one of float32, bfloat16, float16"),
+        (GRID, {"device": "tpu"}, "record.device: expected auto, cpu or cuda"),
+    ],
+)
+def test_bad_recording_requests_are_clear_errors(
+    tmp_path: Path, grid: Grid, options: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        record_dataset("tiny", "mtp", tmp_path / "x", grid=grid, **options)  # type: ignore[arg-type]
+
+
+def test_unknown_preset_and_drafter(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="unknown preset 'huge'; allowed: qwen3-0.6b, tiny"):
+        record_dataset("huge", "mtp", tmp_path / "x")
+    with pytest.raises(ConfigError, match="unknown drafter 'medusa'"):
+        record_dataset("tiny", "medusa", tmp_path / "x")
