@@ -21,3 +21,62 @@ def test_every_column_is_documented(schema: object) -> None:
 
 def test_readme_lists_the_evidence_guide() -> None:
     assert "docs/evidence.md" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_documented_commands_run_on_the_committed_evidence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aisim.cli import main
+
+    monkeypatch.chdir(ROOT)
+    assert main(["qualify", "mape", "evidence/cpu-qwen3-0.6b-mtp"]) == 0
+    assert "# MAPE: `rule` on `cpu-qwen3-0.6b-mtp`" in capsys.readouterr().out
+    out = tmp_path / "mtp.v1.json"
+    assert (
+        main(
+            [
+                "qualify",
+                "calibrate",
+                "evidence/cpu-qwen3-0.6b-mtp",
+                "--validation",
+                "kfold:4",
+                "--name",
+                "cpu-qwen3-0.6b-mtp",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    assert "calibrated, held out (kfold:4)" in capsys.readouterr().out
+    # Selecting a calibration: refused on its own data, accepted on another recording.
+    assert (
+        main(
+            [
+                "qualify",
+                "mape",
+                "evidence/cpu-qwen3-0.6b-mtp",
+                "--estimator",
+                "calibrated",
+                "--coefficients",
+                str(out),
+            ]
+        )
+        == 2
+    )
+    assert "was fitted on dataset 'cpu-qwen3-0.6b-mtp'" in capsys.readouterr().err
+    assert (
+        main(
+            [
+                "qualify",
+                "mape",
+                "evidence/cpu-qwen3-0.6b-eagle3",
+                "--estimator",
+                "calibrated",
+                "--coefficients",
+                "evidence/calibration/cpu-qwen3-0.6b-draft_model.v1.json",
+            ]
+        )
+        == 0
+    )
+    assert "calibrated:cpu-qwen3-0.6b-draft_model.v1" in capsys.readouterr().out
