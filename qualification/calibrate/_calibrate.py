@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from aisim.fpm import RULE_INTERCEPT, RULE_SLOPE
 from qualification.calibrate._artefact import build_artefact
 from qualification.calibrate._fit import cross_validate, fit_coefficients
 from qualification.datasets import RecordedDataset
 from qualification.mape import RulePredictor, evaluate, summarize
-from qualification.mape._engine import predict_all, score_rounds
 
-PUBLISHED = {"a": 0.08, "b": 1.25}
+#: The published rule's coefficients, from the core (never restated here).
+PUBLISHED = {"a": RULE_SLOPE, "b": RULE_INTERCEPT}
 
 
 def default_name(dataset: RecordedDataset) -> str:
@@ -24,21 +25,17 @@ def calibrate(
     """The calibration report of ``dataset`` (JSON-ready); ``report["artefact"]`` is the
     coefficients artefact to save. Rows the rule cannot answer are neither fitted nor scored
     (their count and reasons are reported)."""
-    rule = RulePredictor(dataset)
-    published_report, _ = evaluate(dataset, rule)
-    scored = score_rounds(dataset, predict_all(dataset, rule))
+    published_report, scored = evaluate(dataset, RulePredictor(dataset))
     usable = scored[scored["stp_reference_ms"].notna()].copy()
     held_out, folds = cross_validate(usable, method)
-    held_out_scored = usable.assign(predicted_ms=held_out)
-    published_scored = usable
     everything = fit_coefficients(usable)
     validation = {
         "method": method,
         "folds": folds,
         "rows_used": len(usable),
         "rows_unanswered_by_rule": len(scored) - len(usable),
-        "held_out": summarize(held_out_scored),
-        "published_rule_same_rows": summarize(published_scored),
+        "held_out": summarize(usable.assign(predicted_ms=held_out)),
+        "published_rule_same_rows": summarize(usable),
     }
     artefact = build_artefact(
         name or default_name(dataset), version, everything, dataset, validation

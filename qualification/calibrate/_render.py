@@ -12,7 +12,10 @@ def calibration_rows(result: dict[str, Any]) -> list[list[str]]:
     validation = result["validation"]
     rows = []
     for label, summary in (
-        ("published rule (0.08 d + 1.25)", validation["published_rule_same_rows"]),
+        (
+            f"published rule ({result['published']['a']} d + {result['published']['b']})",
+            validation["published_rule_same_rows"],
+        ),
         (f"calibrated, held out ({validation['method']})", validation["held_out"]),
     ):
         worst = summary["worst_config"]
@@ -42,7 +45,8 @@ def calibration_markdown(result: dict[str, Any]) -> str:
             f"# Calibration of `{result['dataset']['name']}`",
             "",
             f"Fitted on all {validation['rows_used']} rounds: a = {fitted['a']:.4f}, "
-            f"b = {fitted['b']:.4f} (published: a = 0.08, b = 1.25). Held-out validation: "
+            f"b = {fitted['b']:.4f} (published: a = {result['published']['a']}, "
+            f"b = {result['published']['b']}). Held-out validation: "
             f"{validation['method']}, {len(validation['folds'])} folds, fold a in "
             f"[{min(a_values):.4f}, {max(a_values):.4f}], b in [{min(b_values):.4f}, "
             f"{max(b_values):.4f}]. Rows the rule could not answer: "

@@ -23,18 +23,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-SCORED_COLUMNS = (
-    "config_id",
-    "cell",
-    "device",
-    "model",
-    "draft_length",
-    "measured_ms",
-    "predicted_ms",
-    "reason",
-)
-
-
 CONFIG_COLUMNS = (
     "config_id",
     "cell",

@@ -115,6 +115,7 @@ def dataset_section(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
             "fitted_all_rows": calibration["fitted_all_rows"],
             "validation": calibration["validation"],
             "dataset": calibration["dataset"],
+            "published": calibration["published"],
         },
         "images": sorted(images),
     }
