@@ -78,16 +78,25 @@ def run_check(name: str, root: Path) -> dict[str, Any]:
     }
 
 
-def _junit_counts(path: Path) -> dict[str, int]:
+def _junit_counts(path: Path) -> dict[str, Any]:
+    """Totals and a per-test-module breakdown (so e.g. the replay parity suite shows by name)."""
     root = ElementTree.parse(path).getroot()
-    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
-    totals = {"tests": 0, "failed": 0, "errors": 0, "skipped": 0}
-    for suite in suites:
-        totals["tests"] += int(suite.get("tests", 0))
-        totals["failed"] += int(suite.get("failures", 0))
-        totals["errors"] += int(suite.get("errors", 0))
-        totals["skipped"] += int(suite.get("skipped", 0))
-    totals["passed"] = totals["tests"] - totals["failed"] - totals["errors"] - totals["skipped"]
+    totals: dict[str, Any] = {"tests": 0, "failed": 0, "errors": 0, "skipped": 0, "passed": 0}
+    modules: dict[str, dict[str, int]] = {}
+    for case in root.iter("testcase"):
+        parts = case.get("classname", "").split(".")
+        module = next((part for part in parts if part.startswith("test_")), parts[-1] or "?")
+        outcome = "passed"
+        for child, name in (("failure", "failed"), ("error", "errors"), ("skipped", "skipped")):
+            if case.find(child) is not None:
+                outcome = name
+        counts = modules.setdefault(
+            module, {"tests": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+        )
+        for bucket in (totals, counts):
+            bucket["tests"] += 1
+            bucket[outcome] += 1
+    totals["by_module"] = dict(sorted(modules.items()))
     return totals
 
 

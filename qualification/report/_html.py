@@ -53,9 +53,14 @@ def _checks(checks: list[dict[str, Any]]) -> str:
             if "passed" in check
             else check.get("reason", "")
         )
+        modules = "".join(
+            f"<br><code>{_e(module)}</code>: {c['passed']}/{c['tests']} passed"
+            + (f", {c['failed'] + c['errors']} failed" if c["failed"] + c["errors"] else "")
+            for module, c in check.get("by_module", {}).items()
+        )
         rows.append(
             f"<tr><td>{_e(check['name'])}</td><td>{_tag(check['evidence_type'])}</td>"
-            f"<td>{_status(check['status'])}</td><td>{_e(counts)}</td>"
+            f"<td>{_status(check['status'])}</td><td>{_e(counts)}{modules}</td>"
             f"<td><code>{_e(check['command'] or '')}</code></td></tr>"
         )
     head = "".join(f"<th>{h}</th>" for h in ("check", "evidence", "status", "result", "command"))

@@ -51,8 +51,10 @@ def test_report_is_deterministic_apart_from_the_timestamp(evidence: Path, tmp_pa
         report["generated_utc"] = "T"
         write_report(report, images, tmp_path / name)
         pages.append(
-            ((tmp_path / name / "report.html").read_bytes(),
-             (tmp_path / name / "report.json").read_bytes())
+            (
+                (tmp_path / name / "report.html").read_bytes(),
+                (tmp_path / name / "report.json").read_bytes(),
+            )
         )
     assert pages[0] == pages[1]
 
@@ -85,19 +87,50 @@ def test_checks_report_real_pytest_outcomes(tmp_path: Path) -> None:
     assert absent["status"] == "not run" and "not found" in absent["reason"]
 
 
-def test_cli_report_and_mape(evidence: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_report_and_mape(
+    evidence: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "report"
-    assert main(["qualify", "report", "--evidence", str(evidence), "--out", str(out),
-                 "--skip-checks"]) == 0
+    assert (
+        main(["qualify", "report", "--evidence", str(evidence), "--out", str(out), "--skip-checks"])
+        == 0
+    )
     written = json.loads((out / "report.json").read_text())
     assert written["verdict"]["datasets_scored"] == ["small"]
-    assert main(["qualify", "report", "--evidence", str(evidence), "--out", str(out),
-                 "--skip-checks"]) == 2  # refuses to clobber without --overwrite
+    assert (
+        main(["qualify", "report", "--evidence", str(evidence), "--out", str(out), "--skip-checks"])
+        == 2
+    )  # refuses to clobber without --overwrite
     assert "already exists" in capsys.readouterr().err
     mape_dir = tmp_path / "mape"
-    assert main(["qualify", "mape", str(evidence / "small"), "--out", str(mape_dir), "--tests"]) == 0
+    assert (
+        main(["qualify", "mape", str(evidence / "small"), "--out", str(mape_dir), "--tests"]) == 0
+    )
     assert sorted(p.name for p in mape_dir.iterdir()) == [
-        "mape.json", "mape.md", "predicted_vs_measured.png", "signed_error_by_config.png"
+        "mape.json",
+        "mape.md",
+        "predicted_vs_measured.png",
+        "signed_error_by_config.png",
     ]
     assert main(["qualify", "mape", str(tmp_path / "nowhere")]) == 2
     assert "not a dataset directory" in capsys.readouterr().err
+
+
+def test_check_results_are_broken_down_by_test_module(tmp_path: Path) -> None:
+    probes = tmp_path / "tests" / "probes"
+    probes.mkdir(parents=True)
+    (probes / "test_probe_a.py").write_text("def test_a():\n    pass\n")
+    (probes / "test_probe_b.py").write_text(
+        "import pytest\n\ndef test_b():\n    assert False\n\n"
+        "@pytest.mark.skip(reason='demo')\ndef test_c():\n    pass\n"
+    )
+    result = run_check("probes", tmp_path)
+    assert result["status"] == "failed"
+    assert result["by_module"] == {
+        "test_probe_a": {"tests": 1, "passed": 1, "failed": 0, "errors": 0, "skipped": 0},
+        "test_probe_b": {"tests": 2, "passed": 0, "failed": 1, "errors": 0, "skipped": 1},
+    }
+    report = {"checks": [result]}
+    from qualification.report._html import _checks
+
+    assert "<code>test_probe_b</code>: 0/2 passed, 1 failed" in _checks(report["checks"])
