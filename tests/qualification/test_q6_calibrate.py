@@ -38,9 +38,14 @@ def synthetic_rows(a: float, b: float, noise: float, seed: int) -> pd.DataFrame:
                 for _ in range(5):
                     measured = (a * d + b) * reference * (1 + rng.gauss(0.0, noise))
                     rows.append(
-                        {"config_id": f"d{d}-b{batch}-k{k}", "draft_length": d,
-                         "batch_size": batch, "total_kv_tokens": k,
-                         "stp_reference_ms": reference, "measured_ms": measured}
+                        {
+                            "config_id": f"d{d}-b{batch}-k{k}",
+                            "draft_length": d,
+                            "batch_size": batch,
+                            "total_kv_tokens": k,
+                            "stp_reference_ms": reference,
+                            "measured_ms": measured,
+                        }
                     )
     return pd.DataFrame(rows)
 
@@ -111,10 +116,18 @@ def test_held_out_rows_never_leak_into_their_fit(method: str) -> None:
 def test_calibrate_dataset_and_use_the_artefact_elsewhere(
     make_dataset: Callable[..., RecordedDataset], tmp_path: Path
 ) -> None:
-    stp = {((d + 1) * b, k): stp_latency((d + 1) * b, k)
-           for d in (1, 2, 3) for b in (1, 2) for k in (64, 128)}
-    rounds = [(d, b, k, [(0.2 * d + 1.0) * stp[((d + 1) * b, k)]] * 2)
-              for d in (1, 2, 3) for b in (1, 2) for k in (64, 128)]
+    stp = {
+        ((d + 1) * b, k): stp_latency((d + 1) * b, k)
+        for d in (1, 2, 3)
+        for b in (1, 2)
+        for k in (64, 128)
+    }
+    rounds = [
+        (d, b, k, [(0.2 * d + 1.0) * stp[((d + 1) * b, k)]] * 2)
+        for d in (1, 2, 3)
+        for b in (1, 2)
+        for k in (64, 128)
+    ]
     fitted_on = make_dataset("fit", stp, rounds)
     result = calibrate(fitted_on, method="loco", name="demo", version=3)
     assert result["fitted_all_rows"]["a"] == pytest.approx(0.2, abs=1e-9)
@@ -138,8 +151,16 @@ def test_calibrate_dataset_and_use_the_artefact_elsewhere(
 
 def test_malformed_artefacts_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
-    path.write_text(json.dumps({"schema": {"name": "aisim.calibration", "version": 1},
-                                "name": "x", "version": 1, "coefficients": {"a": "big"}}))
+    path.write_text(
+        json.dumps(
+            {
+                "schema": {"name": "aisim.calibration", "version": 1},
+                "name": "x",
+                "version": 1,
+                "coefficients": {"a": "big"},
+            }
+        )
+    )
     with pytest.raises(DataIntegrityError, match="coefficients.a"):
         load_artefact(path)
     path.write_text("[1, 2")

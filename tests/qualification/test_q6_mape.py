@@ -57,8 +57,13 @@ def test_five_row_metrics_by_hand() -> None:
 def test_unanswered_rows_count_against_coverage_only() -> None:
     extra = pd.DataFrame(
         {
-            "config_id": ["D"], "cell": ["x"], "device": ["cpu"], "model": ["m"],
-            "draft_length": [4], "measured_ms": [80.0], "predicted_ms": [math.nan],
+            "config_id": ["D"],
+            "cell": ["x"],
+            "device": ["cpu"],
+            "model": ["m"],
+            "draft_length": [4],
+            "measured_ms": [80.0],
+            "predicted_ms": [math.nan],
             "reason": ["UnsupportedQuery: outside the table"],
         }
     )
@@ -90,7 +95,8 @@ def test_evaluate_maps_predictions_onto_rounds_and_cells(
     make_dataset: Callable[..., RecordedDataset],
 ) -> None:
     dataset = make_dataset(
-        "ds", {(1, 256): 10.0},
+        "ds",
+        {(1, 256): 10.0},
         [(1, 1, 256, [100.0, 110.0]), (2, 1, 256, [200.0, 200.0]), (3, 1, 256, [50.0])],
     )
     predictor = FixedPredictor({"d1-b1-k256": 110.0, "d2-b1-k256": 180.0})
