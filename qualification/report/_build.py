@@ -82,9 +82,16 @@ def dataset_section(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
         dataset = load_dataset(directory)
         rule, scored = evaluate(dataset, make_predictor("rule", dataset), with_tests=True)
         widened, _ = evaluate(dataset, make_predictor("stp-widened", dataset))
-        calibration = calibrate(dataset, method="loco")
     except AisimError as exc:
         return {"name": directory.name, "status": "refused", "reason": str(exc)}, {}
+    try:
+        result = calibrate(dataset, method="loco")
+        calibration: dict[str, Any] = {
+            "status": "fitted",
+            **{k: result[k] for k in ("fitted_all_rows", "validation", "dataset", "published")},
+        }
+    except AisimError as exc:  # e.g. a single draft length: (a, b) cannot be told apart
+        calibration = {"status": "not run", "reason": str(exc)}
     images = {
         f"{dataset.name}/{name}": data
         for name, data in plots(scored, f"published rule on {dataset.name}").items()
@@ -111,12 +118,7 @@ def dataset_section(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
         "anomalies": dataset.rounds_sidecar.get("anomalies", []),
         "rule": {k: rule[k] for k in ("estimator", "summary", "cells", "configurations", "tests")},
         "stp_widened": {"estimator": widened["estimator"], "summary": widened["summary"]},
-        "calibration": {
-            "fitted_all_rows": calibration["fitted_all_rows"],
-            "validation": calibration["validation"],
-            "dataset": calibration["dataset"],
-            "published": calibration["published"],
-        },
+        "calibration": calibration,
         "images": sorted(images),
     }
     return section, images

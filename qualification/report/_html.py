@@ -102,12 +102,15 @@ def _dataset(section: dict[str, Any], images: dict[str, bytes]) -> str:
         f"{_e(percent(widened['equal_config_mape']))}, bias {_e(percent(widened['bias']))}.</p>"
     )
     calibration = section["calibration"]
-    fitted = calibration["fitted_all_rows"]
-    parts += [
-        "<h3>Calibration (held-out; never scored on fitted rows)</h3>",
-        f"<p>All rows: a = {fitted['a']:.4f}, b = {fitted['b']:.4f}.</p>",
-        _table(CALIBRATION_HEADERS, calibration_rows(calibration)),
-    ]
+    parts.append("<h3>Calibration (held-out; never scored on fitted rows)</h3>")
+    if calibration["status"] == "fitted":
+        fitted = calibration["fitted_all_rows"]
+        parts += [
+            f"<p>All rows: a = {fitted['a']:.4f}, b = {fitted['b']:.4f}.</p>",
+            _table(CALIBRATION_HEADERS, calibration_rows(calibration)),
+        ]
+    else:
+        parts.append(f"<p>{_status('not run')}: {_e(calibration['reason'])}</p>")
     if section["anomalies"]:
         parts.append(
             "<details><summary>Anomalies recorded in the sidecar</summary><ul>"

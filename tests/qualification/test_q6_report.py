@@ -134,3 +134,15 @@ def test_check_results_are_broken_down_by_test_module(tmp_path: Path) -> None:
     from qualification.report._html import _checks
 
     assert "<code>test_probe_b</code>: 0/2 passed, 1 failed" in _checks(report["checks"])
+
+
+def test_a_dataset_that_cannot_be_calibrated_is_still_scored(
+    make_dataset: Callable[..., RecordedDataset], tmp_path: Path
+) -> None:
+    make_dataset("single/one-d", STP, [(1, 1, 64, [7.0]), (1, 2, 64, [9.0])])
+    report, images = build_report(tmp_path / "single", run_checks_now=False, root=tmp_path)
+    (section,) = report["datasets"]
+    assert section["status"] == "scored"
+    assert section["calibration"]["status"] == "not run"
+    assert "two or more draft lengths" in section["calibration"]["reason"]
+    assert "two or more draft lengths" in render_html(report, images)
