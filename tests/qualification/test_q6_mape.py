@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -175,3 +176,20 @@ def test_tost_equivalence_by_hand() -> None:
     assert result["equivalent"] is True
     far = tost_log_ratio([150.0, 160.0, 155.0], measured, margin=0.10)
     assert far["equivalent"] is False
+
+
+def test_mape_outputs_are_byte_identical_for_the_same_inputs(
+    make_dataset: Callable[..., RecordedDataset], tmp_path: Path
+) -> None:
+    from qualification.mape import write_mape_outputs
+
+    dataset = make_dataset(
+        "ds", {(2, 64): 5.0, (3, 64): 6.0}, [(1, 1, 64, [7.0, 6.5]), (2, 1, 64, [8.1, 8.3])]
+    )
+    outputs = []
+    for name in ("one", "two"):
+        report, scored = evaluate(dataset, make_predictor("rule", dataset), with_tests=True)
+        paths = write_mape_outputs(report, scored, tmp_path / name)
+        outputs.append([path.read_bytes() for path in paths])
+    assert outputs[0] == outputs[1]
+    assert outputs[0][2].startswith(b"\x89PNG")
