@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from aisim._io import atomic_write_text, canonical_json, check_writable
+from aisim.errors import ConfigError
 
 
 def register(commands: Any) -> None:
@@ -87,6 +88,11 @@ def mape_command(args: argparse.Namespace) -> int:
     from qualification.datasets import load_dataset
     from qualification.mape import evaluate, make_predictor, to_markdown, write_mape_outputs
 
+    if args.coefficients and args.estimator != "calibrated":
+        raise ConfigError(
+            f"qualify.coefficients: only used with --estimator calibrated, got --estimator "
+            f"{args.estimator}"
+        )
     dataset = load_dataset(args.dataset)
     factory = calibrated_factory(load_artefact(args.coefficients)) if args.coefficients else None
     predictor = make_predictor(args.estimator, dataset, factory)

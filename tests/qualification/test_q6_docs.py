@@ -80,3 +80,16 @@ def test_documented_commands_run_on_the_committed_evidence(
         == 0
     )
     assert "calibrated:cpu-qwen3-0.6b-draft_model.v1" in capsys.readouterr().out
+
+
+def test_coefficients_without_the_calibrated_estimator_is_an_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aisim.cli import main
+
+    monkeypatch.chdir(ROOT)
+    artefact = "evidence/calibration/cpu-qwen3-0.6b-mtp.v1.json"
+    assert (
+        main(["qualify", "mape", "evidence/cpu-qwen3-0.6b-eagle3", "--coefficients", artefact]) == 2
+    )
+    assert "only used with --estimator calibrated" in capsys.readouterr().err
