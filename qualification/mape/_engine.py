@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from aisim.errors import ConfigError
 from qualification.datasets import RecordedDataset
 from qualification.mape._metrics import cell_table, configuration_table, summarize
 from qualification.mape._predictors import Prediction, Predictor, RoundQuery
@@ -85,6 +86,8 @@ def evaluate(
     ``with_tests`` adds a two-sample KS test (predicted vs measured round durations) and a TOST
     equivalence test on configuration log ratios within +-``tost_margin``.
     """
+    if not 0.0 < tost_margin < 1.0:
+        raise ConfigError(f"qualify.tost_margin: expected a number in (0, 1), got {tost_margin!r}")
     scored = score_rounds(dataset, predict_all(dataset, predictor))
     configs = configuration_table(scored)
     report: dict[str, Any] = {
