@@ -15,7 +15,6 @@ import copy
 import math
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -219,11 +218,6 @@ def test_probe_full_acceptance_lowers_tpot_under_roofline(
     assert math.isclose(on["mean_acceptance_length"], 1 + depth, rel_tol=0.5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known replay issue: a P/D prefill pool that must wait for KV freed by a hand-off "
-    "never admits the waiting request ('the simulation ended before it finished')",
-)
 def test_probe_pd_prefill_pool_admits_a_request_after_kv_is_handed_off() -> None:
     # 31 blocks of 16 = 496 tokens: 257 + 225 prompts (17 + 15 blocks) do not fit together, each
     # fits alone; the second must be admitted once the first's KV moves to the decode pool.
@@ -236,7 +230,11 @@ def test_probe_pd_prefill_pool_admits_a_request_after_kv_is_handed_off() -> None
         "traffic": {"source": {"type": "agentic", "requests": requests}},
         "engine": {
             "workers": {"prefill": pool, "decode": copy.deepcopy(pool)},
-            "kv_transfer": {"bandwidth_bytes_per_s": 1e10, "latency_ms": 0.1},
+            "kv_transfer": {
+                "bandwidth_bytes_per_s": 1e10,
+                "latency_ms": 0.1,
+                "kv_bytes_per_token": 1024,
+            },
         },
     }
     assert run(config).summary["completed_requests"] == 2
