@@ -14,6 +14,7 @@ from typing import Any
 
 from aisim.errors import AisimError
 from qualification.report._checks import run_checks
+from qualification.report._transfer import artefact_transfers
 
 REPORT_SCHEMA = {"name": "aisim.release_report", "version": 1}
 _PACKAGES = (
@@ -149,11 +150,14 @@ def build_report(
     that asked for it (listed first among the commands run)."""
     root = root or Path.cwd()
     sections, images = [], {}
-    for directory in find_datasets(evidence):
+    directories = find_datasets(evidence)
+    for directory in directories:
         section, section_images = dataset_section(directory)
         sections.append(section)
         images.update(section_images)
     checks = run_checks(root, run_checks_now)
+    artefacts = calibration_artefacts(evidence)
+    transfers = artefact_transfers(artefacts, directories)
     commands = [
         *([command] if command else []),
         *(c["command"] for c in checks if c["command"]),
@@ -162,6 +166,13 @@ def build_report(
             f"aisim qualify calibrate {s['path']} --validation loco"
             for s in sections
             if s["status"] == "scored"
+        ),
+        *(
+            f"aisim qualify mape {s['path']} --estimator calibrated --coefficients "
+            f"{evidence.as_posix()}/calibration/{t['artefact']}.json"
+            for t in transfers
+            for s in sections
+            if s["name"] == t["dataset"]
         ),
     ]
     report = {
@@ -173,7 +184,8 @@ def build_report(
         "commands": commands,
         "checks": checks,
         "datasets": sections,
-        "calibration_artefacts": calibration_artefacts(evidence),
+        "calibration_artefacts": artefacts,
+        "calibration_transfer": transfers,
         "verdict": {
             "checks_failed": [c["name"] for c in checks if c["status"] == "failed"],
             "checks_not_run": [c["name"] for c in checks if c["status"] == "not run"],

@@ -120,6 +120,40 @@ def _dataset(section: dict[str, Any], images: dict[str, bytes]) -> str:
     return "\n".join(parts)
 
 
+def _transfer_table(transfers: list[dict[str, Any]]) -> str:
+    if not transfers:
+        return "<p>none (no other recording shares an artefact's target and drafter)</p>"
+    rows = []
+    for item in transfers:
+        calibrated, rule = item["calibrated"], item["published_rule"]
+        worst = calibrated["worst_config"]
+        rows.append(
+            [
+                item["artefact"],
+                item["dataset"],
+                item["evidence_type"],
+                percent(calibrated["round_weighted_mape"]),
+                percent(calibrated["equal_config_mape"]),
+                percent(calibrated["p90_ape"]),
+                "n/a" if worst is None else f"{worst['config_id']} ({percent(worst['ape'])})",
+                percent(rule["round_weighted_mape"]),
+                percent(rule["equal_config_mape"]),
+            ]
+        )
+    headers = [
+        "artefact",
+        "dataset",
+        "evidence",
+        "calibrated round-weighted",
+        "calibrated equal-config",
+        "calibrated P90",
+        "calibrated worst",
+        "rule round-weighted",
+        "rule equal-config",
+    ]
+    return _table(headers, rows)
+
+
 def render_html(report: dict[str, Any], images: dict[str, bytes]) -> str:
     """The whole page; identical inputs give identical bytes."""
     versions = report["versions"]
@@ -155,6 +189,8 @@ def render_html(report: dict[str, Any], images: dict[str, bytes]) -> str:
         _table(["file", "status", "name", "coefficients"], artefacts)
         if artefacts
         else "<p>none</p>",
+        "<h3>Calibration transfer: each artefact on the other recordings it applies to</h3>",
+        _transfer_table(report["calibration_transfer"]),
         "<h2>Versions</h2>",
         _table(["package", "version"], [[k, str(v)] for k, v in versions.items()]),
         "<h2>Commands run</h2>",

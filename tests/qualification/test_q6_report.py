@@ -146,3 +146,26 @@ def test_a_dataset_that_cannot_be_calibrated_is_still_scored(
     assert section["calibration"]["status"] == "not run"
     assert "two or more draft lengths" in section["calibration"]["reason"]
     assert "two or more draft lengths" in render_html(report, images)
+
+
+def test_calibration_transfer_scores_artefacts_only_on_other_matching_recordings(
+    make_dataset: Callable[..., RecordedDataset], tmp_path: Path
+) -> None:
+    from qualification.calibrate import calibrate
+
+    stp = {(2, 64): 5.0, (3, 64): 6.0, (4, 64): 7.0}
+    exact = [(d, 1, 64, [(0.2 * d + 1.0) * stp[(d + 1, 64)]] * 2) for d in (1, 2, 3)]
+    fitted = make_dataset("ev/a-mtp", stp, exact)
+    make_dataset("ev/b-mtp", stp, exact[:2])
+    make_dataset("ev/c-eagle3", stp, exact, draft_kind="eagle3")
+    artefact = calibrate(fitted, name="a-fit")["artefact"]
+    (tmp_path / "ev" / "calibration").mkdir()
+    (tmp_path / "ev" / "calibration" / "a-fit.v1.json").write_text(json.dumps(artefact))
+    report, _ = build_report(tmp_path / "ev", run_checks_now=False, root=tmp_path)
+    (transfer,) = report["calibration_transfer"]  # not a-mtp (fitted on), not c-eagle3
+    assert (transfer["artefact"], transfer["dataset"]) == ("a-fit.v1", "b-mtp")
+    assert transfer["calibrated"]["round_weighted_mape"] == pytest.approx(0.0, abs=1e-9)
+    # the published rule on the same rows: factors 1.33 and 1.41 against 1.2 and 1.4
+    expected = (abs(1.33 - 1.2) / 1.2 + abs(1.41 - 1.4) / 1.4) / 2
+    assert transfer["published_rule"]["round_weighted_mape"] == pytest.approx(expected)
+    assert "a-fit.v1" in render_html(report, {})
