@@ -41,3 +41,14 @@ def test_atomic_write_refuses_to_clobber(tmp_path: Path) -> None:
     atomic_write_text(target, "second", overwrite=True)
     assert target.read_text() == "second"
     assert [p.name for p in target.parent.iterdir()] == ["summary.json"]
+
+
+def test_atomic_write_uses_the_umask_mode(tmp_path: Path) -> None:
+    import os
+
+    previous = os.umask(0o022)
+    try:
+        target = atomic_write_text(tmp_path / "report.json", "{}")
+    finally:
+        os.umask(previous)
+    assert target.stat().st_mode & 0o777 == 0o644
