@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import platform
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from aisim._fields import as_int
 from aisim.errors import ConfigError
+from qualification._provenance import git_state
 from qualification.record._geometry import Grid, get_drafter, get_preset
 from qualification.record._summaries import (
     MALLOC_ENV,
@@ -46,26 +46,6 @@ def require_torch() -> Any:
             "pip install 'aisim[record]' (torch==2.13.0)"
         ) from None
     return torch
-
-
-def _git_revision() -> dict[str, Any]:
-    root = Path(__file__).resolve().parents[2]
-    try:
-        revision = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
-        )
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return {"revision": "unknown", "dirty": None}
-    if revision.returncode != 0:
-        return {"revision": "unknown", "dirty": None}
-    return {"revision": revision.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
 def _device_name(torch: Any, device: str) -> str:
@@ -240,7 +220,7 @@ def record_dataset(
                 "numpy": _version_of("numpy"),
                 "pyarrow": _version_of("pyarrow"),
             },
-            "git": _git_revision(),
+            "git": git_state(),
         },
         "host": {
             "shared": True,

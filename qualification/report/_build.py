@@ -8,11 +8,11 @@ from __future__ import annotations
 import datetime
 import importlib.metadata
 import platform
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from aisim.errors import AisimError
+from qualification._provenance import git_state
 from qualification.report._checks import run_checks
 from qualification.report._transfer import artefact_transfers
 
@@ -50,25 +50,6 @@ def versions() -> dict[str, Any]:
         except importlib.metadata.PackageNotFoundError:
             found[package] = None
     return found
-
-
-def git_state(root: Path) -> dict[str, Any]:
-    try:
-        revision = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
-        )
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return {"revision": "unknown", "dirty": None}
-    if revision.returncode != 0:
-        return {"revision": "unknown", "dirty": None}
-    return {"revision": revision.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
 def dataset_section(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
