@@ -11,17 +11,7 @@ import json
 import time
 from typing import Any
 
-_EAGLE_DRAFT: dict[str, Any] = {
-    "model_type": "llama",
-    "hidden_size": 4096,
-    "intermediate_size": 14336,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "vocab_size": 128256,
-    "draft_vocab_size": 32000,
-    "torch_dtype": "bfloat16",
-}
+from qualification.cases._drafts import EAGLE3_LLAMA_8B
 
 
 def config_mix(count: int) -> list[dict[str, Any]]:
@@ -39,7 +29,7 @@ def config_mix(count: int) -> list[dict[str, Any]]:
             {
                 "kind": "eagle3",
                 "params": {"num_speculative_tokens": depth},
-                "draft_config": _EAGLE_DRAFT,
+                "draft_config": EAGLE3_LLAMA_8B,
                 "acceptance_length": 1.0 + depth * 0.4,
                 "seed": depth,
             }
