@@ -10,7 +10,7 @@ import argparse
 import os
 
 from qualification.bench import bench_replay
-from qualification.bench._builds import compare_builds
+from qualification.bench._builds import compare_builds, run_child_output
 
 
 def main() -> None:
@@ -31,6 +31,8 @@ def main() -> None:
         f"speedup x{resolve['speedup']:.2f} "
         f"(builds: compiled={resolve['compiled_build_compiled']}, pure={resolve['pure_build_compiled']})"
     )
+    for pure in (False, True):
+        print(run_child_output("qualification.bench.bench_fpm", [], pure=pure), end="")
     if args.skip_replay or not os.path.exists(bench_replay.TRACE):
         print(f"replay: skipped (trace {bench_replay.TRACE} absent or --skip-replay)")
         return

@@ -29,6 +29,14 @@ def source_root() -> Path:
 
 def run_child(module: str, args: list[str], *, pure: bool) -> dict[str, float | bool | str]:
     """Run ``python -m module args`` and parse the JSON line it prints last."""
+    result: dict[str, float | bool | str] = json.loads(
+        run_child_output(module, args, pure=pure).strip().splitlines()[-1]
+    )
+    return result
+
+
+def run_child_output(module: str, args: list[str], *, pure: bool) -> str:
+    """Run ``python -m module args`` under one build and return what it printed."""
     env = dict(os.environ)
     env.pop("PYTHONSAFEPATH", None)
     root = source_root()
@@ -47,8 +55,7 @@ def run_child(module: str, args: list[str], *, pure: bool) -> dict[str, float | 
     )
     if completed.returncode != 0:
         raise SystemExit(f"benchmark child failed ({module}):\n{completed.stderr}")
-    result: dict[str, float | bool | str] = json.loads(completed.stdout.strip().splitlines()[-1])
-    return result
+    return completed.stdout
 
 
 def compare_builds(module: str, args: list[str], repetitions: int = 3) -> dict[str, object]:

@@ -58,7 +58,7 @@ def _joined(text: str) -> str:
 def test_benchmark_command_prints_figures(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sys, "argv", ["bench_queries.py", "--queries", "50"])
-    runpy.run_path(str(EXAMPLES / "bench_queries.py"), run_name="__main__")
+    monkeypatch.setattr(sys, "argv", ["bench_fpm", "--queries", "50"])
+    runpy.run_module("qualification.bench.bench_fpm", run_name="__main__")
     out = capsys.readouterr().out
     assert "queries/s" in out and "h200_sxm B=64" in out

@@ -1,6 +1,6 @@
 """Print query throughput of the estimators and the roofline's Qwen3-8B decode figures.
 
-    python docs/examples/estimators/bench_queries.py [--queries N]
+    python -m qualification.bench.bench_fpm [--queries N]
 
 Figures, not assertions: the numpy rule path on an STP table (``estimate_many`` with d = 3),
 the same queries one by one through the scalar rule path, the scalar roofline, and roofline
