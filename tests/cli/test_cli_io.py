@@ -52,3 +52,30 @@ def test_atomic_write_uses_the_umask_mode(tmp_path: Path) -> None:
     finally:
         os.umask(previous)
     assert target.stat().st_mode & 0o777 == 0o644
+
+
+def test_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """`aisim compare OLD NEW | head -1`: no BrokenPipeError traceback when the reader leaves."""
+    import json
+    import subprocess
+    import sys
+
+    def snapshot(value: float) -> dict[str, object]:
+        cases = {f"case-{index:05d}": {"latency_ms": value} for index in range(20_000)}
+        return {"aisim_version": "0", "build": "pure", "format": 1, "predictions": cases}
+
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(json.dumps(snapshot(1.0)))
+    new.write_text(json.dumps(snapshot(2.0)))
+    with subprocess.Popen(
+        [sys.executable, "-m", "aisim", "compare", str(old), str(new)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        first = process.stdout.readline()
+        process.stdout.close()
+        stderr = process.stderr.read().decode()
+        assert process.wait(timeout=60) == 141
+    assert b"moved" in first
+    assert "Traceback" not in stderr
