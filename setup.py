@@ -24,6 +24,7 @@ COMPILED_PACKAGES: list[str] = ["aisim/speculation", "aisim/fpm", "aisim/replay"
 COMPILED_EXTRA: list[str] = ["aisim/_fields.py", "aisim/catalogue/_specs.py"]
 NOT_COMPILED: list[str] = [
     "aisim/fpm/_table_files.py",
+    "aisim/fpm/_recorded_rounds.py",
     "aisim/fpm/_vector.py",
     # replay: run() reads files and builds pandas frames; the summary uses numpy percentiles.
     "aisim/replay/_run.py",

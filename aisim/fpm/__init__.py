@@ -13,7 +13,8 @@ Re-exports only. For callers (replay, qualification):
 * ``price_decode_round(model, metrics, d)``: the native SD price when the model has one, the
   scaling rule otherwise.
 * ``table_from_points(points, *, identity=None)``, ``regression_from_points``,
-  ``measured_rounds_from_points``; ``load_table_file`` / ``write_table_file`` for table files.
+  ``measured_rounds_from_points``; ``load_table_file`` / ``load_table_models`` / ``write_table_file`` for table
+  files (a recorder ``sd_rounds.parquet`` loads as one measured-round table per d).
 * ``estimate_many(model, batch_sizes, kv_totals, draft_length=None)``: the numpy path.
 """
 
@@ -37,7 +38,7 @@ from aisim.fpm._scaling import (
 from aisim.fpm._sd_cost import SpeculationCost
 from aisim.fpm._select import ESTIMATORS, best_available
 from aisim.fpm._table import TableModel, table_from_points
-from aisim.fpm._table_files import load_table_file, write_table_file
+from aisim.fpm._table_files import load_table_file, load_table_models, write_table_file
 from aisim.fpm._vector import estimate_many
 
 __all__ = [
@@ -60,6 +61,7 @@ __all__ = [
     "decode_metrics",
     "estimate_many",
     "load_table_file",
+    "load_table_models",
     "measured_rounds_from_points",
     "price_decode_round",
     "regression_from_points",

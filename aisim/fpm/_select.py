@@ -7,7 +7,8 @@ Config keys (a mapping; the same keys appear under a replay worker's ``timing``)
 * ``speculation``: a speculation block (or a ``ResolvedSpeculation``), optional;
 * ``estimator``: ``auto`` (default) | ``roofline`` | ``table`` | ``regression`` |
   ``measured_round``; ``fallback_policy``: ``deny`` (default) | ``allow``;
-* data: ``tables`` (paths of table files, see ``_table_files``), ``points`` (in-memory STP point
+* data: ``tables`` (paths of table files, see ``_table_files``; a recorder ``sd_rounds.parquet``
+  gives one measured-round table per recorded draft length), ``points`` (in-memory STP point
   mappings) and ``measured_rounds`` (a list of ``{points, identity}`` mappings);
 * ``role`` (``aggregated``/``prefill``/``decode``, default ``aggregated``) and ``timing_scope``
   (default ``round``): part of the identity measured rounds must match.
@@ -39,7 +40,7 @@ from aisim.fpm._regression import RegressionModel
 from aisim.fpm._roofline import RooflineModel
 from aisim.fpm._sd_cost import SpeculationCost
 from aisim.fpm._table import TableModel, table_from_points
-from aisim.fpm._table_files import load_table_file
+from aisim.fpm._table_files import load_table_models
 from aisim.speculation import ResolvedSpeculation, resolve_speculation
 
 ESTIMATORS: Final = ("auto", "roofline", "table", "regression", "measured_round")
@@ -207,11 +208,11 @@ def _load_data(
                 raise ConfigError(
                     f"{join_path(path, 'tables')}[{index}]: expected a file path, got {file!r}"
                 )
-            loaded = load_table_file(os.path.join(base_dir, file) if base_dir else file)
-            if isinstance(loaded, MeasuredRoundModel):
-                measured.append(loaded)
-            else:
-                stp.append(loaded)
+            for loaded in load_table_models(os.path.join(base_dir, file) if base_dir else file):
+                if isinstance(loaded, MeasuredRoundModel):
+                    measured.append(loaded)
+                else:
+                    stp.append(loaded)
     if mapping.get("points") is not None:
         stp.append(table_from_points(mapping["points"]))
     raw_measured = mapping.get("measured_rounds")

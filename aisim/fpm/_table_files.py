@@ -15,8 +15,9 @@ File format (documented in docs/estimators.md):
   ``identity`` (model, hardware, backend, tensor_parallel, ...; measured rounds also ``kind``,
   ``draft_length``, ``draft_identity``, ``timing_scope``, ``role``).
 
-Recorder datasets (``aisim.stp_points`` v1 from ``qualification.datasets``) load as STP tables
-too, using their ``latency_ms_median`` column. Any failure is a ``DataIntegrityError`` naming the
+Recorder datasets (``qualification.datasets``) load too: ``aisim.stp_points`` v1 as an STP table
+(its ``latency_ms_median`` column) and ``aisim.sd_rounds`` v1 as one ``measured_round`` table per
+recorded draft length (``_recorded_rounds``). Any failure is a ``DataIntegrityError`` naming the
 file: missing sidecar, unknown schema or version, wrong units, hash or row-count mismatch.
 """
 
@@ -26,6 +27,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,17 +38,37 @@ from aisim.fpm._interpolate import check_identity, read_points
 from aisim.fpm._measured import MeasuredRoundModel, check_measured_identity
 from aisim.fpm._table import TableModel
 
+Estimator = TableModel | MeasuredRoundModel
+
 STP_TABLE_SCHEMA = "aisim.stp_table"
 MEASURED_ROUNDS_SCHEMA = "aisim.measured_rounds"
 RECORDER_STP_SCHEMA = "aisim.stp_points"
+RECORDER_ROUNDS_SCHEMA = "aisim.sd_rounds"
 SCHEMA_VERSION = 1
 #: Latency column per schema.
 LATENCY_COLUMNS = {
     STP_TABLE_SCHEMA: "latency_ms",
     MEASURED_ROUNDS_SCHEMA: "latency_ms",
     RECORDER_STP_SCHEMA: "latency_ms_median",
+    RECORDER_ROUNDS_SCHEMA: "duration_ms",
 }
 UNITS = {"batch_size": "requests", "total_kv_tokens": "tokens", "latency_ms": "ms"}
+#: The units each schema's sidecar must declare for the columns read here.
+SCHEMA_UNITS = {
+    STP_TABLE_SCHEMA: UNITS,
+    MEASURED_ROUNDS_SCHEMA: UNITS,
+    RECORDER_STP_SCHEMA: {
+        "batch_size": "requests",
+        "total_kv_tokens": "tokens",
+        "latency_ms_median": "ms",
+    },
+    RECORDER_ROUNDS_SCHEMA: {
+        "batch_size": "requests",
+        "total_kv_tokens": "tokens",
+        "duration_ms": "ms",
+        "draft_length": "tokens",
+    },
+}
 
 
 def sidecar_path(data_file: Path) -> Path:
@@ -62,13 +84,37 @@ def _data_path(path: Path) -> Path:
     return path
 
 
-def load_table_file(path: object) -> TableModel | MeasuredRoundModel:
-    """Load a verified table file (data or sidecar path) as the estimator its schema names."""
+def load_table_file(path: object) -> Estimator:
+    """Load a verified table file (data or sidecar path) as the estimator its schema names.
+
+    A recorder SD-round table holding several draft lengths is one estimator per length: that
+    is a ``ConfigError`` here (use ``load_table_models`` or ``best_available``'s ``tables``).
+    """
+    models = load_table_models(path)
+    if len(models) != 1:
+        lengths = ", ".join(str(model.identity.get("draft_length")) for model in models)
+        raise ConfigError(
+            f"tables: {str(path)!r} holds measured rounds for draft lengths {lengths}, one "
+            "estimator each; use load_table_models (or best_available, which picks the one "
+            "matching the configured scheme)"
+        )
+    return models[0]
+
+
+def load_table_models(path: object) -> list[Estimator]:
+    """Every estimator a verified table file holds: one, except a recorder ``aisim.sd_rounds``
+    table, which gives one ``measured_round`` estimator per recorded draft length."""
     if not isinstance(path, (str, Path)):
         raise ConfigError(f"tables: expected a file path, got {path!r}")
     data_file = _data_path(Path(path))
     sidecar = _read_sidecar(data_file)
     schema = sidecar["schema"]["name"]
+    if schema == RECORDER_ROUNDS_SCHEMA:
+        from aisim.fpm._recorded_rounds import recorded_round_models
+
+        columns = ("draft_length", "batch_size", "total_kv_tokens", "duration_ms")
+        table = verified_columns(data_file, sidecar, columns)
+        return list(recorded_round_models(table, sidecar, str(data_file)))
     rows = _read_rows(data_file, sidecar, LATENCY_COLUMNS[schema])
     identity = sidecar.get("identity") or {}
     if not isinstance(identity, dict):
@@ -80,18 +126,22 @@ def load_table_file(path: object) -> TableModel | MeasuredRoundModel:
     source = str(data_file)
     try:
         if schema == MEASURED_ROUNDS_SCHEMA:
-            return MeasuredRoundModel(
+            return [
+                MeasuredRoundModel(
+                    read_points(points, "points"),
+                    check_identity(identity, "identity"),
+                    sidecar["sha256"],
+                    source,
+                )
+            ]
+        return [
+            TableModel(
                 read_points(points, "points"),
                 check_identity(identity, "identity"),
                 sidecar["sha256"],
                 source,
             )
-        return TableModel(
-            read_points(points, "points"),
-            check_identity(identity, "identity"),
-            sidecar["sha256"],
-            source,
-        )
+        ]
     except ConfigError as exc:
         raise DataIntegrityError(f"{source!r}: {exc}") from None
 
@@ -137,10 +187,7 @@ def _read_sidecar(data_file: Path) -> dict[str, Any]:
     units = loaded.get("units")
     if not isinstance(units, dict):
         raise DataIntegrityError(f"{where}: units: expected a mapping of column -> unit")
-    wanted = dict(UNITS)
-    if name == RECORDER_STP_SCHEMA:
-        wanted = {"batch_size": "requests", "total_kv_tokens": "tokens", "latency_ms_median": "ms"}
-    for column, unit in wanted.items():
+    for column, unit in SCHEMA_UNITS[name].items():
         if units.get(column) != unit:
             raise DataIntegrityError(
                 f"{where}: units.{column}: expected {unit!r}, got {units.get(column)!r}"
@@ -151,6 +198,29 @@ def _read_sidecar(data_file: Path) -> dict[str, Any]:
 def _read_rows(
     data_file: Path, sidecar: Mapping[str, Any], latency_column: str
 ) -> list[tuple[int, int, float]]:
+    where = repr(str(data_file))
+    columns = ("batch_size", "total_kv_tokens", latency_column)
+    table = verified_columns(data_file, sidecar, columns)
+    rows: list[tuple[int, int, float]] = []
+    for index in range(len(table["batch_size"])):
+        try:
+            batch = integral(table["batch_size"][index])
+            kv = integral(table["total_kv_tokens"][index])
+            latency = float(table[latency_column][index])
+        except (TypeError, ValueError):
+            raise DataIntegrityError(
+                f"{where}: row {index}: batch_size/total_kv_tokens must be integers and "
+                f"{latency_column} a number"
+            ) from None
+        rows.append((batch, kv, latency))
+    return rows
+
+
+def verified_columns(
+    data_file: Path, sidecar: Mapping[str, Any], columns: Sequence[str]
+) -> dict[str, list[Any]]:
+    """``columns`` of ``data_file`` after the size, SHA-256 and row-count checks against its
+    (already read) sidecar; ``DataIntegrityError`` naming the file on any mismatch."""
     where = repr(str(data_file))
     try:
         data = data_file.read_bytes()
@@ -170,7 +240,6 @@ def _read_rows(
             f"{where}: SHA-256 {digest} does not match the sidecar's {sidecar['sha256']}: the "
             "file was modified or truncated after it was written; restore or re-record it"
         )
-    columns = ("batch_size", "total_kv_tokens", latency_column)
     if data_file.suffix == ".csv":
         table = _csv_columns(data, where, columns)
     elif data_file.suffix == ".parquet":
@@ -182,24 +251,13 @@ def _read_rows(
         raise DataIntegrityError(
             f"{where}: {count} rows, sidecar row_count says {sidecar.get('row_count')!r}"
         )
-    rows: list[tuple[int, int, float]] = []
-    for index in range(count):
-        try:
-            batch = _integer(table["batch_size"][index])
-            kv = _integer(table["total_kv_tokens"][index])
-            latency = float(table[latency_column][index])
-        except (TypeError, ValueError):
-            raise DataIntegrityError(
-                f"{where}: row {index}: batch_size/total_kv_tokens must be integers and "
-                f"{latency_column} a number"
-            ) from None
-        rows.append((batch, kv, latency))
-    return rows
+    return table
 
 
-def _integer(value: Any) -> int:
+def integral(value: Any) -> int:
+    """``value`` as an int when it is a whole finite number; else ``ValueError``/``TypeError``."""
     number = float(value)
-    if number != int(number):
+    if not math.isfinite(number) or number != int(number):
         raise ValueError(value)
     return int(number)
 
