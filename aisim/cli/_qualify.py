@@ -35,8 +35,19 @@ def register(commands: Any) -> None:
     mape.add_argument(
         "--estimator",
         default="rule",
-        choices=("rule", "stp-widened", "calibrated"),
-        help="rule: the published STP->SD rule (default); calibrated: needs --coefficients",
+        choices=("rule", "stp-widened", "calibrated", "measured_round"),
+        help=(
+            "rule: the published STP->SD rule (default); calibrated: needs --coefficients; "
+            "measured_round: needs --rounds"
+        ),
+    )
+    mape.add_argument(
+        "--rounds",
+        metavar="FILE",
+        help=(
+            "measured_round: the sd_rounds.parquet of an independent recording of the same "
+            "identity (never the scored dataset's own: circular)"
+        ),
     )
     mape.add_argument("--coefficients", metavar="FILE", help="a calibration artefact (JSON)")
     mape.add_argument("--tests", action="store_true", help="add KS and TOST equivalence tests")
@@ -95,7 +106,7 @@ def mape_command(args: argparse.Namespace) -> int:
         )
     dataset = load_dataset(args.dataset)
     factory = calibrated_factory(load_artefact(args.coefficients)) if args.coefficients else None
-    predictor = make_predictor(args.estimator, dataset, factory)
+    predictor = make_predictor(args.estimator, dataset, factory, rounds=args.rounds)
     report, scored = evaluate(
         dataset, predictor, with_tests=args.tests, tost_margin=args.tost_margin
     )

@@ -16,8 +16,8 @@ recorded d becomes one estimator. Its identity comes from the sidecar's ``identi
 * ``model``: the catalogue name of the recorded ``preset`` when the catalogue geometry equals the
   recorded target geometry, else ``recorded-target:<target.geometry_sha256>``; ``hardware`` =
   ``<device type>:<device name>`` (never a catalogue GPU: a query naming hardware is refused);
-  ``tensor_parallel`` = the device count. ``backend`` is not stated (plain PyTorch, neither
-  vLLM nor SGLang);
+  ``tensor_parallel`` = the device count (when recorded). ``backend`` is not stated (plain
+  PyTorch, neither vLLM nor SGLang). The draft geometry hash may be absent for mtp/ngram only;
 * provenance only (never compared): ``target_geometry_sha256``, ``draft_geometry_sha256``,
   ``evidence_type``, ``timing_metric``, ``dtype``.
 
@@ -108,33 +108,39 @@ def recorded_identity(sidecar: Mapping[str, Any], where: str) -> dict[str, Any]:
     target = _section(recorded, "target", where, "identity")
     device = _section(recorded, "device", where, "identity")
     kind = _text(draft, "kind", where, "identity.draft")
-    draft_hash = _text(draft, "geometry_sha256", where, "identity.draft")
     target_hash = _text(target, "geometry_sha256", where, "identity.target")
-    draft_identity = None if kind in TARGET_BOUND_KINDS else f"recorded-geometry:{draft_hash}"
-    count = device.get("count")
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise DataIntegrityError(
-            f"{where}: identity.device.count: expected an integer >= 1, got {count!r}"
-        )
+    draft_hash: str | None = None
+    draft_identity: str | None = None
+    if kind not in TARGET_BOUND_KINDS or "geometry_sha256" in draft:
+        draft_hash = _text(draft, "geometry_sha256", where, "identity.draft")
+    if kind not in TARGET_BOUND_KINDS:
+        draft_identity = f"recorded-geometry:{draft_hash}"
     device_name = (
         f"{_text(device, 'type', where, 'identity.device')}:"
         f"{_text(device, 'name', where, 'identity.device')}"
     )
     timing = recorded.get("timing")
-    return {
+    identity: dict[str, Any] = {
         "kind": kind,
         "draft_identity": draft_identity,
         "timing_scope": ROUND_SCOPE,
         "role": RECORDED_ROLE,
         "model": _target_model(recorded.get("preset"), target.get("geometry"), target_hash),
         "hardware": device_name,
-        "tensor_parallel": count,
         "target_geometry_sha256": target_hash,
         "draft_geometry_sha256": draft_hash,
         "evidence_type": str(sidecar.get("evidence_type", "local-measurement")),
         "timing_metric": str(timing.get("metric")) if isinstance(timing, dict) else None,
         "dtype": str(recorded.get("dtype")),
     }
+    if "count" in device:
+        count = device["count"]
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise DataIntegrityError(
+                f"{where}: sidecar identity.device.count: expected an integer >= 1, got {count!r}"
+            )
+        identity["tensor_parallel"] = count
+    return identity
 
 
 def _target_model(preset: object, geometry: object, target_hash: str) -> str:
