@@ -22,7 +22,6 @@ _PACKAGES = (
     "pandas",
     "pyarrow",
     "matplotlib",
-    "pydantic",
     "torch",
     "hypothesis",
     "pytest",
