@@ -16,6 +16,8 @@ def _documented() -> dict[str, set[str]]:
     text = API_DOC.read_text(encoding="utf-8")
     for block in re.split(r"^## ", text, flags=re.MULTILINE)[1:]:
         title, _, body = block.partition("\n")
+        if not title.startswith("`"):
+            continue  # prose sections, not a package's names
         package = title.strip().strip("`")
         prose = body.split("```")[0]
         sections[package] = set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", prose))
