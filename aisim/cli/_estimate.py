@@ -54,6 +54,12 @@ def register(commands: Any) -> None:
         choices=("auto", "roofline", "table", "regression", "measured_round"),
     )
     parser.add_argument("--fallback-policy", default="deny", choices=("deny", "allow"))
+    parser.add_argument(
+        "--role",
+        default="aggregated",
+        choices=("aggregated", "prefill", "decode"),
+        help="worker role measured rounds must match (default aggregated)",
+    )
     parser.add_argument("--json", action="store_true", help="print canonical JSON")
     parser.set_defaults(handler=estimate_command)
 
@@ -94,6 +100,7 @@ def estimate_command(args: argparse.Namespace) -> int:
         "tensor_parallel": args.tp,
         "estimator": args.estimator,
         "fallback_policy": args.fallback_policy,
+        "role": args.role,
     }
     if args.hardware is not None:
         config["hardware"] = args.hardware

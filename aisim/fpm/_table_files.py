@@ -279,7 +279,9 @@ def _parquet_columns(data: bytes, where: str, columns: Sequence[str]) -> dict[st
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(io.BytesIO(data))
+        # One thread, no pre-buffering: pyarrow's background I/O threads can still be alive at
+        # interpreter exit and abort the process (exit 134) after a correct answer.
+        table = pq.read_table(pa.BufferReader(data), use_threads=False, pre_buffer=False)
     except (pa.ArrowException, OSError) as exc:
         raise DataIntegrityError(f"{where}: not a readable parquet file: {exc}") from None
     missing = [name for name in columns if name not in table.schema.names]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,3 +64,46 @@ def test_user_errors_exit_2_with_one_line(
     err = capsys.readouterr().err
     assert message in err
     assert err.count("\n") == 1
+
+
+EVIDENCE_ROUNDS = (
+    Path(__file__).resolve().parents[2] / "evidence" / "cpu-qwen3-0.6b-mtp" / "sd_rounds.parquet"
+)
+
+
+def test_role_decode_prices_a_recorded_round_table(capsys: pytest.CaptureFixture[str]) -> None:
+    # d2-b4-k1024 of the committed MTP recording: its five rounds' median (the sidecar's figure).
+    argv = ["estimate", "--model", "Qwen/Qwen3-0.6B", "--scheme", "mtp", "--depth", "2"]
+    argv += ["--batch", "4", "--kv-total", "1024", "--table", str(EVIDENCE_ROUNDS)]
+    assert main([*argv, "--role", "decode", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["result"]["latency_ms"] == 726.056914
+    assert payload["result"]["diagnostics"]["estimator"] == "measured_round"
+    assert payload["result"]["scaling_factor"] is None
+    # The default role is aggregated: the decode-role recording does not match it.
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "role: recorded 'decode', query 'aggregated'" in err
+    assert err.count("\n") == 1
+
+
+def test_json_output_is_canonical(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["estimate", "--model", "Qwen3-8B", "--hardware", "h100", "--batch", "8", "--kv", "64"]
+    assert main([*argv, "--json"]) == 0
+    out = capsys.readouterr().out
+    payload = json.loads(out)
+    assert out == json.dumps(payload, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def test_reading_a_parquet_table_exits_cleanly() -> None:
+    # pyarrow's threaded reader could abort the interpreter at exit (status 134) after printing a
+    # correct answer; a script or CI job then sees a crash. Several runs: the abort was racy.
+    code = (
+        "from aisim.fpm import load_table_models; "
+        f"print(len(load_table_models({str(EVIDENCE_ROUNDS)!r})))"
+    )
+    for _ in range(6):
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+        )
+        assert (done.returncode, done.stdout, done.stderr) == (0, "4\n", "")

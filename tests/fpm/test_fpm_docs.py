@@ -45,7 +45,7 @@ def test_doc_cli_examples_run(
 ) -> None:
     monkeypatch.chdir(ROOT)
     commands = re.findall(r"^aisim (estimate .*?)(?<!\\)$", _joined(DOC.read_text()), re.M)
-    assert len(commands) == 2
+    assert len(commands) == 3
     for command in commands:
         assert main(command.split()) == 0
     assert "latency:" in capsys.readouterr().out
