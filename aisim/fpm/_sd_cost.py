@@ -25,6 +25,18 @@ def layer_parameters(spec: ModelSpec) -> int:
     return spec.attention_parameters_per_layer + spec.dense_mlp_parameters + 2 * spec.hidden_size
 
 
+def mtp_layer_parameters(target: ModelSpec) -> int:
+    """Weights of one MTP module's decoder layer: a MoE layer on a MoE target (DeepSeek-V3's
+    MTP block carries all routed experts, like the target's later layers), else a dense one."""
+    if target.is_moe and target.num_layers > target.first_dense_layers:
+        return (
+            target.attention_parameters_per_layer
+            + target.moe_mlp_parameters
+            + 2 * target.hidden_size
+        )
+    return layer_parameters(target)
+
+
 def layer_kv_bytes_per_token(spec: ModelSpec) -> int:
     """KV-cache bytes one token occupies in one layer of ``spec``."""
     if spec.num_layers <= 0:
@@ -113,7 +125,7 @@ class SpeculationCost:
         if kind == "mtp":
             depth = drafts
             modules = max(1, target.num_nextn_predict_layers)
-            weights = modules * (layer_parameters(target) + 2 * hidden * hidden) * dtype
+            weights = modules * (mtp_layer_parameters(target) + 2 * hidden * hidden) * dtype
             kv_bytes = modules * layer_kv_bytes_per_token(target)
         elif kind == "eagle3" and spec is not None:
             tree = resolved.tree_shape

@@ -271,3 +271,20 @@ def test_eagle3_tree_runs_one_draft_step_per_level_and_verifies_the_budget() -> 
     assert details["verify_width"] == 6.0  # default verify_token_budget = sum(tree) + 1
     step_ms = EAGLE3_STEP_WEIGHTS * 2 / H100_BYTES_PER_S * 1000.0
     assert 3 * step_ms <= details["draft_ms"] <= 3 * step_ms * 1.01
+
+
+def test_mtp_draft_weights_of_a_moe_target_hold_its_routed_experts() -> None:
+    # DeepSeek-V3 (published config): hidden 7168, 128 heads, q_lora 1536, kv_lora 512,
+    # qk_nope 128, qk_rope 64, v_head 128, 256 routed + 1 shared expert of 2048, one MTP module.
+    # Its MTP block is a MoE layer; DeepSeek publishes 14B MTP weights (with its own embedding
+    # and head, which aisim counts as shared with the target), so the block is ~11.6B, not 0.7B.
+    q_proj = 7168 * 1536 + 1536 * 128 * (128 + 64)
+    kv_proj = 7168 * (512 + 64) + 512 * 128 * (128 + 128)
+    attention = q_proj + kv_proj + 128 * 128 * 7168  # 187_105_280
+    moe = (256 + 1) * 3 * 7168 * 2048 + 7168 * 256  # experts + router: 11_320_164_352
+    module = attention + moe + 2 * 7168 + 2 * 7168 * 7168  # norms, eh_proj: 11_610_044_416
+    model = _roofline(
+        "deepseek-ai/DeepSeek-V3", speculation={"kind": "mtp", "params": {"depth": 1}}
+    )
+    assert model.draft_weight_bytes == module * 2 == 23_220_088_832
+    assert model.draft_kv_bytes_per_token == (512 + 64) * 2  # one MLA layer's latent
