@@ -65,15 +65,25 @@ def register(commands: Any) -> None:
 
 
 def _speculation(args: argparse.Namespace) -> object:
+    scheme_flags = (
+        ("--depth", args.depth),
+        ("--draft-config", args.draft_config),
+        ("--draft-model", args.draft_model),
+    )
     if args.speculation is not None:
         if args.scheme is not None:
             raise ConfigError("--speculation: give either --speculation FILE or --scheme, not both")
+        for flag, value in scheme_flags:
+            if value is not None:
+                raise ConfigError(
+                    f"{flag}: goes with --scheme; with --speculation FILE put it in the file"
+                )
         document = load_config_file(args.speculation)
         if isinstance(document, dict) and "speculation" in document:
             return document["speculation"]
         return document
     if args.scheme is None:
-        for flag, value in (("--depth", args.depth), ("--draft-config", args.draft_config)):
+        for flag, value in scheme_flags:
             if value is not None:
                 raise ConfigError(f"{flag}: needs --scheme")
         return None

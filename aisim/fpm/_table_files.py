@@ -107,6 +107,8 @@ def load_table_models(path: object) -> list[Estimator]:
     if not isinstance(path, (str, Path)):
         raise ConfigError(f"tables: expected a file path, got {path!r}")
     data_file = _data_path(Path(path))
+    if not data_file.is_file():
+        raise ConfigError(f"tables: {str(data_file)!r}: file not found (or not a file)")
     sidecar = _read_sidecar(data_file)
     schema = sidecar["schema"]["name"]
     if schema == RECORDER_ROUNDS_SCHEMA:

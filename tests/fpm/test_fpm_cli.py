@@ -52,8 +52,13 @@ def test_roofline_with_a_scheme_prints_native_evidence(capsys: pytest.CaptureFix
         (["--draft-length", "3"], "draft_length"),
         (["--draft-length", "0"], "draft_length"),
         (["--depth", "2"], "--depth: needs --scheme"),
+        (["--draft-model", "Qwen/Qwen3-0.6B"], "--draft-model: needs --scheme"),
+        (["--speculation", "docs/examples/x.yaml", "--depth", "5"], "--depth: goes with --scheme"),
+        (["--speculation", "x.yaml", "--draft-model", "m"], "--draft-model: goes with --scheme"),
         (["--kv-total", "5"], "--kv-total"),
         (["--estimator", "table"], "table is not available"),
+        (["--table", "no-such-table.parquet"], "'no-such-table.parquet': file not found"),
+        (["--table", "."], "'.': file not found (or not a file)"),
     ],
 )
 def test_user_errors_exit_2_with_one_line(
