@@ -145,29 +145,33 @@ def check_requests_fit(worker: WorkerPlan, requests: list[RequestSpec]) -> None:
 def transfer_price(
     raw: object, context: Hardware, workers: list[WorkerPlan]
 ) -> tuple[float, float]:
+    """(ms per prompt token, fixed latency ms) of the P/D KV hand-off; (0, 0) for an aggregated
+    deployment, whose ``kv_transfer`` fields are still checked."""
     path = "engine.kv_transfer"
     block = as_mapping(raw if raw is not None else {}, path)
     reject_unknown(block, ("bandwidth_bytes_per_s", "latency_ms", "kv_bytes_per_token"), path)
-    if len(workers) == 1:
-        return 0.0, 0.0
     latency = as_float(block.get("latency_ms", 0.0), join_path(path, "latency_ms"), 0.0)
+    bandwidth: float | None = None
     if block.get("bandwidth_bytes_per_s") is not None:
         bandwidth = as_float(
             block["bandwidth_bytes_per_s"], join_path(path, "bandwidth_bytes_per_s"), 0.0
         )
-    else:
-        bandwidth = context.need_gpu(
-            f"{path}.bandwidth_bytes_per_s default (NVLink)"
-        ).nvlink_bytes_per_s
-    if bandwidth <= 0.0:
-        raise ConfigError(
-            f"{join_path(path, 'bandwidth_bytes_per_s')}: expected > 0, got {bandwidth!r}"
-        )
+        if bandwidth <= 0.0:
+            raise ConfigError(
+                f"{join_path(path, 'bandwidth_bytes_per_s')}: expected > 0, got {bandwidth!r}"
+            )
+    per_token: float | None = None
     if block.get("kv_bytes_per_token") is not None:
         per_token = as_float(
             block["kv_bytes_per_token"], join_path(path, "kv_bytes_per_token"), 0.0
         )
-    else:
+    if len(workers) == 1:
+        return 0.0, 0.0
+    if bandwidth is None:
+        bandwidth = context.need_gpu(
+            f"{path}.bandwidth_bytes_per_s default (NVLink)"
+        ).nvlink_bytes_per_s
+    if per_token is None:
         model = context.need_model(f"{path} (KV bytes per token)")
         per_token = kv_bytes_per_token_per_gpu(model, workers[0].tensor)
     return per_token / bandwidth * 1000.0, latency

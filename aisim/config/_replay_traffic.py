@@ -11,6 +11,7 @@ Loads (``traffic.load.type``): ``trace_timestamps``, ``poisson``, ``constant``, 
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 from typing import Any, Final
@@ -173,37 +174,49 @@ def _agentic(source: dict[str, Any], base_dir: Path | None, path: str) -> list[R
     return requests
 
 
-def _read_jsonl(file: Path, path: str) -> list[tuple[object, str]]:
-    rows: list[tuple[object, str]] = []
+def _read_text(file: Path, path: str) -> str:
+    """The whole file as UTF-8 text (a leading byte-order mark is dropped); unreadable files
+    and bytes that are not UTF-8 are ``ConfigError`` (the latter naming the line)."""
     try:
-        handle = file.open(encoding="utf-8")
+        data = file.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}.path: cannot read {str(file)!r}: {exc}") from None
-    with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{file.name}:{number}"
-            try:
-                rows.append((json.loads(line), where))
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{where}: not valid JSON: {exc}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"{file.name}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+            f"{exc.start})"
+        ) from None
+
+
+def _read_jsonl(file: Path, path: str) -> list[tuple[object, str]]:
+    rows: list[tuple[object, str]] = []
+    for number, line in enumerate(io.StringIO(_read_text(file, path), newline=None), start=1):
+        if not line.strip():
+            continue
+        where = f"{file.name}:{number}"
+        try:
+            rows.append((json.loads(line), where))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{where}: not valid JSON: {exc}") from None
     return rows
 
 
 def _read_csv(file: Path, path: str) -> list[RequestSpec]:
     requests: list[RequestSpec] = []
-    with file.open(encoding="utf-8", newline="") as handle:
-        reader = csv.reader(handle)
+    reader = csv.reader(io.StringIO(_read_text(file, path), newline=""))
+    try:
         header = next(reader, None)
         if header is None or tuple(column.strip() for column in header) != CSV_COLUMNS:
             raise ConfigError(
                 f"{file.name}:1: expected the header {','.join(CSV_COLUMNS)}, got {describe(header)}"
             )
-        for number, row in enumerate(reader, start=2):
+        for row in reader:
             if not row:
                 continue
-            where = f"{file.name}:{number}"
+            where = f"{file.name}:{reader.line_num}"
             if len(row) != 3:
                 raise ConfigError(f"{where}: expected 3 columns, got {len(row)}")
             try:
@@ -219,6 +232,8 @@ def _read_csv(file: Path, path: str) -> list[RequestSpec]:
             requests.append(
                 RequestSpec(index, str(index), prompt, output, arrival_ms, [], 0.0, [], 0)
             )
+    except csv.Error as exc:
+        raise ConfigError(f"{file.name}:{reader.line_num}: not valid CSV: {exc}") from None
     return requests
 
 
