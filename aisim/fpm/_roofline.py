@@ -82,6 +82,11 @@ class RooflineModel(ForwardPassModel):
                 self.mtp_scale = (float(scheme.mtp_depth) + layers) / layers
             draft_spec = scheme.draft_spec
             if draft_spec is not None and scheme.draft_layers > 0:
+                if scheme.draft_tp_size > 1 and gpu.nvlink_bytes_per_s <= 0.0:
+                    raise ConfigError(
+                        f"speculation.params.draft_tp_size: {scheme.draft_tp_size} needs the "
+                        f"GPU's nvlink_bytes_per_s_per_gpu; hardware {gpu.name!r} has none"
+                    )
                 self.draft = LayerStack(
                     draft_spec,
                     gpu,

@@ -288,3 +288,18 @@ def test_mtp_draft_weights_of_a_moe_target_hold_its_routed_experts() -> None:
     )
     assert model.draft_weight_bytes == module * 2 == 23_220_088_832
     assert model.draft_kv_bytes_per_token == (512 + 64) * 2  # one MLA layer's latent
+
+
+def test_draft_tensor_parallel_without_nvlink_is_a_config_error() -> None:
+    # A user GPU file without nvlink_bytes_per_s_per_gpu: target TP 1 prices fine, but a draft
+    # at draft_tp_size 2 needs all-reduces; that must be a named error, not ZeroDivisionError.
+    gpu = {"bf16_dense_flops": 1e15, "hbm_bytes_per_s": 3e12, "hbm_capacity_bytes": 8e10}
+    speculation = {
+        "kind": "draft_model",
+        "draft_model_path": "Qwen/Qwen3-0.6B",
+        "params": {"num_speculative_tokens": 3, "draft_tp_size": 2},
+    }
+    with pytest.raises(ConfigError, match="draft_tp_size: 2 needs the GPU's nvlink"):
+        best_available(
+            {"model": "Qwen/Qwen3-8B", "hardware": gpu, "speculation": speculation}
+        ).estimate_forward_pass_time_ms(ForwardPassMetrics(1, 10))
