@@ -91,6 +91,19 @@ class KvPool:
             self.free_pages += holding.private_pages - keep
             holding.private_pages = keep
 
+    def can_start(self, hits: list[CacheEntry], tokens: int) -> bool:
+        """Whether an empty holding that would start with ``hits`` could then cover ``tokens``
+        tokens. Does not change the pool (so a refused admission leaves the LRU order as it
+        was, as vLLM checks free blocks before touching its prefix hits)."""
+        private_tokens = tokens - len(hits) * self.unit_tokens
+        needed = self.pages_for(private_tokens) if private_tokens > 0 else 0
+        available = self.free_pages + self.evictable_pages
+        for entry in hits:
+            if entry.refcount == 0:
+                # Acquiring an idle cached unit takes it out of the evictable pages.
+                available -= self.unit_pages
+        return needed <= available
+
     def match(self, keys: list[tuple[int, ...]]) -> list[CacheEntry]:
         """The cached entries for the longest prefix of ``keys`` (``keys[k]`` is unit k's
         content; its parent is implied by the chain). Does not change the pool."""

@@ -7,7 +7,7 @@ from collections import deque
 
 from aisim.replay._kv_pool import KvPool
 from aisim.replay._metrics import Recorder
-from aisim.replay._plan import ROLE_PREFILL, WorkerPlan
+from aisim.replay._plan import ROLE_PREFILL, SCHEDULER_VLLM, WorkerPlan
 from aisim.replay._pricing import RankWork
 from aisim.replay._request import (
     PHASE_DECODE,
@@ -42,6 +42,8 @@ class RankState:
         # SGLang-like state: the request whose prefill is split across passes, and the reserve
         # ratio of future output tokens used at admission.
         self.chunked: SimRequest | None = None
+        # vLLM checks free blocks before touching prefix hits; SGLang's match refreshes them.
+        self.check_before_touch = worker.scheduler.kind == SCHEDULER_VLLM
         self.new_token_ratio = worker.scheduler.init_new_token_ratio
 
     @property
@@ -88,8 +90,12 @@ class RankState:
                 tokens = token_budget
         if tokens <= 0:
             return 0
+        if self.check_before_touch and not pool.can_start(hits, computed + tokens):
+            # vLLM: a request that does not fit leaves its prefix hits where they are in LRU.
+            return 0
         pool.acquire(request.kv, hits)
         if not pool.grow(request.kv, computed + tokens):
+            # SGLang: matching a prefix refreshes it even when the admission then fails.
             pool.release(request.kv)
             return 0
         if hit_tokens > present:
