@@ -104,7 +104,13 @@ def best_available(config: object, path: str = "") -> SelectedModel:
         ("aggregated", "prefill", "decode"),
     )
     scope = as_str(mapping.get("timing_scope", "round"), join_path(path, "timing_scope"))
-    resolved = _resolve(mapping.get("speculation"), model_spec, backend, role, tp, path)
+    # The only role gate (ngram *replay* on vllm only) is replay's, which resolves its worker
+    # speculation with the role itself; an estimate of ngram on sglang is allowed (SPEC §2), so
+    # ngram is resolved here without the role. Other kinds keep it (gate messages name it).
+    raw_speculation = mapping.get("speculation")
+    is_ngram = isinstance(raw_speculation, dict) and raw_speculation.get("kind") == "ngram"
+    gate_role = None if is_ngram else role
+    resolved = _resolve(raw_speculation, model_spec, backend, gate_role, tp, path)
     scheme: SpeculationCost | None = None
     geometry_error = ""
     if resolved is not None and resolved.enabled and model_spec is not None:
@@ -136,7 +142,7 @@ def best_available(config: object, path: str = "") -> SelectedModel:
 
 
 def _resolve(
-    value: object, model: ModelSpec | None, backend: str, role: str, tp: int, path: str
+    value: object, model: ModelSpec | None, backend: str, role: str | None, tp: int, path: str
 ) -> ResolvedSpeculation | None:
     if isinstance(value, ResolvedSpeculation):
         return value

@@ -214,3 +214,17 @@ def test_stp_models_take_draft_length_and_price_decode_round_uses_the_rule() -> 
 def test_bad_configs_are_clear_errors(config: object, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         best_available(config)
+
+
+def test_ngram_on_sglang_is_priced_for_estimation_in_every_role() -> None:
+    # SPEC §2: the ngram gate is for replay only; estimation on sglang is allowed. A role given
+    # for measured-round identity must not turn the estimator query into a replay gate.
+    speculation = {"kind": "ngram", "params": {"num_speculative_tokens": 3}}
+    base = {"model": "Qwen/Qwen3-8B", "hardware": "h100", "backend": "sglang"}
+    vllm = best_available({**base, "backend": "vllm", "speculation": speculation})
+    expected = vllm.estimate_forward_pass_time_ms(ForwardPassMetrics(4, 4096))
+    for extra in ({}, {"role": "aggregated"}, {"role": "decode"}):
+        model = best_available({**base, **extra, "speculation": speculation})
+        assert model.speculation == "ngram d=3 w=4"
+        # No draft network: the round is the target's width-4 verification, as on vllm.
+        assert model.estimate_forward_pass_time_ms(ForwardPassMetrics(4, 4096)) == expected
