@@ -276,7 +276,8 @@ def _link_graph(
     requests: list[RequestSpec], wheres: list[str], rows: list[tuple[object, str]]
 ) -> None:
     """Turn ``wait_for`` ids into indices; unknown ids and cycles are errors. Roots arrive at
-    ``timestamp + delay_ms``; the others ``delay_ms`` after their last dependency completes."""
+    ``timestamp x time_scale + delay_ms`` (set by ``_load``); the others ``delay_ms`` after
+    their last dependency completes."""
     by_id: dict[str, int] = {}
     for request, where in zip(requests, wheres, strict=True):
         if request.request_id in by_id:
@@ -298,9 +299,6 @@ def _link_graph(
             if by_id[key] not in parents:
                 parents.append(by_id[key])
         request.wait_for = parents
-    for request in requests:
-        if not request.wait_for:
-            request.arrival_ms = request.arrival_ms + request.delay_ms
     _check_acyclic(requests, wheres)
 
 
@@ -343,7 +341,9 @@ def _load(value: object, requests: list[RequestSpec], source: str, seed: int, pa
             )
         scale = as_float(block.get("time_scale", 1.0), join_path(path, "time_scale"), 0.0)
         for request in requests:
-            request.arrival_ms = request.arrival_ms * scale
+            # time_scale stretches timestamps only; delay_ms stays a duration (as for children).
+            delay = request.delay_ms if not request.wait_for else 0.0
+            request.arrival_ms = request.arrival_ms * scale + delay
         return
     if has_graph:
         raise ConfigError(

@@ -86,3 +86,29 @@ def test_kv_transfer_fields_are_checked_on_an_aggregated_deployment(
     }
     with pytest.raises(ConfigError, match=message):
         run(config)
+
+
+def test_time_scale_stretches_timestamps_but_not_delays() -> None:
+    # time_scale 0.5: the root's timestamp 100 -> 50, plus its own delay 50 -> arrives at 100
+    # (not (100 + 50) x 0.5 = 75). One token: done at 110. The child's delay of 20 is a
+    # duration too: it arrives at 130 and finishes at 140.
+    requests = [
+        {
+            "request_id": "root",
+            "input_length": 5,
+            "output_length": 1,
+            "timestamp": 100,
+            "delay_ms": 50,
+        },
+        {"input_length": 5, "output_length": 1, "wait_for": ["root"], "delay_ms": 20},
+    ]
+    config = {
+        "traffic": {
+            "source": {"type": "agentic", "requests": requests},
+            "load": {"type": "trace_timestamps", "time_scale": 0.5},
+        },
+        "engine": engine(),
+    }
+    result = run(config)
+    assert result.columns["arrival_ms"] == [100.0, 130.0]
+    assert result.columns["last_token_ms"] == [110.0, 140.0]
