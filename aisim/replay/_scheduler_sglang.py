@@ -5,15 +5,20 @@ request can be admitted: the chunked request continues first, then waiting reque
 the chunk budget (``chunked_prefill_size``), the running cap and the KV reserve allow; at most one
 request is split. The reserve keeps ``new_token_ratio`` x the remaining output of every running
 request free; the ratio decays by ``new_token_ratio_decay`` per decode pass to its minimum and
-resets after a retraction. Otherwise the pass decodes every running request; when the KV pool
-cannot hold all their rounds, requests are retracted (fewest emitted tokens first, then longest
-prompt) and later recomputed.
+after a retraction becomes SGLang's estimate from the kept requests (``ratio_after_retraction``).
+Otherwise the pass decodes every running request; when the KV pool cannot hold all their rounds,
+requests are retracted (fewest emitted tokens first, then longest prompt) and later recomputed.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 from aisim.replay._rank import RankState
 from aisim.replay._request import PHASE_DECODE, WORK_NONE, SimRequest
+
+#: SGLang's ``SGLANG_RETRACT_DECODE_STEPS`` (``global_config.retract_decode_steps``) default.
+RETRACT_DECODE_STEPS: Final = 20
 
 
 def schedule_sglang(rank: RankState) -> None:
@@ -98,11 +103,24 @@ def _schedule_decode(rank: RankState) -> bool:
         assert grown, "retraction left too few KV pages"
         rank.plan_decode(request, width)
     if retracted:
-        rank.new_token_ratio = plan.init_new_token_ratio
+        rank.new_token_ratio = ratio_after_retraction(decodes)
     elif decodes:
         lowered = rank.new_token_ratio - plan.new_token_ratio_decay
         rank.new_token_ratio = max(plan.min_new_token_ratio, lowered)
     return retracted
+
+
+def ratio_after_retraction(kept: list[SimRequest]) -> float:
+    """SGLang's ``new_token_ratio`` after a retraction, estimated from the requests it kept:
+    (tokens they decoded + ``RETRACT_DECODE_STEPS`` per request) / (their output lengths + 1),
+    at most 1 (``retract_decode``; it is not reset to the initial ratio)."""
+    decoded = 0
+    budget = 0
+    for request in kept:
+        decoded += request.emitted
+        budget += request.output_tokens
+    ratio = (decoded + RETRACT_DECODE_STEPS * len(kept)) / (budget + 1)
+    return ratio if ratio < 1.0 else 1.0
 
 
 def _pages_needed(rank: RankState, decodes: list[SimRequest]) -> int:
