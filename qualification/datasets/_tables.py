@@ -160,7 +160,8 @@ def read_table(data_file: Path, expected: TableSchema) -> tuple[pd.DataFrame, di
             "the file was modified after recording; restore or re-record it"
         )
     try:
-        table = pq.read_table(io.BytesIO(data))
+        # Single-threaded: pyarrow's threaded reader can outlive the interpreter and abort at exit.
+        table = pq.read_table(pa.BufferReader(data), use_threads=False, pre_buffer=False)
     except (pa.ArrowException, OSError) as exc:
         raise DataIntegrityError(f"{where}: not a readable parquet file: {exc}") from None
     _check_columns(where, table, expected)
