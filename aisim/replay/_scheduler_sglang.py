@@ -4,8 +4,10 @@ A pass is a prefill ("extend") pass whenever a chunked prefill is in progress or
 request can be admitted: the chunked request continues first, then waiting requests (FIFO) while
 the chunk budget (``chunked_prefill_size``), the running cap and the KV reserve allow; at most one
 request is split. The reserve keeps ``new_token_ratio`` x the remaining output of every running
-request free; the ratio decays by ``new_token_ratio_decay`` per decode pass to its minimum and
-after a retraction becomes SGLang's estimate from the kept requests (``ratio_after_retraction``).
+request free, and a new request needs its known tokens plus its whole remaining output (clipped
+at ``CLIP_MAX_NEW_TOKENS``, as SGLang's ``PrefillAdder`` does) to fit below that; the ratio
+decays by ``new_token_ratio_decay`` per decode pass to its minimum and after a retraction
+becomes SGLang's estimate from the kept requests (``ratio_after_retraction``).
 Otherwise the pass decodes every running request; when the KV pool cannot hold all their rounds,
 requests are retracted (fewest emitted tokens first, then longest prompt) and later recomputed.
 """
@@ -19,6 +21,9 @@ from aisim.replay._request import PHASE_DECODE, WORK_NONE, SimRequest
 
 #: SGLang's ``SGLANG_RETRACT_DECODE_STEPS`` (``global_config.retract_decode_steps``) default.
 RETRACT_DECODE_STEPS: Final = 20
+#: SGLang's ``SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION`` default: admission counts at most this many
+#: future output tokens per request.
+CLIP_MAX_NEW_TOKENS: Final = 4096
 
 
 def schedule_sglang(rank: RankState) -> None:
@@ -51,7 +56,7 @@ def _schedule_prefill(rank: RankState) -> bool:
     ratio = rank.new_token_ratio
     reserved = 0.0
     for request in rank.running:
-        reserved += ratio * request.remaining_output
+        reserved += ratio * _clipped_output(request)
     while (
         rank.waiting
         and budget > 0
@@ -60,15 +65,18 @@ def _schedule_prefill(rank: RankState) -> bool:
     ):
         request = rank.waiting[0]
         if rank.running:
-            wanted = min(request.known_tokens, budget) + ratio * request.remaining_output
-            if wanted > pool.available_pages * pool.page_tokens - reserved:
+            # PrefillAdder.add_one_req: the whole extend plus the whole (clipped) remaining
+            # output of the new request must fit below what the running ones reserve.
+            wanted = request.known_tokens + _clipped_output(request)
+            if wanted >= pool.available_pages * pool.page_tokens - reserved:
                 break
         tokens = rank.admit(request, budget, plan.chunked_prefill)
         if tokens == 0:
             break
         rank.waiting.popleft()
         budget -= tokens
-        reserved += ratio * request.remaining_output
+        # Admitted in this pass: its extend holds pages now; its output is reserved in full.
+        reserved += _clipped_output(request)
         if request.computed + tokens < request.prefill_target:
             rank.chunked = request
             break
@@ -108,6 +116,12 @@ def _schedule_decode(rank: RankState) -> bool:
         lowered = rank.new_token_ratio - plan.new_token_ratio_decay
         rank.new_token_ratio = max(plan.min_new_token_ratio, lowered)
     return retracted
+
+
+def _clipped_output(request: SimRequest) -> int:
+    """Remaining output as SGLang's admission estimates it (``CLIP_MAX_NEW_TOKENS``)."""
+    remaining = request.remaining_output
+    return remaining if remaining < CLIP_MAX_NEW_TOKENS else CLIP_MAX_NEW_TOKENS
 
 
 def ratio_after_retraction(kept: list[SimRequest]) -> float:

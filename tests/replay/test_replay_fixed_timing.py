@@ -181,24 +181,27 @@ def test_recompute_hits_the_prefix_cache_left_after_lru_eviction() -> None:
 
 
 def test_sglang_retracts_when_kv_is_full() -> None:
-    # Page size 1, 150 tokens, no admission reserve. Both 64-token prompts prefill in [0,10];
-    # decode step k needs 64 + k tokens each, 2 per step, which fits up to k = 11 (ends at 65,
-    # 12 tokens emitted each). At step 12 both have 12 tokens and equal prompts, so the later
-    # request (B) is retracted. B (76 known tokens) does not fit beside A until A ends at 325;
-    # then B re-prefills [325,335] and decodes its last 51 tokens: 335 + 255 = 590.
+    # Page size 1, 200 tokens, running requests reserve nothing (ratio 0), but a new request
+    # needs its prompt plus its whole output (SGLang's PrefillAdder). A is admitted at 0 (nothing
+    # runs); B (64 + 64 = 128) is not, beside A's 64 pages and A's 64-token output reserve. At 10
+    # B fits (128 < 200 - 64) and prefills [10,20]. Decode pass n needs 64 + n tokens each:
+    # both fit up to n = 36 (ends at 200, 37 tokens each). Pass 37 needs 2 x 101 > 200: B (tie
+    # on tokens and prompt, later) is retracted. B needs 128 free tokens to return, which only
+    # happens when A ends at 200 + 27 x 5 = 335; B re-prefills 101 tokens [335,345] (its 38th
+    # token) and decodes its last 26: 345 + 130 = 475.
     scheduler = {"init_new_token_ratio": 0.0, "min_new_token_ratio": 0.0}
     result = run(
         config(
             [one(64, 64), one(64, 64)],
             backend="sglang",
-            blocks=150,
+            blocks=200,
             block_size=1,
             scheduler=scheduler,
             prefix_caching=False,
         )
     )
     frame = result.requests
-    assert list(frame["e2e_latency_ms"]) == [325.0, 590.0]
+    assert list(frame["e2e_latency_ms"]) == [335.0, 475.0]
     assert list(frame["preemptions"]) == [0, 1]
 
 
