@@ -1,7 +1,8 @@
 """vLLM-like continuous batching (V1 style) for one rank.
 
 Running requests are served first, in admission order: a prefilling request gets the rest of its
-prompt (chunked by the token budget), a decoding request one round of ``w`` verification tokens.
+prompt (chunked by the token budget), a decoding request one round of ``w`` verification tokens
+(fewer drafts when less budget is left, as vLLM trims ``spec_token_ids``).
 When KV runs out the most recently admitted request is preempted (its KV freed, recomputed
 later) until the current one fits. Waiting requests are admitted (FIFO, prefix hits first) only
 when nothing was preempted in this pass and the sequence cap allows.
@@ -30,7 +31,8 @@ def schedule_vllm(rank: RankState) -> None:
         else:
             tokens = rank.width(request)
             if tokens > budget:
-                tokens = 0
+                # vLLM trims the round's drafts to the budget left (none left: not this pass).
+                tokens = budget
         if tokens <= 0:
             index += 1
             continue
