@@ -56,7 +56,7 @@ def _schedule_prefill(rank: RankState) -> bool:
     ratio = rank.new_token_ratio
     reserved = 0.0
     for request in rank.running:
-        reserved += ratio * _clipped_output(request)
+        reserved += ratio * _clipped_output(rank, request)
     while (
         rank.waiting
         and budget > 0
@@ -67,7 +67,7 @@ def _schedule_prefill(rank: RankState) -> bool:
         if rank.running:
             # PrefillAdder.add_one_req: the whole extend plus the whole (clipped) remaining
             # output of the new request must fit below what the running ones reserve.
-            wanted = request.known_tokens + _clipped_output(request)
+            wanted = request.known_tokens + _clipped_output(rank, request)
             if wanted >= pool.available_pages * pool.page_tokens - reserved:
                 break
         tokens = rank.admit(request, budget, plan.chunked_prefill)
@@ -76,7 +76,7 @@ def _schedule_prefill(rank: RankState) -> bool:
         rank.waiting.popleft()
         budget -= tokens
         # Admitted in this pass: its extend holds pages now; its output is reserved in full.
-        reserved += _clipped_output(request)
+        reserved += _clipped_output(rank, request)
         if request.computed + tokens < request.prefill_target:
             rank.chunked = request
             break
@@ -118,10 +118,12 @@ def _schedule_decode(rank: RankState) -> bool:
     return retracted
 
 
-def _clipped_output(request: SimRequest) -> int:
-    """Remaining output as SGLang's admission estimates it (``CLIP_MAX_NEW_TOKENS``)."""
+def _clipped_output(rank: RankState, request: SimRequest) -> int:
+    """Remaining output as SGLang's admission estimates it (``CLIP_MAX_NEW_TOKENS``); a prefill
+    pool counts one token (SGLang's disaggregated prefill sets ``max_new_tokens = 1``)."""
     remaining = request.remaining_output
-    return remaining if remaining < CLIP_MAX_NEW_TOKENS else CLIP_MAX_NEW_TOKENS
+    limit = 1 if rank.is_prefill_pool else CLIP_MAX_NEW_TOKENS
+    return remaining if remaining < limit else limit
 
 
 def ratio_after_retraction(kept: list[SimRequest]) -> float:

@@ -64,3 +64,36 @@ def test_ratio_after_a_retraction_is_estimated_from_the_kept_requests() -> None:
     assert list(frame["first_token_ms"]) == [10.0, 20.0, 30.0]
     assert list(frame["last_token_ms"]) == [325.0, 775.0, 995.0]
     assert list(frame["preemptions"]) == [0, 0, 1]
+
+
+def test_a_prefill_pool_reserves_one_output_token() -> None:
+    # SGLang's disaggregated prefill sets max_new_tokens = 1 before admission. Prefill pool of
+    # 250 tokens: A (100 / 100) is admitted alone; B needs 100 + 1 below 250 - 100 - 1 = 149, so
+    # both prefill in [0,10] (reserving B's whole output, 200 >= 50, would delay it to [10,20]).
+    # Transfers take 0.5 + 100 x 0.01 = 1.5 ms; the decode pool runs both: 11.5 + 99 x 5 = 506.5.
+    def worker(blocks: int) -> dict[str, Any]:
+        return {
+            "kv_cache": {
+                "block_size": 1,
+                "prefix_caching": False,
+                "capacity": {"type": "fixed", "blocks": blocks},
+            },
+            "timing": {"type": "fixed", "prefill_ms": 10.0, "decode_ms": 5.0},
+        }
+
+    request = {"input_length": 100, "output_length": 100}
+    config = {
+        "traffic": {"source": {"type": "agentic", "requests": [request, dict(request)]}},
+        "engine": {
+            "backend": "sglang",
+            "workers": {"prefill": worker(250), "decode": worker(10_000)},
+            "kv_transfer": {
+                "bandwidth_bytes_per_s": 1e8,
+                "kv_bytes_per_token": 1000,
+                "latency_ms": 0.5,
+            },
+        },
+    }
+    frame = run(config).requests
+    assert list(frame["ttft_ms"]) == [10.0, 10.0]
+    assert list(frame["e2e_latency_ms"]) == [506.5, 506.5]
