@@ -6,8 +6,9 @@ the chunk budget (``chunked_prefill_size``), the running cap and the KV reserve 
 request is split. The reserve keeps ``new_token_ratio`` x the remaining output of every running
 request free, and a new request needs its known tokens plus its whole remaining output (clipped
 at ``CLIP_MAX_NEW_TOKENS``, as SGLang's ``PrefillAdder`` does) to fit below that; the ratio
-decays by ``new_token_ratio_decay`` per decode pass to its minimum and after a retraction
-becomes SGLang's estimate from the kept requests (``ratio_after_retraction``).
+decays by ``new_token_ratio_decay`` per decode pass to its minimum, is reset by an idle worker
+(``Worker``) and after a retraction becomes SGLang's estimate from the kept requests
+(``ratio_after_retraction``).
 Otherwise the pass decodes every running request; when the KV pool cannot hold all their rounds,
 requests are retracted (fewest emitted tokens first, then longest prompt) and later recomputed.
 """

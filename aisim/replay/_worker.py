@@ -56,6 +56,7 @@ class Worker:
                 has_decode = True
             works.append(work)
         if not any_work:
+            self._idle()
             return -1.0
         draft_length = self.draft_length if has_decode else 0
         try:
@@ -71,6 +72,15 @@ class Worker:
     ) -> None:
         for rank in self.ranks:
             rank.complete(now_ms, finished, handoff)
+        if not self.has_work():
+            self._idle()
+
+    def _idle(self) -> None:
+        """The worker has no pass to run: SGLang's idle check resets ``new_token_ratio`` to its
+        initial value (``self_check_during_idle``)."""
+        if self.is_sglang:
+            for rank in self.ranks:
+                rank.new_token_ratio = self.plan.scheduler.init_new_token_ratio
 
     def peak_used_blocks(self) -> list[int]:
         return [rank.pool.peak_used_pages for rank in self.ranks]

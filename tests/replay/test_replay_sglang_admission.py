@@ -97,3 +97,39 @@ def test_a_prefill_pool_reserves_one_output_token() -> None:
     frame = run(config).requests
     assert list(frame["ttft_ms"]) == [10.0, 10.0]
     assert list(frame["e2e_latency_ms"]) == [506.5, 506.5]
+
+
+def test_an_idle_worker_resets_the_ratio() -> None:
+    # Ratio 0.7 decaying 0.1 per decode pass to 0.1, 150 tokens. W (10 / 20) runs [0,105]: its
+    # 19 decode passes bring the ratio to 0.1; then the worker idles and SGLang resets it to
+    # 0.7. A (10 / 100) arrives at 200 and prefills alone [200,210]; B (10 / 100, at 201) needs
+    # 110 below 150 - (A's pages) - ratio x (A's remaining output), checked before each of A's
+    # decode passes (each lowers the ratio by 0.1): at 210 150 - 10 - 0.7 x 99 = 70.7, at 215
+    # 139 - 0.6 x 98 = 80.2, 220: 138 - 0.5 x 97 = 89.5, 225: 137 - 0.4 x 96 = 98.6, 230:
+    # 136 - 0.3 x 95 = 107.5, 235: 135 - 0.2 x 94 = 116.2 > 110. B prefills [235,245]. (A ratio
+    # left at 0.1 would admit B at 210: 140 - 9.9 = 130.1.)
+    worker = {
+        "scheduler": {
+            "init_new_token_ratio": 0.7,
+            "min_new_token_ratio": 0.1,
+            "new_token_ratio_decay": 0.1,
+        },
+        "kv_cache": {
+            "block_size": 1,
+            "prefix_caching": False,
+            "capacity": {"type": "fixed", "blocks": 150},
+        },
+        "timing": {"type": "fixed", "prefill_ms": 10.0, "decode_ms": 5.0},
+    }
+    rows = [
+        {"input_length": 10, "output_length": 20},
+        {"input_length": 10, "output_length": 100, "timestamp": 200},
+        {"input_length": 10, "output_length": 100, "timestamp": 201},
+    ]
+    config = {
+        "traffic": {"source": {"type": "agentic", "requests": rows}},
+        "engine": {"backend": "sglang", "workers": {"aggregated": worker}},
+    }
+    frame = run(config).requests
+    assert list(frame["first_token_ms"]) == [10.0, 210.0, 245.0]
+    assert frame["last_token_ms"][0] == 105.0
