@@ -213,6 +213,11 @@ class ModelSpec:
         heads = integer("num_attention_heads")
         if heads < 1 or hidden < 1:
             raise ConfigError(f"{path}: hidden_size and num_attention_heads must be >= 1")
+        if config.get("head_dim") in (None, "") and hidden % heads != 0:
+            raise ConfigError(
+                f"{join_path(path, 'head_dim')}: required when hidden_size ({hidden}) is not "
+                f"divisible by num_attention_heads ({heads})"
+            )
         head_dim = integer("head_dim", hidden // heads)
         experts = max(
             integer("num_experts", 0),
