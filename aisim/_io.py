@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from aisim.errors import ConfigError
+from aisim.errors import ConfigError, DataIntegrityError
 
 
 def load_config_file(path: str | os.PathLike[str]) -> Any:
@@ -45,6 +45,25 @@ def _one_line_yaml_error(exc: Exception) -> str:
         mark = exc.problem_mark
         return f"{exc.problem} at line {mark.line + 1}, column {mark.column + 1}"
     return " ".join(str(exc).split())
+
+
+def read_sidecar_object(data_file: Path, sidecar: Path, *, missing_reason: str) -> dict[str, Any]:
+    """The JSON object in ``sidecar`` (the metadata of ``data_file``), schema not yet checked.
+
+    Missing, unreadable or non-object sidecars are a DataIntegrityError; ``missing_reason``
+    finishes the message for a missing one (why the caller needs it).
+    """
+    try:
+        loaded = json.loads(sidecar.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataIntegrityError(
+            f"{str(data_file)!r}: sidecar {sidecar.name!r} is missing; {missing_reason}"
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataIntegrityError(f"{str(sidecar)!r}: unreadable sidecar: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise DataIntegrityError(f"{str(sidecar)!r}: sidecar must be a JSON object")
+    return loaded
 
 
 def check_writable(path: str | os.PathLike[str], overwrite: bool) -> Path:

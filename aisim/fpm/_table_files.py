@@ -26,13 +26,17 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aisim._io import atomic_write_bytes, atomic_write_text, canonical_json
+from aisim._io import (
+    atomic_write_bytes,
+    atomic_write_text,
+    canonical_json,
+    read_sidecar_object,
+)
 from aisim.errors import ConfigError, DataIntegrityError
 from aisim.fpm._interpolate import check_identity, read_points
 from aisim.fpm._measured import MeasuredRoundModel, check_measured_identity
@@ -155,16 +159,7 @@ def _scalar(value: object) -> bool:
 def _read_sidecar(data_file: Path) -> dict[str, Any]:
     side = sidecar_path(data_file)
     where = repr(str(side))
-    try:
-        loaded = json.loads(side.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataIntegrityError(
-            f"{str(data_file)!r}: sidecar {side.name!r} is missing; a table file needs one"
-        ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataIntegrityError(f"{where}: unreadable sidecar: {exc}") from None
-    if not isinstance(loaded, dict):
-        raise DataIntegrityError(f"{where}: sidecar must be a JSON object")
+    loaded = read_sidecar_object(data_file, side, missing_reason="a table file needs one")
     schema = loaded.get("schema")
     name = schema.get("name") if isinstance(schema, dict) else None
     version = schema.get("version") if isinstance(schema, dict) else None

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,7 +20,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from aisim._io import atomic_write_bytes, atomic_write_text, canonical_json
+from aisim._io import (
+    atomic_write_bytes,
+    atomic_write_text,
+    canonical_json,
+    read_sidecar_object,
+)
 from aisim.errors import DataIntegrityError
 from qualification.datasets._schema import SCHEMAS, SIDECAR_SUFFIX, Column, TableSchema
 
@@ -103,16 +107,7 @@ def write_table(
 def read_sidecar(data_file: Path) -> dict[str, Any]:
     """The sidecar of ``data_file`` as a mapping, with its schema checked (not yet the data)."""
     side = sidecar_path(data_file)
-    try:
-        loaded = json.loads(side.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataIntegrityError(
-            f"{str(data_file)!r}: sidecar {side.name!r} is missing; every recorded table needs one"
-        ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataIntegrityError(f"{str(side)!r}: unreadable sidecar: {exc}") from None
-    if not isinstance(loaded, dict):
-        raise DataIntegrityError(f"{str(side)!r}: sidecar must be a JSON object")
+    loaded = read_sidecar_object(data_file, side, missing_reason="every recorded table needs one")
     schema_field = loaded.get("schema")
     if not isinstance(schema_field, dict):
         raise DataIntegrityError(f"{str(side)!r}: schema: expected {{name, version}}")
