@@ -30,6 +30,7 @@ from aisim.replay._plan import (
     SchedulerPlan,
     SpeculationPlan,
     WorkerPlan,
+    lookahead_tokens_for,
     no_speculation,
 )
 from aisim.replay._pricing import PassPricer
@@ -154,6 +155,7 @@ def _worker(raw: object, role: str, context: EngineContext) -> tuple[WorkerPlan,
         "timing": pricer.describe(),
         "speculation": speculation.kind,
         "draft_length": speculation.draft_length,
+        "lookahead_tokens": speculation.lookahead_tokens,
     }
     return worker, info
 
@@ -197,7 +199,8 @@ def _speculation(
         )
     rates = [float(rate) for rate in resolved.acceptance.conditional_rates]
     seed = 0 if resolved.seed is None else int(resolved.seed)
-    plan = SpeculationPlan(resolved.kind, depth, int(resolved.verify_width), rates, seed)
+    lookahead = lookahead_tokens_for(context.backend, resolved.kind, depth)
+    plan = SpeculationPlan(resolved.kind, depth, int(resolved.verify_width), rates, seed, lookahead)
     return resolved, plan
 
 

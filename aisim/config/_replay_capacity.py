@@ -126,12 +126,17 @@ def check_requests_fit(worker: WorkerPlan, requests: list[RequestSpec]) -> None:
         peak = request.prompt_tokens
         if worker.role != ROLE_PREFILL:
             peak = request.prompt_tokens + request.output_tokens - 1
-        pages = -(-peak // kv.block_size)
+        # The engine reserves its SD lookahead on top of the last round's slots.
+        reserved = peak + worker.speculation.lookahead_tokens
+        pages = -(-reserved // kv.block_size)
         if pages > kv.blocks:
+            lookahead = worker.speculation.lookahead_tokens
+            lookahead_note = f" + {lookahead} SD lookahead slots" if lookahead else ""
             raise ConfigError(
                 f"{worker.path}.kv_cache.capacity: request {request.request_id!r} "
-                f"({request.prompt_tokens} prompt + {request.output_tokens} output tokens) needs "
-                f"{pages} blocks of {kv.block_size} tokens but the capacity is {kv.blocks} blocks "
+                f"({request.prompt_tokens} prompt + {request.output_tokens} output tokens"
+                f"{lookahead_note}) needs {pages} blocks of {kv.block_size} tokens but the "
+                f"capacity is {kv.blocks} blocks "
                 f"({capacity_tokens} tokens); it can never fit"
             )
         if not scheduler.chunked_prefill and peak > scheduler.token_budget:

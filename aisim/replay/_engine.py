@@ -137,7 +137,15 @@ class Simulation:
         worker.wake_pending = False
         if worker.busy:
             return
-        duration = worker.plan_pass()
+        duration = worker.plan_pass(self.now_ms)
+        for request in worker.take_loads_started():
+            self._push(
+                self.now_ms + self._transfer_ms(request.transfer_tokens),
+                EVENT_TRANSFER_DONE,
+                request.index,
+            )
+        for request in worker.take_finished_in_plan():
+            self._release_dependents(request)
         if duration >= 0.0:
             worker.busy = True
             self.recorder.passes += 1
@@ -151,25 +159,42 @@ class Simulation:
         worker.complete_pass(self.now_ms, finished, handoff)
         for request in finished:
             self._release_dependents(request)
+        decode = self.workers[-1]
         for request in handoff:
-            delay = (
-                self.plan.transfer_latency_ms
-                + request.prompt_tokens * self.plan.transfer_ms_per_token
-            )
-            self._push(self.now_ms + delay, EVENT_TRANSFER_DONE, request.index)
+            request.hand_off()
+            if decode.is_sglang:
+                # SGLang's prefill server pushes the KV as it computes it: the transfer ends
+                # after the prefill, then the decode server takes the request in.
+                self._push(
+                    self.now_ms + self._transfer_ms(request.prompt_tokens),
+                    EVENT_TRANSFER_DONE,
+                    request.index,
+                )
+            else:
+                # vLLM: the proxy now sends the request to the decode worker, which allocates
+                # the prompt's blocks and pulls the KV into them (``take_loads_started``).
+                request.kv_remote = True
+                decode.route(request)
+                self._schedule_wake(decode)
         if worker.has_work():
             self._schedule_wake(worker)
+
+    def _transfer_ms(self, tokens: int) -> float:
+        return self.plan.transfer_latency_ms + tokens * self.plan.transfer_ms_per_token
 
     def _transfer_done(self, index: int) -> None:
         request = self.requests[index]
         prefill = self.workers[0]
-        prefill.ranks[request.rank].release_transferred(request)
+        prefill.ranks[request.source_rank].release_transferred(request)
         if prefill.has_work():
             # The freed KV may admit a request that was waiting for it.
             self._schedule_wake(prefill)
-        request.kv_transferred = True
         decode = self.workers[-1]
-        decode.route(request)
+        if request.kv_loading:
+            decode.ranks[request.rank].kv_landed(request)
+        else:
+            request.kv_transferred = True
+            decode.route(request)
         self._schedule_wake(decode)
 
     def _release_dependents(self, request: SimRequest) -> None:

@@ -56,6 +56,8 @@ class SpeculationPlan:
     ``verify_width`` (target query tokens per request per round, ``draft_length + 1``) and the
     accepted depth are kept apart: KV reservation and pricing use the width, progress uses the
     sampled acceptance. ``conditional_rates[i]`` is P(draft i+1 accepted | drafts 1..i accepted).
+    ``lookahead_tokens`` are the KV slots the engine's scheduler reserves for every running
+    request on every step beyond the tokens it schedules (``lookahead_tokens_for``).
     """
 
     def __init__(
@@ -65,10 +67,12 @@ class SpeculationPlan:
         verify_width: int,
         conditional_rates: list[float],
         seed: int,
+        lookahead_tokens: int,
     ) -> None:
         self.kind = kind
         self.draft_length = draft_length
         self.verify_width = verify_width
+        self.lookahead_tokens = lookahead_tokens
         self.conditional_rates = conditional_rates
         self.seed = seed
         # P(accept) = threshold / 2**32: rates are quantized to 2**-32 so one 32-bit draw decides.
@@ -89,7 +93,24 @@ def rate_threshold(rate: float) -> int:
 
 def no_speculation() -> SpeculationPlan:
     """Plain decoding: one query token per request per step."""
-    return SpeculationPlan("none", 0, 1, [], 0)
+    return SpeculationPlan("none", 0, 1, [], 0, 0)
+
+
+def lookahead_tokens_for(scheduler_kind: str, kind: str, draft_length: int) -> int:
+    """KV slots reserved per running request per step on top of the scheduled tokens.
+
+    vLLM V1 (``Scheduler.__init__``): ``num_lookahead_tokens = num_speculative_tokens`` when
+    ``SpeculativeConfig.use_eagle()`` (eagle, eagle3, mtp, dflash, dspark) or
+    ``uses_draft_model()``, else 0 (ngram); ``schedule`` passes it to every running request's
+    ``allocate_slots``. SGLang (``Scheduler.decode_mem_cache_buf_multiplier``): a decode step
+    checks ``speculative_num_draft_tokens + topk * num_steps`` free slots per request, the verify
+    width plus ``d`` draft slots for a chain (topk 1, d steps). Plain decoding reserves none.
+    """
+    if draft_length <= 0:
+        return 0
+    if scheduler_kind == SCHEDULER_VLLM and kind == "ngram":
+        return 0
+    return draft_length
 
 
 class SchedulerPlan:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from aisim.replay._kv_pool import KvPool
+from aisim.replay._kv_pool import KvHolding, KvPool
 from aisim.replay._metrics import Recorder
 from aisim.replay._plan import ROLE_PREFILL, SCHEDULER_VLLM, WorkerPlan
 from aisim.replay._pricing import RankWork
@@ -34,6 +34,9 @@ class RankState:
         self.pool = KvPool(kv.blocks, kv.block_size, kv.prefix_unit_tokens, kv.prefix_caching)
         self.scheduler = worker.scheduler
         self.speculation = worker.speculation
+        # KV slots reserved per running request per step beyond its scheduled tokens.
+        self.lookahead = worker.speculation.lookahead_tokens
+        self.is_sglang = worker.scheduler.kind != SCHEDULER_VLLM
         self.recorder = recorder
         self.lists = lists
         self.waiting: deque[SimRequest] = deque()
@@ -45,6 +48,12 @@ class RankState:
         # vLLM checks free blocks before touching prefix hits; SGLang's match refreshes them.
         self.check_before_touch = worker.scheduler.kind == SCHEDULER_VLLM
         self.new_token_ratio = worker.scheduler.init_new_token_ratio
+        # Set by the worker before each plan: the time of the pass being planned.
+        self.now_ms = 0.0
+        # Filled while planning, drained by the engine: transfers this rank started (vLLM's
+        # decode pool pulls prompt KV) and requests that finished without a pass.
+        self.loads_started: list[SimRequest] = []
+        self.finished_in_plan: list[SimRequest] = []
 
     @property
     def load(self) -> int:
@@ -102,6 +111,9 @@ class RankState:
             request.cached_tokens += hit_tokens - present
         request.computed = computed
         if request.kv_transferred:
+            # SGLang's decode server streams the prefill server's first token when it takes the
+            # request in (the prebuilt batch runs no forward pass), then decodes it.
+            self.recorder.reveal_first(request, self.now_ms)
             request.phase = PHASE_DECODE
             request.kv_transferred = False
             self.plan_decode(request, tokens)
@@ -112,9 +124,64 @@ class RankState:
         self.running.append(request)
         return tokens
 
-    def preempt(self, request: SimRequest) -> None:
+    def start_kv_load(self, request: SimRequest) -> bool:
+        """vLLM decode pool: allocate the blocks of a handed-off request's prompt (its local
+        prefix hits first, no lookahead: ``effective_lookahead_tokens`` is 0 while
+        ``num_computed_tokens`` is 0) so the KV connector can pull the rest into them; False
+        (nothing taken) when they do not fit. The request stays queued until the load ends."""
+        pool = self.pool
+        prompt = request.prompt_tokens
+        hits = pool.match(request.unit_keys((prompt - 1) // pool.unit_tokens, pool.unit_tokens))
+        if not pool.can_start(hits, prompt):
+            return False
+        pool.acquire(request.kv, hits)
+        grown = pool.grow(request.kv, prompt)
+        assert grown, "can_start promised the prompt's blocks"
+        hit_tokens = len(hits) * pool.unit_tokens
+        request.cached_tokens += hit_tokens
+        request.computed = hit_tokens
+        request.transfer_tokens = prompt - hit_tokens
+        request.kv_remote = False
+        request.kv_loading = True
+        self.loads_started.append(request)
+        return True
+
+    def kv_landed(self, request: SimRequest) -> None:
+        """vLLM decode pool: the pulled KV has arrived. As ``_update_waiting_for_remote_kv``
+        does, the request counts every prompt token but the last as computed (so the decode
+        worker computes the last one and samples the first output token itself) and caches
+        its full blocks."""
+        request.kv_loading = False
+        request.kv_transferred = True
+        request.computed = request.prompt_tokens - 1
+        register_full_units(self.pool, request)
+
+    def admit_landed(self, request: SimRequest) -> int:
+        """vLLM decode pool: schedule the last prompt token of a request whose KV arrived; its
+        blocks grow by the token plus the SD lookahead (``num_computed_tokens`` > 0 now).
+        Returns the tokens scheduled (0: it waits, keeping its blocks)."""
+        if not self.pool.grow(request.kv, request.computed + 1 + self.lookahead):
+            return 0
+        request.kv_transferred = False
+        request.phase = PHASE_PREFILL
+        request.prefill_target = request.known_tokens
+        self.plan_prefill(request, 1)
+        self.running.append(request)
+        return 1
+
+    def finish_on_arrival(self, request: SimRequest) -> None:
+        """SGLang decode pool: a one-token request's only token was sampled by the prefill
+        pool; the decode server streams it and finishes the request without a pass."""
+        self.recorder.reveal_first(request, self.now_ms)
+        request.kv_transferred = False
+        request.phase = PHASE_DONE
+        self.recorder.completed += 1
+        self.finished_in_plan.append(request)
+
+    def preempt(self, request: SimRequest, by_sd_reservation: bool) -> None:
         """Free all of ``request``'s KV and queue it first for recompute (vLLM preemption,
-        SGLang retraction)."""
+        SGLang retraction). ``by_sd_reservation``: a plain decode step would not have needed
+        it (counted separately)."""
         self.pool.release(request.kv)
         request.computed = 0
         request.prefill_target = 0
@@ -122,6 +189,8 @@ class RankState:
         request.phase = PHASE_WAITING
         request.preemptions += 1
         self.recorder.preemptions += 1
+        if by_sd_reservation:
+            self.recorder.sd_preemptions += 1
         self.running.remove(request)
         if self.chunked is request:
             self.chunked = None
@@ -169,14 +238,20 @@ class RankState:
             if request.work == WORK_PREFILL:
                 request.computed += request.work_tokens
                 register_full_units(pool, request)
-                if request.computed >= request.prefill_target:
+                prefilled = request.computed >= request.prefill_target
+                if prefilled and self.is_prefill_pool:
+                    # Clients receive tokens from the decode pool only. SGLang's prefill server
+                    # samples the first token and sends it with the KV; vLLM's proxy discards
+                    # the prefill server's token (the decode worker computes it again).
+                    if self.is_sglang:
+                        self.recorder.emit_unseen(request)
+                    request.phase = PHASE_TRANSFER
+                    handoff.append(request)
+                    left = True
+                elif prefilled:
                     self.recorder.emit(request, 1, now_ms)
                     if request.emitted >= request.output_tokens:
                         self._finish(request, finished)
-                        left = True
-                    elif self.is_prefill_pool:
-                        request.phase = PHASE_TRANSFER
-                        handoff.append(request)
                         left = True
                     else:
                         request.phase = PHASE_DECODE
@@ -196,7 +271,8 @@ class RankState:
 
     def release_transferred(self, request: SimRequest) -> None:
         """The KV of a handed-off request reached the decode pool: free it here."""
-        self.pool.release(request.kv)
+        self.pool.release(request.source_kv)
+        request.source_kv = KvHolding()
 
     def _finish(self, request: SimRequest, finished: list[SimRequest]) -> None:
         request.phase = PHASE_DONE

@@ -39,10 +39,20 @@ class SimRequest:
         self.computed = 0
         # Tokens to compute before the next emission (prompt, or prompt + output on recompute).
         self.prefill_target = 0
-        # True once the KV of the prompt arrived from a prefill pool (decode pool admission).
+        # P/D hand-off on the decode pool. vLLM (the decode worker pulls the KV): ``kv_remote``
+        # until its pool allocates the prompt's blocks, ``kv_loading`` while the transfer runs.
+        # ``kv_transferred``: the prompt's KV has arrived (SGLang: admission pending; vLLM: the
+        # last prompt token is still to be computed).
+        self.kv_remote = False
+        self.kv_loading = False
         self.kv_transferred = False
+        # Prompt tokens the transfer carries (vLLM: minus the decode pool's prefix hits).
+        self.transfer_tokens = 0
         self.rank = -1
         self.kv = KvHolding()
+        # The prefill pool's KV of a handed-off request, held there until the transfer ends.
+        self.source_kv = KvHolding()
+        self.source_rank = -1
         self.rng = rng
         self.rounds = 0
         self.sd_rounds = 0
@@ -59,6 +69,15 @@ class SimRequest:
         self.emissions = 0
         self._unit_keys: list[tuple[int, ...]] = []
         self._unit_tokens = 0
+
+    def hand_off(self) -> None:
+        """Leave the prefill pool: its KV stays held there (``source_kv``) until the transfer
+        ends; the decode pool starts from an empty holding."""
+        self.source_kv = self.kv
+        self.source_rank = self.rank
+        self.kv = KvHolding()
+        self.computed = 0
+        self.prefill_target = 0
 
     @property
     def known_tokens(self) -> int:

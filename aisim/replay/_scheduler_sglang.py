@@ -9,8 +9,12 @@ at ``CLIP_MAX_NEW_TOKENS``, as SGLang's ``PrefillAdder`` does) to fit below that
 decays by ``new_token_ratio_decay`` per decode pass to its minimum, is reset by an idle worker
 (``Worker``) and after a retraction becomes SGLang's estimate from the kept requests
 (``ratio_after_retraction``).
-Otherwise the pass decodes every running request; when the KV pool cannot hold all their rounds,
-requests are retracted (fewest emitted tokens first, then longest prompt) and later recomputed.
+Otherwise the pass decodes every running request; when the KV pool cannot hold all their rounds
+(with SD, each round's verify slots plus ``d`` draft slots: ``check_decode_mem`` with
+``decode_mem_cache_buf_multiplier``), requests are retracted (fewest emitted tokens first, then
+longest prompt; with SD the last request of the batch first, as ``retract_decode`` does) and
+later recomputed. On a decode pool a handed-off request's first token (sampled by the prefill
+pool) reaches the client when the request is taken in.
 """
 
 from __future__ import annotations
@@ -91,7 +95,12 @@ def _schedule_decode(rank: RankState) -> bool:
     while (
         rank.waiting and rank.waiting[0].kv_transferred and len(rank.running) < plan.max_sequences
     ):
-        if rank.admit(rank.waiting[0], rank.speculation.verify_width, True) == 0:
+        request = rank.waiting[0]
+        if request.remaining_output == 0:
+            rank.waiting.popleft()
+            rank.finish_on_arrival(request)
+            continue
+        if rank.admit(request, rank.speculation.verify_width, True) == 0:
             break
         rank.waiting.popleft()
     decodes = [
@@ -100,15 +109,17 @@ def _schedule_decode(rank: RankState) -> bool:
         if request.phase == PHASE_DECODE and request.work == WORK_NONE
     ]
     retracted = False
+    lookahead = rank.lookahead
     # Bounded: each iteration retracts one request.
-    while decodes and _pages_needed(rank, decodes) > pool.available_pages:
-        victim = _retraction_victim(decodes)
+    while decodes and _pages_needed(rank, decodes, lookahead) > pool.available_pages:
+        by_sd = _pages_needed(rank, decodes, -1) <= pool.available_pages
+        victim = decodes[-1] if rank.speculation.enabled else _retraction_victim(decodes)
         decodes.remove(victim)
-        rank.preempt(victim)
+        rank.preempt(victim, by_sd)
         retracted = True
     for request in decodes:
         width = rank.width(request)
-        grown = pool.grow(request.kv, request.computed + width)
+        grown = pool.grow(request.kv, request.computed + width + lookahead)
         assert grown, "retraction left too few KV pages"
         rank.plan_decode(request, width)
     if retracted:
@@ -140,10 +151,13 @@ def ratio_after_retraction(kept: list[SimRequest]) -> float:
     return ratio if ratio < 1.0 else 1.0
 
 
-def _pages_needed(rank: RankState, decodes: list[SimRequest]) -> int:
+def _pages_needed(rank: RankState, decodes: list[SimRequest], lookahead: int) -> int:
+    """Pages the decodes' rounds need: each round's width plus ``lookahead`` slots; a negative
+    ``lookahead`` asks for a plain decode step (one slot per request, no SD)."""
     total = 0
     for request in decodes:
-        total += rank.pool.extra_pages_needed(request.kv, request.computed + rank.width(request))
+        slots = 1 if lookahead < 0 else rank.width(request) + lookahead
+        total += rank.pool.extra_pages_needed(request.kv, request.computed + slots)
     return total
 
 

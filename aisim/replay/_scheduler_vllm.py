@@ -3,9 +3,13 @@
 Running requests are served first, in admission order: a prefilling request gets the rest of its
 prompt (chunked by the token budget), a decoding request one round of ``w`` verification tokens
 (fewer drafts when less budget is left, as vLLM trims ``spec_token_ids``).
-When KV runs out the most recently admitted request is preempted (its KV freed, recomputed
-later) until the current one fits. Waiting requests are admitted (FIFO, prefix hits first) only
-when nothing was preempted in this pass and the sequence cap allows.
+Every running request's blocks must also cover the SD lookahead (``allocate_slots(...,
+num_lookahead_tokens)``; 0 without a drafter). When KV runs out the most recently admitted
+request is preempted (its KV freed, recomputed later) until the current one fits. Waiting
+requests are admitted (FIFO, prefix hits first, no lookahead) only when nothing was preempted in
+this pass and the sequence cap allows. On a decode pool a handed-off request first gets the
+blocks its prompt KV is pulled into, then waits (skipped, keeping its place) until the load
+ends, then computes its last prompt token with the lookahead reserved.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ def schedule_vllm(rank: RankState) -> None:
     pool = rank.pool
     budget = plan.token_budget
     preempted = False
+    # Pages this pass's SD reservations took beyond plain decode steps: a preemption they
+    # make necessary is counted as caused by SD.
+    sd_pages = 0
     index = 0
     while index < len(rank.running):
         request = rank.running[index]
@@ -37,16 +44,27 @@ def schedule_vllm(rank: RankState) -> None:
             index += 1
             continue
         fits = True
+        needed = request.computed + tokens + rank.lookahead
+        # A plain decode step needs one slot; a prefill chunk its tokens.
+        plain = request.computed + (tokens if is_prefill else 1)
+        sd_extra = 0
+        if needed != plain:
+            sd_extra = pool.extra_pages_needed(request.kv, needed) - pool.extra_pages_needed(
+                request.kv, plain
+            )
         # Bounded: each failed attempt removes one running request.
-        while not pool.grow(request.kv, request.computed + tokens):
+        while not pool.grow(request.kv, needed):
+            plain_extra = pool.extra_pages_needed(request.kv, plain)
+            by_sd = plain_extra <= pool.available_pages + sd_pages
             victim = rank.running[-1]
-            rank.preempt(victim)
+            rank.preempt(victim, by_sd)
             preempted = True
             if victim is request:
                 fits = False
                 break
         if not fits:
             break
+        sd_pages += sd_extra
         if is_prefill:
             rank.plan_prefill(request, tokens)
         else:
@@ -55,9 +73,23 @@ def schedule_vllm(rank: RankState) -> None:
         index += 1
     if preempted:
         return
-    while rank.waiting and len(rank.running) < plan.max_sequences and budget > 0:
-        tokens = rank.admit(rank.waiting[0], budget, plan.chunked_prefill)
+    # Requests whose prompt KV is being pulled stay at the head of the queue, skipped.
+    skipped = 0
+    while len(rank.waiting) > skipped and len(rank.running) < plan.max_sequences and budget > 0:
+        request = rank.waiting[skipped]
+        if request.kv_loading:
+            skipped += 1
+            continue
+        if request.kv_remote:
+            if not rank.start_kv_load(request):
+                break
+            skipped += 1
+            continue
+        if request.kv_transferred:
+            tokens = rank.admit_landed(request)
+        else:
+            tokens = rank.admit(request, budget, plan.chunked_prefill)
         if tokens == 0:
             break
-        rank.waiting.popleft()
+        del rank.waiting[skipped]
         budget -= tokens

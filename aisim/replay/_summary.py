@@ -130,6 +130,7 @@ def summarize(
             "passes": recorder.passes,
             "events": result.events,
             "preemptions": recorder.preemptions,
+            "sd_reservation_preemptions": recorder.sd_preemptions,
             "cached_prompt_tokens": sum(columns["cached_prompt_tokens"]),
             "kv_peak_used_blocks": [worker.peak_used_blocks() for worker in result.workers],
             "config": description,

@@ -38,13 +38,15 @@ class Worker:
     def has_work(self) -> bool:
         return any(rank.has_work() for rank in self.ranks)
 
-    def plan_pass(self) -> float:
-        """Schedule every rank; returns the pass duration in ms, or -1.0 when no rank has work
-        it can start now."""
+    def plan_pass(self, now_ms: float) -> float:
+        """Schedule every rank for a pass starting at ``now_ms``; returns the pass duration in
+        ms, or -1.0 when no rank has work it can start now. Planning may also start KV loads
+        and finish requests (``take_loads_started``, ``take_finished_in_plan``)."""
         works: list[RankWork] = []
         any_work = False
         has_decode = False
         for rank in self.ranks:
+            rank.now_ms = now_ms
             if self.is_sglang:
                 schedule_sglang(rank)
             else:
@@ -66,6 +68,24 @@ class Worker:
                 f"{self.plan.path}.timing: the estimator cannot price a pass of this replay "
                 f"({_describe(works)}): {exc}"
             ) from None
+
+    def take_loads_started(self) -> list[SimRequest]:
+        """Requests whose prompt KV this worker started pulling in the last plan."""
+        started: list[SimRequest] = []
+        for rank in self.ranks:
+            if rank.loads_started:
+                started.extend(rank.loads_started)
+                rank.loads_started = []
+        return started
+
+    def take_finished_in_plan(self) -> list[SimRequest]:
+        """Requests the last plan finished without a pass."""
+        finished: list[SimRequest] = []
+        for rank in self.ranks:
+            if rank.finished_in_plan:
+                finished.extend(rank.finished_in_plan)
+                rank.finished_in_plan = []
+        return finished
 
     def complete_pass(
         self, now_ms: float, finished: list[SimRequest], handoff: list[SimRequest]

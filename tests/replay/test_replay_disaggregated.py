@@ -37,49 +37,98 @@ def pd_config(
     return {"traffic": {"source": {"type": "agentic", "requests": requests}}, "engine": engine}
 
 
-@pytest.mark.parametrize("backend", ["vllm", "sglang"])
-def test_one_request_prefill_transfer_decode(backend: str) -> None:
-    # Prefill pool [0,10] emits the first token; 100 tokens of KV take 0.5 + 100 * 0.01 = 1.5 ms;
-    # the decode pool runs 63 rounds of 5 ms from 11.5: E2E 11.5 + 315 = 326.5.
-    result = run(pd_config([{"input_length": 100, "output_length": 64}], backend=backend))
+def test_vllm_decode_worker_computes_the_first_token() -> None:
+    # vLLM P/D: the proxy sends the request to the prefill worker with max_tokens = 1 and
+    # discards its answer; the prefill pool computes the prompt in [0,10]. The decode worker
+    # then allocates the prompt's blocks and pulls the KV: 0.5 + 100 x 0.01 = 1.5 ms, landing
+    # at 11.5 with 99 tokens counted as computed; it computes the last prompt token in a pass
+    # of its own (prefill work, 10 ms): the client's first token at 21.5. Then 63 rounds of 5
+    # ms: E2E 21.5 + 315 = 336.5.
+    result = run(pd_config([{"input_length": 100, "output_length": 64}], backend="vllm"))
     summary = result.summary
-    assert summary["mean_ttft_ms"] == 10.0
-    assert summary["mean_e2e_latency_ms"] == pytest.approx(326.5, abs=1e-9)
-    assert summary["mean_time_to_second_token_ms"] == pytest.approx(6.5, abs=1e-9)
+    assert summary["mean_ttft_ms"] == 21.5
+    assert summary["mean_e2e_latency_ms"] == pytest.approx(336.5, abs=1e-9)
+    assert summary["mean_time_to_second_token_ms"] == 5.0
+    assert summary["passes"] == 1 + 1 + 63
     assert summary["config"]["kv_transfer_ms_per_token"] == pytest.approx(0.01)
 
 
-@pytest.mark.parametrize("backend", ["vllm", "sglang"])
-def test_pd_with_speculation_on_the_decode_pool(backend: str) -> None:
-    # mtp d=1 is allowed on both backends. Rates [1]: 63 tokens at 2 per round = 32 rounds.
+def test_sglang_first_token_reaches_the_client_from_the_decode_pool() -> None:
+    # SGLang P/D: the prefill pool computes the prompt and samples the first token in [0,10];
+    # it travels with the KV (1.5 ms) and the decode server streams it when it takes the
+    # request in at 11.5 (no forward pass). Then 63 rounds: E2E 11.5 + 315 = 326.5.
+    result = run(pd_config([{"input_length": 100, "output_length": 64}], backend="sglang"))
+    summary = result.summary
+    assert summary["mean_ttft_ms"] == 11.5
+    assert summary["mean_e2e_latency_ms"] == pytest.approx(326.5, abs=1e-9)
+    assert summary["mean_time_to_second_token_ms"] == pytest.approx(5.0, abs=1e-9)
+    assert summary["passes"] == 1 + 63
+
+
+@pytest.mark.parametrize(("backend", "first_token_ms"), [("vllm", 21.5), ("sglang", 11.5)])
+def test_pd_with_speculation_on_the_decode_pool(backend: str, first_token_ms: float) -> None:
+    # mtp d=1 is allowed on both backends. The first token as above; rates [1]: the other 63
+    # tokens at 2 per round = 32 rounds (the last verifies one token).
     spec = {"kind": "mtp", "params": {"depth": 1}, "acceptance_rates": [1.0]}
     result = run(
         pd_config([{"input_length": 100, "output_length": 64}], backend=backend, speculation=spec)
     )
     assert result.summary["sd_rounds"] == 32
-    assert result.summary["mean_e2e_latency_ms"] == pytest.approx(11.5 + 32 * 5.0, abs=1e-9)
+    assert result.summary["mean_ttft_ms"] == first_token_ms
+    assert result.summary["mean_e2e_latency_ms"] == pytest.approx(
+        first_token_ms + 32 * 5.0, abs=1e-9
+    )
     assert result.summary["config"]["workers"][0]["speculation"] == "none"  # prefill pool
 
 
-def test_single_token_outputs_finish_on_the_prefill_pool() -> None:
-    result = run(pd_config([{"input_length": 100, "output_length": 1}]))
-    assert result.summary["mean_e2e_latency_ms"] == 10.0
+@pytest.mark.parametrize(("backend", "e2e_ms", "passes"), [("vllm", 21.5, 2), ("sglang", 11.5, 1)])
+def test_single_token_outputs_pass_through_the_decode_pool(
+    backend: str, e2e_ms: float, passes: int
+) -> None:
+    # The client receives even a one-token answer from the decode worker: vLLM's computes it
+    # (prefill 10, transfer 1.5, last prompt token 10); SGLang's streams the prefill pool's
+    # token when the request arrives (10 + 1.5) and finishes it without a pass.
+    result = run(pd_config([{"input_length": 100, "output_length": 1}], backend=backend))
+    assert result.summary["mean_e2e_latency_ms"] == e2e_ms
+    assert result.summary["mean_ttft_ms"] == e2e_ms
     assert result.summary["completed_requests"] == 1
+    assert result.summary["passes"] == passes
 
 
-def test_decode_pool_queues_transfers_until_kv_frees() -> None:
-    # Decode pool of 10 blocks: each request (100 in / 40 out) peaks at 139 tokens = 9 blocks, so
-    # the second waits for the first. Both prefill together in [0,10] and arrive at 11.5. A
-    # decodes 39 rounds to 11.5 + 195 = 206.5; B then starts and ends at 206.5 + 195 = 401.5.
+def test_vllm_decode_pool_allocates_before_it_pulls_the_kv() -> None:
+    # Decode pool of 10 blocks: each request (100 in / 40 out) needs 7 blocks for its prompt and
+    # peaks at 139 tokens (9 blocks). Both prefill together in [0,10]. At 10 the decode worker
+    # allocates A's 7 blocks and starts its load (lands at 11.5); B's 7 do not fit, so B's
+    # transfer waits. A: last prompt token [11.5,21.5], then 39 rounds: 21.5 + 195 = 216.5. A
+    # never holds fewer than 7 blocks, so B is allocated only when A ends: load [216.5,218],
+    # last prompt token [218,228], 39 rounds: 228 + 195 = 423.
     requests = [{"input_length": 100, "output_length": 40}] * 2
     frame = run(pd_config(requests, decode_blocks=10)).requests
+    assert list(frame["ttft_ms"]) == pytest.approx([21.5, 228.0], abs=1e-9)
+    assert list(frame["e2e_latency_ms"]) == pytest.approx([216.5, 423.0], abs=1e-9)
+
+
+def test_sglang_decode_pool_queues_transfers_until_kv_frees() -> None:
+    # The same on SGLang: both KV transfers land at 11.5. The decode pool takes A in (7 blocks
+    # for its 100 prompt tokens and first round; the client sees A's first token at 11.5); B's 7
+    # blocks do not fit beside A's. A decodes 39 rounds to 11.5 + 195 = 206.5; B is taken in
+    # then (its first token at 206.5) and ends at 206.5 + 195 = 401.5.
+    requests = [{"input_length": 100, "output_length": 40}] * 2
+    frame = run(pd_config(requests, backend="sglang", decode_blocks=10)).requests
+    assert list(frame["ttft_ms"]) == pytest.approx([11.5, 206.5], abs=1e-9)
     assert list(frame["e2e_latency_ms"]) == pytest.approx([206.5, 401.5], abs=1e-9)
 
 
-def test_prefill_pool_wakes_when_a_transfer_frees_its_kv() -> None:
-    # Prefill pool of one 4-token block. A (1 in / 2 out) prefills in [0,1] and holds the block
-    # until its KV has left: 0.5 + 1 * 0.01 ms later, at 1.51. B (1 in / 1 out) arrives at 1, is
-    # admitted at 1.51 and prefills in [1.51, 2.51]. A decodes one round in [1.51, 6.51].
+@pytest.mark.parametrize(("backend", "ttft_ms"), [("vllm", [2.51, 3.02]), ("sglang", [1.51, 2.02])])
+def test_prefill_pool_wakes_when_a_transfer_frees_its_kv(
+    backend: str, ttft_ms: list[float]
+) -> None:
+    # Prefill pool of one 4-token block. A (1 in / 1 out) prefills in [0,1] and holds the block
+    # until its KV has left: 0.5 + 1 x 0.01 ms later, at 1.51. B (1 in / 1 out) arrives at 1, is
+    # admitted at 1.51 and prefills in [1.51, 2.51]; its KV lands 0.51 ms later, at 3.02.
+    # vLLM: A's load starts at 1 (lands 1.51), its last prompt token runs [1.51,2.51]; B's load
+    # starts at 2.51 (lands 3.02), its token runs [3.02,4.02]: TTFT [2.51, 3.02]. SGLang: the
+    # decode pool streams each token when its KV lands: TTFT [1.51, 2.02].
     def worker() -> dict[str, Any]:
         return {
             "kv_cache": {"block_size": 4, "capacity": {"type": "fixed", "blocks": 1}},
@@ -88,11 +137,12 @@ def test_prefill_pool_wakes_when_a_transfer_frees_its_kv() -> None:
 
     config = pd_config(
         [
-            {"input_length": 1, "output_length": 2},
+            {"input_length": 1, "output_length": 1},
             {"input_length": 1, "output_length": 1, "timestamp": 1},
-        ]
+        ],
+        backend=backend,
     )
     config["engine"]["workers"] = {"prefill": worker(), "decode": worker()}
     frame = run(config).requests
-    assert list(frame["ttft_ms"]) == pytest.approx([1.0, 1.51], abs=1e-9)
-    assert list(frame["e2e_latency_ms"]) == pytest.approx([6.51, 1.51], abs=1e-9)
+    assert list(frame["ttft_ms"]) == pytest.approx(ttft_ms, abs=1e-9)
+    assert list(frame["e2e_latency_ms"]) == pytest.approx(ttft_ms, abs=1e-9)

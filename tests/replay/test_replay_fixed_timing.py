@@ -219,12 +219,15 @@ def test_mooncake_hash_ids_share_prefix_blocks() -> None:
     assert list(frame["cached_prompt_tokens"]) == [0, 0, 0]
 
 
-def test_sd_rounds_reserve_the_whole_verification_width() -> None:
-    # As the preemption test, but d = 3 with every draft rejected: progress is one token per
-    # round, yet each round reserves w = 4 slots. Round k needs 64 + (k - 1) + 4 tokens each: 5
-    # blocks up to k = 13 (ends at 75, B has emitted 14); round 14 needs 81 tokens (6 blocks) for
-    # A, so B is preempted three rounds earlier than without SD. B (78 known tokens) returns
-    # when A ends at 325: re-prefill [325,335] (token 15), then 49 rounds: 335 + 245 = 580.
+def test_sd_rounds_reserve_the_verification_width_and_the_lookahead() -> None:
+    # As the preemption test, but MTP d = 3 with every draft rejected: progress is one token
+    # per round, yet each round reserves w = 4 verify slots plus vLLM's 3 lookahead slots
+    # (num_lookahead_tokens = num_speculative_tokens for MTP). Round k needs 64 + (k - 1) + 4 +
+    # 3 = 70 + k tokens each: 5 blocks up to k = 10 (ends at 60, B has emitted 11); round 11
+    # needs 81 tokens (6 blocks) for A, so B is preempted, by the SD reservation (A's plain
+    # step, 75 tokens, fits its 5 blocks). B (75 known tokens, 5 blocks, admitted without
+    # lookahead) fits again only while A needs at most 5 blocks, so it returns when A ends at
+    # 325: re-prefill [325,335] (token 12), then 52 rounds: 335 + 260 = 595.
     result = run(
         config(
             [one(64, 64), one(64, 64)],
@@ -234,6 +237,28 @@ def test_sd_rounds_reserve_the_whole_verification_width() -> None:
         )
     )
     frame = result.requests
-    assert list(frame["e2e_latency_ms"]) == [325.0, 580.0]
+    assert list(frame["e2e_latency_ms"]) == [325.0, 595.0]
     assert list(frame["preemptions"]) == [0, 1]
     assert list(frame["accepted_drafts"]) == [0, 0]
+    assert result.summary["preemptions"] == 1
+    assert result.summary["sd_reservation_preemptions"] == 1
+
+
+def test_vllm_ngram_reserves_no_lookahead() -> None:
+    # The same with ngram (vLLM reserves no lookahead: use_eagle() and uses_draft_model() are
+    # both false): round k needs 64 + (k - 1) + 4 = 67 + k tokens each, 5 blocks up to k = 13
+    # (ends at 75, B has emitted 14); round 14 needs 81 for A and B is preempted (A's plain
+    # step, 78 tokens, fits: the verify width caused it). B (78 known) returns when A ends at
+    # 325: re-prefill [325,335] (token 15), then 49 rounds: 335 + 245 = 580.
+    ngram = {
+        "kind": "ngram",
+        "params": {"num_speculative_tokens": 3},
+        "acceptance_rates": [0.0, 0.0, 0.0],
+    }
+    result = run(
+        config([one(64, 64), one(64, 64)], blocks=10, prefix_caching=False, speculation=ngram)
+    )
+    frame = result.requests
+    assert list(frame["e2e_latency_ms"]) == [325.0, 580.0]
+    assert result.summary["sd_reservation_preemptions"] == 1
+    assert result.summary["config"]["workers"][0]["lookahead_tokens"] == 0

@@ -34,7 +34,8 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
         requests.append(request)
     block_size = draw(st.sampled_from([4, 16] if backend == "vllm" else [1, 4, 16]))
     depth = draw(st.integers(0, 3))
-    peak = max(r["input_length"] + r["output_length"] - 1 for r in requests)
+    # Both engines reserve d lookahead slots for an MTP round on top of its verify width.
+    peak = max(r["input_length"] + r["output_length"] - 1 for r in requests) + depth
     blocks = -(-peak // block_size) + draw(st.integers(0, 30))
     scheduler: dict[str, Any]
     if backend == "vllm":

@@ -70,7 +70,8 @@ def test_a_prefill_pool_reserves_one_output_token() -> None:
     # SGLang's disaggregated prefill sets max_new_tokens = 1 before admission. Prefill pool of
     # 250 tokens: A (100 / 100) is admitted alone; B needs 100 + 1 below 250 - 100 - 1 = 149, so
     # both prefill in [0,10] (reserving B's whole output, 200 >= 50, would delay it to [10,20]).
-    # Transfers take 0.5 + 100 x 0.01 = 1.5 ms; the decode pool runs both: 11.5 + 99 x 5 = 506.5.
+    # Transfers take 0.5 + 100 x 0.01 = 1.5 ms; the decode pool takes both in at 11.5, when the
+    # client sees their first tokens, and runs both: 11.5 + 99 x 5 = 506.5.
     def worker(blocks: int) -> dict[str, Any]:
         return {
             "kv_cache": {
@@ -95,7 +96,7 @@ def test_a_prefill_pool_reserves_one_output_token() -> None:
         },
     }
     frame = run(config).requests
-    assert list(frame["ttft_ms"]) == [10.0, 10.0]
+    assert list(frame["ttft_ms"]) == [11.5, 11.5]
     assert list(frame["e2e_latency_ms"]) == [506.5, 506.5]
 
 
