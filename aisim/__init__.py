@@ -13,7 +13,7 @@ from aisim.errors import (
     SimulationError,
     UnsupportedQuery,
 )
-from aisim.speculation import AcceptanceProfile, ResolvedSpeculation, resolve_speculation
+from aisim.speculation import AcceptanceProfile, ResolvedSpeculation
 
 __version__ = "0.1.0"
 #: True when the mypyc-compiled core is loaded, False for the pure-Python build.
@@ -31,3 +31,12 @@ __all__ = [
     "__version__",
     "resolve_speculation",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The config edge (pydantic) loads on first use, so `import aisim` stays light.
+    if name == "resolve_speculation":
+        from aisim.config import resolve_speculation
+
+        return resolve_speculation
+    raise AttributeError(f"module 'aisim' has no attribute {name!r}")

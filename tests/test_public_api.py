@@ -39,6 +39,7 @@ def test_every_public_package_is_documented() -> None:
     assert set(DOCUMENTED) == {
         "aisim",
         "aisim.speculation",
+        "aisim.config",
         "aisim.fpm",
         "aisim.replay",
         "aisim.catalogue",

@@ -11,7 +11,7 @@ from aisim.errors import AisimError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from aisim.cli import _estimate, _gate, _qualify, _record, _replay, _speculation
+    from aisim.cli import _estimate, _gate, _qualify, _record, _replay, _schema, _speculation
 
     parser = argparse.ArgumentParser(
         prog="aisim",
@@ -19,7 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (_speculation, _gate, _estimate, _record, _qualify, _replay):
+    for module in (_speculation, _gate, _estimate, _record, _qualify, _replay, _schema):
         module.register(commands)
     return parser
 

@@ -7,8 +7,8 @@ import sys
 from typing import Any
 
 from aisim._io import canonical_json, load_config_file
+from aisim.config import resolve_speculation
 from aisim.errors import ConfigError
-from aisim.speculation import resolve_speculation
 
 
 def register(commands: Any) -> None:

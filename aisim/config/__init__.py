@@ -1,1 +1,27 @@
-"""The config edge: validate user mappings once and build the core's plain, frozen inputs."""
+"""The config edge: validate user input once (pydantic) and build the core's frozen objects.
+
+``EdgeModel`` and the field types (``Integer``, ``Number``, ``Choice``) keep aisim's one-line
+error contract; ``validate`` / ``check`` turn any failure into one ``ConfigError``.
+``json_schema(kind)`` is what ``aisim schema KIND`` prints. Nothing here is compiled, and the
+core (``aisim.speculation``, ``aisim.fpm``, ``aisim.replay``) never imports this package.
+"""
+
+from __future__ import annotations
+
+from aisim.config._edge import Choice, EdgeModel, Integer, Number, check, validate
+from aisim.config._schemas import SCHEMA_KINDS, json_schema, register_schema
+from aisim.config._speculation import SpeculationConfig, resolve_speculation
+
+__all__ = [
+    "SCHEMA_KINDS",
+    "Choice",
+    "EdgeModel",
+    "Integer",
+    "Number",
+    "SpeculationConfig",
+    "check",
+    "json_schema",
+    "register_schema",
+    "resolve_speculation",
+    "validate",
+]

@@ -165,7 +165,7 @@ def _speculation(
 ) -> tuple[Any, SpeculationPlan]:
     """Resolve the worker's speculation (its own block, else the engine's, with the legacy
     ``engine.nextn``/``nextn_accepted`` folded in). Prefill pools never speculate."""
-    from aisim.speculation import resolve_speculation
+    from aisim.config._speculation import resolve_speculation
 
     engine = context.raw
     if block.get("speculation") is not None:

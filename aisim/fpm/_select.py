@@ -41,7 +41,7 @@ from aisim.fpm._roofline import RooflineModel
 from aisim.fpm._sd_cost import SpeculationCost
 from aisim.fpm._table import TableModel, table_from_points
 from aisim.fpm._table_files import load_table_models
-from aisim.speculation import ResolvedSpeculation, resolve_speculation
+from aisim.speculation import ResolvedSpeculation
 
 ESTIMATORS: Final = ("auto", "roofline", "table", "regression", "measured_round")
 ORDER: Final = ("measured_round", "table", "regression", "roofline")
@@ -148,6 +148,8 @@ def _resolve(
         return value
     if value is None:
         return None
+    from aisim.config import resolve_speculation
+
     return resolve_speculation(
         value,
         model=model,

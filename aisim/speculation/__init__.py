@@ -1,21 +1,19 @@
-"""Speculative-decoding configuration semantics (SPEC §1-2): kinds, acceptance, identity.
+"""Speculative-decoding semantics (docs/design.md#speculation): kinds, acceptance, identity.
 
-Re-exports only: ``resolve_speculation`` turns a canonical or legacy speculation block into a
-frozen ``ResolvedSpeculation``; ``AcceptanceProfile`` holds the acceptance forms and their exact
-conversions.
+Re-exports only: ``ResolvedSpeculation`` is the frozen result of resolving a speculation block
+(``aisim.resolve_speculation``, at the config edge); ``AcceptanceProfile`` holds the acceptance
+forms and their exact conversions; ``KINDS`` and ``ACCEPTANCE_KEYS`` name the kinds and forms.
 """
 
 from __future__ import annotations
 
 from aisim.speculation._acceptance import AcceptanceProfile
-from aisim.speculation._resolve import ACCEPTANCE_KEYS, resolve_speculation
 from aisim.speculation._resolved import ResolvedSpeculation
-from aisim.speculation._schemes import KINDS
+from aisim.speculation._schemes import ACCEPTANCE_KEYS, KINDS
 
 __all__ = [
     "ACCEPTANCE_KEYS",
     "KINDS",
     "AcceptanceProfile",
     "ResolvedSpeculation",
-    "resolve_speculation",
 ]

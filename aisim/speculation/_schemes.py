@@ -1,16 +1,15 @@
-"""The registry of speculation kinds: params, defaults, draft needs, verify width and gates.
+"""The registry of speculation kinds: params, draft needs, backends and gates.
 
-One ``SchemeSpec`` per kind (SPEC §2 table). ``normalize_params`` validates a kind's ``params``
-mapping, fills defaults (some come from the draft's config) and collapses equivalent spellings
-into one canonical mapping; ``check_gates`` applies the model-family and backend gates. Every
-failure is a ``ConfigError`` naming the field path and the kind. Compiled by mypyc.
+One ``SchemeSpec`` per kind (docs/design.md#speculation-kinds). The config edge
+(``aisim.config``) validates a block's params against it and builds a ``SchemeGeometry``;
+``check_gates`` applies the model-family and backend gates to typed inputs. Compiled by mypyc.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from aisim._fields import as_float, as_int, as_list, describe, join_path, reject_unknown
+from aisim._fields import join_path
 from aisim.catalogue._specs import ModelSpec
 from aisim.errors import ConfigError
 
@@ -22,6 +21,15 @@ DRAFT_CONFIG: Final = "draft_config"  # needs the draft's config.json mapping
 DRAFT_PATH: Final = "draft_model_path"  # needs a draft checkpoint identity
 
 BACKENDS: Final = ("vllm", "sglang")
+
+#: The acceptance forms (docs/design.md#acceptance), by config key (at most one per block).
+ACCEPTANCE_KEYS: Final = (
+    "expected_accepted_tokens",  # mean accepted drafts E[a] in [0, d]
+    "acceptance_rates",  # d conditional rates
+    "unconditional_acceptance_rates",  # d unconditional rates P(a >= i)
+    "acceptance_length",  # AL = 1 + E[a] in [1, d + 1]
+    "acceptance_rate",  # one i.i.d. rate alpha
+)
 ROLES: Final = ("aggregated", "prefill", "decode")
 
 
@@ -122,79 +130,6 @@ class SchemeGeometry:
         self.draft_tp_size = draft_tp_size
 
 
-def scheme(kind: object, path: str) -> SchemeSpec:
-    """The registered scheme for ``kind`` (a string), or a ConfigError listing the kinds."""
-    if not isinstance(kind, str) or kind not in SCHEMES:
-        raise ConfigError(
-            f"{join_path(path, 'kind')}: unknown speculation kind {describe(kind)}; "
-            f"registered kinds: {', '.join(KINDS)}"
-        )
-    return SCHEMES[kind]
-
-
-def normalize_params(
-    spec: SchemeSpec,
-    params: dict[str, Any],
-    draft_config: dict[str, Any] | None,
-    draft_model: ModelSpec | None,
-    tensor_parallel: int | None,
-    path: str,
-) -> SchemeGeometry:
-    """Validate ``params`` for ``spec.kind``, fill defaults and collapse equivalent spellings."""
-    params_path = join_path(path, "params")
-    reject_unknown(params, spec.params, f"{params_path} (kind {spec.kind})")
-    kind = spec.kind
-    if kind == "none":
-        return SchemeGeometry({}, 0, 1, 0, None, None, None)
-    if kind == "mtp":
-        depth = _aliased(params, "depth", "num_speculative_tokens", params_path, kind)
-        return _chain({"depth": depth}, depth)
-    if kind == "ngram":
-        count = _count(params, "num_speculative_tokens", params_path, kind, None)
-        trigger = params.get("trigger_rate", 1.0)
-        rate = as_float(trigger, join_path(params_path, "trigger_rate"), 0.0, 1.0)
-        if rate != 1.0:
-            raise ConfigError(
-                f"{join_path(params_path, 'trigger_rate')}: kind ngram supports only 1.0 "
-                f"(a draft every round), got {rate!r}"
-            )
-        return _chain({"num_speculative_tokens": count, "trigger_rate": 1.0}, count)
-    if kind == "eagle3":
-        return _eagle3(params, params_path)
-    if kind == "dflash":
-        block = _draft_block_size(draft_config, path)
-        default = block - 1 if block is not None else None
-        if default is not None and default < 1:
-            raise ConfigError(
-                f"{join_path(path, 'draft_config')}.block_size: kind dflash needs a block of "
-                f">= 2 tokens (block_size - 1 drafts), got {block}"
-            )
-        count = _count(params, "num_draft_tokens", params_path, kind, default)
-        if default is not None and count > default:
-            raise ConfigError(
-                f"{join_path(params_path, 'num_draft_tokens')}: kind dflash drafts at most "
-                f"block_size - 1 = {default} tokens with this draft, got {count}"
-            )
-        return _chain({"num_draft_tokens": count}, count)
-    if kind == "dspark":
-        block = _draft_block_size(draft_config, path)
-        count = _count(params, "num_draft_tokens", params_path, kind, block)
-        layers_default = draft_model.num_layers if draft_model is not None else None
-        layers = _count(params, "num_draft_layers", params_path, kind, layers_default)
-        geometry = _chain({"num_draft_tokens": count, "num_draft_layers": layers}, count)
-        geometry.num_draft_layers = layers
-        return geometry
-    # draft_model
-    count = _count(params, "num_speculative_tokens", params_path, kind, None)
-    raw_tp = params.get("draft_tp_size")
-    draft_tp: int | None = tensor_parallel
-    if raw_tp is not None:
-        draft_tp = as_int(raw_tp, join_path(params_path, "draft_tp_size"), 1, 1024)
-    geometry = _chain({"num_speculative_tokens": count, "draft_tp_size": draft_tp}, count)
-    geometry.draft_tp_size = draft_tp
-    return geometry
-
-
 def check_gates(
     spec: SchemeSpec,
     model: ModelSpec | None,
@@ -240,111 +175,3 @@ def check_gates(
             f"hidden size must equal the target's ({model.hidden_size} for {model.name}), "
             f"got {draft_model.hidden_size}"
         )
-
-
-def _chain(params: dict[str, Any], count: int) -> SchemeGeometry:
-    return SchemeGeometry(params, count, count + 1, count, None, None, None)
-
-
-def _count(
-    params: dict[str, Any], key: str, params_path: str, kind: str, default: int | None
-) -> int:
-    raw = params.get(key)
-    if raw is None:
-        if default is None:
-            raise ConfigError(
-                f"{join_path(params_path, key)}: required for kind {kind} "
-                f"(an integer in 1..{MAX_DRAFT_TOKENS})"
-            )
-        return default
-    return as_int(raw, f"{join_path(params_path, key)} (kind {kind})", 1, MAX_DRAFT_TOKENS)
-
-
-def _aliased(params: dict[str, Any], key: str, alias: str, params_path: str, kind: str) -> int:
-    """One integer spelled two ways (``depth`` / ``num_speculative_tokens``); both must agree."""
-    primary = params.get(key)
-    secondary = params.get(alias)
-    if primary is None and secondary is None:
-        raise ConfigError(
-            f"{join_path(params_path, key)}: required for kind {kind} "
-            f"(an integer in 1..{MAX_DRAFT_TOKENS}; {alias} is accepted as a synonym)"
-        )
-    value = 0
-    if primary is not None:
-        value = _count(params, key, params_path, kind, None)
-    if secondary is not None:
-        other = _count(params, alias, params_path, kind, None)
-        if primary is not None and other != value:
-            raise ConfigError(
-                f"{join_path(params_path, key)} ({value}) and {join_path(params_path, alias)} "
-                f"({other}) disagree for kind {kind}; give one"
-            )
-        value = other
-    return value
-
-
-def _eagle3(params: dict[str, Any], params_path: str) -> SchemeGeometry:
-    tree_path = join_path(params_path, "tree_shape")
-    raw_tree = params.get("tree_shape")
-    raw_count = params.get("num_speculative_tokens")
-    count = 3
-    if raw_count is not None:
-        count = _count(params, "num_speculative_tokens", params_path, "eagle3", None)
-    widths: list[int] = []
-    if raw_tree is None:
-        widths = [1 for _ in range(count)]
-    else:
-        items = as_list(raw_tree, tree_path)
-        if not items or len(items) > MAX_DRAFT_TOKENS:
-            raise ConfigError(
-                f"{tree_path}: kind eagle3 expects 1..{MAX_DRAFT_TOKENS} step widths, "
-                f"got {describe(raw_tree)}"
-            )
-        widths = [
-            as_int(item, f"{tree_path}[{index}]", 1, MAX_DRAFT_TOKENS)
-            for index, item in enumerate(items)
-        ]
-        if raw_count is not None and count != len(widths):
-            raise ConfigError(
-                f"{join_path(params_path, 'num_speculative_tokens')} ({count}) and {tree_path} "
-                f"(depth {len(widths)}) disagree for kind eagle3; give one"
-            )
-    depth = len(widths)
-    drafted = sum(widths)
-    full_budget = drafted + 1
-    budget = full_budget
-    raw_budget = params.get("verify_token_budget")
-    if raw_budget is not None:
-        budget = as_int(
-            raw_budget,
-            f"{join_path(params_path, 'verify_token_budget')} (kind eagle3)",
-            2,
-            full_budget,
-        )
-    is_tree = any(width > 1 for width in widths)
-    normalized: dict[str, Any] = {"num_speculative_tokens": depth, "verify_token_budget": budget}
-    tree: tuple[int, ...] | None = None
-    if is_tree:
-        tree = tuple(widths)
-        normalized["tree_shape"] = list(widths)
-    # A path through the tree accepts at most one token per step and at most budget - 1 overall.
-    accepted = min(depth, budget - 1)
-    return SchemeGeometry(normalized, drafted, budget, accepted, tree, None, None)
-
-
-def _draft_block_size(draft_config: dict[str, Any] | None, path: str) -> int | None:
-    """``block_size`` of a block drafter's config (top level or under ``dflash_config``)."""
-    if draft_config is None:
-        return None
-    raw = draft_config.get("block_size")
-    field = join_path(join_path(path, "draft_config"), "block_size")
-    if raw is None:
-        nested = draft_config.get("dflash_config")
-        if isinstance(nested, dict):
-            raw = nested.get("block_size")
-            field = join_path(
-                join_path(join_path(path, "draft_config"), "dflash_config"), "block_size"
-            )
-    if raw is None:
-        return None
-    return as_int(raw, field, 1, MAX_DRAFT_TOKENS + 1)

@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
+from aisim.config import resolve_speculation
 from aisim.errors import AisimError
-from aisim.speculation import resolve_speculation
 from qualification.cases._speculation_rows import all_rows
 from qualification.cases._suite import Suite, make_cases
 

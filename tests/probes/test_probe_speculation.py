@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aisim.config import resolve_speculation
 from aisim.errors import AisimError
-from aisim.speculation import ACCEPTANCE_KEYS, resolve_speculation
+from aisim.speculation import ACCEPTANCE_KEYS
 from qualification.probes.strategies import (
     json_structures,
     mapping_with_mutation,

@@ -1,0 +1,307 @@
+"""The typed edge: one pydantic base and field types that keep aisim's one-line error contract.
+
+Every user input (speculation, estimator, replay, model and hardware files, sweep and
+qualification plans) is a subclass of ``EdgeModel``. What the base guarantees, so each config
+kind only declares its fields:
+
+* a non-mapping, a non-string key or an unknown field is rejected before any field is read, with
+  the unknown names and the allowed ones (``speculation: unknown field(s) depht; allowed: ...``);
+* ``Annotated[int, Integer(1, 64)]`` accepts integers and integral floats (``2.0``), and rejects
+  bools, strings, fractions, NaN and infinities: ``...depth: expected an integer in 1..64, got 0``;
+* ``Annotated[float, Number(0.0, 1.0)]`` accepts finite numbers (ints included), not bools,
+  strings, NaN or infinities;
+* ``Annotated[str, Choice("vllm", "sglang")]`` is a string from a fixed set;
+* models are frozen (assignment raises) and strict (no ``"2"`` -> ``2``).
+
+``validate(Model, data, path)`` runs pydantic and turns the first error into one ``ConfigError``
+line naming the full field path (``path`` + pydantic's location), the value and what is allowed.
+``Model.model_json_schema()`` is what ``aisim schema KIND`` prints. Interpreted, never compiled:
+the core takes the frozen objects these models build, never the models.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import PydanticCustomError, core_schema
+
+from aisim.errors import ConfigError
+
+#: The pydantic error type every aisim check raises; its context carries the finished message.
+EDGE_ERROR = "aisim"
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def describe(value: object) -> str:
+    """A short, safe rendering of a user value for error messages: ``'3' (str)``."""
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"{text} ({type(value).__name__})"
+
+
+def edge_error(message: str, label: str = "") -> PydanticCustomError:
+    """A pydantic error whose text is ``message`` verbatim (``label`` follows the field path,
+    e.g. ``" (kind mtp)"``)."""
+    return PydanticCustomError(EDGE_ERROR, "{message}", {"message": message, "label": label})
+
+
+def range_text(minimum: object, maximum: object) -> str:
+    """``" in 1..64"``, ``" >= 0"``, ``" <= 1.0"`` or ``""``."""
+    if minimum is not None and maximum is not None:
+        return f" in {minimum}..{maximum}"
+    if minimum is not None:
+        return f" >= {minimum}"
+    if maximum is not None:
+        return f" <= {maximum}"
+    return ""
+
+
+class Integer:
+    """``Annotated[int, Integer(minimum, maximum)]``: an integer, integral floats accepted."""
+
+    def __init__(self, minimum: int | None = None, maximum: int | None = None, label: str = ""):
+        self.minimum = minimum
+        self.maximum = maximum
+        self.label = label
+
+    def check(self, value: object) -> int:
+        expected = f"expected an integer{range_text(self.minimum, self.maximum)}"
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise edge_error(f"{expected}, got {describe(value)}", self.label)
+        if isinstance(value, float) and (not math.isfinite(value) or value != math.floor(value)):
+            raise edge_error(f"{expected}, got {describe(value)}", self.label)
+        result = int(value)
+        if (self.minimum is not None and result < self.minimum) or (
+            self.maximum is not None and result > self.maximum
+        ):
+            raise edge_error(f"{expected}, got {result}", self.label)
+        return result
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_before_validator_function(self.check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        result = handler(schema)
+        if self.minimum is not None:
+            result["minimum"] = self.minimum
+        if self.maximum is not None:
+            result["maximum"] = self.maximum
+        return result
+
+
+class Number:
+    """``Annotated[float, Number(minimum, maximum)]``: a finite real number (ints accepted)."""
+
+    def __init__(
+        self, minimum: float | None = None, maximum: float | None = None, label: str = ""
+    ) -> None:
+        self.minimum = None if minimum is None else float(minimum)
+        self.maximum = None if maximum is None else float(maximum)
+        self.label = label
+
+    def check(self, value: object) -> float:
+        expected = f"expected a finite number{range_text(self.minimum, self.maximum)}"
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise edge_error(f"{expected}, got {describe(value)}", self.label)
+        result = float(value)
+        if not math.isfinite(result):
+            raise edge_error(f"{expected}, got {describe(value)}", self.label)
+        if (self.minimum is not None and result < self.minimum) or (
+            self.maximum is not None and result > self.maximum
+        ):
+            raise edge_error(f"{expected}, got {result!r}", self.label)
+        return result
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_before_validator_function(self.check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        result = handler(schema)
+        if self.minimum is not None:
+            result["minimum"] = self.minimum
+        if self.maximum is not None:
+            result["maximum"] = self.maximum
+        return result
+
+
+class Choice:
+    """``Annotated[str, Choice("vllm", "sglang")]``: one string of a fixed set."""
+
+    def __init__(self, *choices: str) -> None:
+        self.choices = choices
+
+    def check(self, value: object) -> str:
+        if not isinstance(value, str):
+            raise edge_error(f"expected a string, got {describe(value)}")
+        if value not in self.choices:
+            raise edge_error(f"expected one of {', '.join(self.choices)}, got {value!r}")
+        return value
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_before_validator_function(self.check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        result = handler(schema)
+        result["enum"] = list(self.choices)
+        return result
+
+
+def check_mapping(value: object) -> dict[str, Any]:
+    """``value`` as a ``dict`` with string keys, or an edge error."""
+    if not isinstance(value, Mapping):
+        raise edge_error(f"expected a mapping, got {describe(value)}")
+    for key in value:
+        if not isinstance(key, str):
+            raise edge_error(f"mapping keys must be strings, got key {describe(key)}")
+    return dict(value)
+
+
+class EdgeModel(BaseModel):
+    """Base of every config model: frozen, strict, unknown fields rejected with the allowed list.
+
+    ``edge_label`` follows the path in the unknown-field message (``" (kind mtp)"``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+    edge_label: ClassVar[str] = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _edge_mapping(cls, data: Any) -> Any:
+        if isinstance(data, BaseModel):
+            return data
+        mapping = check_mapping(data)
+        allowed = sorted(field.alias or name for name, field in cls.model_fields.items())
+        unknown = sorted(key for key in mapping if key not in allowed)
+        if unknown:
+            raise edge_error(
+                f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}",
+                cls.edge_label,
+            )
+        return mapping
+
+
+def location(base: str, loc: tuple[int | str, ...]) -> str:
+    """``location("engine", ("workers", "decode", "tables", 0)) == "engine.workers.decode.tables[0]"``."""
+    text = base
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif text:
+            text += "." + part
+        else:
+            text = part
+    return text
+
+
+_BUILTIN_MESSAGES: dict[str, str] = {
+    "missing": "required field is missing",
+    "string_type": "expected a string",
+    "bool_type": "expected true or false",
+    "list_type": "expected a list",
+    "tuple_type": "expected a list",
+    "dict_type": "expected a mapping",
+    "model_type": "expected a mapping",
+    "model_attributes_type": "expected a mapping",
+    "int_type": "expected an integer",
+    "float_type": "expected a finite number",
+    "finite_number": "expected a finite number",
+}
+
+
+def error_message(exc: ValidationError, path: str) -> str:
+    """The one-line message for the first error of ``exc``, every location under ``path``."""
+    first = exc.errors(include_url=False)[0]
+    where = location(path, tuple(first["loc"]))
+    context = first.get("ctx") or {}
+    if first["type"] == EDGE_ERROR:
+        return f"{where or '<root>'}{context.get('label', '')}: {context['message']}"
+    if first["type"] == "missing":
+        return f"{where}: {_BUILTIN_MESSAGES['missing']}"
+    if first["type"] == "literal_error":
+        return f"{where}: expected one of {context.get('expected')}, got {first['input']!r}"
+    if first["type"] in _BUILTIN_MESSAGES:
+        text = _BUILTIN_MESSAGES[first["type"]]
+        return f"{where or '<root>'}: {text}, got {describe(first['input'])}"
+    return f"{where or '<root>'}: {first['msg']}, got {describe(first['input'])}"
+
+
+def validate(model: type[ModelT], data: object, path: str = "") -> ModelT:
+    """``model`` validated from ``data``; any failure is one ``ConfigError`` under ``path``."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(error_message(exc, path)) from None
+
+
+_ADAPTERS: dict[object, TypeAdapter[Any]] = {}
+
+
+def check(kind: Any, value: object, path: str) -> Any:
+    """``value`` validated as the (annotated) type ``kind`` at ``path``; one ``ConfigError``.
+
+    For fields whose bounds are known only after other fields are read (an acceptance mean in
+    ``0..d``): ``check(Annotated[float, Number(0.0, d)], value, "speculation.expected_...")``.
+    """
+    adapter = _ADAPTERS.get(kind)
+    if adapter is None:
+        adapter = TypeAdapter(kind, config=ConfigDict(strict=True))
+        if len(_ADAPTERS) < 256:
+            _ADAPTERS[kind] = adapter
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as exc:
+        raise ConfigError(error_message(exc, path)) from None
+
+
+def integer(
+    value: object,
+    path: str,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    label: str = "",
+) -> int:
+    """``value`` as an integer (the ``Integer`` rules) or a ``ConfigError`` at ``path``."""
+    try:
+        return Integer(minimum, maximum, label).check(value)
+    except PydanticCustomError as exc:
+        raise ConfigError(
+            f"{path}{label}: {exc.context['message'] if exc.context else exc}"
+        ) from None
+
+
+def number(
+    value: object, path: str, minimum: float | None = None, maximum: float | None = None
+) -> float:
+    """``value`` as a finite number (the ``Number`` rules) or a ``ConfigError`` at ``path``."""
+    try:
+        return Number(minimum, maximum).check(value)
+    except PydanticCustomError as exc:
+        raise ConfigError(f"{path}: {exc.context['message'] if exc.context else exc}") from None

@@ -1,0 +1,39 @@
+"""The registry behind ``aisim schema KIND``: each config file kind and its JSON Schema.
+
+A kind maps to ``"module:attribute"``, imported only when asked for: a pydantic model class
+(its ``model_json_schema()``) or a function returning the schema dict. A new config kind adds one
+line here (or calls ``register_schema``) and a test checks its docs examples against it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from aisim.errors import ConfigError
+
+#: JSON Schema dialect every printed schema declares.
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+SCHEMA_KINDS: dict[str, str] = {
+    "speculation": "aisim.config._speculation:speculation_schema",
+}
+
+
+def register_schema(kind: str, target: str) -> None:
+    """Register ``kind`` (``"sweep"``) as ``"package.module:ModelOrFunction"``."""
+    SCHEMA_KINDS[kind] = target
+
+
+def json_schema(kind: str) -> dict[str, Any]:
+    """The JSON Schema of config kind ``kind``; ``ConfigError`` listing the kinds if unknown."""
+    target = SCHEMA_KINDS.get(kind)
+    if target is None:
+        raise ConfigError(
+            f"schema: unknown config kind {kind!r}; known: {', '.join(sorted(SCHEMA_KINDS))}"
+        )
+    module_name, _, attribute = target.partition(":")
+    source = getattr(importlib.import_module(module_name), attribute)
+    is_model = hasattr(source, "model_json_schema")
+    schema: dict[str, Any] = source.model_json_schema() if is_model else source()
+    return {"$schema": JSON_SCHEMA_DIALECT, "title": f"aisim {kind} config", **schema}

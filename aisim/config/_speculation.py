@@ -1,0 +1,747 @@
+"""The speculation edge: a speculation block (canonical or legacy) -> ``ResolvedSpeculation``.
+
+``SpeculationConfig`` is the block's shape (what ``aisim schema speculation`` prints); one params
+model per kind (``MtpParams``, ...) holds that kind's ``params``. ``resolve_speculation`` reads a
+block once: legacy inputs (``nextn``/``nextn_accepted``, flat ``num_speculative_tokens``) are
+folded into the canonical form, conflicting inputs are rejected with both names in the message,
+params are validated and normalized per kind, gates are checked (``aisim.speculation``'s scheme
+registry), acceptance is converted, and the draft and cost identities are built. The semantics
+are docs/design.md#speculation. Interpreted: the compiled core takes the frozen result only.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Final
+
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler, WithJsonSchema
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
+
+from aisim.catalogue import ModelSpec, get_model
+from aisim.config._edge import (
+    Choice,
+    EdgeModel,
+    Integer,
+    Number,
+    check,
+    check_mapping,
+    describe,
+    edge_error,
+    integer,
+    validate,
+)
+from aisim.errors import ConfigError
+from aisim.speculation import AcceptanceProfile, ResolvedSpeculation
+from aisim.speculation._acceptance import MAX_ACCEPTANCE_DEPTH
+from aisim.speculation._resolved import sha256_of_json
+from aisim.speculation._schemes import (
+    ACCEPTANCE_KEYS,
+    BACKENDS,
+    DRAFT_CONFIG,
+    DRAFT_NONE,
+    DRAFT_PATH,
+    KINDS,
+    MAX_DRAFT_TOKENS,
+    ROLES,
+    SCHEMES,
+    SchemeGeometry,
+    SchemeSpec,
+    check_gates,
+)
+
+#: Nesting and size limits for a draft config mapping (bounds every walk over it).
+MAX_CONFIG_DEPTH: Final = 16
+MAX_CONFIG_ITEMS: Final = 10_000
+MAX_SEED: Final = (1 << 63) - 1
+MAX_TENSOR_PARALLEL: Final = 1024
+
+
+class KindName:
+    """``Annotated[str, KindName()]``: a registered speculation kind."""
+
+    def check(self, value: object) -> str:
+        if not isinstance(value, str) or value not in SCHEMES:
+            raise edge_error(
+                f"unknown speculation kind {describe(value)}; registered kinds: {', '.join(KINDS)}"
+            )
+        return value
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_before_validator_function(self.check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        result = handler(schema)
+        result["enum"] = list(KINDS)
+        return result
+
+
+class JsonObject:
+    """``Annotated[dict[str, Any], JsonObject()]``: a mapping with string keys (a shallow copy).
+
+    With ``deep=True`` every value must be JSON-shaped (numbers finite), at most
+    ``MAX_CONFIG_DEPTH`` levels and ``MAX_CONFIG_ITEMS`` values deep; the copy is deep.
+    """
+
+    def __init__(self, deep: bool = False) -> None:
+        self.deep = deep
+
+    def check(self, value: object) -> dict[str, Any]:
+        if not self.deep:
+            return check_mapping(value)
+        counter = [0]
+        return _json_mapping(value, "", 0, counter)
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_before_validator_function(self.check, handler(source))
+
+
+def _json_mapping(value: object, where: str, depth: int, counter: list[int]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise edge_error(f"expected a mapping, got {describe(value)}", where)
+    for key in value:
+        if not isinstance(key, str):
+            raise edge_error(f"mapping keys must be strings, got key {describe(key)}", where)
+    mapping: dict[str, Any] = value
+    return {
+        key: _json_value(item, f"{where}.{key}", depth + 1, counter)
+        for key, item in mapping.items()
+    }
+
+
+def _json_value(value: object, where: str, depth: int, counter: list[int]) -> Any:
+    counter[0] += 1
+    if depth > MAX_CONFIG_DEPTH or counter[0] > MAX_CONFIG_ITEMS:
+        raise edge_error(
+            f"draft config too deep or too large (limits: {MAX_CONFIG_DEPTH} levels, "
+            f"{MAX_CONFIG_ITEMS} values)",
+            where,
+        )
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise edge_error(f"expected a finite number, got {describe(value)}", where)
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return [
+            _json_value(item, f"{where}[{index}]", depth + 1, counter)
+            for index, item in enumerate(value)
+        ]
+    if isinstance(value, dict):
+        return _json_mapping(value, where, depth, counter)
+    raise edge_error(
+        f"expected a JSON value (number, string, bool, null, list, mapping), got {describe(value)}",
+        where,
+    )
+
+
+_NUMBER: Final = {"type": "number"}
+_RATES: Final = {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 1}}
+#: A value whose allowed range depends on other fields (checked once those are known).
+AcceptanceNumber = Annotated[Any, WithJsonSchema(_NUMBER)]
+AcceptanceRates = Annotated[Any, WithJsonSchema(_RATES)]
+FlatCount = Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 64})]
+
+
+class SpeculationConfig(EdgeModel):
+    """One speculation block: ``kind`` + ``params``, an optional draft, one acceptance form.
+
+    Legacy spellings (``nextn``, ``nextn_accepted``, a flat ``num_speculative_tokens``) are
+    accepted and folded into the canonical form by ``resolve_speculation``.
+    """
+
+    nextn: Annotated[int, Integer(0, 64)] | None = None
+    kind: Annotated[str, KindName()] | None = None
+    params: Annotated[dict[str, Any], JsonObject()] | None = None
+    num_speculative_tokens: FlatCount = None
+    draft_model_path: str | None = None
+    draft_config: Annotated[dict[str, Any], JsonObject(deep=True)] | None = None
+    seed: Annotated[int, Integer(0, MAX_SEED)] | None = None
+    expected_accepted_tokens: AcceptanceNumber = None
+    acceptance_rates: AcceptanceRates = None
+    unconditional_acceptance_rates: AcceptanceRates = None
+    acceptance_length: AcceptanceNumber = None
+    acceptance_rate: AcceptanceNumber = None
+    nextn_accepted: AcceptanceNumber = None
+
+
+# Draft counts: 1..64, errors labelled with the kind (``params.depth (kind mtp): ...``).
+MtpCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind mtp)")]
+NgramCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind ngram)")]
+Eagle3Count = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind eagle3)")]
+DflashCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind dflash)")]
+DsparkCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind dspark)")]
+DraftModelCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind draft_model)")]
+
+
+class NoParams(EdgeModel):
+    """kind none takes no params."""
+
+    edge_label = " (kind none)"
+
+
+class MtpParams(EdgeModel):
+    """mtp: a chain of ``depth`` drafts from the target's own MTP heads."""
+
+    edge_label = " (kind mtp)"
+    depth: MtpCount | None = None
+    num_speculative_tokens: MtpCount | None = None
+
+
+class NgramParams(EdgeModel):
+    """ngram: prompt-lookup drafts, one every round."""
+
+    edge_label = " (kind ngram)"
+    num_speculative_tokens: NgramCount | None = None
+    trigger_rate: Annotated[float, Number(0.0, 1.0)] = 1.0
+
+
+class TreeShape:
+    """``tree_shape``: 1..64 step widths (checked before the widths themselves)."""
+
+    def check(self, value: object) -> object:
+        if not isinstance(value, (list, tuple)):
+            raise edge_error(f"expected a list, got {describe(value)}")
+        if not value or len(value) > MAX_DRAFT_TOKENS:
+            raise edge_error(
+                f"kind eagle3 expects 1..{MAX_DRAFT_TOKENS} step widths, got {describe(value)}"
+            )
+        return list(value)
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_before_validator_function(self.check, handler(source))
+
+
+class Eagle3Params(EdgeModel):
+    """eagle3: a chain (``num_speculative_tokens``) or a tree (``tree_shape``) of drafts."""
+
+    edge_label = " (kind eagle3)"
+    num_speculative_tokens: Eagle3Count | None = None
+    tree_shape: (
+        Annotated[list[Annotated[int, Integer(1, MAX_DRAFT_TOKENS)]], TreeShape()] | None
+    ) = None
+    verify_token_budget: Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 2})] = None
+
+
+class DflashParams(EdgeModel):
+    """dflash: one parallel draft forward proposes ``num_draft_tokens`` (<= block_size - 1)."""
+
+    edge_label = " (kind dflash)"
+    num_draft_tokens: DflashCount | None = None
+
+
+class DsparkParams(EdgeModel):
+    """dspark: a block drafter with its own draft layers."""
+
+    edge_label = " (kind dspark)"
+    num_draft_tokens: DsparkCount | None = None
+    num_draft_layers: DsparkCount | None = None
+
+
+class DraftModelParams(EdgeModel):
+    """draft_model: a separate small model drafting ``num_speculative_tokens`` sequentially."""
+
+    edge_label = " (kind draft_model)"
+    num_speculative_tokens: DraftModelCount | None = None
+    draft_tp_size: Annotated[int, Integer(1, MAX_TENSOR_PARALLEL)] | None = None
+
+
+PARAMS_MODELS: Final[dict[str, type[EdgeModel]]] = {
+    "none": NoParams,
+    "mtp": MtpParams,
+    "ngram": NgramParams,
+    "eagle3": Eagle3Params,
+    "dflash": DflashParams,
+    "dspark": DsparkParams,
+    "draft_model": DraftModelParams,
+}
+
+
+def speculation_schema() -> dict[str, Any]:
+    """JSON Schema of a speculation file: the block itself, or the block under ``speculation:``.
+
+    Each kind's ``params`` are checked by its own model (if ``kind`` is X, then ``params`` is
+    ``XParams``).
+    """
+    block = SpeculationConfig.model_json_schema()
+    definitions: dict[str, Any] = block.pop("$defs", {})
+    rules: list[dict[str, Any]] = []
+    for kind, model in PARAMS_MODELS.items():
+        definitions[model.__name__] = model.model_json_schema()
+        rules.append(
+            {
+                "if": {"properties": {"kind": {"const": kind}}, "required": ["kind"]},
+                "then": {"properties": {"params": {"$ref": f"#/$defs/{model.__name__}"}}},
+            }
+        )
+    block["allOf"] = rules
+    definitions["SpeculationConfig"] = block
+    reference = {"$ref": "#/$defs/SpeculationConfig"}
+    return {
+        "$defs": definitions,
+        "anyOf": [
+            reference,
+            {
+                "type": "object",
+                "properties": {"speculation": reference},
+                "required": ["speculation"],
+                "additionalProperties": False,
+            },
+        ],
+    }
+
+
+def resolve_speculation(
+    mapping: object,
+    *,
+    model: object = None,
+    backend: object = None,
+    role: object = None,
+    path: str = "speculation",
+    tensor_parallel: object = None,
+) -> ResolvedSpeculation:
+    """Resolve one speculation block into a frozen ``ResolvedSpeculation``.
+
+    ``mapping``: the canonical block, a legacy block, or ``None``/``{}`` (speculation disabled).
+    ``model``: the target (``ModelSpec``, catalogue name, config path or mapping) or ``None``;
+    ``backend``: ``vllm``/``sglang`` or ``None``; ``role``: ``aggregated``/``prefill``/``decode``
+    or ``None``. Gates apply as soon as what they need is known. ``tensor_parallel`` (the
+    target's TP) fills the draft_model ``draft_tp_size`` default. ``path`` prefixes every error.
+
+    Raises ``ConfigError`` (a ``ValueError``) naming the field path for every invalid input.
+    """
+    target = _target(model)
+    backend_name: str | None = None
+    if backend is not None:
+        backend_name = check(Annotated[str, Choice(*BACKENDS)], backend, "backend")
+    role_name: str | None = None
+    if role is not None:
+        role_name = check(Annotated[str, Choice(*ROLES)], role, "role")
+    tp: int | None = None
+    if tensor_parallel is not None:
+        tp = integer(tensor_parallel, "tensor_parallel", 1, MAX_TENSOR_PARALLEL)
+    if mapping is None:
+        return _disabled(path)
+    block = validate(SpeculationConfig, mapping, path)
+    spec = _kind(block, path)
+    params = _params(block, spec, path)
+    if spec.kind == "none":
+        keys: tuple[str, ...] = ACCEPTANCE_KEYS
+        legacy = block.nextn_accepted
+        # Legacy files write `nextn: 0, nextn_accepted: 0` for "no MTP": accept that zero.
+        if isinstance(legacy, bool) or not isinstance(legacy, (int, float)) or legacy != 0:
+            keys = keys + ("nextn_accepted",)
+        _reject_present(block, keys, spec, path, "acceptance")
+    draft_path, draft_config = _draft_inputs(block, spec, path)
+    draft_model: ModelSpec | None = None
+    if draft_config is not None:
+        name = draft_path if draft_path is not None else f"{spec.kind}-draft"
+        draft_model = ModelSpec.from_hf_config(draft_config, name, f"{path}.draft_config")
+    geometry = _normalize_params(spec, params, draft_config, draft_model, tp, path)
+    check_gates(spec, target, draft_model, backend_name, role_name, path)
+    acceptance = None if spec.kind == "none" else _acceptance(block, geometry, spec, path)
+    draft_vocab = _draft_vocab(draft_config, draft_model, path)
+    draft_geometry: list[list[object]] | None = None
+    draft_identity: str | None = None
+    if draft_model is not None:
+        draft_geometry = [[key, value] for key, value in draft_model.geometry_items()]
+        draft_geometry.append(["draft_vocab_size", draft_vocab])
+        draft_identity = "geometry:" + sha256_of_json(draft_geometry)[:16]
+        if draft_path is not None:
+            draft_identity = draft_path + "@" + draft_identity
+    elif draft_path is not None:
+        draft_identity = draft_path
+    payload: dict[str, Any] = {
+        "kind": spec.kind,
+        "params": geometry.params,
+        "draft": {"path": draft_path, "geometry": draft_geometry},
+    }
+    return ResolvedSpeculation(
+        kind=spec.kind,
+        params=geometry.params,
+        num_draft_tokens=geometry.num_draft_tokens,
+        verify_width=geometry.verify_width,
+        max_accepted_draft_tokens=geometry.max_accepted_draft_tokens,
+        tree_shape=geometry.tree_shape,
+        draft_model_path=draft_path,
+        draft_config=draft_config,
+        draft_model=draft_model,
+        draft_identity=draft_identity,
+        identity_payload=payload,
+        acceptance=acceptance,
+        seed=block.seed,
+        num_draft_layers=geometry.num_draft_layers,
+        draft_tp_size=geometry.draft_tp_size,
+        draft_vocab_size=draft_vocab,
+        path=path,
+    )
+
+
+def _disabled(path: str) -> ResolvedSpeculation:
+    return ResolvedSpeculation(
+        kind="none",
+        params={},
+        num_draft_tokens=0,
+        verify_width=1,
+        max_accepted_draft_tokens=0,
+        tree_shape=None,
+        draft_model_path=None,
+        draft_config=None,
+        draft_model=None,
+        draft_identity=None,
+        identity_payload={"kind": "none", "params": {}, "draft": {"path": None, "geometry": None}},
+        acceptance=None,
+        seed=None,
+        num_draft_layers=None,
+        draft_tp_size=None,
+        draft_vocab_size=None,
+        path=path,
+    )
+
+
+def _target(model: object) -> ModelSpec | None:
+    if model is None or isinstance(model, ModelSpec):
+        return model
+    return get_model(model, "model")
+
+
+def _kind(block: SpeculationConfig, path: str) -> SchemeSpec:
+    """The kind, from ``kind`` or the legacy ``nextn``; a missing kind is an error unless the
+    block is empty (or holds only a seed), which means disabled."""
+    nextn = block.nextn
+    if block.kind is None:
+        if nextn is not None:
+            return SCHEMES["mtp"] if nextn > 0 else SCHEMES["none"]
+        if all(key == "seed" for key in block.model_fields_set):
+            return SCHEMES["none"]
+        raise ConfigError(
+            f"{path}.kind: required (one of {', '.join(SCHEMES)}), or give the legacy nextn"
+        )
+    spec = SCHEMES[block.kind]
+    if nextn is not None and spec.kind != "mtp" and not (spec.kind == "none" and nextn == 0):
+        raise ConfigError(
+            f"{path}.nextn ({nextn}, legacy MTP depth) conflicts with "
+            f"{path}.kind ({spec.kind}); nextn is only for kind mtp"
+        )
+    return spec
+
+
+def _params(block: SpeculationConfig, spec: SchemeSpec, path: str) -> dict[str, Any]:
+    """The kind's raw params with legacy depth inputs folded in (conflicts rejected)."""
+    params: dict[str, Any] = dict(block.params) if block.params is not None else {}
+    if spec.kind == "none" and params:
+        raise ConfigError(
+            f"{path}.params: kind none takes no params, got {', '.join(sorted(params))}"
+        )
+    flat = block.num_speculative_tokens
+    if flat is not None:
+        if "num_speculative_tokens" not in spec.params:
+            takers = [
+                kind for kind, item in SCHEMES.items() if "num_speculative_tokens" in item.params
+            ]
+            raise ConfigError(
+                f"{path}.num_speculative_tokens: kind {spec.kind} takes no "
+                f"num_speculative_tokens (the flat form is for {', '.join(takers)})"
+            )
+        flat_value = integer(flat, f"{path}.num_speculative_tokens", 1, MAX_DRAFT_TOKENS)
+        _merge(params, "num_speculative_tokens", flat_value, "num_speculative_tokens", path)
+    if block.nextn is not None and spec.kind == "mtp":
+        depth = integer(block.nextn, f"{path}.nextn", 1, MAX_DRAFT_TOKENS)
+        _merge(params, "depth", depth, "nextn", path)
+        if params.get("num_speculative_tokens") is not None:
+            _merge(params, "num_speculative_tokens", depth, "nextn", path)
+    return params
+
+
+def _merge(params: dict[str, Any], key: str, value: int, source: str, path: str) -> None:
+    """Put a legacy value into params; an existing, different value is a conflict."""
+    existing = params.get(key)
+    if existing is None:
+        params[key] = value
+        return
+    if isinstance(existing, bool) or not isinstance(existing, (int, float)):
+        return  # not a number: the kind's params model reports it at params.<key>
+    if existing != value:
+        raise ConfigError(
+            f"{path}.{source} ({value}) and {path}.params.{key} ({existing!r}) disagree; give one"
+        )
+
+
+# Why a kind takes no separate draft (or no acceptance), for error messages.
+_NO_DRAFT_REASONS: Final = {
+    "none": "speculation is disabled",
+    "mtp": "its drafts come from the target's own MTP heads",
+    "ngram": "its drafts are n-gram lookups, with no draft network",
+}
+
+
+def _reject_present(
+    block: SpeculationConfig, keys: tuple[str, ...], spec: SchemeSpec, path: str, what: str
+) -> None:
+    present = [key for key in keys if getattr(block, key) is not None]
+    if present:
+        raise ConfigError(
+            f"{path}.{present[0]}: kind {spec.kind} takes no {what} "
+            f"({_NO_DRAFT_REASONS.get(spec.kind, 'not used by this kind')}), "
+            f"got {', '.join(present)}"
+        )
+
+
+def _draft_inputs(
+    block: SpeculationConfig, spec: SchemeSpec, path: str
+) -> tuple[str | None, dict[str, Any] | None]:
+    if spec.draft == DRAFT_NONE:
+        _reject_present(block, ("draft_model_path", "draft_config"), spec, path, "separate draft")
+        return None, None
+    draft_path = block.draft_model_path
+    if draft_path is not None and not draft_path.strip():
+        raise ConfigError(f"{path}.draft_model_path: expected a non-empty string")
+    draft_config = block.draft_config
+    if spec.draft == DRAFT_CONFIG and draft_config is None:
+        raise ConfigError(
+            f"{path}.draft_config: kind {spec.kind} needs the draft's config.json "
+            f"as a mapping (hidden_size, num_hidden_layers, num_attention_heads, vocab_size, ...)"
+        )
+    if spec.draft == DRAFT_PATH and draft_path is None:
+        raise ConfigError(
+            f"{path}.draft_model_path: kind {spec.kind} needs the draft "
+            f"checkpoint identity (a string such as a Hugging Face id or a path)"
+        )
+    return draft_path, draft_config
+
+
+def _normalize_params(
+    spec: SchemeSpec,
+    raw_params: dict[str, Any],
+    draft_config: dict[str, Any] | None,
+    draft_model: ModelSpec | None,
+    tensor_parallel: int | None,
+    path: str,
+) -> SchemeGeometry:
+    """Validate ``params`` for ``spec.kind``, fill defaults and collapse equivalent spellings."""
+    params_path = f"{path}.params"
+    params = validate(PARAMS_MODELS[spec.kind], raw_params, params_path)
+    kind = spec.kind
+    if isinstance(params, MtpParams):
+        depth = params.depth
+        alias = params.num_speculative_tokens
+        if depth is None and alias is None:
+            raise ConfigError(
+                f"{params_path}.depth: required for kind mtp (an integer in 1..{MAX_DRAFT_TOKENS}; "
+                f"num_speculative_tokens is accepted as a synonym)"
+            )
+        if depth is not None and alias is not None and depth != alias:
+            raise ConfigError(
+                f"{params_path}.depth ({depth}) and {params_path}.num_speculative_tokens "
+                f"({alias}) disagree for kind mtp; give one"
+            )
+        count = depth if depth is not None else alias
+        assert count is not None
+        return _chain({"depth": count}, count)
+    if isinstance(params, NgramParams):
+        count = _required(
+            params.num_speculative_tokens, params_path, "num_speculative_tokens", kind
+        )
+        if params.trigger_rate != 1.0:
+            raise ConfigError(
+                f"{params_path}.trigger_rate: kind ngram supports only 1.0 "
+                f"(a draft every round), got {params.trigger_rate!r}"
+            )
+        return _chain({"num_speculative_tokens": count, "trigger_rate": 1.0}, count)
+    if isinstance(params, Eagle3Params):
+        return _eagle3(params, params_path)
+    if isinstance(params, DflashParams):
+        block = _draft_block_size(draft_config, path)
+        default = block - 1 if block is not None else None
+        if default is not None and default < 1:
+            raise ConfigError(
+                f"{path}.draft_config.block_size: kind dflash needs a block of "
+                f">= 2 tokens (block_size - 1 drafts), got {block}"
+            )
+        count = _required(params.num_draft_tokens, params_path, "num_draft_tokens", kind, default)
+        if default is not None and count > default:
+            raise ConfigError(
+                f"{params_path}.num_draft_tokens: kind dflash drafts at most "
+                f"block_size - 1 = {default} tokens with this draft, got {count}"
+            )
+        return _chain({"num_draft_tokens": count}, count)
+    if isinstance(params, DsparkParams):
+        block = _draft_block_size(draft_config, path)
+        count = _required(params.num_draft_tokens, params_path, "num_draft_tokens", kind, block)
+        layers_default = draft_model.num_layers if draft_model is not None else None
+        layers = _required(
+            params.num_draft_layers, params_path, "num_draft_layers", kind, layers_default
+        )
+        geometry = _chain({"num_draft_tokens": count, "num_draft_layers": layers}, count)
+        geometry.num_draft_layers = layers
+        return geometry
+    if isinstance(params, DraftModelParams):
+        count = _required(
+            params.num_speculative_tokens, params_path, "num_speculative_tokens", kind
+        )
+        draft_tp = params.draft_tp_size if params.draft_tp_size is not None else tensor_parallel
+        geometry = _chain({"num_speculative_tokens": count, "draft_tp_size": draft_tp}, count)
+        geometry.draft_tp_size = draft_tp
+        return geometry
+    return SchemeGeometry({}, 0, 1, 0, None, None, None)
+
+
+def _chain(params: dict[str, Any], count: int) -> SchemeGeometry:
+    return SchemeGeometry(params, count, count + 1, count, None, None, None)
+
+
+def _required(
+    value: int | None, params_path: str, key: str, kind: str, default: int | None = None
+) -> int:
+    if value is not None:
+        return value
+    if default is None:
+        raise ConfigError(
+            f"{params_path}.{key}: required for kind {kind} (an integer in 1..{MAX_DRAFT_TOKENS})"
+        )
+    return default
+
+
+def _eagle3(params: Eagle3Params, params_path: str) -> SchemeGeometry:
+    count = params.num_speculative_tokens if params.num_speculative_tokens is not None else 3
+    if params.tree_shape is None:
+        widths = [1 for _ in range(count)]
+    else:
+        widths = list(params.tree_shape)
+        if params.num_speculative_tokens is not None and count != len(widths):
+            raise ConfigError(
+                f"{params_path}.num_speculative_tokens ({count}) and {params_path}.tree_shape "
+                f"(depth {len(widths)}) disagree for kind eagle3; give one"
+            )
+    depth = len(widths)
+    drafted = sum(widths)
+    budget = drafted + 1
+    if params.verify_token_budget is not None:
+        budget = integer(
+            params.verify_token_budget,
+            f"{params_path}.verify_token_budget",
+            2,
+            drafted + 1,
+            label=" (kind eagle3)",
+        )
+    normalized: dict[str, Any] = {"num_speculative_tokens": depth, "verify_token_budget": budget}
+    tree: tuple[int, ...] | None = None
+    if any(width > 1 for width in widths):
+        tree = tuple(widths)
+        normalized["tree_shape"] = list(widths)
+    # A path through the tree accepts at most one token per step and at most budget - 1 overall.
+    accepted = min(depth, budget - 1)
+    return SchemeGeometry(normalized, drafted, budget, accepted, tree, None, None)
+
+
+def _draft_block_size(draft_config: dict[str, Any] | None, path: str) -> int | None:
+    """``block_size`` of a block drafter's config (top level or under ``dflash_config``)."""
+    if draft_config is None:
+        return None
+    raw = draft_config.get("block_size")
+    field = f"{path}.draft_config.block_size"
+    if raw is None:
+        nested = draft_config.get("dflash_config")
+        if isinstance(nested, dict):
+            raw = nested.get("block_size")
+            field = f"{path}.draft_config.dflash_config.block_size"
+    if raw is None:
+        return None
+    return integer(raw, field, 1, MAX_DRAFT_TOKENS + 1)
+
+
+def _acceptance(
+    block: SpeculationConfig, geometry: SchemeGeometry, spec: SchemeSpec, path: str
+) -> AcceptanceProfile | None:
+    """The one acceptance form given (``nextn_accepted`` is the legacy spelling of
+    ``expected_accepted_tokens``), converted at depth ``max_accepted_draft_tokens``."""
+    given = [key for key in ACCEPTANCE_KEYS if getattr(block, key) is not None]
+    legacy = block.nextn_accepted
+    if legacy is not None:
+        if spec.kind != "mtp":
+            raise ConfigError(
+                f"{path}.nextn_accepted: the legacy MTP acceptance is only for kind "
+                f"mtp, got kind {spec.kind}; use expected_accepted_tokens"
+            )
+        canonical = block.expected_accepted_tokens
+        if canonical is None:
+            given.insert(0, "nextn_accepted")
+        elif canonical != legacy:
+            raise ConfigError(
+                f"{path}.nextn_accepted ({describe(legacy)}) and "
+                f"{path}.expected_accepted_tokens ({describe(canonical)}) disagree; give one"
+            )
+    if not given:
+        return None
+    if len(given) > 1:
+        raise ConfigError(
+            f"{path}.{given[0]} and {path}.{given[1]} are two acceptance "
+            f"inputs; give exactly one of {', '.join(ACCEPTANCE_KEYS)}"
+        )
+    key = given[0]
+    field = f"{path}.{key}"
+    value = getattr(block, key)
+    depth = geometry.max_accepted_draft_tokens
+    if key in ("expected_accepted_tokens", "nextn_accepted"):
+        mean = check(Annotated[float, Number(0.0, depth)], value, field)
+        return AcceptanceProfile.from_mean_accepted(mean, depth, field)
+    if key == "acceptance_length":
+        length = check(Annotated[float, Number(1.0, depth + 1)], value, field)
+        return AcceptanceProfile.from_acceptance_length(length, depth, field)
+    if key == "acceptance_rate":
+        alpha = check(Annotated[float, Number(0.0, 1.0)], value, field)
+        return AcceptanceProfile.from_iid(alpha, depth, field)
+    rates = check(_Rates, value, field)
+    if key == "acceptance_rates":
+        profile = AcceptanceProfile.from_conditional(rates, field)
+    else:
+        profile = AcceptanceProfile.from_unconditional(rates, field)
+    if profile.depth != depth:
+        raise ConfigError(
+            f"{field}: kind {spec.kind} accepts at most {depth} drafts per round, so exactly "
+            f"{depth} rates are expected, got {profile.depth}"
+        )
+    return profile
+
+
+class _RateCount:
+    """1..MAX_ACCEPTANCE_DEPTH rates (checked before the rates themselves)."""
+
+    def check(self, value: object) -> object:
+        if not isinstance(value, (list, tuple)):
+            raise edge_error(f"expected a list, got {describe(value)}")
+        if not value or len(value) > MAX_ACCEPTANCE_DEPTH:
+            raise edge_error(
+                f"expected 1..{MAX_ACCEPTANCE_DEPTH} rates, got {len(value)} ({describe(value)})"
+            )
+        return list(value)
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_before_validator_function(self.check, handler(source))
+
+
+_Rates = Annotated[list[Annotated[float, Number(0.0, 1.0)]], _RateCount()]
+
+
+def _draft_vocab(
+    draft_config: dict[str, Any] | None, draft_model: ModelSpec | None, path: str
+) -> int | None:
+    if draft_config is None or draft_model is None:
+        return None
+    raw = draft_config.get("draft_vocab_size")
+    if raw is None:
+        return draft_model.vocab_size
+    return integer(raw, f"{path}.draft_config.draft_vocab_size", 1, 1 << 24)

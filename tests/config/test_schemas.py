@@ -1,0 +1,87 @@
+"""``aisim schema KIND``: each kind's JSON Schema is valid, committed, and accepts the docs'
+examples (and rejects what aisim rejects)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from aisim.cli import main
+from aisim.config import SCHEMA_KINDS, json_schema
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+LANGUAGE_SERVER = re.compile(r"^# yaml-language-server: \$schema=(\S+)$")
+
+
+@pytest.mark.parametrize("kind", sorted(SCHEMA_KINDS))
+def test_schema_is_valid_and_committed(kind: str, capsys: pytest.CaptureFixture[str]) -> None:
+    schema = json_schema(kind)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert main(["schema", kind]) == 0
+    printed = capsys.readouterr().out
+    assert json.loads(printed) == schema
+    committed = DOCS / "schemas" / f"{kind}.schema.json"
+    assert committed.read_text(encoding="utf-8") == printed, (
+        f"regenerate with: aisim schema {kind} > docs/schemas/{kind}.schema.json"
+    )
+
+
+def test_unknown_kind_is_one_line_rc_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema", "nonsense"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("aisim: error: schema: unknown config kind 'nonsense'; known: ")
+    assert error.count("\n") == 1
+
+
+def _examples_with_schema_comment() -> list[Path]:
+    found = []
+    for path in sorted(DOCS.rglob("*.yaml")):
+        first = path.read_text(encoding="utf-8").splitlines()[0]
+        if LANGUAGE_SERVER.match(first):
+            found.append(path)
+    return found
+
+
+def test_speculation_examples_carry_the_language_server_comment() -> None:
+    examples = sorted((DOCS / "examples" / "speculation").glob("*.yaml"))
+    assert examples and set(examples) <= set(_examples_with_schema_comment())
+
+
+@pytest.mark.parametrize("example", _examples_with_schema_comment(), ids=lambda p: p.name)
+def test_docs_examples_validate_against_their_schema(example: Path) -> None:
+    text = example.read_text(encoding="utf-8")
+    match = LANGUAGE_SERVER.match(text.splitlines()[0])
+    assert match is not None
+    schema_file = (example.parent / match.group(1)).resolve()
+    schema = json.loads(schema_file.read_text(encoding="utf-8"))
+    jsonschema.validate(yaml.safe_load(text), schema, cls=jsonschema.Draft202012Validator)
+
+
+def test_speculation_guide_blocks_validate() -> None:
+    schema = json_schema("speculation")
+    text = (DOCS / "speculation.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL)
+    assert blocks
+    for block in blocks:
+        jsonschema.validate(yaml.safe_load(block), schema, cls=jsonschema.Draft202012Validator)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"speculation": {"kind": "mtp", "params": {"depth": 0}}},
+        {"speculation": {"kind": "mtp", "params": {"width": 3}}},
+        {"speculation": {"kind": "medusa"}},
+        {"speculation": {"kind": "mtp", "params": {"depth": 2}, "depht": 2}},
+        {"speculation": {"kind": "ngram", "params": {"num_speculative_tokens": True}}},
+    ],
+)
+def test_speculation_schema_rejects_what_aisim_rejects(bad: object) -> None:
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, json_schema("speculation"), cls=jsonschema.Draft202012Validator)
