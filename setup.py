@@ -21,7 +21,11 @@ from setuptools import setup
 # tests interpreted and compiled.  Modules that must stay interpreted (numpy-vectorized or I/O
 # helpers inside a core package) are named in NOT_COMPILED.
 COMPILED_PACKAGES: list[str] = ["aisim/speculation", "aisim/fpm", "aisim/replay"]
-COMPILED_EXTRA: list[str] = ["aisim/_fields.py", "aisim/catalogue/_specs.py"]
+COMPILED_EXTRA: list[str] = [
+    "aisim/_fields.py",
+    "aisim/catalogue/_specs.py",
+    "aisim/catalogue/_costs.py",
+]
 NOT_COMPILED: list[str] = [
     "aisim/fpm/_table_files.py",
     "aisim/fpm/_recorded_rounds.py",

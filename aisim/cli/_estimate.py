@@ -51,7 +51,8 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--estimator",
         default="auto",
-        choices=("auto", "roofline", "table", "regression", "measured_round"),
+        choices=("auto", "roofline", "roofline_ideal", "table", "regression", "measured_round"),
+        help="roofline_ideal: the pure roofline bound (no overheads)",
     )
     parser.add_argument("--fallback-policy", default="deny", choices=("deny", "allow"))
     parser.add_argument(

@@ -1,7 +1,7 @@
-"""``aisim qualify mape|calibrate|report``: score, calibrate and publish against recorded data.
+"""``aisim qualify mape|calibrate|report|rulecheck|public``: score, calibrate, cross-check, publish.
 
-The logic lives in ``qualification.mape``, ``qualification.calibrate`` and
-``qualification.report``; this module only parses arguments and prints.
+The logic lives in ``qualification.mape``, ``qualification.calibrate``, ``qualification.report``
+and ``qualification.public``; this module only parses arguments and prints.
 """
 
 from __future__ import annotations
@@ -93,6 +93,35 @@ def register(commands: Any) -> None:
     report.add_argument("--overwrite", action="store_true")
     report.set_defaults(handler=report_command)
 
+    rulecheck = actions.add_parser(
+        "rulecheck",
+        help="the default's SD round / widened STP next to the published 0.08 d + 1.25",
+        description=(
+            "Over d 1..5, B 1..64 and K 1k..32k per request on each built-in GPU, price MTP and "
+            "EAGLE-3 rounds with the default roofline and divide by its widened STP pass "
+            "F_STP((d + 1) B, K); print min / median / max next to the published factor and say "
+            "where and why they differ."
+        ),
+    )
+    rulecheck.add_argument("--model", default="Qwen/Qwen3-8B", help="target (catalogue name)")
+    rulecheck.add_argument(
+        "--hardware", action="append", metavar="GPU", help="limit to these GPUs (repeatable)"
+    )
+    rulecheck.add_argument("--json", action="store_true", help="print canonical JSON")
+    rulecheck.set_defaults(handler=rulecheck_command)
+
+    public = actions.add_parser(
+        "public",
+        help="score roofline_ideal and the default roofline against public measurements",
+        description=(
+            "Predict every committed public figure (decode ms per token, EAGLE-3 round / STP "
+            "ratios; sources in qualification/public/measurements.json) with roofline_ideal "
+            "(before) and roofline (the default), and print the errors and MAPE."
+        ),
+    )
+    public.add_argument("--json", action="store_true", help="print canonical JSON")
+    public.set_defaults(handler=public_command)
+
 
 def mape_command(args: argparse.Namespace) -> int:
     from qualification.calibrate import calibrated_factory, load_artefact
@@ -150,3 +179,27 @@ def report_command(args: argparse.Namespace) -> int:
         if verdict[key]:
             print(f"{key.replace('_', ' ')}: {', '.join(verdict[key])}")
     return 1 if verdict["checks_failed"] or verdict["datasets_refused"] else 0
+
+
+def rulecheck_command(args: argparse.Namespace) -> int:
+    from aisim.catalogue import get_gpu, get_model
+    from qualification.public import rulecheck, rulecheck_markdown
+
+    model = get_model(args.model, "--model").name
+    gpus = None
+    if args.hardware:
+        gpus = tuple(get_gpu(name, "--hardware").name for name in args.hardware)
+    rows = rulecheck(model, gpus)
+    print(canonical_json(rows) if args.json else rulecheck_markdown(rows), end="")
+    return 0
+
+
+def public_command(args: argparse.Namespace) -> int:
+    from qualification.public import score, score_markdown
+
+    before, after = score("roofline_ideal"), score("roofline")
+    if args.json:
+        print(canonical_json({"before": before, "after": after}), end="")
+    else:
+        print(score_markdown(before, after), end="")
+    return 0

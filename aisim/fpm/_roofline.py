@@ -1,24 +1,33 @@
-"""The ``roofline`` estimator: analytic cost from model geometry and GPU peaks (needs no data).
+"""The ``roofline`` estimators: analytic cost from model geometry and GPU peaks (need no data).
 
-Without a scheme it prices STP passes (prefill, decode, mixed). With an enabled scheme a pass that
-carries decode requests is priced as one whole SD round for the *logical* batch (scheme-native):
+``roofline`` (the default) applies the measured efficiency and overhead terms of
+``aisim.catalogue._costs.MEASURED_TERMS``; ``roofline_ideal`` is the pure bound (``IDEAL_TERMS``:
+the historical efficiencies, no overheads, MTP as the legacy compute scale).
 
-* target verification: every decode request runs ``verify_width`` query tokens;
-* eagle3: per draft step the fused-feature projection (3 * hidden -> hidden), one decoder layer
-  of the drafter and the drafter's LM head (its own, possibly reduced, vocabulary);
-* dflash / dspark: one block-drafter forward over N tokens per request (its layers and head);
-* draft_model: K full decode steps of the draft model (step i reads K_total + i * B past KV);
-  every multi-step drafter's step reads the KV its earlier steps appended;
-* ngram: no draft operations;
-* mtp: the legacy compute scale (depth + L) / L applied to the target verification (published:
-  1.0833 for depth 3, L 36), no separate draft operations.
+Without a scheme a pass is one STP forward pass (prefill, decode, mixed): its operations, one
+kernel overhead per kernel, the per-step host overhead and the sampler. With an enabled scheme a
+pass that carries decode requests is priced as one whole SD round for the *logical* batch, part by
+part as it runs:
 
-Prefill work is priced as target-only (draft prefill is not charged). ``draft_length`` is rejected:
-the roofline prices speculation natively; configure a scheme instead.
+* draft steps, sequential, each a forward pass paying the per-step and per-kernel overheads:
+  eagle3: the fused-feature projection (3 * hidden -> hidden), one decoder layer and the
+  drafter's LM head (its own, possibly reduced, vocabulary) per step; dflash / dspark: one
+  block-drafter forward over N tokens per request; draft_model: K full decode steps of the draft
+  model; mtp: per step the MTP block (2 * hidden -> hidden projection, one target decoder layer)
+  and the shared LM head; every multi-step drafter's step reads the KV its earlier steps appended;
+  ngram: no network, a host-side proposal per request;
+* the target verification: every decode request runs ``verify_width`` query tokens;
+* rejection sampling: the (rejection) sampler reading the verification's fp32 logits.
+
+``roofline_ideal`` keeps the former pricing: no overheads, no sampler, and MTP as the legacy
+compute scale (depth + L) / L on the verification (published: 1.0833 for depth 3, L 36) with no
+draft steps. Prefill work is priced as target-only (draft prefill is not charged).
+``draft_length`` is rejected: the roofline prices speculation natively; configure a scheme.
 """
 
 from __future__ import annotations
 
+from aisim.catalogue._costs import MEASURED_TERMS, CostTerms
 from aisim.catalogue._specs import GpuSpec, ModelSpec
 from aisim.errors import ConfigError
 from aisim.fpm._metrics import ForwardPassMetrics
@@ -33,8 +42,33 @@ from aisim.fpm._roofline_ops import (
 from aisim.fpm._sd_cost import SpeculationCost
 
 
+class RoundParts:
+    """One rank's price, part by part, in seconds (their sum is the price).
+
+    ``draft``: the draft steps (with their overheads and the host proposal); ``verify``: the
+    target pass (verification, or the STP pass; with its overheads); ``sampling``: the sampler /
+    rejection sampler; ``overhead``: the per-step and per-kernel overheads inside draft + verify
+    (informational, already counted there); ``draft_steps``: sequential draft passes.
+    """
+
+    def __init__(self) -> None:
+        self.draft = 0.0
+        self.verify = 0.0
+        self.sampling = 0.0
+        self.overhead = 0.0
+        self.draft_steps = 0
+
+    @property
+    def total(self) -> float:
+        return self.verify + self.draft + self.sampling
+
+
 class RooflineModel(ForwardPassModel):
-    """Analytic roofline on ``gpu`` with ``tensor_parallel`` GPUs per model replica."""
+    """Analytic roofline on ``gpu`` with ``tensor_parallel`` GPUs per model replica.
+
+    ``terms`` selects the variant: ``MEASURED_TERMS`` (``roofline``, the default) or
+    ``IDEAL_TERMS`` (``roofline_ideal``); the estimator's name is the terms' name.
+    """
 
     def __init__(
         self,
@@ -42,6 +76,7 @@ class RooflineModel(ForwardPassModel):
         gpu: GpuSpec,
         tensor_parallel: int = 1,
         scheme: SpeculationCost | None = None,
+        terms: CostTerms = MEASURED_TERMS,
     ) -> None:
         if tensor_parallel < 1:
             raise ConfigError(f"tensor_parallel: expected an integer >= 1, got {tensor_parallel}")
@@ -52,7 +87,7 @@ class RooflineModel(ForwardPassModel):
             )
         native = scheme is not None
         super().__init__(
-            name="roofline",
+            name=terms.name,
             prices_speculation_natively=native,
             supports_draft_length=False,
             model_spec=model_spec,
@@ -66,20 +101,40 @@ class RooflineModel(ForwardPassModel):
             ),
         )
         self.gpu = gpu
+        self.terms = terms
         self.tensor_parallel = tensor_parallel
         self.scheme = scheme
         self.target = LayerStack(
-            model_spec, gpu, tensor_parallel, model_spec.num_layers, model_spec.vocab_size
+            model_spec, gpu, tensor_parallel, model_spec.num_layers, model_spec.vocab_size, terms
         )
         self.verify_width = scheme.verify_width if scheme is not None else 1
         self.mtp_scale = 1.0
         self.draft: LayerStack | None = None
+        self.draft_step_tokens: list[int] = []
+        self.host_proposal_s_per_request = 0.0
         if scheme is not None:
             self.draft_weight_bytes = scheme.draft_weight_bytes
             self.draft_kv_bytes_per_token = scheme.draft_kv_bytes_per_token
-            if scheme.kind == "mtp":
+            self.draft_step_tokens = list(scheme.draft_step_tokens)
+            if scheme.kind == "mtp" and terms.mtp_legacy_scale:
                 layers = float(model_spec.num_layers)
                 self.mtp_scale = (float(scheme.mtp_depth) + layers) / layers
+            elif scheme.kind == "mtp":
+                # The MTP block: 2 hidden -> hidden projection, one target layer (a MoE layer
+                # on a MoE target), and the target's LM head, once per draft step.
+                self.draft = LayerStack(
+                    model_spec,
+                    gpu,
+                    tensor_parallel,
+                    1,
+                    model_spec.vocab_size,
+                    terms,
+                    2 * model_spec.hidden_size,
+                    all_moe=True,
+                )
+                self.draft_step_tokens = [1] * scheme.mtp_depth
+            if scheme.kind == "ngram":
+                self.host_proposal_s_per_request = terms.ngram_proposal_s_per_request
             draft_spec = scheme.draft_spec
             if draft_spec is not None and scheme.draft_layers > 0:
                 if scheme.draft_tp_size > 1 and gpu.nvlink_bytes_per_s <= 0.0:
@@ -93,10 +148,16 @@ class RooflineModel(ForwardPassModel):
                     scheme.draft_tp_size,
                     scheme.draft_layers,
                     scheme.draft_vocab,
+                    terms,
                     scheme.fused_feature_inputs,
                 )
 
-    def _target_seconds(self, rank: ForwardPassMetrics) -> float:
+    def _pass_overhead(self, stack: LayerStack, shape: PassShape) -> float:
+        """Per-kernel and per-step host overhead of one forward pass of ``shape``."""
+        terms = self.terms
+        return stack.kernels(shape) * terms.kernel_overhead_s + terms.step_overhead_s
+
+    def _target_shape(self, rank: ForwardPassMetrics) -> PassShape:
         shape = PassShape(0.0, 0.0, 0.0, 0.0)
         if rank.num_prefill_requests > 0:
             shape = prefill_shape(
@@ -110,43 +171,64 @@ class RooflineModel(ForwardPassModel):
                 rank.num_decode_requests, rank.sum_decode_kv_tokens, self.verify_width
             )
             shape = add_shapes(shape, decode)
-        seconds = self.target.seconds(shape)
-        if rank.num_decode_requests > 0:
-            seconds *= self.mtp_scale
-        return seconds
+        return shape
 
-    def _draft_seconds(self, rank: ForwardPassMetrics) -> float:
-        draft = self.draft
-        scheme = self.scheme
+    def _parts(self, rank: ForwardPassMetrics) -> RoundParts:
+        parts = RoundParts()
+        shape = self._target_shape(rank)
+        verify = self.target.seconds(shape)
+        if rank.num_decode_requests > 0:
+            verify *= self.mtp_scale
+        overhead = self._pass_overhead(self.target, shape)
+        parts.verify = verify + overhead
+        parts.overhead = overhead
+        if self.terms.charge_sampling:
+            parts.sampling = self.target.sampling_seconds(shape.logit_tokens)
         requests = rank.num_decode_requests
-        if draft is None or scheme is None or requests == 0:
-            return 0.0
-        seconds = 0.0
+        if requests == 0:
+            return parts
+        parts.draft = self.host_proposal_s_per_request * float(requests)
+        draft = self.draft
+        if draft is None:
+            return parts
         past = rank.sum_decode_kv_tokens
-        for tokens in scheme.draft_step_tokens:
-            seconds += draft.seconds(decode_shape(requests, past, tokens))
+        for tokens in self.draft_step_tokens:
+            step = decode_shape(requests, past, tokens)
+            step_overhead = self._pass_overhead(draft, step)
+            parts.draft += draft.seconds(step) + step_overhead
+            parts.overhead += step_overhead
+            parts.draft_steps += 1
             past += tokens * requests  # each draft step appends its tokens to the draft KV
-        return seconds
+        return parts
 
     def _rank_ms(self, rank: ForwardPassMetrics, path: str) -> float:
-        return 1000.0 * (self._target_seconds(rank) + self._draft_seconds(rank))
+        return 1000.0 * self._parts(rank).total
 
     def _rank_details(self, rank: ForwardPassMetrics) -> dict[str, float]:
+        parts = self._parts(rank)
         return {
-            "target_ms": 1000.0 * self._target_seconds(rank),
-            "draft_ms": 1000.0 * self._draft_seconds(rank),
+            "target_ms": 1000.0 * parts.verify,
+            "draft_ms": 1000.0 * parts.draft,
+            "sampling_ms": 1000.0 * parts.sampling,
+            "overhead_ms": 1000.0 * parts.overhead,
+            "draft_steps": float(parts.draft_steps),
             "verify_width": float(self.verify_width),
             "mtp_compute_scale": self.mtp_scale,
         }
 
     def _notes(self) -> list[str]:
         notes = [
-            f"roofline on {self.gpu.name}, tensor_parallel={self.tensor_parallel}",
+            f"{self.terms.name} on {self.gpu.name}, tensor_parallel={self.tensor_parallel}",
         ]
         if self.scheme is not None:
             notes.append(f"scheme-native SD round: {self.scheme.describe()}")
         return notes
 
     def stp_ms(self, batch_size: int, total_kv_tokens: int) -> float:
-        """Target-only STP decode price (ms), ignoring any scheme (for comparisons and plots)."""
-        return 1000.0 * self.target.seconds(decode_shape(batch_size, total_kv_tokens, 1))
+        """Target-only STP decode price (ms) with this model's terms, ignoring any scheme (for
+        comparisons such as the published-rule cross-check)."""
+        shape = decode_shape(batch_size, total_kv_tokens, 1)
+        seconds = self.target.seconds(shape) + self._pass_overhead(self.target, shape)
+        if self.terms.charge_sampling:
+            seconds += self.target.sampling_seconds(shape.logit_tokens)
+        return 1000.0 * seconds

@@ -1,30 +1,20 @@
 """Roofline time of one forward pass through a stack of decoder layers, op by op.
 
-Each operation costs ``max(flops / (peak * compute efficiency), bytes / (HBM * memory
+Each operation costs ``max(flops / (peak * compute efficiency), bytes / (HBM * bandwidth
 efficiency))``; a pass is the sum of its operations. Per layer: the QKV projection GEMM, attention
-(reads every request's KV bytes), the output projection GEMM, the MLP (dense SwiGLU, or MoE with
-the routed experts the batch touches plus shared experts), norms and activation (memory-bound
-elementwise), and, when tensor parallel > 1, two ring all-reduces over NVLink. After the layers:
-the final norm and the LM head for the tokens that need logits. Weights and heads are sharded over
-tensor parallel; MLA's compressed KV is replicated. Constants are the documented efficiencies.
+(reads every request's KV bytes at the KV bandwidth efficiency), the output projection GEMM, the
+MLP (dense SwiGLU, or MoE with the routed experts the batch touches plus shared experts), norms and
+activation (memory-bound elementwise), and, when tensor parallel > 1, two all-reduces (measured
+latency curve, or the ideal ring-bandwidth model). After the layers: the final norm and the LM
+head for the tokens that need logits. Weights and heads are sharded over tensor parallel; MLA's
+compressed KV is replicated. The efficiencies are a ``CostTerms`` (``aisim.catalogue._costs``);
+``kernels`` counts the kernels a pass launches (one per priced operation, attention two).
 """
 
 from __future__ import annotations
 
-from typing import Final
-
+from aisim.catalogue._costs import CostTerms
 from aisim.catalogue._specs import GpuSpec, ModelSpec
-
-#: Fraction of the dense BF16 peak a GEMM reaches.
-GEMM_COMPUTE_EFFICIENCY: Final = 0.7
-#: Fraction of the dense BF16 peak an attention kernel reaches.
-ATTENTION_COMPUTE_EFFICIENCY: Final = 0.5
-#: Fraction of peak HBM bandwidth achieved by streaming kernels (the facts say ~80 %).
-MEMORY_EFFICIENCY: Final = 0.8
-#: Fraction of the per-GPU NVLink bandwidth a ring all-reduce achieves.
-NVLINK_EFFICIENCY: Final = 0.7
-#: Fixed cost of one all-reduce (launch + synchronisation), seconds.
-ALLREDUCE_LATENCY_S: Final = 5e-6
 
 
 class PassShape:
@@ -100,8 +90,9 @@ def op_seconds(flops: float, bytes_moved: float, peak_flops: float, bandwidth: f
 class LayerStack:
     """Precomputed per-GPU sizes of ``num_layers`` decoder layers of ``spec`` (+ optional head).
 
-    ``lm_head_vocab`` 0 omits the head; ``fused_feature_inputs`` > 0 adds EAGLE-3's projection
-    (``fused_feature_inputs`` -> hidden) in front of the layers.
+    ``lm_head_vocab`` 0 omits the head; ``fused_feature_inputs`` > 0 adds a projection
+    (``fused_feature_inputs`` -> hidden) in front of the layers (EAGLE-3's fused features, MTP's
+    2 hidden -> hidden); ``all_moe`` makes every layer a MoE layer on a MoE ``spec`` (an MTP block).
     """
 
     def __init__(
@@ -111,19 +102,28 @@ class LayerStack:
         tensor_parallel: int,
         num_layers: int,
         lm_head_vocab: int,
+        terms: CostTerms,
         fused_feature_inputs: int = 0,
+        all_moe: bool = False,
     ) -> None:
         tp = float(tensor_parallel)
         dtype = float(spec.dtype_bytes)
         hidden = float(spec.hidden_size)
         heads = float(spec.num_attention_heads)
+        self.terms = terms
         self.tensor_parallel = tensor_parallel
         self.dtype = dtype
         self.hidden = hidden
-        self.gemm_flops_per_s = gpu.bf16_flops * GEMM_COMPUTE_EFFICIENCY
-        self.attention_flops_per_s = gpu.bf16_flops * ATTENTION_COMPUTE_EFFICIENCY
-        self.bytes_per_s = gpu.hbm_bytes_per_s * MEMORY_EFFICIENCY
-        self.link_bytes_per_s = gpu.nvlink_bytes_per_s * NVLINK_EFFICIENCY
+        self.gemm_flops_per_s = gpu.bf16_flops * terms.gemm_compute_efficiency
+        self.attention_flops_per_s = gpu.bf16_flops * terms.attention_compute_efficiency
+        self.bytes_per_s = gpu.hbm_bytes_per_s * terms.weight_bandwidth_efficiency
+        # KV bytes are scaled so that one division by ``bytes_per_s`` prices them at the KV
+        # efficiency (exactly 1.0 when both efficiencies are equal: the ideal roofline).
+        self.kv_byte_scale = terms.weight_bandwidth_efficiency / terms.kv_bandwidth_efficiency
+        self.link_bytes_per_s = gpu.nvlink_bytes_per_s * terms.link_efficiency
+        self.allreduce_points: list[tuple[float, float]] = _allreduce_points(
+            terms.allreduce_curve, tensor_parallel
+        )
         value_dim = float(spec.v_head_dim if spec.uses_mla else spec.head_dim)
         o_params = heads * value_dim * hidden
         self.qkv_params = (float(spec.attention_parameters_per_layer) - o_params) / tp
@@ -148,12 +148,14 @@ class LayerStack:
         self.router_params = hidden * float(spec.num_experts)
         moe_layers = 0
         if spec.is_moe:
-            moe_layers = max(0, num_layers - min(num_layers, spec.first_dense_layers))
+            dense_first = 0 if all_moe else spec.first_dense_layers
+            moe_layers = max(0, num_layers - min(num_layers, dense_first))
         self.moe_layers = float(moe_layers)
         self.dense_layers = float(num_layers - moe_layers)
         self.lm_head_params = float(lm_head_vocab) * hidden / tp
         self.fused_params = float(fused_feature_inputs) * hidden / tp
         self.fused_inputs = float(fused_feature_inputs)
+        self.lm_head_vocab = float(lm_head_vocab)
 
     def _gemm(self, tokens: float, params: float, in_features: float, out_features: float) -> float:
         flops = 2.0 * tokens * params
@@ -163,16 +165,18 @@ class LayerStack:
     def _allreduce(self, tokens: float) -> float:
         if self.tensor_parallel <= 1:
             return 0.0
+        if self.allreduce_points:
+            return interpolate_latency(self.allreduce_points, tokens * self.hidden * self.dtype)
         tp = float(self.tensor_parallel)
         moved = 2.0 * (tp - 1.0) / tp * tokens * self.hidden * self.dtype
-        return moved / self.link_bytes_per_s + ALLREDUCE_LATENCY_S
+        return moved / self.link_bytes_per_s + self.terms.allreduce_latency_s
 
     def _common_layer(self, shape: PassShape) -> float:
         """Everything in a layer except the MLP and its activation."""
         t = shape.tokens
         seconds = self._gemm(t, self.qkv_params, self.hidden, self.qkv_out)
-        attention_bytes = shape.kv_tokens_read * self.kv_bytes_per_token + 2.0 * t * (
-            self.o_in * self.dtype
+        attention_bytes = shape.kv_tokens_read * self.kv_bytes_per_token * self.kv_byte_scale + (
+            2.0 * t * (self.o_in * self.dtype)
         )
         seconds += op_seconds(
             shape.attention_pairs * self.flops_per_pair,
@@ -227,3 +231,55 @@ class LayerStack:
             vocab = self.lm_head_params / self.hidden
             total += self._gemm(logits, self.lm_head_params, self.hidden, vocab)
         return total
+
+    def kernels(self, shape: PassShape) -> float:
+        """Kernels one pass of ``shape`` launches: one per priced operation (attention two: the
+        KV-cache write and the kernel; MoE: router, two grouped GEMMs, activation)."""
+        if shape.tokens <= 0.0:
+            return 0.0
+        common = 7.0  # qkv, cache write, attention, o_proj, two norms, (residual fused)
+        total = self.dense_layers * (common + 3.0) + self.moe_layers * (common + 4.0)
+        if self.fused_params > 0.0:
+            total += 1.0
+        if self.lm_head_params > 0.0 and shape.logit_tokens > 0.0:
+            total += 2.0  # final norm, LM head
+        return total
+
+    def sampling_seconds(self, logit_tokens: float) -> float:
+        """The sampler (or rejection sampler) reading ``logit_tokens`` rows of fp32 logits."""
+        if logit_tokens <= 0.0 or self.lm_head_params <= 0.0:
+            return 0.0
+        vocab = self.lm_head_params / self.hidden * float(self.tensor_parallel)
+        return logit_tokens * vocab * 4.0 / self.bytes_per_s
+
+
+def _allreduce_points(
+    curve: dict[int, list[tuple[float, float]]], tensor_parallel: int
+) -> list[tuple[float, float]]:
+    """The measured curve for ``tensor_parallel``: its own, else the next larger measured TP,
+    else the largest measured (empty when the terms have no curve)."""
+    if not curve or tensor_parallel <= 1:
+        return []
+    sizes = sorted(curve)
+    for size in sizes:
+        if size >= tensor_parallel:
+            return curve[size]
+    return curve[sizes[-1]]
+
+
+def interpolate_latency(points: list[tuple[float, float]], message_bytes: float) -> float:
+    """Latency at ``message_bytes`` on a measured (bytes, seconds) curve: linear between points,
+    the first point's latency below it, the last segment's slope beyond it."""
+    first_bytes, first_s = points[0]
+    if message_bytes <= first_bytes:
+        return first_s
+    for index in range(1, len(points)):
+        high_bytes, high_s = points[index]
+        if message_bytes <= high_bytes:
+            low_bytes, low_s = points[index - 1]
+            fraction = (message_bytes - low_bytes) / (high_bytes - low_bytes)
+            return low_s + fraction * (high_s - low_s)
+    low_bytes, low_s = points[-2]
+    high_bytes, high_s = points[-1]
+    slope = (high_s - low_s) / (high_bytes - low_bytes)
+    return high_s + slope * (message_bytes - high_bytes)

@@ -5,8 +5,8 @@ Config keys (a mapping; the same keys appear under a replay worker's ``timing``)
 * ``model`` (catalogue name, config.json path or mapping), ``hardware`` (catalogue name or file),
   ``backend`` (``vllm``/``sglang``, default ``vllm``), ``tensor_parallel`` (default 1);
 * ``speculation``: a speculation block (or a ``ResolvedSpeculation``), optional;
-* ``estimator``: ``auto`` (default) | ``roofline`` | ``table`` | ``regression`` |
-  ``measured_round``; ``fallback_policy``: ``deny`` (default) | ``allow``;
+* ``estimator``: ``auto`` (default) | ``roofline`` | ``roofline_ideal`` | ``table`` |
+  ``regression`` | ``measured_round``; ``fallback_policy``: ``deny`` (default) | ``allow``;
 * data: ``tables`` (paths of table files, see ``_table_files``; a recorder ``sd_rounds.parquet``
   gives one measured-round table per recorded draft length), ``points`` (in-memory STP point
   mappings) and ``measured_rounds`` (a list of ``{points, identity}`` mappings);
@@ -14,7 +14,8 @@ Config keys (a mapping; the same keys appear under a replay worker's ``timing``)
   (default ``round``): part of the identity measured rounds must match.
 
 Order: measured_round (identity-matched) > table > regression (fitted to the accepted STP tables'
-points) > roofline. ``auto`` asks them in that order per query. An explicit estimator with
+points) > roofline. ``auto`` asks them in that order per query; ``roofline_ideal`` (the pure
+bound, no overheads) answers only when asked for by name. An explicit estimator with
 ``deny`` fails with the reason when it is unavailable (``ConfigError``) or does not cover a query
 (``UnsupportedQuery``); ``allow`` falls back to the roofline, keeping the scheme.
 """
@@ -26,6 +27,7 @@ from typing import Any, Final
 
 from aisim._fields import as_int, as_list, as_mapping, as_str, join_path, reject_unknown
 from aisim.catalogue import get_gpu, get_model
+from aisim.catalogue._costs import IDEAL_TERMS, MEASURED_TERMS
 from aisim.catalogue._specs import GpuSpec, ModelSpec
 from aisim.errors import ConfigError
 from aisim.fpm._chain import SelectedModel
@@ -43,8 +45,17 @@ from aisim.fpm._table import TableModel, table_from_points
 from aisim.fpm._table_files import load_table_models
 from aisim.speculation import ResolvedSpeculation
 
-ESTIMATORS: Final = ("auto", "roofline", "table", "regression", "measured_round")
+ESTIMATORS: Final = (
+    "auto",
+    "roofline",
+    "roofline_ideal",
+    "table",
+    "regression",
+    "measured_round",
+)
 ORDER: Final = ("measured_round", "table", "regression", "roofline")
+#: Every estimator kind that can be built (``roofline_ideal`` is never chosen by ``auto``).
+KINDS: Final = (*ORDER, "roofline_ideal")
 FALLBACK_POLICIES: Final = ("deny", "allow")
 CONFIG_KEYS: Final = (
     "model",
@@ -66,7 +77,7 @@ class _Sources:
     """Candidates per estimator kind and the reasons some were not available."""
 
     def __init__(self) -> None:
-        self.available: dict[str, list[ForwardPassModel]] = {name: [] for name in ORDER}
+        self.available: dict[str, list[ForwardPassModel]] = {name: [] for name in KINDS}
         self.skipped: list[tuple[str, str]] = []
 
 
@@ -136,7 +147,8 @@ def best_available(config: object, path: str = "") -> SelectedModel:
     stp_tables, measured = _load_data(mapping, path, base_dir)
     _add_measured(sources, measured, resolved, common, role, scope)
     _add_stp(sources, stp_tables, common, model_spec)
-    _add_roofline(sources, model_spec, gpu, tp, scheme, geometry_error)
+    ideal = estimator == "roofline_ideal"
+    _add_roofline(sources, model_spec, gpu, tp, scheme, geometry_error, ideal)
     candidates = _choose(sources, estimator, policy, path)
     return SelectedModel(estimator, candidates, sources.skipped, model_spec, scheme)
 
@@ -323,18 +335,22 @@ def _add_roofline(
     tp: int,
     scheme: SpeculationCost | None,
     geometry_error: str,
+    ideal: bool,
 ) -> None:
-    if spec is None or gpu is None:
-        missing = "model" if spec is None else "hardware"
-        sources.skipped.append(("roofline", f"no {missing} given; the roofline needs both"))
-        return
-    if geometry_error:
-        sources.skipped.append(("roofline", geometry_error))
-        return
-    try:
-        sources.available["roofline"].append(RooflineModel(spec, gpu, tp, scheme))
-    except ConfigError as exc:
-        sources.skipped.append(("roofline", str(exc)))
+    """The default roofline, or (``ideal``: asked for by name) the pure ``roofline_ideal``."""
+    for terms in (IDEAL_TERMS,) if ideal else (MEASURED_TERMS,):
+        name = terms.name
+        if spec is None or gpu is None:
+            missing = "model" if spec is None else "hardware"
+            sources.skipped.append((name, f"no {missing} given; the roofline needs both"))
+            continue
+        if geometry_error:
+            sources.skipped.append((name, geometry_error))
+            continue
+        try:
+            sources.available[name].append(RooflineModel(spec, gpu, tp, scheme, terms))
+        except ConfigError as exc:
+            sources.skipped.append((name, str(exc)))
 
 
 def _choose(sources: _Sources, estimator: str, policy: str, path: str) -> list[ForwardPassModel]:
@@ -348,7 +364,7 @@ def _choose(sources: _Sources, estimator: str, policy: str, path: str) -> list[F
                 f"{join_path(path, 'estimator')}: {estimator} is not available and "
                 f"fallback_policy is deny: {'; '.join(reasons) or 'no data'}"
             )
-        if policy == "allow" and estimator != "roofline":
+        if policy == "allow" and estimator not in ("roofline", "roofline_ideal"):
             chosen.extend(sources.available["roofline"])
     if not chosen:
         reasons = [f"{name}: {reason}" for name, reason in sources.skipped]

@@ -41,9 +41,17 @@ def test_roofline_with_a_scheme_prints_native_evidence(capsys: pytest.CaptureFix
     diagnostics = payload["result"]["diagnostics"]
     assert diagnostics["estimator"] == "roofline"
     assert diagnostics["speculation"] == "mtp d=3 w=4"
-    assert diagnostics["details"]["mtp_compute_scale"] == pytest.approx(39 / 36)
+    details = diagnostics["details"]
+    assert details["draft_steps"] == 3.0  # MTP block + shared LM head, three sequential steps
+    assert details["draft_ms"] > 0.0 and details["mtp_compute_scale"] == 1.0
+    parts = details["draft_ms"] + details["target_ms"] + details["sampling_ms"]
+    assert parts == pytest.approx(payload["result"]["latency_ms"], rel=1e-12)
     assert payload["query"]["sum_decode_kv_tokens"] == 8 * 1024
     assert payload["draft_kv_bytes_per_token"] == 2 * 8 * 128 * 2
+    assert main([*argv, "--estimator", "roofline_ideal"]) == 0
+    ideal = json.loads(capsys.readouterr().out)["result"]["diagnostics"]
+    assert ideal["estimator"] == "roofline_ideal"
+    assert ideal["details"]["mtp_compute_scale"] == pytest.approx(39 / 36)
 
 
 @pytest.mark.parametrize(

@@ -44,11 +44,22 @@ def test_doc_cli_examples_run(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(ROOT)
-    commands = re.findall(r"^aisim (estimate .*?)(?<!\\)$", _joined(DOC.read_text()), re.M)
-    assert len(commands) == 3
+    commands = re.findall(
+        r"^aisim ((?:estimate|qualify) .*?)(?<!\\)$", _joined(DOC.read_text()), re.M
+    )
+    assert len(commands) == 6
     for command in commands:
         assert main(command.split()) == 0
-    assert "latency:" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "latency:" in out and "0.08 d + 1.25" in out and "MAPE, held-out rows" in out
+
+
+def test_public_and_rulecheck_tables_in_the_doc_are_current() -> None:
+    from qualification.public import rulecheck, rulecheck_markdown, score, score_markdown
+
+    text = DOC.read_text()
+    assert score_markdown(score("roofline_ideal"), score("roofline")) in text
+    assert rulecheck_markdown(rulecheck(gpus=("h100_sxm",))) in text
 
 
 def _joined(text: str) -> str:

@@ -28,7 +28,7 @@ QWEN3_8B_STREAMED_BYTES = (36 * QWEN3_8B_LAYER + 151936 * 4096) * 2  # layers + 
 
 
 def _roofline(model: str = "Qwen/Qwen3-8B", **extra: Any) -> SelectedModel:
-    config: dict[str, Any] = {"model": model, "hardware": "h100", "estimator": "roofline"}
+    config: dict[str, Any] = {"model": model, "hardware": "h100", "estimator": "roofline_ideal"}
     config.update(extra)
     return best_available(config)
 

@@ -1,0 +1,217 @@
+"""Efficiency and overhead terms of the roofline cost model, each with its public source.
+
+Two term sets: ``MEASURED_TERMS`` (the default ``roofline`` estimator: achievable bandwidths and
+throughputs, per-kernel and per-step overheads, measured all-reduce latencies) and ``IDEAL_TERMS``
+(the ``roofline_ideal`` bound: the historical round efficiencies and no overheads). Every value of
+``MEASURED_TERMS`` names its source in ``COST_SOURCES`` (rendered in docs/estimators.md); a value
+derived from a public measurement says which one and how.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+
+class CostSource:
+    """One documented term: its name, value, unit and where the value comes from."""
+
+    def __init__(self, name: str, value: str, unit: str, source: str, how: str) -> None:
+        self.name = name
+        self.value = value
+        self.unit = unit
+        self.source = source
+        self.how = how
+
+
+class CostTerms:
+    """The efficiency and overhead terms one roofline variant applies.
+
+    * ``gemm_compute_efficiency`` / ``attention_compute_efficiency``: fraction of the dense BF16
+      peak a compute-bound GEMM / attention kernel reaches;
+    * ``weight_bandwidth_efficiency``: fraction of peak HBM bandwidth a streaming kernel (weights,
+      activations, logits) reaches; ``kv_bandwidth_efficiency``: the same for attention's KV reads;
+    * ``link_efficiency`` and ``allreduce_latency_s``: the bandwidth all-reduce model (ideal only);
+      ``allreduce_curve``: measured all-reduce latency by TP size and message bytes (seconds), used
+      instead when not empty;
+    * ``kernel_overhead_s``: time each kernel adds beyond its roofline time (launch/dispatch);
+    * ``step_overhead_s``: host-side time every forward pass pays (input preparation, sampling
+      synchronisation, scheduling not hidden behind the GPU);
+    * ``ngram_proposal_s_per_request``: host-side n-gram lookup per request per round;
+    * ``charge_sampling``: price the sampler / rejection sampler reading the fp32 logits;
+    * ``mtp_legacy_scale``: price MTP as the (depth + L) / L compute scale instead of draft steps.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        gemm_compute_efficiency: float,
+        attention_compute_efficiency: float,
+        weight_bandwidth_efficiency: float,
+        kv_bandwidth_efficiency: float,
+        link_efficiency: float,
+        allreduce_latency_s: float,
+        allreduce_curve: dict[int, list[tuple[float, float]]],
+        kernel_overhead_s: float,
+        step_overhead_s: float,
+        ngram_proposal_s_per_request: float,
+        charge_sampling: bool,
+        mtp_legacy_scale: bool,
+    ) -> None:
+        self.name = name
+        self.gemm_compute_efficiency = gemm_compute_efficiency
+        self.attention_compute_efficiency = attention_compute_efficiency
+        self.weight_bandwidth_efficiency = weight_bandwidth_efficiency
+        self.kv_bandwidth_efficiency = kv_bandwidth_efficiency
+        self.link_efficiency = link_efficiency
+        self.allreduce_latency_s = allreduce_latency_s
+        self.allreduce_curve = allreduce_curve
+        self.kernel_overhead_s = kernel_overhead_s
+        self.step_overhead_s = step_overhead_s
+        self.ngram_proposal_s_per_request = ngram_proposal_s_per_request
+        self.charge_sampling = charge_sampling
+        self.mtp_legacy_scale = mtp_legacy_scale
+
+
+def _non_decreasing(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The running maximum of a latency curve (a larger message never costs less)."""
+    result: list[tuple[float, float]] = []
+    highest = 0.0
+    for size, seconds in points:
+        highest = seconds if seconds > highest else highest
+        result.append((size, highest))
+    return result
+
+
+_ALLREDUCE_BYTES: Final = (512.0, 4096.0, 32768.0, 262144.0, 524288.0, 1048576.0)
+# SGLang PR #2904 (H100, custom all-reduce, test_trt_reduce.py), latency in ms per message size.
+_ALLREDUCE_MS: Final = {
+    2: (0.0037, 0.0039, 0.0045, 0.0079, 0.0125, 0.0199),
+    4: (0.0048, 0.0037, 0.0048, 0.0139, 0.0202, 0.0311),
+    8: (0.0059, 0.0057, 0.0078, 0.0167, 0.0221, 0.0338),
+}
+#: All-reduce latency (s) by TP size over message bytes, made non-decreasing in size.
+ALLREDUCE_CURVE: Final[dict[int, list[tuple[float, float]]]] = {
+    tp: _non_decreasing(
+        [(size, ms / 1000.0) for size, ms in zip(_ALLREDUCE_BYTES, values, strict=True)]
+    )
+    for tp, values in _ALLREDUCE_MS.items()
+}
+
+#: GEMMs that are compute-bound reach ~70 % of the dense BF16 peak (the unchanged ideal value,
+#: consistent with FlashAttention-3's GEMM-like kernels at 75 % and cuBLAS large GEMMs).
+GEMM_COMPUTE_EFFICIENCY: Final = 0.7
+#: FlashAttention-3 reaches 740 TFLOP/s of H100's 989 (75 %) in BF16/FP16 forward attention.
+ATTENTION_COMPUTE_EFFICIENCY: Final = 0.75
+#: Measured H100 "MLP weight load" 2.6 TB/s of 3.35 (78 %) in an inference profile.
+WEIGHT_BANDWIDTH_EFFICIENCY: Final = 0.78
+#: Measured H100 "attention K/V access" 1.9 TB/s of 3.35 (57 %) in the same profile.
+KV_BANDWIDTH_EFFICIENCY: Final = 0.57
+#: CUDA-graph replay cost per kernel node (0.58 us per node, measured over 8..117-node graphs).
+KERNEL_OVERHEAD_S: Final = 0.58e-6
+#: Host-side time per forward pass, derived from vLLM's measured Llama-3.1-8B batch-1 TPOT on
+#: H100 (7.07 ms, vllm-project/vllm#20780) minus this model's GPU and kernel time for that step
+#: (5.97 ms at 512 past tokens).
+STEP_OVERHEAD_S: Final = 1.1e-3
+#: Host-side n-gram proposal per request per round (vLLM's numba KMP lookup over the context).
+NGRAM_PROPOSAL_S_PER_REQUEST: Final = 20e-6
+
+MEASURED_TERMS: Final = CostTerms(
+    name="roofline",
+    gemm_compute_efficiency=GEMM_COMPUTE_EFFICIENCY,
+    attention_compute_efficiency=ATTENTION_COMPUTE_EFFICIENCY,
+    weight_bandwidth_efficiency=WEIGHT_BANDWIDTH_EFFICIENCY,
+    kv_bandwidth_efficiency=KV_BANDWIDTH_EFFICIENCY,
+    link_efficiency=0.7,
+    allreduce_latency_s=0.0,
+    allreduce_curve=ALLREDUCE_CURVE,
+    kernel_overhead_s=KERNEL_OVERHEAD_S,
+    step_overhead_s=STEP_OVERHEAD_S,
+    ngram_proposal_s_per_request=NGRAM_PROPOSAL_S_PER_REQUEST,
+    charge_sampling=True,
+    mtp_legacy_scale=False,
+)
+
+#: The pure roofline: the round efficiencies it always had, no overheads (a bound, not a forecast).
+IDEAL_TERMS: Final = CostTerms(
+    name="roofline_ideal",
+    gemm_compute_efficiency=0.7,
+    attention_compute_efficiency=0.5,
+    weight_bandwidth_efficiency=0.8,
+    kv_bandwidth_efficiency=0.8,
+    link_efficiency=0.7,
+    allreduce_latency_s=5e-6,
+    allreduce_curve={},
+    kernel_overhead_s=0.0,
+    step_overhead_s=0.0,
+    ngram_proposal_s_per_request=0.0,
+    charge_sampling=False,
+    mtp_legacy_scale=True,
+)
+
+COST_SOURCES: Final = (
+    CostSource(
+        "GEMM_COMPUTE_EFFICIENCY",
+        "0.7",
+        "of dense BF16 peak",
+        "https://arxiv.org/abs/2407.08608 (FlashAttention-3: 75 % of H100 peak for tuned "
+        "tensor-core kernels)",
+        "compute-bound GEMMs only (prefill); kept at the historical 0.7, below the FA-3 figure",
+    ),
+    CostSource(
+        "ATTENTION_COMPUTE_EFFICIENCY",
+        "0.75",
+        "of dense BF16 peak",
+        "https://arxiv.org/abs/2407.08608 (FlashAttention-3: up to 740 TFLOP/s BF16/FP16 on H100)",
+        "740 / 989",
+    ),
+    CostSource(
+        "WEIGHT_BANDWIDTH_EFFICIENCY",
+        "0.78",
+        "of peak HBM bandwidth",
+        "https://mikamirai.com/blog/gpu-memory-bandwidth/ (Nsight Compute, H100 SXM: MLP weight "
+        "load 2.6 TB/s = 78 %)",
+        "memory-bound GEMMs (small-M decode GEMMs stream their weights), norms, logits",
+    ),
+    CostSource(
+        "KV_BANDWIDTH_EFFICIENCY",
+        "0.57",
+        "of peak HBM bandwidth",
+        "https://mikamirai.com/blog/gpu-memory-bandwidth/ (same profile: attention K/V access "
+        "1.9 TB/s = 57 %)",
+        "attention's KV reads (paged, per head)",
+    ),
+    CostSource(
+        "KERNEL_OVERHEAD_S",
+        "0.58e-6",
+        "s per kernel",
+        "https://github.com/ahrefs/ocannl/issues/488 (CUDA graph replay: ~15 us fixed + 0.58 us "
+        "per node, 8..117 nodes)",
+        "one kernel per priced operation (attention: two, cache write + kernel)",
+    ),
+    CostSource(
+        "STEP_OVERHEAD_S",
+        "1.1e-3",
+        "s per forward pass",
+        "https://github.com/vllm-project/vllm/issues/20780 (vLLM, Llama-3.1-8B, batch 1, H100: "
+        "TPOT 7.07 ms)",
+        "derived: 7.07 ms minus this model's GPU + kernel time for that step (5.97 ms at 512 "
+        "past tokens); that row is marked `derivation` in the public facts and left out of the "
+        "held-out score",
+    ),
+    CostSource(
+        "ALLREDUCE_CURVE",
+        "3.7..33.8e-6",
+        "s per all-reduce (TP 2/4/8, 512 B..1 MiB)",
+        "https://github.com/sgl-project/sglang/pull/2904 (H100 custom all-reduce latency table)",
+        "interpolated linearly in bytes, extended with the last slope; other TP sizes use the "
+        "next larger measured one (TP > 8: TP 8); made non-decreasing",
+    ),
+    CostSource(
+        "NGRAM_PROPOSAL_S_PER_REQUEST",
+        "20e-6",
+        "s per request per round",
+        "https://github.com/vllm-project/vllm/blob/main/vllm/v1/spec_decode/ngram_proposer.py "
+        "(numba-compiled KMP over the request's tokens on the host)",
+        "order-of-magnitude: a numba scan of a few thousand tokens; no public timing found",
+    ),
+)

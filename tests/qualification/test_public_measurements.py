@@ -1,0 +1,39 @@
+"""The default against the committed public measurements, and the published-rule cross-check."""
+
+from __future__ import annotations
+
+from qualification.public import load_measurements, rulecheck, score
+
+
+def test_every_public_row_names_its_source_and_role() -> None:
+    data = load_measurements()
+    for row in data["decode_steps"]:
+        assert row["source"].startswith("https://") and row["how"]
+        assert row["role"] in ("derivation", "validation")
+    assert data["sd_round_setup"]["source"].startswith("https://")
+
+
+def test_default_is_within_ten_percent_mape_and_ideal_is_not() -> None:
+    default = score("roofline")
+    ideal = score("roofline_ideal")
+    assert default["mape_held_out_percent"] <= 10.0
+    assert default["mape_decode_percent"] <= 10.0
+    assert default["mape_sd_percent"] <= 10.0
+    assert ideal["mape_held_out_percent"] > 20.0  # the pure bound sits well under measurement
+    by_id = {row["id"]: row for row in default["rows"]}
+    for depth in (2, 3, 4, 5):  # depths 1..5 are the product's range; published rows start at 2
+        assert abs(by_id[f"vllm-20780/eagle3/k{depth}"]["error_percent"]) <= 10.0
+
+
+def test_measured_ratio_is_tpot_times_acceptance_over_stp() -> None:
+    row = next(r for r in score("roofline")["rows"] if r["id"] == "vllm-20780/eagle3/k3")
+    assert row["measured"] == 4.09 * 2.79 / 7.07  # 1.614: the issue's published table
+
+
+def test_rulecheck_never_prices_a_round_below_the_widened_stp_pass() -> None:
+    rows = rulecheck(gpus=("h100_sxm", "b200_sxm"))
+    assert len(rows) == 2 * 2 * 5
+    for row in rows:
+        assert row["below_widened_count"] == 0
+        assert 1.0 < row["ratio_min"] <= row["ratio_median"] <= row["ratio_max"]
+        assert row["rule_factor"] == round(0.08 * row["d"] + 1.25, 2)
