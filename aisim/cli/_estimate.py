@@ -100,7 +100,8 @@ def _speculation(args: argparse.Namespace) -> object:
 
 def estimate_command(args: argparse.Namespace) -> int:
     """Handler of ``aisim estimate``; user errors raise ``AisimError`` subclasses."""
-    from aisim.fpm import ForwardPassMetrics, best_available
+    from aisim.config import best_available
+    from aisim.fpm import ForwardPassMetrics
 
     if args.kv_total is not None and args.kv != 0:
         raise ConfigError("--kv-total: give either --kv (per request) or --kv-total, not both")

@@ -9,6 +9,7 @@ core (``aisim.speculation``, ``aisim.fpm``, ``aisim.replay``) never imports this
 from __future__ import annotations
 
 from aisim.config._edge import Choice, EdgeModel, Integer, Number, check, validate
+from aisim.config._estimator import EstimatorConfig, best_available
 from aisim.config._schemas import SCHEMA_KINDS, json_schema, register_schema
 from aisim.config._speculation import SpeculationConfig, resolve_speculation
 
@@ -16,9 +17,11 @@ __all__ = [
     "SCHEMA_KINDS",
     "Choice",
     "EdgeModel",
+    "EstimatorConfig",
     "Integer",
     "Number",
     "SpeculationConfig",
+    "best_available",
     "check",
     "json_schema",
     "register_schema",

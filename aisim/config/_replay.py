@@ -282,7 +282,9 @@ def _timing(
     config.setdefault("role", role)
     if speculation.enabled and "speculation" not in config:
         config["speculation"] = _speculation_mapping(resolved)
-    model = fpm.best_available(config, timing_path)
+    from aisim.config._estimator import best_available
+
+    model = best_available(config, timing_path)
     if speculation.enabled and not (
         model.prices_speculation_natively or model.supports_draft_length
     ):

@@ -2,8 +2,9 @@
 
 Re-exports only. For callers (replay, qualification):
 
-* ``best_available(config) -> SelectedModel`` (a ``ForwardPassModel``) picks measured_round >
-  table > regression > roofline with diagnostics; see ``_select`` for the config keys.
+* ``select_estimator(...) -> SelectedModel`` (a ``ForwardPassModel``) picks measured_round >
+  table > regression > roofline with diagnostics, from validated inputs (the config edge's
+  ``aisim.config.best_available`` builds them from a mapping or file).
 * every estimator has ``estimate_forward_pass_time_ms(metrics, *, draft_length=None) -> float``
   and ``estimate_forward_pass_detailed(...) -> ForwardPassResult``; ``metrics`` is one
   ``ForwardPassMetrics`` or a list (one per attention-DP rank: latency = max over ranks, an idle
@@ -36,7 +37,7 @@ from aisim.fpm._scaling import (
     widen_rank,
 )
 from aisim.fpm._sd_cost import SpeculationCost
-from aisim.fpm._select import ESTIMATORS, best_available
+from aisim.fpm._select import ESTIMATORS, select_estimator
 from aisim.fpm._table import TableModel, table_from_points
 from aisim.fpm._table_files import load_table_file, load_table_models, write_table_file
 from aisim.fpm._vector import estimate_many
@@ -56,7 +57,6 @@ __all__ = [
     "SpeculationCost",
     "StpReference",
     "TableModel",
-    "best_available",
     "check_draft_length",
     "decode_metrics",
     "estimate_many",
@@ -66,6 +66,7 @@ __all__ = [
     "price_decode_round",
     "regression_from_points",
     "scaling_factor",
+    "select_estimator",
     "split_kv_length",
     "table_from_points",
     "widen_rank",

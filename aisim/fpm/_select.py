@@ -1,17 +1,7 @@
-"""``best_available(config)``: build the estimator a configuration asks for, with diagnostics.
+"""``select_estimator``: build the estimator typed inputs ask for, with diagnostics.
 
-Config keys (a mapping; the same keys appear under a replay worker's ``timing``):
-
-* ``model`` (catalogue name, config.json path or mapping), ``hardware`` (catalogue name or file),
-  ``backend`` (``vllm``/``sglang``, default ``vllm``), ``tensor_parallel`` (default 1);
-* ``speculation``: a speculation block (or a ``ResolvedSpeculation``), optional;
-* ``estimator``: ``auto`` (default) | ``roofline`` | ``roofline_ideal`` | ``table`` |
-  ``regression`` | ``measured_round``; ``fallback_policy``: ``deny`` (default) | ``allow``;
-* data: ``tables`` (paths of table files, see ``_table_files``; a recorder ``sd_rounds.parquet``
-  gives one measured-round table per recorded draft length), ``points`` (in-memory STP point
-  mappings) and ``measured_rounds`` (a list of ``{points, identity}`` mappings);
-* ``role`` (``aggregated``/``prefill``/``decode``, default ``aggregated``) and ``timing_scope``
-  (default ``round``): part of the identity measured rounds must match.
+The config edge (``aisim.config.best_available``) validates an estimator config, resolves the
+catalogue entries and the speculation block, and loads the data files; this module only chooses.
 
 Order: measured_round (identity-matched) > table > regression (fitted to the accepted STP tables'
 points) > roofline. ``auto`` asks them in that order per query; ``roofline_ideal`` (the pure
@@ -22,27 +12,21 @@ bound, no overheads) answers only when asked for by name. An explicit estimator 
 
 from __future__ import annotations
 
-import os
 from typing import Any, Final
 
-from aisim._fields import as_int, as_list, as_mapping, as_str, join_path, reject_unknown
+from aisim._fields import join_path
 from aisim.catalogue import get_gpu, get_model
 from aisim.catalogue._costs import IDEAL_TERMS, MEASURED_TERMS
 from aisim.catalogue._specs import GpuSpec, ModelSpec
 from aisim.errors import ConfigError
 from aisim.fpm._chain import SelectedModel
 from aisim.fpm._interpolate import points_identity
-from aisim.fpm._measured import (
-    MeasuredRoundModel,
-    identity_mismatch,
-    measured_rounds_from_points,
-)
+from aisim.fpm._measured import MeasuredRoundModel, identity_mismatch
 from aisim.fpm._model import ForwardPassModel
 from aisim.fpm._regression import RegressionModel
 from aisim.fpm._roofline import RooflineModel
 from aisim.fpm._sd_cost import SpeculationCost
-from aisim.fpm._table import TableModel, table_from_points
-from aisim.fpm._table_files import load_table_models
+from aisim.fpm._table import TableModel
 from aisim.speculation import ResolvedSpeculation
 
 ESTIMATORS: Final = (
@@ -57,20 +41,6 @@ ORDER: Final = ("measured_round", "table", "regression", "roofline")
 #: Every estimator kind that can be built (``roofline_ideal`` is never chosen by ``auto``).
 KINDS: Final = (*ORDER, "roofline_ideal")
 FALLBACK_POLICIES: Final = ("deny", "allow")
-CONFIG_KEYS: Final = (
-    "model",
-    "hardware",
-    "backend",
-    "tensor_parallel",
-    "speculation",
-    "estimator",
-    "fallback_policy",
-    "tables",
-    "points",
-    "measured_rounds",
-    "role",
-    "timing_scope",
-)
 
 
 class _Sources:
@@ -81,51 +51,32 @@ class _Sources:
         self.skipped: list[tuple[str, str]] = []
 
 
-def best_available(config: object, path: str = "") -> SelectedModel:
-    """The estimator ``config`` selects (see the module docstring); ``ConfigError`` if none.
+def select_estimator(
+    model_spec: ModelSpec | None,
+    gpu: GpuSpec | None,
+    backend: str,
+    tensor_parallel: int,
+    resolved: ResolvedSpeculation | None,
+    draft_spec: ModelSpec | None,
+    estimator: str,
+    fallback_policy: str,
+    role: str,
+    timing_scope: str,
+    stp_tables: list[TableModel],
+    measured: list[MeasuredRoundModel],
+    path: str = "",
+) -> SelectedModel:
+    """The estimator these validated inputs select; ``ConfigError`` if none is available.
 
-    ``config`` may also be a YAML/JSON file path; its relative table paths are then resolved
-    against the file's folder.
+    A scheme without ``model_spec`` is priced by no estimator (the edge refuses that config).
+
+    ``draft_spec`` is the drafter's geometry (from its config, or a catalogue model named by its
+    path), used to price the draft; ``path`` prefixes error fields (``engine.workers.x.timing``).
     """
-    base_dir = ""
-    if isinstance(config, str):
-        from aisim._io import load_config_file
-
-        base_dir = os.path.dirname(config)
-        config = load_config_file(config)
-    mapping = as_mapping(config, path)
-    reject_unknown(mapping, CONFIG_KEYS, path)
-    model_spec: ModelSpec | None = None
-    if mapping.get("model") is not None:
-        model_spec = get_model(mapping["model"], join_path(path, "model"))
-    gpu: GpuSpec | None = None
-    if mapping.get("hardware") is not None:
-        gpu = get_gpu(mapping["hardware"], join_path(path, "hardware"))
-    backend = as_str(mapping.get("backend", "vllm"), join_path(path, "backend"), ("vllm", "sglang"))
-    tp = as_int(mapping.get("tensor_parallel", 1), join_path(path, "tensor_parallel"), 1, 1024)
-    estimator = as_str(mapping.get("estimator", "auto"), join_path(path, "estimator"), ESTIMATORS)
-    policy = as_str(
-        mapping.get("fallback_policy", "deny"),
-        join_path(path, "fallback_policy"),
-        FALLBACK_POLICIES,
-    )
-    role = as_str(
-        mapping.get("role", "aggregated"),
-        join_path(path, "role"),
-        ("aggregated", "prefill", "decode"),
-    )
-    scope = as_str(mapping.get("timing_scope", "round"), join_path(path, "timing_scope"))
-    # The only role gate (ngram *replay* on vllm only) is replay's, which resolves its worker
-    # speculation with the role itself; an estimate of ngram on sglang is allowed (SPEC §2), so
-    # ngram is resolved here without the role. Other kinds keep it (gate messages name it).
-    raw_speculation = mapping.get("speculation")
-    is_ngram = isinstance(raw_speculation, dict) and raw_speculation.get("kind") == "ngram"
-    gate_role = None if is_ngram else role
-    resolved = _resolve(raw_speculation, model_spec, backend, gate_role, tp, path)
+    tp = tensor_parallel
     scheme: SpeculationCost | None = None
     geometry_error = ""
     if resolved is not None and resolved.enabled and model_spec is not None:
-        draft_spec = _draft_spec(resolved)
         spec_path = join_path(path, "speculation")
         try:
             scheme = SpeculationCost.from_resolved(resolved, model_spec, tp, draft_spec, spec_path)
@@ -134,55 +85,18 @@ def best_available(config: object, path: str = "") -> SelectedModel:
             scheme = SpeculationCost.from_resolved(
                 resolved, model_spec, tp, draft_spec, spec_path, require_geometry=False
             )
-    if resolved is not None and resolved.enabled and model_spec is None:
-        raise ConfigError(
-            f"{join_path(path, 'model')}: a speculation scheme needs the target model"
-        )
     common: dict[str, Any] = {"backend": backend, "tensor_parallel": tp}
     if model_spec is not None:
         common["model"] = model_spec.name
     if gpu is not None:
         common["hardware"] = gpu.name
     sources = _Sources()
-    stp_tables, measured = _load_data(mapping, path, base_dir)
-    _add_measured(sources, measured, resolved, common, role, scope)
+    _add_measured(sources, measured, resolved, common, role, timing_scope)
     _add_stp(sources, stp_tables, common, model_spec)
     ideal = estimator == "roofline_ideal"
     _add_roofline(sources, model_spec, gpu, tp, scheme, geometry_error, ideal)
-    candidates = _choose(sources, estimator, policy, path)
+    candidates = _choose(sources, estimator, fallback_policy, path)
     return SelectedModel(estimator, candidates, sources.skipped, model_spec, scheme)
-
-
-def _resolve(
-    value: object, model: ModelSpec | None, backend: str, role: str | None, tp: int, path: str
-) -> ResolvedSpeculation | None:
-    if isinstance(value, ResolvedSpeculation):
-        return value
-    if value is None:
-        return None
-    from aisim.config import resolve_speculation
-
-    return resolve_speculation(
-        value,
-        model=model,
-        backend=backend,
-        role=role,
-        path=join_path(path, "speculation"),
-        tensor_parallel=tp,
-    )
-
-
-def _draft_spec(resolved: ResolvedSpeculation) -> ModelSpec | None:
-    """The drafter's geometry: from draft_config, else a catalogue model named by the path."""
-    if resolved.draft_model is not None:
-        return resolved.draft_model
-    name = resolved.draft_model_path
-    if name is None:
-        return None
-    try:
-        return get_model(name, "speculation.draft_model_path")
-    except ConfigError:
-        return None
 
 
 def _canonical_model(name: object) -> object:
@@ -211,40 +125,6 @@ def _recorded(identity: dict[str, Any]) -> dict[str, Any]:
     if "hardware" in result:
         result["hardware"] = _canonical_gpu(result["hardware"])
     return result
-
-
-def _load_data(
-    mapping: dict[str, Any], path: str, base_dir: str
-) -> tuple[list[TableModel], list[MeasuredRoundModel]]:
-    """Tables, in-memory points and measured rounds; relative paths resolve against
-    ``base_dir`` (the config file's folder) when the config came from a file."""
-    stp: list[TableModel] = []
-    measured: list[MeasuredRoundModel] = []
-    raw_tables = mapping.get("tables")
-    if raw_tables is not None:
-        files = [raw_tables] if isinstance(raw_tables, str) else as_list(raw_tables, "tables")
-        for index, file in enumerate(files):
-            if not isinstance(file, str):
-                raise ConfigError(
-                    f"{join_path(path, 'tables')}[{index}]: expected a file path, got {file!r}"
-                )
-            for loaded in load_table_models(os.path.join(base_dir, file) if base_dir else file):
-                if isinstance(loaded, MeasuredRoundModel):
-                    measured.append(loaded)
-                else:
-                    stp.append(loaded)
-    if mapping.get("points") is not None:
-        stp.append(table_from_points(mapping["points"]))
-    raw_measured = mapping.get("measured_rounds")
-    if raw_measured is not None:
-        where = join_path(path, "measured_rounds")
-        for index, entry in enumerate(as_list(raw_measured, where)):
-            block = as_mapping(entry, f"{where}[{index}]")
-            reject_unknown(block, ("points", "identity"), f"{where}[{index}]")
-            measured.append(
-                measured_rounds_from_points(block.get("points"), identity=block.get("identity"))
-            )
-    return stp, measured
 
 
 def _add_measured(

@@ -15,7 +15,8 @@ import time
 import numpy as np
 
 import aisim
-from aisim.fpm import ForwardPassMetrics, best_available, estimate_many, table_from_points
+from aisim.config import best_available
+from aisim.fpm import ForwardPassMetrics, estimate_many, table_from_points
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aisim.fpm import best_available
+from aisim.config import best_available
 from qualification.cases._fpm import TABLE_POINTS, decode, detailed
 from qualification.cases._suite import Suite, make_cases
 

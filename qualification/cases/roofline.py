@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aisim.catalogue import gpu_names, model_names
-from aisim.fpm import best_available
+from aisim.config import best_available
 from qualification.cases._drafts import (
     DFLASH_QWEN3_8B,
     DSPARK_QWEN3_8B,

@@ -100,7 +100,8 @@ def _number(value: Any) -> Any:
 
 
 def _estimate(spec: Mapping[str, Any]) -> dict[str, Any]:
-    from aisim.fpm import ForwardPassMetrics, best_available
+    from aisim.config import best_available
+    from aisim.fpm import ForwardPassMetrics
 
     model = best_available(spec["config"])
     raw_metrics = spec["metrics"]

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from aisim.cli import main
-from aisim.fpm import ForwardPassMetrics, best_available, load_table_file
+from aisim.config import best_available
+from aisim.fpm import ForwardPassMetrics, load_table_file
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "estimators.md"

@@ -14,11 +14,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from aisim.config import best_available
 from aisim.errors import ConfigError, DataIntegrityError, UnsupportedQuery
 from aisim.fpm import (
     ForwardPassMetrics,
     MeasuredRoundModel,
-    best_available,
     load_table_file,
     load_table_models,
 )

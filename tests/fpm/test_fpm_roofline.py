@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aisim.config import best_available
 from aisim.errors import ConfigError, UnsupportedQuery
-from aisim.fpm import ForwardPassMetrics, SelectedModel, best_available
+from aisim.fpm import ForwardPassMetrics, SelectedModel
 
 H100_BYTES_PER_S = 3.35e12 * 0.8
 H100_GEMM_FLOPS = 989e12 * 0.7

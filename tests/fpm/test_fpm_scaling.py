@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aisim.config import best_available
 from aisim.errors import ConfigError, UnsupportedQuery
 from aisim.fpm import (
     ForwardPassMetrics,
     TableModel,
-    best_available,
     measured_rounds_from_points,
     scaling_factor,
     split_kv_length,

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from aisim.config import best_available
 from aisim.errors import ConfigError, UnsupportedQuery
-from aisim.fpm import ForwardPassMetrics, best_available, price_decode_round, write_table_file
+from aisim.fpm import ForwardPassMetrics, price_decode_round, write_table_file
 
 BASE: dict[str, Any] = {"model": "Qwen/Qwen3-8B", "hardware": "h100_sxm", "backend": "vllm"}
 MTP3 = {"kind": "mtp", "params": {"depth": 3}}

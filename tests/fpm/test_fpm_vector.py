@@ -7,11 +7,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from aisim.config import best_available
 from aisim.errors import ConfigError, UnsupportedQuery
 from aisim.fpm import (
     ForwardPassMetrics,
     ForwardPassModel,
-    best_available,
     estimate_many,
     measured_rounds_from_points,
     regression_from_points,

@@ -15,8 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aisim.catalogue import gpu_names, model_names
+from aisim.config import best_available
 from aisim.errors import AisimError
-from aisim.fpm import ForwardPassMetrics, best_available, table_from_points
+from aisim.fpm import ForwardPassMetrics, table_from_points
 from qualification.probes.strategies import (
     TABLE_POINTS,
     decode_ranks,

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from aisim import fpm
+from aisim.config import best_available
 from aisim.replay import run
 from aisim.replay._pricing import PassPricer, RankWork
 
@@ -72,7 +73,7 @@ def test_roofline_prices_each_pass_of_one_request(speculation: dict[str, Any] | 
     }
     if speculation is not None:
         estimator_config["speculation"] = {"kind": "mtp", "params": {"depth": 2}}
-    model = fpm.best_available(estimator_config)
+    model = best_available(estimator_config)
     prefill = model.estimate_forward_pass_time_ms(
         [fpm.ForwardPassMetrics(num_prefill_requests=1, sum_prefill_tokens=100)]
     )

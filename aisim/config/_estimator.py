@@ -1,0 +1,183 @@
+"""The estimator config edge: ``best_available(config)`` validates, loads, then selects.
+
+Keys (the same appear under a replay worker's ``timing``):
+
+* ``model`` (catalogue name, config.json path or mapping), ``hardware`` (catalogue name, file or
+  mapping), ``backend`` (``vllm``/``sglang``, default ``vllm``), ``tensor_parallel`` (default 1);
+* ``speculation``: a speculation block (or a ``ResolvedSpeculation``), optional;
+* ``estimator``: ``auto`` (default) | ``roofline`` | ``table`` | ``regression`` |
+  ``measured_round``; ``fallback_policy``: ``deny`` (default) | ``allow``;
+* data: ``tables`` (paths of table files; a recorder ``sd_rounds.parquet`` gives one
+  measured-round table per recorded draft length), ``points`` (in-memory STP point mappings) and
+  ``measured_rounds`` (a list of ``{points, identity}`` mappings);
+* ``role`` (``aggregated``/``prefill``/``decode``, default ``aggregated``) and ``timing_scope``
+  (default ``round``): part of the identity measured rounds must match.
+
+The choice itself (measured_round > table > regression > roofline) is the core's
+``aisim.fpm.select_estimator``; see docs/estimators.md.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, WithJsonSchema
+
+from aisim.catalogue import GpuSpec, ModelSpec, get_gpu, get_model
+from aisim.config._edge import Choice, EdgeModel, Integer, validate
+from aisim.config._speculation import resolve_speculation
+from aisim.errors import ConfigError
+from aisim.fpm import (
+    ESTIMATORS,
+    MeasuredRoundModel,
+    SelectedModel,
+    TableModel,
+    load_table_models,
+    measured_rounds_from_points,
+    select_estimator,
+    table_from_points,
+)
+from aisim.speculation import ResolvedSpeculation
+
+_NAME_OR_MAPPING = WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "object"}]})
+_POINTS = WithJsonSchema({"type": "array", "items": {"type": "object"}})
+
+
+class MeasuredRoundsConfig(EdgeModel):
+    """One in-memory measured SD-round table: its points and its identity."""
+
+    points: Annotated[Any, _POINTS] = None
+    identity: Annotated[Any, WithJsonSchema({"type": "object"})] = None
+
+
+class EstimatorConfig(EdgeModel):
+    """What ``best_available`` (and a replay worker's ``timing``) reads."""
+
+    model: Annotated[Any, _NAME_OR_MAPPING] = None
+    hardware: Annotated[Any, _NAME_OR_MAPPING] = None
+    backend: Annotated[str, Choice("vllm", "sglang")] = "vllm"
+    tensor_parallel: Annotated[int, Integer(1, 1024)] = 1
+    estimator: Annotated[str, Choice(*ESTIMATORS)] = "auto"
+    fallback_policy: Annotated[str, Choice("deny", "allow")] = "deny"
+    role: Annotated[str, Choice("aggregated", "prefill", "decode")] = "aggregated"
+    timing_scope: str = "round"
+    speculation: Annotated[
+        Any,
+        WithJsonSchema(
+            {"type": "object", "description": "a speculation block: aisim schema speculation"}
+        ),
+    ] = None
+    tables: (
+        Annotated[
+            list[Any],
+            BeforeValidator(lambda value: [value] if isinstance(value, str) else value),
+            WithJsonSchema(
+                {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+            ),
+        ]
+        | None
+    ) = None
+    points: Annotated[Any, _POINTS] = None
+    measured_rounds: list[MeasuredRoundsConfig] | None = None
+
+
+def best_available(config: object, path: str = "") -> SelectedModel:
+    """The estimator ``config`` selects (see the module docstring); ``ConfigError`` if none.
+
+    ``config`` may also be a YAML/JSON file path; its relative table paths are then resolved
+    against the file's folder.
+    """
+    base_dir = ""
+    if isinstance(config, str):
+        from aisim._io import load_config_file
+
+        base_dir = os.path.dirname(config)
+        config = load_config_file(config)
+    block = validate(EstimatorConfig, config, path)
+    model_spec: ModelSpec | None = None
+    if block.model is not None:
+        model_spec = get_model(block.model, _join(path, "model"))
+    gpu: GpuSpec | None = None
+    if block.hardware is not None:
+        gpu = get_gpu(block.hardware, _join(path, "hardware"))
+    # The only role gate (ngram *replay* on vllm only) is replay's, which resolves its worker
+    # speculation with the role itself; an estimate of ngram on sglang is allowed
+    # (docs/design.md#speculation-kinds), so ngram is resolved here without the role. Other
+    # kinds keep it (gate messages name it).
+    raw = block.speculation
+    is_ngram = isinstance(raw, dict) and raw.get("kind") == "ngram"
+    resolved: ResolvedSpeculation | None = None
+    if isinstance(raw, ResolvedSpeculation):
+        resolved = raw
+    elif raw is not None:
+        resolved = resolve_speculation(
+            raw,
+            model=model_spec,
+            backend=block.backend,
+            role=None if is_ngram else block.role,
+            path=_join(path, "speculation"),
+            tensor_parallel=block.tensor_parallel,
+        )
+    if resolved is not None and resolved.enabled and model_spec is None:
+        raise ConfigError(f"{_join(path, 'model')}: a speculation scheme needs the target model")
+    stp, measured = _load_data(block, path, base_dir)
+    return select_estimator(
+        model_spec,
+        gpu,
+        block.backend,
+        block.tensor_parallel,
+        resolved,
+        _draft_spec(resolved),
+        block.estimator,
+        block.fallback_policy,
+        block.role,
+        block.timing_scope,
+        stp,
+        measured,
+        path,
+    )
+
+
+def _join(base: str, name: str) -> str:
+    return f"{base}.{name}" if base else name
+
+
+def _draft_spec(resolved: ResolvedSpeculation | None) -> ModelSpec | None:
+    """The drafter's geometry: from draft_config, else a catalogue model named by the path."""
+    if resolved is None or not resolved.enabled:
+        return None
+    if resolved.draft_model is not None:
+        return resolved.draft_model
+    name = resolved.draft_model_path
+    if name is None:
+        return None
+    try:
+        return get_model(name, "speculation.draft_model_path")
+    except ConfigError:
+        return None
+
+
+def _load_data(
+    block: EstimatorConfig, path: str, base_dir: str
+) -> tuple[list[TableModel], list[MeasuredRoundModel]]:
+    """Tables, in-memory points and measured rounds; relative paths resolve against
+    ``base_dir`` (the config file's folder) when the config came from a file."""
+    stp: list[TableModel] = []
+    measured: list[MeasuredRoundModel] = []
+    if block.tables is not None:
+        for index, file in enumerate(block.tables):
+            if not isinstance(file, str):
+                raise ConfigError(
+                    f"{_join(path, 'tables')}[{index}]: expected a file path, got {file!r}"
+                )
+            for loaded in load_table_models(os.path.join(base_dir, file) if base_dir else file):
+                if isinstance(loaded, MeasuredRoundModel):
+                    measured.append(loaded)
+                else:
+                    stp.append(loaded)
+    if block.points is not None:
+        stp.append(table_from_points(block.points))
+    for entry in block.measured_rounds or []:
+        measured.append(measured_rounds_from_points(entry.points, identity=entry.identity))
+    return stp, measured
