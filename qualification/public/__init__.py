@@ -16,7 +16,8 @@ from importlib import resources
 from typing import Any, Final
 
 from aisim.catalogue import get_model, gpu_names
-from aisim.fpm import ForwardPassMetrics, best_available, scaling_factor
+from aisim.config import best_available
+from aisim.fpm import ForwardPassMetrics, scaling_factor
 
 ESTIMATORS: Final = ("roofline", "roofline_ideal")
 RULE_DEPTHS: Final = (1, 2, 3, 4, 5)

@@ -15,7 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aisim.catalogue._costs import ALLREDUCE_CURVE
-from aisim.fpm import ForwardPassMetrics, SelectedModel, best_available
+from aisim.config import best_available
+from aisim.fpm import ForwardPassMetrics, SelectedModel
 from aisim.fpm._roofline_ops import interpolate_latency
 
 WEIGHT_BYTES_PER_S = 3.35e12 * 0.78
