@@ -42,6 +42,7 @@ def test_every_public_package_is_documented() -> None:
         "aisim.config",
         "aisim.fpm",
         "aisim.replay",
+        "aisim.sweep",
         "aisim.catalogue",
     }
 

@@ -11,7 +11,16 @@ from aisim.errors import AisimError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from aisim.cli import _estimate, _gate, _qualify, _record, _replay, _schema, _speculation
+    from aisim.cli import (
+        _estimate,
+        _gate,
+        _qualify,
+        _record,
+        _replay,
+        _schema,
+        _speculation,
+        _sweep,
+    )
 
     parser = argparse.ArgumentParser(
         prog="aisim",
@@ -19,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (_speculation, _gate, _estimate, _record, _qualify, _replay, _schema):
+    for module in (_speculation, _gate, _estimate, _record, _qualify, _replay, _schema, _sweep):
         module.register(commands)
     return parser
 

@@ -18,6 +18,7 @@ JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_KINDS: dict[str, str] = {
     "speculation": "aisim.config._speculation:speculation_schema",
     "estimator": "aisim.config._estimator:EstimatorConfig",
+    "sweep": "aisim.config._sweep:SweepFile",
 }
 
 

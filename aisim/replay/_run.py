@@ -45,9 +45,11 @@ def run(
     *,
     progress: Callable[[int, int, float], None] | None = None,
     progress_every: int = 50000,
+    base_dir: Path | None = None,
 ) -> ReplayResult:
     """Replay ``config`` (a mapping of the SPEC §4 shape, or a YAML/JSON file path; relative
-    trace paths in a file resolve against the file's folder).
+    trace paths in a file resolve against the file's folder, in a mapping against ``base_dir``,
+    default the working directory).
 
     ``progress(events, completed_requests, now_ms)`` is called every ``progress_every`` events.
     Raises ``ConfigError`` for invalid configs (before the first event) and ``SimulationError``
@@ -55,7 +57,6 @@ def run(
     """
     from aisim.config._replay import build_plan
 
-    base_dir: Path | None = None
     if isinstance(config, (str, os.PathLike)):
         from aisim._io import load_config_file
 

@@ -1,0 +1,118 @@
+"""``aisim sweep SWEEP --out DIR``: run a sweep (docs/sweep.md) and write ``points.parquet``,
+``summary.json`` and the plots; resumable (finished points in ``DIR/points/`` are skipped)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from aisim._io import atomic_write_bytes, atomic_write_text, canonical_json
+from aisim.errors import ConfigError
+
+
+def register(commands: Any) -> None:
+    """Add the ``sweep`` subcommand."""
+    parser = commands.add_parser(
+        "sweep",
+        help="run many replays over axes of a base config; best config under SLOs, SD gains",
+        description=(
+            "Run every point of SWEEP (YAML or JSON, docs/sweep.md) and write DIR/points.parquet "
+            "(one row per point), DIR/summary.json and DIR/plots/. Points already finished in "
+            "DIR are skipped, so an interrupted sweep resumes where it stopped."
+        ),
+    )
+    parser.add_argument("sweep", metavar="SWEEP", help="sweep file (YAML or JSON)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    parser.add_argument(
+        "--backend", choices=("pool", "ray"), default="pool", help="where points run (pool)"
+    )
+    parser.add_argument(
+        "--workers",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="pool processes or local Ray CPUs (default: one per CPU)",
+    )
+    parser.add_argument("--address", default=None, help="Ray cluster address (with --backend ray)")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="start DIR afresh (drop finished points)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    parser.set_defaults(handler=sweep_command)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def sweep_command(args: argparse.Namespace) -> int:
+    from aisim.sweep import run, summarize, write_plots
+    from aisim.sweep._report import render_text
+
+    out = Path(args.out)
+    if args.address is not None and args.backend != "ray":
+        raise ConfigError("--address: only with --backend ray")
+    show = not args.no_progress and sys.stderr.isatty()
+    with _progress(show) as callback:
+        frame = run(
+            args.sweep,
+            backend=args.backend,
+            workers=args.workers,
+            address=args.address,
+            out=out,
+            overwrite=args.overwrite,
+            progress=callback,
+        )
+    summary = summarize(frame)
+    summary["skipped_points"] = frame.attrs["skipped_points"]
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    atomic_write_bytes(out / "points.parquet", buffer.getvalue(), overwrite=True)
+    atomic_write_text(out / "summary.json", canonical_json(summary), overwrite=True)
+    plots = write_plots(frame, out / "plots")
+    if args.json:
+        sys.stdout.write(canonical_json(summary))
+    else:
+        sys.stdout.write(render_text(summary))
+        sys.stdout.write(
+            f"skipped {summary['skipped_points']} finished points; wrote {out / 'points.parquet'}, "
+            f"{out / 'summary.json'}, {', '.join(str(p) for p in plots)}\n"
+        )
+    return 0
+
+
+@contextmanager
+def _progress(show: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A rich progress bar over points on stderr, or None."""
+    if not show:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    progress = Progress(
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = progress.add_task("sweep", total=None)
+
+    def update(done: int, total: int) -> None:
+        progress.update(task, completed=done, total=total)
+
+    with progress:
+        yield update

@@ -1,0 +1,319 @@
+"""The sweep file edge (docs/sweep.md): a pydantic v2 model of ``base`` + ``axes`` + ``slos``,
+checked once, turned into the plain ``SweepPlan`` the runner expands into points.
+
+Every error is one ``ConfigError`` line naming the field path, the value and what is allowed.
+Axis values themselves are checked per point by the replay config edge, so one invalid point is
+reported with its axis values without stopping the others.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from decimal import Decimal
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+from aisim._fields import describe
+from aisim.config._edge import EdgeModel, Number, validate
+from aisim.config._replay import (
+    ENGINE_KEYS,
+    SGLANG_SCHEDULER_KEYS,
+    TOP_KEYS,
+    VLLM_SCHEDULER_KEYS,
+    WORKER_KEYS,
+)
+from aisim.errors import ConfigError
+
+MAX_POINTS: Final = 100_000
+
+# Which config paths an axis may name. A mapping lists the known fields below a key; ``ANY``
+# accepts every sub-path (blocks whose shape depends on a kind: speculation, timing, lengths).
+ANY: Final[dict[str, Any]] = {"*": None}
+LEAF: Final[dict[str, Any]] = {}
+
+
+def _fields(*names: str) -> dict[str, Any]:
+    return {name: LEAF for name in names}
+
+
+_WORKER: Final = {
+    "parallelism": _fields("tensor", "attention_data"),
+    "scheduler": _fields(*VLLM_SCHEDULER_KEYS, *SGLANG_SCHEDULER_KEYS),
+    "kv_cache": {
+        **_fields("block_size", "prefix_caching", "prefix_unit_tokens"),
+        "capacity": _fields("type", "blocks", "memory_fraction", "activation_reserve_gib"),
+    },
+    "timing": ANY,
+    "speculation": ANY,
+}
+CONFIG_PATHS: Final[dict[str, Any]] = {
+    "traffic": {
+        **_fields("seed", "max_requests"),
+        "source": {
+            **_fields("type", "path", "format", "hash_block_tokens", "num_requests"),
+            "prompt_tokens": ANY,
+            "output_tokens": ANY,
+            "requests": ANY,
+        },
+        "load": _fields("type", "time_scale", "rate_rps", "users", "think_ms"),
+    },
+    "engine": {
+        **_fields(*ENGINE_KEYS),
+        "speculation": ANY,
+        "kv_transfer": _fields("bandwidth_bytes_per_s", "latency_ms", "kv_bytes_per_token"),
+        "workers": {role: _WORKER for role in ("aggregated", "prefill", "decode")},
+    },
+    "simulation": _fields("horizon_ms"),
+}
+assert set(CONFIG_PATHS) == set(TOP_KEYS)
+assert set(_WORKER) == set(WORKER_KEYS)
+#: Axis paths that set the same speculation block (the legacy spelling and the block itself).
+_SPECULATION_ROOTS: Final = ("engine.speculation", "engine.nextn", "engine.nextn_accepted")
+
+
+Limit = Annotated[float, Number(0.0)]
+
+
+class AxisRange(EdgeModel):
+    """``{start, stop, step}``: start, start + step, ... up to and including stop when it lands
+    on the grid. All integers give integers."""
+
+    start: Annotated[float, Number()]
+    stop: Annotated[float, Number()]
+    step: Annotated[float, Number(0.0)]
+
+
+class SloLimits(EdgeModel):
+    """Upper limits (ms, > 0) on statistics of one latency metric."""
+
+    mean: Limit | None = None
+    p50: Limit | None = None
+    p90: Limit | None = None
+    p95: Limit | None = None
+    p99: Limit | None = None
+
+
+class Slos(EdgeModel):
+    """Limits per metric; the first one given in this order (TPOT first: what SD moves) is the
+    headline latency of the plots and the Pareto front."""
+
+    tpot_ms: SloLimits | None = None
+    ttft_ms: SloLimits | None = None
+    itl_ms: SloLimits | None = None
+    e2e_ms: SloLimits | None = None
+
+
+class SweepFile(EdgeModel):
+    """The sweep file: a base replay config (a file path, relative to the sweep file, or the
+    config inline), the axes (config path -> a list of values or a range ``{start, stop,
+    step}``; crossed, first axis slowest), the SLOs."""
+
+    # Shapes checked in ``load_sweep`` (a pydantic union would name its members in the path).
+    base: Any
+    axes: dict[str, Any]
+    slos: Slos = Slos()
+    name: str | None = None
+
+
+class SweepPlan:
+    """A checked sweep: the base config mapping, the folder its relative paths resolve
+    against, the axes in file order with their values, the SLO limits."""
+
+    def __init__(
+        self,
+        name: str,
+        base: dict[str, Any],
+        base_dir: str,
+        axes: list[tuple[str, list[Any]]],
+        slos: dict[str, dict[str, float]],
+    ) -> None:
+        self.name = name
+        self.base = base
+        self.base_dir = base_dir
+        self.axes = axes
+        self.slos = slos
+
+    @property
+    def axis_paths(self) -> list[str]:
+        return [path for path, _ in self.axes]
+
+    def num_points(self) -> int:
+        count = 1
+        for _, values in self.axes:
+            count *= len(values)
+        return count
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready identity of the sweep (what a resumed run must match)."""
+        return {
+            "name": self.name,
+            "base": self.base,
+            "base_dir": self.base_dir,
+            "axes": [[path, values] for path, values in self.axes],
+            "slos": self.slos,
+        }
+
+
+def load_sweep(sweep: object) -> SweepPlan:
+    """Validate a sweep (a mapping, or a YAML/JSON file path) into a ``SweepPlan``."""
+    from aisim._io import load_config_file
+
+    here = Path.cwd()
+    if isinstance(sweep, (str, os.PathLike)):
+        here = Path(sweep).resolve().parent
+        sweep = load_config_file(sweep)
+    model = validate(SweepFile, sweep)
+    if not isinstance(model.base, (str, dict)):
+        raise ConfigError(
+            "base: expected a replay config file path or an inline config mapping, got "
+            f"{describe(model.base)}"
+        )
+    if not model.axes:
+        raise ConfigError("axes: no axis given; a sweep needs at least one")
+    for metric, limits in (model.slos.model_dump() if model.slos else {}).items():
+        for stat, limit in (limits or {}).items():
+            if limit is not None and limit <= 0:
+                raise ConfigError(f"slos.{metric}.{stat}: expected a limit > 0 ms, got {limit!r}")
+    if isinstance(model.base, str):
+        base_file = (here / model.base).resolve()
+        if not base_file.is_file():
+            raise ConfigError(f"base: file not found: {model.base!r} (relative to {str(here)!r})")
+        base = load_config_file(base_file)
+        if not isinstance(base, dict):
+            raise ConfigError(f"base: {model.base!r} must hold a replay config mapping")
+        base_dir = base_file.parent
+    else:
+        base, base_dir = dict(model.base), here
+    axes = [(path, _axis_values(path, axis)) for path, axis in model.axes.items()]
+    _check_paths([path for path, _ in axes], base)
+    plan = SweepPlan(
+        model.name or "sweep",
+        base,
+        str(base_dir),
+        axes,
+        {
+            metric: {stat: float(limit) for stat, limit in limits.items() if limit is not None}
+            for metric, limits in model.slos.model_dump().items()
+            if limits is not None and any(limit is not None for limit in limits.values())
+        },
+    )
+    if plan.num_points() > MAX_POINTS:
+        raise ConfigError(f"axes: {plan.num_points()} points; at most {MAX_POINTS} are allowed")
+    return plan
+
+
+def _axis_values(path: str, axis: object) -> list[Any]:
+    where = f"axes.{path}"
+    if isinstance(axis, dict):
+        return _range_values(where, validate(AxisRange, axis, where))
+    if not isinstance(axis, list):
+        raise ConfigError(
+            f"{where}: expected a list of values or a range {{start, stop, step}}, got "
+            f"{describe(axis)}"
+        )
+    if not axis:
+        raise ConfigError(f"{where}: empty axis; give at least one value")
+    seen: set[str] = set()
+    for value in axis:
+        try:
+            key = json.dumps(value, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"{where}: {describe(value)} is not a JSON value (numbers, strings, booleans, "
+                "null, lists and mappings are allowed)"
+            ) from None
+        if key in seen:
+            raise ConfigError(f"{where}: value {key} is given twice")
+        seen.add(key)
+    return list(axis)
+
+
+def _range_values(where: str, axis: AxisRange) -> list[Any]:
+    if axis.step <= 0:
+        raise ConfigError(f"{where}.step: expected a number > 0, got {axis.step!r}")
+    if axis.stop < axis.start:
+        raise ConfigError(
+            f"{where}: empty range (stop {axis.stop!r} < start {axis.start!r}); "
+            "stop must be at least start"
+        )
+    integral = all(float(v).is_integer() for v in (axis.start, axis.stop, axis.step))
+    # Decimal steps so 0.1-steps give 0.3, not 0.30000000000000004.
+    start, stop, step = (Decimal(repr(float(v))) for v in (axis.start, axis.stop, axis.step))
+    count = int((stop - start) / step) + 1
+    if count > MAX_POINTS:
+        raise ConfigError(f"{where}: {count} values; at most {MAX_POINTS} are allowed")
+    values: list[Any] = []
+    for index in range(count):
+        value = start + step * index
+        values.append(int(value) if integral else float(value))
+    return values
+
+
+def _check_paths(paths: list[str], base: dict[str, Any]) -> None:
+    for path in paths:
+        _check_known(path)
+        parts = path.split(".")
+        if parts[:2] == ["engine", "workers"] and len(parts) > 2:
+            workers = base.get("engine", {}).get("workers")
+            roles = sorted(workers) if isinstance(workers, dict) else []
+            if parts[2] not in roles and "engine.workers" not in paths:
+                raise ConfigError(
+                    f"axes.{path}: the base config has no {parts[2]} worker (it has "
+                    f"{', '.join(roles) or 'none'})"
+                )
+    ordered = sorted(paths)
+    for index, first in enumerate(ordered):
+        for second in ordered[index + 1 :]:
+            if second.startswith(first + "."):
+                raise ConfigError(
+                    f"axes: {first} and {second} conflict ({second} lies inside {first}); "
+                    "sweep the block or its field, not both"
+                )
+    spec = sorted(
+        path
+        for path in paths
+        if any(path.split(".")[:2] == r.split(".") for r in _SPECULATION_ROOTS)
+    )
+    roots = {".".join(path.split(".")[:2]) for path in spec}
+    if "engine.speculation" in roots and len(roots) > 1:
+        raise ConfigError(
+            f"axes: {' and '.join(spec)} conflict (engine.nextn is the legacy spelling of "
+            "engine.speculation); sweep one of them"
+        )
+
+
+def _check_known(path: str) -> None:
+    node: dict[str, Any] | None = CONFIG_PATHS
+    walked: list[str] = []
+    parts = path.split(".")
+    if any(not part for part in parts):
+        raise ConfigError(f"axes.{path}: not a config path (empty segment)")
+    for part in parts:
+        if node is None or "*" in node:
+            return
+        if part not in node:
+            where = ".".join(walked) or "the config root"
+            allowed = ", ".join(sorted(node)) or "nothing (a value, not a block)"
+            raise ConfigError(
+                f"axes.{path}: unknown config path ({part!r} is not a field of {where}; "
+                f"allowed: {allowed})"
+            )
+        walked.append(part)
+        node = node[part]
+
+
+def apply_axes(base: dict[str, Any], assignment: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A deep copy of ``base`` with each ``path`` set to its value (missing blocks created)."""
+    config: dict[str, Any] = json.loads(json.dumps(base))
+    for path, value in assignment:
+        node = config
+        parts = path.split(".")
+        for part in parts[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = {}
+                node[part] = child
+            node = child
+        node[parts[-1]] = json.loads(json.dumps(value))
+    return config

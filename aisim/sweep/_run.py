@@ -1,0 +1,212 @@
+"""``aisim.sweep.run``: expand a sweep into points, skip the ones already in ``out``, evaluate
+the rest on a backend, write each point atomically as it finishes, and assemble the rows in
+point order (so the same sweep gives the same rows whatever order the points ran in)."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aisim._io import atomic_write_text, canonical_json
+from aisim.config._sweep import SweepPlan, apply_axes, load_sweep
+from aisim.errors import ConfigError
+from aisim.sweep._backends import Task, run_tasks
+from aisim.sweep._evaluate import INTEGER_COLUMNS, metric_columns
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: ``progress(done, total)`` after each evaluated point.
+ProgressCallback = Callable[[int, int], None]
+SWEEP_FILE = "sweep.json"
+POINTS_DIR = "points"
+
+
+class Point:
+    """One combination of axis values (``assignment``: (path, value) in axis order)."""
+
+    def __init__(self, index: int, assignment: list[tuple[str, Any]]) -> None:
+        self.index = index
+        self.assignment = assignment
+        key = json.dumps([[path, value] for path, value in assignment], sort_keys=True)
+        self.point_id = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+def expand(plan: SweepPlan) -> list[Point]:
+    """Every point of the sweep: the Cartesian product of the axes, first axis slowest."""
+    paths = plan.axis_paths
+    return [
+        Point(index, list(zip(paths, values, strict=True)))
+        for index, values in enumerate(itertools.product(*(values for _, values in plan.axes)))
+    ]
+
+
+def run(
+    sweep: object,
+    *,
+    backend: str = "pool",
+    workers: int | None = None,
+    address: str | None = None,
+    out: str | Path | None = None,
+    overwrite: bool = False,
+    progress: ProgressCallback | None = None,
+) -> pd.DataFrame:
+    """Run every point of ``sweep`` (a mapping or a YAML/JSON file path, docs/sweep.md) and
+    return one row per point, in point order.
+
+    ``backend``: ``"pool"`` (local processes, ``workers`` of them, default one per CPU) or
+    ``"ray"`` (``address`` of an existing cluster, else a local instance with ``workers`` CPUs).
+    With ``out``, each finished point is written to ``out/points/`` atomically and points
+    already there are skipped (resume); ``overwrite`` starts the folder afresh. Raises
+    ``ConfigError`` for an invalid sweep; an invalid point is a row with ``status == "error"``.
+    """
+    plan = load_sweep(sweep)
+    points = expand(plan)
+    store = _Store(Path(out), plan, overwrite) if out is not None else None
+    rows: dict[int, dict[str, Any]] = {}
+    if store is not None:
+        rows.update(store.load_existing(points))
+    todo = [point for point in points if point.index not in rows]
+    by_index = {point.index: point for point in points}
+    done = 0
+
+    def on_row(index: int, row: dict[str, Any]) -> None:
+        nonlocal done
+        rows[index] = row
+        if store is not None:
+            store.write(by_index[index], row)
+        done += 1
+        if progress is not None:
+            progress(done, len(todo))
+
+    tasks = [Task(point.index, apply_axes(plan.base, point.assignment)) for point in todo]
+    if progress is not None:
+        progress(0, len(todo))
+    run_tasks(
+        tasks, plan.base_dir, plan.slos, on_row, backend=backend, workers=workers, address=address
+    )
+    frame = to_frame(plan, points, rows)
+    frame.attrs["skipped_points"] = len(points) - len(todo)
+    return frame
+
+
+def to_frame(plan: SweepPlan, points: list[Point], rows: dict[int, dict[str, Any]]) -> pd.DataFrame:
+    """The rows as a DataFrame: point, point_id, one column per axis, status, error, metrics,
+    and ``pareto`` (on the front of output tokens/s per GPU vs the headline latency)."""
+    import pandas as pd
+
+    from aisim.sweep._report import pareto_flags
+
+    metrics = metric_columns()
+    scalar_axes = {path: _scalar_axis(values) for path, values in plan.axes}
+    records: list[dict[str, Any]] = []
+    for point in points:
+        row = rows[point.index]
+        record: dict[str, Any] = {"point": point.index, "point_id": point.point_id}
+        for path, value in point.assignment:
+            record[path] = value if scalar_axes[path] else json.dumps(value, sort_keys=True)
+        record["status"] = row["status"]
+        record["error"] = row["error"]
+        for column in metrics:
+            record[column] = row.get(column)
+        records.append(record)
+    frame = pd.DataFrame.from_records(records, columns=_columns(plan, metrics))
+    frame["slo_met"] = frame["slo_met"].fillna(False).astype(bool)
+    for column in INTEGER_COLUMNS:
+        frame[column] = frame[column].astype("Int64")
+    frame["pareto"] = pareto_flags(frame, plan.slos)
+    frame.attrs["axes"] = plan.axis_paths
+    frame.attrs["slos"] = plan.slos
+    frame.attrs["name"] = plan.name
+    return frame
+
+
+def _columns(plan: SweepPlan, metrics: list[str]) -> list[str]:
+    return ["point", "point_id", *plan.axis_paths, "status", "error", *metrics]
+
+
+def _scalar_axis(values: list[Any]) -> bool:
+    """Whether an axis can be a plain parquet column: all numbers, all strings or all bools
+    (null allowed); anything else is stored as canonical JSON text."""
+    kinds = set()
+    for value in values:
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            kinds.add("bool")
+        elif isinstance(value, (int, float)):
+            kinds.add("number")
+        elif isinstance(value, str):
+            kinds.add("str")
+        else:
+            return False
+    return len(kinds) <= 1
+
+
+class _Store:
+    """``out/sweep.json`` (the sweep's identity) and ``out/points/<point_id>.json`` (one
+    finished point each, written atomically)."""
+
+    def __init__(self, out: Path, plan: SweepPlan, overwrite: bool) -> None:
+        if out.exists() and not out.is_dir():
+            raise ConfigError(f"--out {str(out)!r}: exists and is not a folder")
+        self.out = out
+        self.points_dir = out / POINTS_DIR
+        identity = canonical_json(plan.describe())
+        sweep_file = out / SWEEP_FILE
+        if sweep_file.exists():
+            same = sweep_file.read_text(encoding="utf-8") == identity
+            if not same and not overwrite:
+                raise ConfigError(
+                    f"--out {str(out)!r} holds the points of a different sweep; pass --overwrite "
+                    "to start it afresh or choose another folder"
+                )
+            if overwrite and self.points_dir.is_dir():
+                shutil.rmtree(self.points_dir)
+        elif self.points_dir.exists() and not overwrite:
+            raise ConfigError(
+                f"--out {str(out)!r}: has a points/ folder but no {SWEEP_FILE}; pass --overwrite"
+            )
+        self.points_dir.mkdir(parents=True, exist_ok=True)
+        # A run killed mid-write leaves its temp file (never a partial point): drop it.
+        for stale in self.points_dir.glob(".*.tmp"):
+            stale.unlink()
+        atomic_write_text(sweep_file, identity, overwrite=True)
+
+    def load_existing(self, points: list[Point]) -> dict[int, dict[str, Any]]:
+        rows: dict[int, dict[str, Any]] = {}
+        for point in points:
+            file = self.points_dir / f"{point.point_id}.json"
+            if file.is_file():
+                stored = json.loads(file.read_text(encoding="utf-8"))
+                rows[point.index] = stored["row"]
+        return rows
+
+    def write(self, point: Point, row: dict[str, Any]) -> None:
+        record = {
+            "point": point.index,
+            "point_id": point.point_id,
+            "axes": [[path, value] for path, value in point.assignment],
+            "row": row,
+        }
+        atomic_write_text(self.points_dir / f"{point.point_id}.json", _json(record), overwrite=True)
+
+
+def _json(value: Any) -> str:
+    """Canonical JSON with NaN written as null (rows hold NaN where a statistic is undefined)."""
+    return canonical_json(_nan_to_none(value))
+
+
+def _nan_to_none(value: Any) -> Any:
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, dict):
+        return {key: _nan_to_none(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_nan_to_none(item) for item in value]
+    return value

@@ -1,0 +1,108 @@
+"""A killed sweep resumes: no finished point is lost or run again, and the rows equal those of
+an uninterrupted run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+SWEEP: dict[str, Any] = {
+    "base": {
+        "traffic": {
+            "seed": 3,
+            "source": {
+                "type": "synthetic",
+                "num_requests": 300,
+                "prompt_tokens": {"type": "uniform", "min": 20, "max": 200},
+                "output_tokens": {"type": "uniform", "min": 20, "max": 200},
+            },
+            "load": {"type": "poisson", "rate_rps": 5},
+        },
+        "engine": {
+            "speculation": {
+                "kind": "ngram",
+                "params": {"num_speculative_tokens": 3},
+                "acceptance_rates": [0.6, 0.4, 0.2],
+            },
+            "workers": {
+                "aggregated": {
+                    "kv_cache": {"capacity": {"type": "fixed", "blocks": 4096}},
+                    "timing": {"type": "fixed", "prefill_ms": 12, "decode_ms": 6},
+                }
+            },
+        },
+    },
+    "axes": {
+        "traffic.load.rate_rps": [2, 4, 8, 16],
+        "engine.workers.aggregated.scheduler.max_sequences": [4, 16, 64],
+    },
+    "slos": {"tpot_ms": {"p90": 10}},
+}
+
+
+def _cli(sweep: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "aisim", "sweep", str(sweep), "--out", str(out), "--workers", "1"]
+
+
+def _finished(out: Path) -> dict[str, tuple[int, int]]:
+    folder = out / "points"
+    if not folder.is_dir():
+        return {}
+    return {
+        file.name: (file.stat().st_ino, file.stat().st_mtime_ns) for file in folder.glob("*.json")
+    }
+
+
+def test_resume_after_kill_loses_and_repeats_nothing(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump(SWEEP), encoding="utf-8")
+    out = tmp_path / "killed"
+    process = subprocess.Popen(
+        _cli(sweep, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 120
+    while len(_finished(out)) < 3 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.01)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    before = _finished(out)
+    assert 3 <= len(before) < 12, "the kill must land mid-sweep"
+    assert not (out / "points.parquet").exists()
+
+    resumed = subprocess.run(_cli(sweep, out), capture_output=True, text=True, check=True)
+    assert f"skipped {len(before)} finished points" in resumed.stdout
+    after = _finished(out)
+    assert len(after) == 12
+    # Finished points were neither lost nor rewritten (same file, same modification time).
+    assert {name: after[name] for name in before} == before
+    assert not [name for name in os.listdir(out / "points") if not name.endswith(".json")]
+
+    fresh = tmp_path / "fresh"
+    subprocess.run(_cli(sweep, fresh), capture_output=True, text=True, check=True)
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(out / "points.parquet"), pd.read_parquet(fresh / "points.parquet")
+    )
+    assert (out / "summary.json").read_text() != ""
+
+
+def test_a_different_sweep_in_the_same_folder_is_refused(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep.yaml"
+    small = {**SWEEP, "axes": {"traffic.load.rate_rps": [2]}}
+    sweep.write_text(yaml.safe_dump(small), encoding="utf-8")
+    out = tmp_path / "out"
+    subprocess.run(_cli(sweep, out), capture_output=True, check=True)
+    sweep.write_text(yaml.safe_dump({**small, "axes": {"traffic.load.rate_rps": [3]}}))
+    refused = subprocess.run(_cli(sweep, out), capture_output=True, text=True, check=False)
+    assert refused.returncode == 2
+    assert "holds the points of a different sweep; pass --overwrite" in refused.stderr
+    again = subprocess.run([*_cli(sweep, out), "--overwrite"], capture_output=True, text=True)
+    assert again.returncode == 0 and "skipped 0 finished points" in again.stdout
+    assert len(_finished(out)) == 1
