@@ -16,6 +16,7 @@ from aisim.replay._request import (
     PHASE_TRANSFER,
     PHASE_WAITING,
     WORK_DECODE,
+    WORK_FIRST_TOKEN,
     WORK_NONE,
     WORK_PREFILL,
     SimRequest,
@@ -158,14 +159,18 @@ class RankState:
 
     def admit_landed(self, request: SimRequest) -> int:
         """vLLM decode pool: schedule the last prompt token of a request whose KV arrived; its
-        blocks grow by the token plus the SD lookahead (``num_computed_tokens`` > 0 now).
-        Returns the tokens scheduled (0: it waits, keeping its blocks)."""
+        blocks grow by the token plus the SD lookahead (``num_computed_tokens`` > 0 now). The
+        step has one query token, so it is priced as decode work. Returns the tokens scheduled
+        (0: it waits, keeping its blocks)."""
         if not self.pool.grow(request.kv, request.computed + 1 + self.lookahead):
             return 0
         request.kv_transferred = False
         request.phase = PHASE_PREFILL
         request.prefill_target = request.known_tokens
-        self.plan_prefill(request, 1)
+        request.work = WORK_FIRST_TOKEN
+        request.work_tokens = 1
+        request.work_past_kv = request.computed
+        self.batch.append(request)
         self.running.append(request)
         return 1
 
@@ -235,7 +240,7 @@ class RankState:
         pool = self.pool
         left = False
         for request in self.batch:
-            if request.work == WORK_PREFILL:
+            if request.work == WORK_PREFILL or request.work == WORK_FIRST_TOKEN:
                 request.computed += request.work_tokens
                 register_full_units(pool, request)
                 prefilled = request.computed >= request.prefill_target

@@ -19,6 +19,9 @@ PHASE_FAILED: Final = 6
 WORK_NONE: Final = 0
 WORK_PREFILL: Final = 1
 WORK_DECODE: Final = 2
+# vLLM P/D: the decode pool computes the last prompt token of a request whose KV it pulled. One
+# query token: the attention backends count it as a decode (``split_decodes_and_prefills``).
+WORK_FIRST_TOKEN: Final = 3
 
 
 class SimRequest:

@@ -42,12 +42,12 @@ def test_vllm_decode_worker_computes_the_first_token() -> None:
     # discards its answer; the prefill pool computes the prompt in [0,10]. The decode worker
     # then allocates the prompt's blocks and pulls the KV: 0.5 + 100 x 0.01 = 1.5 ms, landing
     # at 11.5 with 99 tokens counted as computed; it computes the last prompt token in a pass
-    # of its own (prefill work, 10 ms): the client's first token at 21.5. Then 63 rounds of 5
-    # ms: E2E 21.5 + 315 = 336.5.
+    # of its own (one query token: decode work, 5 ms): the client's first token at 16.5. Then
+    # 63 rounds of 5 ms: E2E 16.5 + 315 = 331.5.
     result = run(pd_config([{"input_length": 100, "output_length": 64}], backend="vllm"))
     summary = result.summary
-    assert summary["mean_ttft_ms"] == 21.5
-    assert summary["mean_e2e_latency_ms"] == pytest.approx(336.5, abs=1e-9)
+    assert summary["mean_ttft_ms"] == 16.5
+    assert summary["mean_e2e_latency_ms"] == pytest.approx(331.5, abs=1e-9)
     assert summary["mean_time_to_second_token_ms"] == 5.0
     assert summary["passes"] == 1 + 1 + 63
     assert summary["config"]["kv_transfer_ms_per_token"] == pytest.approx(0.01)
@@ -65,7 +65,7 @@ def test_sglang_first_token_reaches_the_client_from_the_decode_pool() -> None:
     assert summary["passes"] == 1 + 63
 
 
-@pytest.mark.parametrize(("backend", "first_token_ms"), [("vllm", 21.5), ("sglang", 11.5)])
+@pytest.mark.parametrize(("backend", "first_token_ms"), [("vllm", 16.5), ("sglang", 11.5)])
 def test_pd_with_speculation_on_the_decode_pool(backend: str, first_token_ms: float) -> None:
     # mtp d=1 is allowed on both backends. The first token as above; rates [1]: the other 63
     # tokens at 2 per round = 32 rounds (the last verifies one token).
@@ -81,12 +81,12 @@ def test_pd_with_speculation_on_the_decode_pool(backend: str, first_token_ms: fl
     assert result.summary["config"]["workers"][0]["speculation"] == "none"  # prefill pool
 
 
-@pytest.mark.parametrize(("backend", "e2e_ms", "passes"), [("vllm", 21.5, 2), ("sglang", 11.5, 1)])
+@pytest.mark.parametrize(("backend", "e2e_ms", "passes"), [("vllm", 16.5, 2), ("sglang", 11.5, 1)])
 def test_single_token_outputs_pass_through_the_decode_pool(
     backend: str, e2e_ms: float, passes: int
 ) -> None:
     # The client receives even a one-token answer from the decode worker: vLLM's computes it
-    # (prefill 10, transfer 1.5, last prompt token 10); SGLang's streams the prefill pool's
+    # (prefill 10, transfer 1.5, last prompt token 5); SGLang's streams the prefill pool's
     # token when the request arrives (10 + 1.5) and finishes it without a pass.
     result = run(pd_config([{"input_length": 100, "output_length": 1}], backend=backend))
     assert result.summary["mean_e2e_latency_ms"] == e2e_ms
@@ -99,13 +99,13 @@ def test_vllm_decode_pool_allocates_before_it_pulls_the_kv() -> None:
     # Decode pool of 10 blocks: each request (100 in / 40 out) needs 7 blocks for its prompt and
     # peaks at 139 tokens (9 blocks). Both prefill together in [0,10]. At 10 the decode worker
     # allocates A's 7 blocks and starts its load (lands at 11.5); B's 7 do not fit, so B's
-    # transfer waits. A: last prompt token [11.5,21.5], then 39 rounds: 21.5 + 195 = 216.5. A
-    # never holds fewer than 7 blocks, so B is allocated only when A ends: load [216.5,218],
-    # last prompt token [218,228], 39 rounds: 228 + 195 = 423.
+    # transfer waits. A: last prompt token [11.5,16.5], then 39 rounds: 16.5 + 195 = 211.5. A
+    # never holds fewer than 7 blocks, so B is allocated only when A ends: load [211.5,213],
+    # last prompt token [213,218], 39 rounds: 218 + 195 = 413.
     requests = [{"input_length": 100, "output_length": 40}] * 2
     frame = run(pd_config(requests, decode_blocks=10)).requests
-    assert list(frame["ttft_ms"]) == pytest.approx([21.5, 228.0], abs=1e-9)
-    assert list(frame["e2e_latency_ms"]) == pytest.approx([216.5, 423.0], abs=1e-9)
+    assert list(frame["ttft_ms"]) == pytest.approx([16.5, 218.0], abs=1e-9)
+    assert list(frame["e2e_latency_ms"]) == pytest.approx([211.5, 413.0], abs=1e-9)
 
 
 def test_sglang_decode_pool_queues_transfers_until_kv_frees() -> None:
@@ -127,12 +127,13 @@ def test_prefill_pool_wakes_when_a_transfer_frees_its_kv(
     # until its KV has left: 0.5 + 1 x 0.01 ms later, at 1.51. B (1 in / 1 out) arrives at 1, is
     # admitted at 1.51 and prefills in [1.51, 2.51]; its KV lands 0.51 ms later, at 3.02.
     # vLLM: A's load starts at 1 (lands 1.51), its last prompt token runs [1.51,2.51]; B's load
-    # starts at 2.51 (lands 3.02), its token runs [3.02,4.02]: TTFT [2.51, 3.02]. SGLang: the
+    # starts at 2.51 (lands 3.02), its token runs [3.02,4.02] (passes cost 1 ms here): TTFT
+    # [2.51, 3.02]. SGLang: the
     # decode pool streams each token when its KV lands: TTFT [1.51, 2.02].
     def worker() -> dict[str, Any]:
         return {
             "kv_cache": {"block_size": 4, "capacity": {"type": "fixed", "blocks": 1}},
-            "timing": {"type": "fixed", "prefill_ms": 1.0, "decode_ms": 5.0},
+            "timing": {"type": "fixed", "prefill_ms": 1.0, "decode_ms": 1.0},
         }
 
     config = pd_config(
