@@ -1,50 +1,213 @@
-"""File I/O shared by the CLI and the harness: config loading and atomic, non-clobbering writes.
+"""File I/O shared by the CLI and the harness: the one YAML/JSON loader, path and number checks
+for untrusted text, and atomic, non-clobbering writes.
 
 Not compiled: the core never does I/O.
+
+Every YAML or JSON document a user hands us (configs, ``--model``/``--hardware`` files, JSONL
+trace rows) goes through :func:`parse_yaml_text` or :func:`parse_json_text`: nesting deeper than
+``MAX_NESTING_DEPTH`` levels, duplicate keys, recursive YAML aliases and alias expansions beyond
+``MAX_EXPANDED_NODES`` are one-line ``ConfigError``s instead of a ``RecursionError``, a silently
+dropped value or an exponential blow-up further down.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from aisim.errors import ConfigError, DataIntegrityError
 
+#: Deepest nesting of mappings and lists accepted in any YAML/JSON input. Real configs nest about
+#: 8 levels (``engine.workers.decode.kv_cache.capacity.blocks``); HF config.json files about 4.
+MAX_NESTING_DEPTH: Final = 64
+#: Most nodes a YAML document may expand to with every alias counted at each use (a few aliases
+#: of aliases would otherwise grow exponentially when a consumer walks the value).
+MAX_EXPANDED_NODES: Final = 1_000_000
+#: Longest file name (one path component) in bytes, as on Linux and macOS (NAME_MAX).
+MAX_FILE_NAME_BYTES: Final = 255
+#: Longest path accepted, in characters (below every platform's PATH_MAX).
+MAX_PATH_CHARS: Final = 1024
+#: Most digits an integer field written as text may have (2**63 has 19).
+MAX_INT_DIGITS: Final = 19
 
-def load_config_file(path: str | os.PathLike[str]) -> Any:
-    """Parse a YAML or JSON file; a missing or malformed file is one clear ConfigError."""
-    import yaml
+# A JSON integer or real number, ASCII only: no sign other than a leading '-', no '+', no
+# underscores, no surrounding blanks, no 'inf'/'nan' (the text forms Python's int()/float()
+# would also take).
+_INT_TEXT: Final = re.compile(r"-?[0-9]+")
+_FLOAT_TEXT: Final = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+_JSON_STRUCTURE: Final = re.compile(r'[\[\]{}"\\\n]')
 
-    file = Path(path)
+
+def check_path_text(value: object, field: str) -> Path:
+    """``value`` as a ``Path`` after checks that need no I/O: a non-empty string without NUL
+    bytes, at most ``MAX_PATH_CHARS`` characters, each name at most ``MAX_FILE_NAME_BYTES``
+    bytes in UTF-8 (the operating system would otherwise fail with 'File name too long')."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise ConfigError(f"{field}: expected a file path (a string), got {_describe(value)}")
+    text = os.fspath(value)
+    if not isinstance(text, str):
+        raise ConfigError(f"{field}: expected a file path (a string), got {_describe(text)}")
+    if not text:
+        raise ConfigError(f"{field}: expected a file path, got an empty string")
+    if "\0" in text:
+        raise ConfigError(f"{field}: a file path cannot contain a NUL character, got {text!r}")
+    if len(text) > MAX_PATH_CHARS:
+        raise ConfigError(
+            f"{field}: path too long: at most {MAX_PATH_CHARS} characters, got {len(text)}"
+        )
+    for name in text.split(os.sep):
+        size = len(name.encode("utf-8", "surrogatepass"))
+        if size > MAX_FILE_NAME_BYTES:
+            raise ConfigError(
+                f"{field}: file name too long: at most {MAX_FILE_NAME_BYTES} bytes per name, "
+                f"got {size} ({_shorten(name)!r})"
+            )
+    return Path(text)
+
+
+def int_text_problem(text: str) -> str | None:
+    """Why ``text`` is not a decimal integer as we accept them (None if it is): ASCII digits
+    with an optional leading '-', at most ``MAX_INT_DIGITS`` digits. Python's ``int()`` would
+    also take '+5', ' 3', '1_000' and other scripts' digits; we do not."""
+    digits = text[1:] if text.startswith("-") else text
+    if _INT_TEXT.fullmatch(text) is None or len(digits) > MAX_INT_DIGITS:
+        return (
+            f"expected an integer (ASCII digits, optional leading '-', at most "
+            f"{MAX_INT_DIGITS} digits), got {_shorten(text)!r}"
+        )
+    return None
+
+
+def float_text_problem(text: str) -> str | None:
+    """Why ``text`` is not a finite decimal number as we accept them (None if it is): JSON's
+    syntax (``12``, ``-0.5``, ``1e3``); no '+' or '_', no blanks, no 'inf' or 'nan', and
+    finite as a float (``1e999`` is not)."""
+    if _FLOAT_TEXT.fullmatch(text) is None or len(text) > 64:
+        return f"expected a decimal number like 12, -0.5 or 1e3, got {_shorten(text)!r}"
+    if abs(float(text)) == float("inf"):
+        return f"expected a finite number, got {_shorten(text)!r}"
+    return None
+
+
+def parse_int_text(text: str, field: str) -> int:
+    """``int(text)`` under the rules of ``int_text_problem``; ConfigError naming ``field``."""
+    problem = int_text_problem(text)
+    if problem is not None:
+        raise ConfigError(f"{field}: {problem}")
+    return int(text)
+
+
+def parse_float_text(text: str, field: str) -> float:
+    """``float(text)`` under the rules of ``float_text_problem``; ConfigError naming ``field``."""
+    problem = float_text_problem(text)
+    if problem is not None:
+        raise ConfigError(f"{field}: {problem}")
+    return float(text)
+
+
+def _describe(value: object) -> str:
+    return f"{_shorten(repr(value))} ({type(value).__name__})"
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def load_config_file(path: str | os.PathLike[str], field: str = "") -> Any:
+    """Parse a YAML or JSON file (JSON when the name ends in ``.json``); a bad path, a missing
+    or malformed file is one clear ConfigError. ``field`` names the input in path errors."""
+    file = check_path_text(path, field or "config file")
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{str(file)!r}: file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{str(file)!r}: cannot read: {exc}") from None
+        raise ConfigError(f"{str(file)!r}: cannot read: {' '.join(str(exc).split())}") from None
+    source = repr(str(file))
+    if file.suffix.lower() == ".json":
+        return parse_json_text(text, source)
+    return parse_yaml_text(text, source)
+
+
+def parse_json_text(text: str, source: str) -> Any:
+    """One JSON document; errors are ``ConfigError('<source>: ...')`` on one line.
+
+    Nesting is bounded before parsing (Python's parser would raise ``RecursionError``), and a
+    key repeated in one object is refused (the parser would keep the last value silently).
+    """
+    _check_json_nesting(text, source)
     try:
-        if file.suffix.lower() == ".json":
-            return json.loads(text)
-        return yaml.safe_load(text)
+        return json.loads(text, object_pairs_hook=_unique_pairs)
     except json.JSONDecodeError as exc:
         raise ConfigError(
-            f"{str(file)!r}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+            f"{source}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
         ) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{str(file)!r}: not valid YAML: {_one_line_yaml_error(exc)}") from None
+    except _DuplicateKey as exc:
+        raise ConfigError(
+            f"{source}: not valid JSON: duplicate key {exc.key!r} in one object"
+        ) from None
+    except ValueError as exc:  # e.g. an integer with more than 4300 digits
+        raise ConfigError(f"{source}: not valid JSON: {' '.join(str(exc).split())}") from None
 
 
-def _one_line_yaml_error(exc: Exception) -> str:
-    """PyYAML errors span several lines with a source excerpt; keep problem and position."""
-    import yaml
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
 
-    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
-        mark = exc.problem_mark
-        return f"{exc.problem} at line {mark.line + 1}, column {mark.column + 1}"
-    return " ".join(str(exc).split())
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
+def _check_json_nesting(text: str, source: str) -> None:
+    """Refuse JSON nested deeper than ``MAX_NESTING_DEPTH`` (brackets inside strings skipped)."""
+    if text.count("[") + text.count("{") <= MAX_NESTING_DEPTH:
+        return
+    depth = 0
+    line = 1
+    line_start = 0
+    in_string = False
+    escaped_at = -1
+    for match in _JSON_STRUCTURE.finditer(text):
+        char = match.group()
+        at = match.start()
+        if char == "\n":
+            line += 1
+            line_start = at + 1
+        elif in_string:
+            if char == "\\" and escaped_at != at:
+                escaped_at = at + 1
+            elif char == '"' and escaped_at != at:
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_NESTING_DEPTH:
+                raise ConfigError(
+                    f"{source}: nested deeper than {MAX_NESTING_DEPTH} levels at line {line}, "
+                    f"column {at - line_start + 1}"
+                )
+        elif char in "]}":
+            depth -= 1
+
+
+def parse_yaml_text(text: str, source: str) -> Any:
+    """One YAML document read by ``aisim._yaml.StrictSafeLoader`` (PyYAML's safe loader plus
+    our limits); errors are one-line ``ConfigError``s."""
+    from aisim._yaml import load_yaml
+
+    return load_yaml(text, source)
 
 
 def read_sidecar_object(data_file: Path, sidecar: Path, *, missing_reason: str) -> dict[str, Any]:
@@ -54,12 +217,12 @@ def read_sidecar_object(data_file: Path, sidecar: Path, *, missing_reason: str) 
     finishes the message for a missing one (why the caller needs it).
     """
     try:
-        loaded = json.loads(sidecar.read_text(encoding="utf-8"))
+        loaded = parse_json_text(sidecar.read_text(encoding="utf-8"), "sidecar")
     except FileNotFoundError:
         raise DataIntegrityError(
             f"{str(data_file)!r}: sidecar {sidecar.name!r} is missing; {missing_reason}"
         ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, ConfigError) as exc:
         raise DataIntegrityError(f"{str(sidecar)!r}: unreadable sidecar: {exc}") from None
     if not isinstance(loaded, dict):
         raise DataIntegrityError(f"{str(sidecar)!r}: sidecar must be a JSON object")

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from aisim._fields import describe
+from aisim._io import check_path_text, parse_json_text, parse_yaml_text
 from aisim.catalogue._data import GPU_ROWS, MODEL_ROWS
 from aisim.catalogue._specs import GpuSpec, ModelSpec
 from aisim.errors import ConfigError
@@ -45,16 +43,19 @@ def get_model(name_or_path: object, path: str = "model") -> ModelSpec:
     alias = _MODEL_ALIASES.get(name_or_path.split("/")[-1].lower())
     if alias is not None:
         return _MODELS[alias]
-    file = Path(name_or_path)
+    file = check_path_text(name_or_path, path)
     if file.suffix == ".json" or file.is_file() or file.is_dir():
         if file.is_dir():
             file = file / "config.json"
         try:
-            mapping = json.loads(file.read_text(encoding="utf-8"))
+            text = file.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise ConfigError(f"{path}: model config file not found: {str(file)!r}") from None
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"{path}: cannot read model config {str(file)!r}: {exc}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(
+                f"{path}: cannot read model config {str(file)!r}: {' '.join(str(exc).split())}"
+            ) from None
+        mapping = parse_json_text(text, f"{path}: model config {str(file)!r}")
         return ModelSpec.from_hf_config(mapping, name_or_path, path)
     raise ConfigError(
         f"{path}: unknown model {name_or_path!r}; built-in models: {', '.join(model_names())} "
@@ -75,14 +76,19 @@ def get_gpu(name_or_path: object, path: str = "hardware") -> GpuSpec:
         return _GPUS[key]
     if key in _GPU_ALIASES:
         return _GPUS[_GPU_ALIASES[key]]
-    file = Path(name_or_path)
+    file = check_path_text(name_or_path, path)
     if file.is_file():
-        import yaml
-
         try:
-            mapping = yaml.safe_load(file.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{path}: cannot read hardware file {str(file)!r}: {exc}") from None
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(
+                f"{path}: cannot read hardware file {str(file)!r}: {' '.join(str(exc).split())}"
+            ) from None
+        source = f"{path}: hardware file {str(file)!r}"
+        if file.suffix.lower() == ".json":
+            mapping = parse_json_text(text, source)
+        else:
+            mapping = parse_yaml_text(text, source)
         return GpuSpec.from_mapping(mapping, file.stem, path)
     raise ConfigError(
         f"{path}: unknown hardware {name_or_path!r}; built-in: {', '.join(gpu_names())} "

@@ -21,8 +21,9 @@ def build_parser() -> argparse.ArgumentParser:
         _speculation,
         _sweep,
     )
+    from aisim.cli._args import Parser
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="aisim",
         description="Predict what speculative decoding does to LLM serving, with evidence.",
     )
@@ -34,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: user errors print one line to stderr and exit 2; never a traceback."""
+    """Entry point: user errors (argument errors included) print one line to stderr and exit 2;
+    never a traceback."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from aisim._io import canonical_json, load_config_file
+from aisim.cli._args import integer
 from aisim.errors import ConfigError
 
 #: The params key that carries the draft count, per speculation kind (``--depth``).
@@ -34,14 +35,16 @@ def register(commands: Any) -> None:
     parser.add_argument("--model", required=True, help="catalogue name or config.json path")
     parser.add_argument("--hardware", help="catalogue GPU (h100, h200_sxm, ...) or a YAML file")
     parser.add_argument("--backend", default="vllm", choices=("vllm", "sglang"))
-    parser.add_argument("--tp", type=int, default=1, help="tensor parallel size (default 1)")
-    parser.add_argument("--batch", type=int, default=1, help="decode requests B (default 1)")
-    parser.add_argument("--kv", type=int, default=0, help="past KV tokens per decode request")
-    parser.add_argument("--kv-total", type=int, help="total past KV tokens (instead of --kv)")
-    parser.add_argument("--prefill-tokens", type=int, default=0, help="add one prefill request")
-    parser.add_argument("--draft-length", type=int, help="apply the STP->SD scaling rule with d")
+    parser.add_argument("--tp", type=integer, default=1, help="tensor parallel size (default 1)")
+    parser.add_argument("--batch", type=integer, default=1, help="decode requests B (default 1)")
+    parser.add_argument("--kv", type=integer, default=0, help="past KV tokens per decode request")
+    parser.add_argument("--kv-total", type=integer, help="total past KV tokens (instead of --kv)")
+    parser.add_argument("--prefill-tokens", type=integer, default=0, help="add one prefill request")
+    parser.add_argument(
+        "--draft-length", type=integer, help="apply the STP->SD scaling rule with d"
+    )
     parser.add_argument("--scheme", choices=sorted(DEPTH_PARAM), help="speculation kind")
-    parser.add_argument("--depth", type=int, help="draft tokens per round for --scheme")
+    parser.add_argument("--depth", type=integer, help="draft tokens per round for --scheme")
     parser.add_argument("--draft-config", help="the drafter's config.json (eagle3/dflash/dspark)")
     parser.add_argument("--draft-model", help="draft_model_path (catalogue name for draft_model)")
     parser.add_argument("--speculation", help="YAML/JSON speculation block (instead of --scheme)")
@@ -79,7 +82,7 @@ def _speculation(args: argparse.Namespace) -> object:
                 raise ConfigError(
                     f"{flag}: goes with --scheme; with --speculation FILE put it in the file"
                 )
-        document = load_config_file(args.speculation)
+        document = load_config_file(args.speculation, "--speculation")
         if isinstance(document, dict) and "speculation" in document:
             return document["speculation"]
         return document
@@ -92,7 +95,7 @@ def _speculation(args: argparse.Namespace) -> object:
     if args.depth is not None:
         block["params"][DEPTH_PARAM[args.scheme]] = args.depth
     if args.draft_config is not None:
-        block["draft_config"] = load_config_file(args.draft_config)
+        block["draft_config"] = load_config_file(args.draft_config, "--draft-config")
     if args.draft_model is not None:
         block["draft_model_path"] = args.draft_model
     return block

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from aisim._io import check_writable
+from aisim.cli._args import number
 from aisim.errors import ConfigError
 
 
@@ -42,7 +43,7 @@ def register(commands: Any) -> None:
     compare.add_argument("old", metavar="OLD", help="baseline snapshot (e.g. the base branch)")
     compare.add_argument("new", metavar="NEW", help="candidate snapshot (e.g. the pull request)")
     compare.add_argument(
-        "--rtol", type=float, default=None, help="relative tolerance (default 1e-9)"
+        "--rtol", type=number, default=None, help="relative tolerance (default 1e-9)"
     )
     compare.set_defaults(handler=compare_command)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from aisim._io import atomic_write_text, canonical_json, check_writable
+from aisim.cli._args import integer, number
 from aisim.errors import ConfigError
 
 
@@ -51,7 +52,7 @@ def register(commands: Any) -> None:
     )
     mape.add_argument("--coefficients", metavar="FILE", help="a calibration artefact (JSON)")
     mape.add_argument("--tests", action="store_true", help="add KS and TOST equivalence tests")
-    mape.add_argument("--tost-margin", type=float, default=0.10, help="TOST margin (default 0.10)")
+    mape.add_argument("--tost-margin", type=number, default=0.10, help="TOST margin (default 0.10)")
     mape.add_argument("--out", metavar="DIR", type=Path, help="write mape.json, mape.md, plots")
     mape.add_argument("--overwrite", action="store_true")
     mape.set_defaults(handler=mape_command)
@@ -70,7 +71,9 @@ def register(commands: Any) -> None:
         "--validation", default="loco", help="loco (leave one configuration out) or kfold:K"
     )
     calibrate.add_argument("--name", help="artefact name (default: <dataset>-fit)")
-    calibrate.add_argument("--version", type=int, default=1, help="artefact version (default 1)")
+    calibrate.add_argument(
+        "--version", type=integer, default=1, help="artefact version (default 1)"
+    )
     calibrate.add_argument("--out", metavar="FILE", type=Path, help="write the artefact here")
     calibrate.add_argument("--overwrite", action="store_true")
     calibrate.set_defaults(handler=calibrate_command)

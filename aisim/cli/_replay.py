@@ -11,7 +11,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from aisim._io import atomic_write_bytes, atomic_write_text, canonical_json, check_writable
+from aisim._io import (
+    atomic_write_bytes,
+    atomic_write_text,
+    canonical_json,
+    check_path_text,
+    check_writable,
+)
 from aisim.errors import ConfigError
 
 #: Progress is reported every this many simulation events.
@@ -41,7 +47,8 @@ def replay_command(args: argparse.Namespace) -> int:
     """Handler of ``aisim replay``; user errors raise ``ConfigError``."""
     from aisim.replay import run
 
-    out = Path(args.out)
+    check_path_text(args.config, "CONFIG")
+    out = check_path_text(args.out, "--out")
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {str(out)!r}: exists and is not a folder")
     summary_path = check_writable(out / "summary.json", args.overwrite)

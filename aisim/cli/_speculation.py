@@ -40,7 +40,7 @@ def register(commands: Any) -> None:
 def explain_command(args: argparse.Namespace) -> int:
     """Handler of ``aisim speculation explain``; user errors raise ``ConfigError``."""
     try:
-        document = load_config_file(args.file)
+        document = load_config_file(args.file, "FILE")
     except ConfigError as exc:  # parser messages span lines; the CLI prints one
         raise ConfigError(" ".join(str(exc).split())) from None
     block: object = document

@@ -24,6 +24,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, WithJsonSchema
 
+from aisim._io import check_path_text
 from aisim.catalogue import GpuSpec, ModelSpec, get_gpu, get_model
 from aisim.config._edge import Choice, EdgeModel, Integer, validate
 from aisim.config._speculation import resolve_speculation
@@ -167,10 +168,7 @@ def _load_data(
     measured: list[MeasuredRoundModel] = []
     if block.tables is not None:
         for index, file in enumerate(block.tables):
-            if not isinstance(file, str):
-                raise ConfigError(
-                    f"{_join(path, 'tables')}[{index}]: expected a file path, got {file!r}"
-                )
+            check_path_text(file, f"{_join(path, 'tables')}[{index}]")
             for loaded in load_table_models(os.path.join(base_dir, file) if base_dir else file):
                 if isinstance(loaded, MeasuredRoundModel):
                     measured.append(loaded)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 from typing import Any, Final
 
@@ -26,6 +25,7 @@ from aisim._fields import (
     join_path,
     reject_unknown,
 )
+from aisim._io import check_path_text, parse_json_text
 from aisim.errors import ConfigError
 from aisim.replay._plan import RequestSpec
 from aisim.replay._traffic import (
@@ -129,7 +129,7 @@ def _distribution(value: object, path: str) -> LengthDistribution:
 
 
 def _resolve_file(value: object, base_dir: Path | None, path: str) -> Path:
-    file = Path(as_str(value, path))
+    file = check_path_text(as_str(value, path), path)
     if not file.is_absolute() and base_dir is not None:
         file = base_dir / file
     if not file.is_file():
@@ -197,10 +197,7 @@ def _read_jsonl(file: Path, path: str) -> list[tuple[object, str]]:
         if not line.strip():
             continue
         where = f"{file.name}:{number}"
-        try:
-            rows.append((json.loads(line), where))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{where}: not valid JSON: {exc}") from None
+        rows.append((parse_json_text(line, where), where))
     return rows
 
 

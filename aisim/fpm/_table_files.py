@@ -35,6 +35,7 @@ from aisim._io import (
     atomic_write_bytes,
     atomic_write_text,
     canonical_json,
+    check_path_text,
     read_sidecar_object,
 )
 from aisim.errors import ConfigError, DataIntegrityError
@@ -108,9 +109,7 @@ def load_table_file(path: object) -> Estimator:
 def load_table_models(path: object) -> list[Estimator]:
     """Every estimator a verified table file holds: one, except a recorder ``aisim.sd_rounds``
     table, which gives one ``measured_round`` estimator per recorded draft length."""
-    if not isinstance(path, (str, Path)):
-        raise ConfigError(f"tables: expected a file path, got {path!r}")
-    data_file = _data_path(Path(path))
+    data_file = _data_path(check_path_text(path, "tables"))
     if not data_file.is_file():
         raise ConfigError(f"tables: {str(data_file)!r}: file not found (or not a file)")
     sidecar = _read_sidecar(data_file)

@@ -60,8 +60,9 @@ def run(
     if isinstance(config, (str, os.PathLike)):
         from aisim._io import load_config_file
 
-        base_dir = Path(config).resolve().parent
-        config = load_config_file(config)
+        source = config
+        config = load_config_file(source, "config")
+        base_dir = Path(source).resolve().parent
     plan, description = build_plan(config, base_dir)
     result = Simulation(plan, progress, progress_every).run()
     columns = request_columns(result)

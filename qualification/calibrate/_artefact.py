@@ -7,12 +7,12 @@ fitted rows is not evidence.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from aisim._fields import as_float, as_int, as_mapping, as_str
+from aisim._io import check_path_text, parse_json_text
 from aisim.errors import ConfigError, DataIntegrityError
 from qualification.calibrate._fit import Coefficients
 from qualification.datasets import RecordedDataset
@@ -71,12 +71,12 @@ def artefact_file_name(artefact: dict[str, Any]) -> str:
 
 def load_artefact(path: str | Path) -> dict[str, Any]:
     """Read and check an artefact; a malformed one is a DataIntegrityError naming the field."""
-    file = Path(path)
+    file = check_path_text(path, "calibration")
     try:
-        loaded = json.loads(file.read_text(encoding="utf-8"))
+        loaded = parse_json_text(file.read_text(encoding="utf-8"), "calibration")
     except FileNotFoundError:
         raise ConfigError(f"{str(file)!r}: calibration file not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, ConfigError) as exc:
         raise DataIntegrityError(f"{str(file)!r}: unreadable calibration: {exc}") from None
     where = str(file)
     try:

@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
+from aisim._io import parse_yaml_text
 from aisim.speculation import AcceptanceProfile
 from qualification.cases._suite import Suite, make_cases
 
@@ -85,7 +84,7 @@ def _rows() -> list[Row]:
 
 
 def evaluate(inputs: Mapping[str, Any]) -> dict[str, object]:
-    value = yaml.safe_load(inputs["yaml"]) if "yaml" in inputs else inputs["value"]
+    value = parse_yaml_text(inputs["yaml"], "yaml") if "yaml" in inputs else inputs["value"]
     form = inputs["form"]
     if form == "iid":
         profile = AcceptanceProfile.from_iid(value, inputs["depth"])

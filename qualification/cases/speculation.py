@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
+from aisim._io import parse_yaml_text
 from aisim.config import resolve_speculation
 from aisim.errors import AisimError
 from qualification.cases._speculation_rows import all_rows
@@ -23,7 +22,7 @@ from qualification.cases._suite import Suite, make_cases
 
 def _resolve_inputs(inputs: Mapping[str, Any], key: str = "mapping") -> Any:
     if "yaml" in inputs:
-        return yaml.safe_load(inputs["yaml"])
+        return parse_yaml_text(inputs["yaml"], "yaml")
     return inputs[key]
 
 

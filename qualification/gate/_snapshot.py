@@ -9,12 +9,11 @@ Snapshot file (canonical JSON)::
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 from aisim._fields import as_mapping, join_path
-from aisim._io import atomic_write_text, canonical_json
+from aisim._io import atomic_write_text, canonical_json, check_path_text, parse_json_text
 from aisim.errors import ConfigError
 from qualification.gate._scenarios import evaluate, load_scenarios
 
@@ -43,14 +42,15 @@ def write_snapshot(path: str | Path, snapshot: dict[str, Any], *, overwrite: boo
 
 def load_snapshot(path: str | Path) -> dict[str, Any]:
     """Read a snapshot file; anything that is not one is a ConfigError naming the file."""
-    file = Path(path)
+    file = check_path_text(path, "snapshot")
     where = str(file)
     try:
-        document = json.loads(file.read_text(encoding="utf-8"))
+        text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{where!r}: snapshot file not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{where!r}: not a readable JSON snapshot: {exc}") from None
+    document = parse_json_text(text, f"{where!r}: not a readable JSON snapshot")
     root = as_mapping(document, where)
     if root.get("format") != SNAPSHOT_FORMAT:
         raise ConfigError(

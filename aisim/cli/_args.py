@@ -1,0 +1,34 @@
+"""Argument parsing shared by the subcommands: strict number syntax and one-line usage errors."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn
+
+from aisim._io import float_text_problem, int_text_problem
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line on stderr (exit 2), like every
+    other aisim error; the usage itself is one ``--help`` away."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        sys.exit(2)
+
+
+def integer(text: str) -> int:
+    """``type=`` for integer flags: ASCII digits and an optional leading '-' only."""
+    problem = int_text_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return int(text)
+
+
+def number(text: str) -> float:
+    """``type=`` for real-valued flags: a finite decimal number in JSON's syntax."""
+    problem = float_text_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return float(text)
