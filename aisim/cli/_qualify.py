@@ -1,4 +1,4 @@
-"""``aisim qualify mape|calibrate|report|rulecheck|public``: score, calibrate, cross-check, publish.
+"""``aisim qualify mape|calibrate|engine|report|rulecheck|public``: score, calibrate, cross-check, publish.
 
 The logic lives in ``qualification.mape``, ``qualification.calibrate``, ``qualification.report``
 and ``qualification.public``; this module only parses arguments and prints.
@@ -77,6 +77,29 @@ def register(commands: Any) -> None:
     calibrate.add_argument("--out", metavar="FILE", type=Path, help="write the artefact here")
     calibrate.add_argument("--overwrite", action="store_true")
     calibrate.set_defaults(handler=calibrate_command)
+
+    engine = actions.add_parser(
+        "engine",
+        help="replay a recorded vLLM engine's served runs and score the difference",
+        description=(
+            "Build the replay config from the engine settings recorded with the served runs, "
+            "price passes from the step table of a separate recording (default DATASET/grid), "
+            "replay the served trace, and report per-request TTFT/TPOT/E2E errors (median, P90, "
+            "MAPE, bias), throughput and acceptance-length errors next to the engine's own "
+            "repeat noise. Evidence type: engine-measurement."
+        ),
+    )
+    engine.add_argument("dataset", metavar="DATASET", help="engine recording directory")
+    engine.add_argument(
+        "--step-table",
+        metavar="DIR",
+        help="the step table to price passes with (a recording or its grid/; default DATASET)",
+    )
+    engine.add_argument(
+        "--out", metavar="DIR", type=Path, help="write engine.json, engine.md, plots"
+    )
+    engine.add_argument("--overwrite", action="store_true")
+    engine.set_defaults(handler=engine_command)
 
     report = actions.add_parser(
         "report",
@@ -162,6 +185,27 @@ def calibrate_command(args: argparse.Namespace) -> int:
     if args.out is not None:
         atomic_write_text(args.out, canonical_json(result["artefact"]), overwrite=args.overwrite)
         print(f"wrote {args.out}")
+    return 0
+
+
+def engine_command(args: argparse.Namespace) -> int:
+    from qualification.engine import load_recording, load_step_table, score_recording
+    from qualification.engine._render import to_markdown
+    from qualification.engine._score import write_outputs
+
+    recording = load_recording(args.dataset)
+    table = load_step_table(args.step_table) if args.step_table else recording.grid
+    if table is None:
+        raise ConfigError(
+            f"qualify.engine.step_table: {args.dataset!r} has no grid/ step table; give "
+            "--step-table with a separate recording of the same engine"
+        )
+    report, per_request = score_recording(recording, table)
+    if args.out is not None:
+        written = write_outputs(report, per_request, args.out, overwrite=args.overwrite)
+        print(f"wrote {', '.join(str(path) for path in written)}")
+    else:
+        print(to_markdown(report, []), end="")
     return 0
 
 

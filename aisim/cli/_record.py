@@ -1,7 +1,8 @@
-"""``aisim record``: record STP points and SD rounds (needs ``pip install 'aisim[record]'``).
+"""``aisim record``: record STP points and SD rounds (needs ``pip install 'aisim[record]'``);
+``aisim record engine``: record a real vLLM engine (needs vLLM: ``tox -e engine``).
 
-The recorder lives in ``qualification.record``; PyTorch is imported only when the command runs,
-and its absence is one clear error naming the extra to install.
+The recorders live in ``qualification.record`` and ``qualification.engine``; PyTorch and vLLM are
+imported only when a command runs, and their absence is one clear error naming what to install.
 """
 
 from __future__ import annotations
@@ -23,11 +24,32 @@ def register(commands: Any) -> None:
             "(parquet + JSON sidecars). CPU time with one thread on CPU, CUDA events on GPU."
         ),
     )
-    add_arguments(parser)
+    add_arguments(parser, required=False)
     parser.set_defaults(handler=record_command)
+    targets = parser.add_subparsers(dest="record_target", metavar="TARGET")
+    engine = targets.add_parser(
+        "engine",
+        help="record a real vLLM engine (CPU): a step table and served runs of a trace",
+        description=(
+            "Drive vLLM in process with a model built from config (dummy weights): time a grid "
+            "of decode, prefill and SD-round steps, then serve a seeded trace in wall-clock time "
+            "(twice by default) recording every request, token and step, the engine settings "
+            "read back from the engine, the host load, and the engine's Prometheus counters."
+        ),
+    )
+    from qualification.engine._cli import add_arguments as add_engine_arguments
+
+    add_engine_arguments(engine)
+    engine.set_defaults(handler=record_engine_command)
 
 
 def record_command(args: argparse.Namespace) -> int:
     from qualification.record._cli import run
+
+    return run(args)
+
+
+def record_engine_command(args: argparse.Namespace) -> int:
+    from qualification.engine._cli import run
 
     return run(args)

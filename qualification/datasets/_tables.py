@@ -104,18 +104,22 @@ def write_table(
     return full
 
 
-def read_sidecar(data_file: Path) -> dict[str, Any]:
-    """The sidecar of ``data_file`` as a mapping, with its schema checked (not yet the data)."""
+def read_sidecar(data_file: Path, expected: TableSchema | None = None) -> dict[str, Any]:
+    """The sidecar of ``data_file`` as a mapping, with its schema checked (not yet the data).
+
+    Known schemas are the recorded-dataset ones plus ``expected`` (engine recordings bring
+    their own, ``qualification.engine``)."""
     side = sidecar_path(data_file)
     loaded = read_sidecar_object(data_file, side, missing_reason="every recorded table needs one")
     schema_field = loaded.get("schema")
     if not isinstance(schema_field, dict):
         raise DataIntegrityError(f"{str(side)!r}: schema: expected {{name, version}}")
     name, version = schema_field.get("name"), schema_field.get("version")
-    known = SCHEMAS.get(name) if isinstance(name, str) else None
+    schemas = dict(SCHEMAS) if expected is None else {**SCHEMAS, expected.name: expected}
+    known = schemas.get(name) if isinstance(name, str) else None
     if known is None:
         raise DataIntegrityError(
-            f"{str(side)!r}: schema.name: unknown schema {name!r}; known: {', '.join(sorted(SCHEMAS))}"
+            f"{str(side)!r}: schema.name: unknown schema {name!r}; known: {', '.join(sorted(schemas))}"
         )
     if version != known.version:
         raise DataIntegrityError(
@@ -127,7 +131,7 @@ def read_sidecar(data_file: Path) -> dict[str, Any]:
 
 def read_table(data_file: Path, expected: TableSchema) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Load and verify one table; see the module docstring for what is checked."""
-    sidecar = read_sidecar(data_file)
+    sidecar = read_sidecar(data_file, expected)
     where = repr(str(data_file))
     if sidecar["schema"]["name"] != expected.name:
         raise DataIntegrityError(
@@ -171,6 +175,14 @@ def read_table(data_file: Path, expected: TableSchema) -> tuple[pd.DataFrame, di
 
 def _check_columns(where: str, table: pa.Table, expected: TableSchema) -> None:
     names = tuple(table.schema.names)
+    unknown = [name for name in names if name not in expected.column_names]
+    missing = [name for name in expected.column_names if name not in names]
+    if unknown or missing:
+        which = f"unknown column {unknown[0]!r}" if unknown else f"missing column {missing[0]!r}"
+        raise DataIntegrityError(
+            f"{where}: {which}; {expected.name} v{expected.version} has exactly the columns "
+            f"{', '.join(expected.column_names)}"
+        )
     if names != expected.column_names:
         raise DataIntegrityError(
             f"{where}: columns {list(names)} do not match {expected.name} v{expected.version} "
@@ -201,7 +213,8 @@ def _check_values(where: str, frame: pd.DataFrame, expected: TableSchema) -> Non
     for column in expected.columns:
         values = frame[column.name]
         if column.kind in ("int", "float") and bool(values.isna().any()):
-            raise DataIntegrityError(f"{where}: column {column.name!r} has missing values")
+            row = int(values[values.isna()].index[0])
+            raise DataIntegrityError(f"{where}: row {row}: column {column.name!r} is missing")
         if column.kind == "int":
             minimum = 1 if column.unit == "requests" or column.name == "draft_length" else 0
             bad = values[values < minimum]

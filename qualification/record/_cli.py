@@ -21,10 +21,12 @@ from qualification.record._geometry import DRAFTER_KINDS, PRESETS, Grid, get_pre
 _REEXEC_MARK = "AISIM_RECORD_CHILD"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--preset", required=True, choices=sorted(PRESETS), help="target shape")
-    parser.add_argument("--drafter", required=True, choices=DRAFTER_KINDS, help="draft method")
-    parser.add_argument("--out", required=True, type=Path, help="dataset directory to write")
+def add_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    """``required=False`` (``aisim record``, which also has the ``engine`` target): the three
+    required options are checked by ``run`` instead of argparse."""
+    parser.add_argument("--preset", required=required, choices=sorted(PRESETS), help="target shape")
+    parser.add_argument("--drafter", required=required, choices=DRAFTER_KINDS, help="draft method")
+    parser.add_argument("--out", required=required, type=Path, help="dataset directory to write")
     parser.add_argument("--d", dest="draft_lengths", help="draft lengths, e.g. 1,2,3,4")
     parser.add_argument("--batch", dest="batch_sizes", help="logical batch sizes, e.g. 1,4,8")
     parser.add_argument("--kv", dest="kv_totals", help="total past KV tokens, e.g. 256,1024")
@@ -112,6 +114,14 @@ def run(args: argparse.Namespace) -> int:
     from qualification.record._recorder import record_dataset, require_torch
     from qualification.record._summaries import MALLOC_ENV
 
+    missing_options = [
+        f"--{name}" for name in ("preset", "drafter", "out") if getattr(args, name) is None
+    ]
+    if missing_options:
+        raise ConfigError(
+            f"record: {', '.join(missing_options)} required (or `aisim record engine ...` to "
+            "record a vLLM engine)"
+        )
     grid = grid_from_args(args)
     if args.threads < 1 or args.threads > 256:
         raise ConfigError(f"record.threads: expected an integer in 1..256, got {args.threads}")

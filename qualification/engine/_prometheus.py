@@ -1,0 +1,99 @@
+"""Prometheus text exposition: the per-run delta of an engine's counters, and reading it back.
+
+vLLM keeps its metrics in one process-wide registry, so a served run's own counts are the scrape
+after the run minus the scrape before it. ``counter_delta`` writes that difference in the same
+text format (``# HELP``/``# TYPE`` lines kept; counters, histogram and summary samples are
+differences, gauges are the value after the run), so any Prometheus text reader (issue 16's
+acceptance reader, ``promtool``) consumes it. ``read_samples`` reads such a file back.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+from aisim.errors import DataIntegrityError
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\S+)?$")
+#: Families whose samples accumulate (difference them); gauges and unknown are kept as they are.
+_ACCUMULATING = ("counter", "histogram", "summary")
+
+
+def _parse(text: str) -> tuple[list[str], dict[str, str]]:
+    """Lines in order, and sample family -> type (from ``# TYPE``)."""
+    types: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            parts = line.split()
+            if len(parts) >= 4:
+                types[parts[2]] = parts[3]
+    return text.splitlines(), types
+
+
+def _family(name: str, types: dict[str, str]) -> str:
+    for suffix in ("_total", "_created", "_bucket", "_count", "_sum"):
+        if name.endswith(suffix) and name[: -len(suffix)] in types:
+            return name[: -len(suffix)]
+    return name
+
+
+def _values(text: str) -> dict[str, float]:
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = _SAMPLE.match(line)
+        if match:
+            values[match.group(1) + (match.group(2) or "")] = float(match.group(3))
+    return values
+
+
+def counter_delta(before: str, after: str) -> str:
+    """``after`` with every accumulating sample replaced by ``after - before``; ``_created``
+    timestamps are dropped (they are not counts)."""
+    lines, types = _parse(after)
+    previous = _values(before)
+    out: list[str] = []
+    for line in lines:
+        if not line or line.startswith("#"):
+            out.append(line)
+            continue
+        match = _SAMPLE.match(line)
+        if match is None:
+            out.append(line)
+            continue
+        name, labels, raw = match.group(1), match.group(2) or "", match.group(3)
+        if name.endswith("_created"):
+            continue
+        kind = types.get(_family(name, types), "untyped")
+        value = float(raw)
+        if kind in _ACCUMULATING:
+            value -= previous.get(name + labels, 0.0)
+        out.append(f"{name}{labels} {_format(value)}")
+    return "\n".join(out) + "\n"
+
+
+def _format(value: float) -> str:
+    if math.isfinite(value) and value == int(value):
+        return f"{int(value)}.0"
+    return repr(value)
+
+
+def read_samples(path: Path) -> dict[str, float]:
+    """Sample ``name{labels}`` -> value of a text-exposition file; DataIntegrityError when the
+    file is missing or a sample line does not parse (naming the line)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataIntegrityError(f"{str(path)!r}: metrics file is missing") from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line and not line.startswith("#") and _SAMPLE.match(line) is None:
+            raise DataIntegrityError(f"{str(path)!r}:{number}: not a Prometheus sample line")
+    return _values(text)
+
+
+def sum_samples(samples: dict[str, float], name: str) -> float | None:
+    """The sum of every sample of ``name`` over its label sets (None when there is none)."""
+    found = [value for key, value in samples.items() if key == name or key.startswith(name + "{")]
+    return sum(found) if found else None

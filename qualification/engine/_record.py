@@ -1,0 +1,398 @@
+"""Record a real engine: a step table (grid) and served traces, written as verified tables.
+
+``record_grid`` times engine steps at a grid of decode batches x contexts, prefill lengths and (SD
+on) whole SD rounds; ``record_served`` adds the requests of a seeded trace when the wall clock
+reaches their arrivals and records every step and every token. Both write through
+``qualification.datasets.write_table`` (parquet + hashed JSON sidecar, atomic, no clobbering).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aisim._io import atomic_write_text
+from qualification.datasets._schema import STP_POINTS
+from qualification.datasets._tables import write_table
+from qualification.engine._prometheus import counter_delta
+from qualification.engine._schema import (
+    GRID_DIR,
+    GRID_STEPS,
+    METRICS_FILE,
+    SERVED_REQUESTS,
+    SERVED_STEPS,
+)
+from qualification.engine._trace import TraceRequest
+from qualification.engine._vllm import Clock, Engine, StepRecord
+
+EVIDENCE_TYPE = "engine-measurement"
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    batch_sizes: tuple[int, ...]
+    contexts: tuple[int, ...]
+    prefill_batches: tuple[int, ...]
+    prefill_lengths: tuple[int, ...]
+    repetitions: int
+    warmup: int
+
+
+def host_snapshot() -> dict[str, Any]:
+    """CPU model, CPU count and the load average now (recorded before and after each part)."""
+    model = platform.processor() or "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu_model": model,
+        "cpus": os.cpu_count(),
+        "load_average": [round(value, 3) for value in os.getloadavg()],
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "nice": os.getpriority(os.PRIO_PROCESS, 0),
+    }
+
+
+def model_identity(directory: Path) -> dict[str, Any]:
+    """A model folder's config.json (geometry) and its SHA-256."""
+    data = (directory / "config.json").read_bytes()
+    return {
+        "config_sha256": hashlib.sha256(data).hexdigest(),
+        "config": json.loads(data),
+    }
+
+
+def _prompt(rng: Any, length: int, vocab: int) -> list[int]:
+    return [int(token) for token in rng.integers(10, vocab, size=length)]
+
+
+def _run_until_idle(
+    engine: Engine, clock: Clock, on_step: Callable[[StepRecord], None] | None = None
+) -> None:
+    guard = 0
+    while engine.has_work():
+        record, _ = engine.step(clock)
+        if record is not None and on_step is not None:
+            on_step(record)
+        guard += 1
+        if guard > 100_000:
+            raise RuntimeError("record engine: the engine did not finish (100000 steps)")
+
+
+def record_grid(
+    engine: Engine,
+    spec: GridSpec,
+    out: Path,
+    common: dict[str, Any],
+    *,
+    seed: int,
+    vocab: int,
+    overwrite: bool,
+    progress: Progress,
+) -> Path:
+    """Time the grid; write ``out/grid/`` (grid steps, STP points, measured SD rounds)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    clock = Clock()
+    draft_length = engine.options.num_speculative_tokens if engine.options.speculative_method else 0
+    phase = "sd" if draft_length else "decode"
+    rows: dict[str, list[Any]] = {name: [] for name in GRID_STEPS.column_names}
+    host_before = host_snapshot()
+    metrics_before = engine.prometheus_text()
+    counter = 0
+
+    def add_row(
+        point: str, batch: int, context: int, rep: int, step: StepRecord, kind: str, warmup: bool
+    ) -> None:
+        accepted = sum(step.emitted.values()) - step.num_decode_requests if kind == "sd" else 0
+        values = {
+            "phase": kind,
+            "point_id": point,
+            "batch_size": batch,
+            "context_tokens": context,
+            "total_kv_tokens": step.decode_kv_tokens,
+            "scheduled_tokens": step.scheduled_tokens,
+            "num_draft_tokens": draft_length if kind == "sd" else 0,
+            "repetition": rep,
+            "warmup": warmup,
+            "start_ms": step.start_ms,
+            "wall_ms": step.end_ms - step.start_ms,
+            "accepted_tokens": max(accepted, 0),
+        }
+        for name, value in values.items():
+            rows[name].append(value)
+
+    def decode_point(batch: int, context: int, rep: int) -> None:
+        nonlocal counter
+        point = f"{phase}-b{batch}-c{context}" + (f"-d{draft_length}" if draft_length else "")
+        # Chunked prefill may decode early requests while later ones still prefill: give every
+        # request enough output to still be decoding when the whole batch is.
+        budget = engine.options.max_num_batched_tokens
+        prefill_steps = -(-batch * context // budget) + 1
+        output = 1 + (spec.warmup + 2 + prefill_steps) * (draft_length + 1)
+        for _ in range(batch):
+            counter += 1
+            engine.add(f"grid-{counter}", _prompt(rng, context, vocab), output)
+        seen = 0
+        last: dict[str, int] = {}
+        while engine.has_work():
+            record, state = engine.step(clock)
+            if record is None:
+                continue
+            record.emitted = {rid: n - last.get(rid, 0) for rid, (n, _) in state.items()}
+            last.update({rid: n for rid, (n, _) in state.items()})
+            full = record.num_prefill_requests == 0 and record.num_decode_requests == batch
+            if full and seen <= spec.warmup:
+                add_row(point, batch, context, rep, record, phase, seen < spec.warmup)
+                seen += 1
+        engine.reset_prefix_cache()
+
+    def prefill_point(batch: int, length: int, rep: int, warmup: bool) -> None:
+        nonlocal counter
+        for _ in range(batch):
+            counter += 1
+            engine.add(f"grid-{counter}", _prompt(rng, length, vocab), 1)
+        first: list[StepRecord] = []
+
+        def keep(step: StepRecord) -> None:
+            if not first:
+                first.append(step)
+
+        _run_until_idle(engine, clock, keep)
+        step = first[0]
+        if step.num_prefill_requests == batch and step.prefill_tokens == batch * length:
+            add_row(f"prefill-b{batch}-c{length}", batch, length, rep, step, "prefill", warmup)
+        engine.reset_prefix_cache()
+
+    # Repetitions are interleaved (every point once per pass), so a slow spell of the shared
+    # host spreads over points instead of biasing one; each decode pass starts from a fresh
+    # prefill, runs ``warmup`` flagged steps, then one timed step.
+    for rep in range(spec.repetitions):
+        progress(f"grid pass {rep + 1}/{spec.repetitions}")
+        for batch in spec.batch_sizes:
+            for context in spec.contexts:
+                decode_point(batch, context, rep)
+        for batch in spec.prefill_batches:
+            for length in spec.prefill_lengths:
+                for _ in range(spec.warmup if rep == 0 else 0):
+                    prefill_point(batch, length, rep, True)
+                prefill_point(batch, length, rep, False)
+    grid_dir = out / GRID_DIR
+    sidecar = {
+        **common,
+        "part": "grid",
+        "grid": {
+            "batch_sizes": list(spec.batch_sizes),
+            "contexts": list(spec.contexts),
+            "prefill_batches": list(spec.prefill_batches),
+            "prefill_lengths": list(spec.prefill_lengths),
+            "repetitions": spec.repetitions,
+            "warmup": spec.warmup,
+        },
+        "host": {"before": host_before, "after": host_snapshot()},
+        "timing_metric": "wall",
+    }
+    write_table(grid_dir, GRID_STEPS, rows, sidecar, overwrite=overwrite)
+    atomic_write_text(
+        grid_dir / METRICS_FILE,
+        counter_delta(metrics_before, engine.prometheus_text()),
+        overwrite=overwrite,
+    )
+    _write_derived_tables(grid_dir, rows, sidecar, draft_length, overwrite=overwrite)
+    return grid_dir
+
+
+def _write_derived_tables(
+    grid_dir: Path,
+    rows: dict[str, list[Any]],
+    sidecar: dict[str, Any],
+    draft_length: int,
+    *,
+    overwrite: bool,
+) -> None:
+    """The decode points as ``aisim.stp_points`` and the SD rounds as ``aisim.measured_rounds``
+    (medians of the timed, non-warm-up steps), so aisim's own table loaders read them."""
+    from aisim.fpm import write_table_file
+
+    groups: dict[tuple[str, int], list[tuple[int, float]]] = {}
+    for index, phase in enumerate(rows["phase"]):
+        if rows["warmup"][index] or phase == "prefill":
+            continue
+        key = (phase, int(rows["batch_size"][index]))
+        point = rows["point_id"][index]
+        groups.setdefault((point, key[1]), []).append(
+            (int(rows["total_kv_tokens"][index]), float(rows["wall_ms"][index]))
+        )
+    stp: dict[str, list[Any]] = {name: [] for name in STP_POINTS.column_names}
+    rounds: list[dict[str, Any]] = []
+    for (point, batch), samples in sorted(groups.items()):
+        kv_total = int(statistics.median_low(sorted(kv for kv, _ in samples)))
+        reps = [wall for _, wall in samples]
+        if point.startswith("sd-"):
+            rounds.append(
+                {
+                    "batch_size": batch,
+                    "total_kv_tokens": kv_total,
+                    "latency_ms": statistics.median(reps),
+                }
+            )
+            continue
+        mean = statistics.fmean(reps)
+        values = {
+            "point_id": f"b{batch}-k{kv_total}",
+            "batch_size": batch,
+            "total_kv_tokens": kv_total,
+            "kv_tokens_min": kv_total // batch,
+            "kv_tokens_max": -(-kv_total // batch),
+            "is_baseline": True,
+            "reference_for": "",
+            "repetitions": len(reps),
+            "latency_ms_median": statistics.median(reps),
+            "latency_ms_min": min(reps),
+            "latency_ms_max": max(reps),
+            "latency_cv": statistics.pstdev(reps) / mean if mean > 0 else 0.0,
+            "latency_ms_reps": reps,
+            "wall_ms_median": statistics.median(reps),
+            "wall_ms_reps": reps,
+        }
+        for name, value in values.items():
+            stp[name].append(value)
+    if stp["point_id"]:
+        write_table(
+            grid_dir,
+            STP_POINTS,
+            stp,
+            {**sidecar, "derived_from": GRID_STEPS.file_name},
+            overwrite=overwrite,
+        )
+    if rounds:
+        draft = sidecar["identity"].get("draft") or {}
+        write_table_file(
+            grid_dir / "sd_rounds.measured.parquet",
+            rounds,
+            identity={
+                "kind": sidecar["engine_settings"]["speculative_method"],
+                "draft_length": draft_length,
+                "draft_identity": f"engine-draft:{draft.get('config_sha256', 'none')}",
+                "timing_scope": "round",
+                "role": "decode",
+            },
+            schema="aisim.measured_rounds",
+            overwrite=overwrite,
+        )
+
+
+def record_served(
+    engine: Engine,
+    trace: Sequence[TraceRequest],
+    run_dir: Path,
+    common: dict[str, Any],
+    *,
+    overwrite: bool,
+    progress: Progress,
+) -> Path:
+    """Serve ``trace`` in wall-clock time; write ``run_dir`` (requests, steps, metrics)."""
+    clock = Clock()
+    host_before = host_snapshot()
+    metrics_before = engine.prometheus_text()
+    pending = sorted(trace, key=lambda request: (request.arrival_ms, request.request_id))
+    added: dict[str, float] = {}
+    token_times: dict[str, list[float]] = {request.request_id: [] for request in trace}
+    finished: dict[str, float] = {}
+    steps: list[StepRecord] = []
+    clock.start()
+    cursor = 0
+    while cursor < len(pending) or engine.has_work():
+        now = clock.now_ms()
+        while cursor < len(pending) and pending[cursor].arrival_ms <= now:
+            request = pending[cursor]
+            added[request.request_id] = clock.now_ms()
+            engine.add(request.request_id, request.prompt, request.output_tokens)
+            cursor += 1
+        if not engine.has_work():
+            clock.sleep_until(pending[cursor].arrival_ms)
+            continue
+        record, state = engine.step(clock)
+        for rid, (count, done) in state.items():
+            times = token_times[rid]
+            new = count - len(times)
+            if record is not None:
+                record.emitted[rid] = new
+            times.extend([clock_end(record, clock)] * new)
+            if done:
+                finished[rid] = times[-1] if times else clock.now_ms()
+        if record is not None:
+            record.tokens_emitted = sum(record.emitted.values())
+            steps.append(record)
+        if len(steps) % 50 == 0 and record is not None:
+            progress(f"served {len(finished)}/{len(trace)} requests, {len(steps)} steps")
+    metrics_after = engine.prometheus_text()
+    host_after = host_snapshot()
+    requests_columns: dict[str, list[Any]] = {name: [] for name in SERVED_REQUESTS.column_names}
+    for request in trace:
+        times = token_times[request.request_id]
+        values = {
+            "request_id": request.request_id,
+            "prompt_tokens": len(request.prompt),
+            "output_tokens": request.output_tokens,
+            "arrival_ms": request.arrival_ms,
+            "added_ms": added[request.request_id],
+            "first_token_ms": times[0],
+            "finish_ms": finished[request.request_id],
+            "token_times_ms": times,
+        }
+        for name, value in values.items():
+            requests_columns[name].append(value)
+    steps_columns: dict[str, list[Any]] = {name: [] for name in SERVED_STEPS.column_names}
+    for index, step in enumerate(steps):
+        values = {
+            "step_index": index,
+            "start_ms": step.start_ms,
+            "end_ms": step.end_ms,
+            "num_prefill_requests": step.num_prefill_requests,
+            "prefill_tokens": step.prefill_tokens,
+            "num_decode_requests": step.num_decode_requests,
+            "decode_kv_tokens": step.decode_kv_tokens,
+            "draft_tokens": step.draft_tokens,
+            "scheduled_tokens": step.scheduled_tokens,
+            "tokens_emitted": step.tokens_emitted,
+            "preempted": step.preempted,
+            "waiting": step.waiting,
+            "request_ids": ";".join(step.request_ids),
+        }
+        for name, value in values.items():
+            steps_columns[name].append(value)
+    sidecar = {
+        **common,
+        "part": "served",
+        "host": {"before": host_before, "after": host_after},
+        "timing_metric": "wall",
+        "metrics_file": METRICS_FILE,
+    }
+    write_table(run_dir, SERVED_REQUESTS, requests_columns, sidecar, overwrite=overwrite)
+    steps_side = write_table(run_dir, SERVED_STEPS, steps_columns, sidecar, overwrite=overwrite)
+    del steps_side
+    atomic_write_text(
+        run_dir / METRICS_FILE,
+        counter_delta(metrics_before, metrics_after),
+        overwrite=overwrite,
+    )
+    return run_dir
+
+
+def clock_end(record: StepRecord | None, clock: Clock) -> float:
+    """Tokens appear when the step that produced them returns."""
+    return record.end_ms if record is not None else clock.now_ms()

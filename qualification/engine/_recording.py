@@ -1,0 +1,207 @@
+"""Load an engine recording and refuse a bad one before anything is scored.
+
+Every table goes through ``qualification.datasets.read_table`` (sidecar schema, size, SHA-256,
+exact columns and types, missing values by row). On top of that a served run must be causally
+ordered and complete: each request arrives, is added, emits its first token and finishes in that
+order, emits exactly its requested output with non-decreasing token times, and steps follow one
+another. Any violation is one ``DataIntegrityError`` line naming the file, the row and the field.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from aisim.errors import DataIntegrityError
+from qualification.datasets._tables import read_table
+from qualification.engine._prometheus import read_samples
+from qualification.engine._schema import (
+    GRID_DIR,
+    GRID_STEPS,
+    METRICS_FILE,
+    SERVED_PREFIX,
+    SERVED_REQUESTS,
+    SERVED_STEPS,
+)
+
+PHASES = ("decode", "prefill", "sd")
+
+
+@dataclass(frozen=True)
+class StepTable:
+    """A recording's grid of timed engine steps (``grid/grid_steps.parquet``)."""
+
+    directory: Path
+    steps: pd.DataFrame
+    sidecar: dict[str, Any]
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return dict(self.sidecar.get("engine_settings") or {})
+
+    def timed(self, phase: str) -> pd.DataFrame:
+        """The non-warm-up steps of one phase."""
+        frame = self.steps
+        return frame[(frame["phase"] == phase) & ~frame["warmup"]]
+
+
+@dataclass(frozen=True)
+class ServedRun:
+    """One served run of the trace: requests, steps and the engine's counters for the run."""
+
+    directory: Path
+    requests: pd.DataFrame
+    steps: pd.DataFrame
+    sidecar: dict[str, Any]
+    metrics: dict[str, float]
+
+    @property
+    def name(self) -> str:
+        return self.directory.name
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return dict(self.sidecar.get("engine_settings") or {})
+
+
+@dataclass(frozen=True)
+class EngineRecording:
+    directory: Path
+    grid: StepTable | None
+    served: tuple[ServedRun, ...]
+
+    @property
+    def name(self) -> str:
+        return self.directory.name
+
+
+def load_step_table(path: str | Path) -> StepTable:
+    """``path``: a recording, its ``grid/`` folder, or ``grid_steps.parquet``."""
+    given = Path(path)
+    if given.suffix == ".parquet":
+        data = given
+    elif (given / GRID_STEPS.file_name).exists() or given.name == GRID_DIR:
+        data = given / GRID_STEPS.file_name
+    else:
+        data = given / GRID_DIR / GRID_STEPS.file_name
+    frame, sidecar = read_table(data, GRID_STEPS)
+    where = repr(str(data))
+    for row, phase in enumerate(frame["phase"].tolist()):
+        if phase not in PHASES:
+            raise DataIntegrityError(
+                f"{where}: row {row}: phase: {phase!r} is not one of {', '.join(PHASES)}"
+            )
+    _non_decreasing(where, frame["start_ms"].tolist(), "start_ms", 0)
+    return StepTable(data.parent, frame, sidecar)
+
+
+def load_served_run(path: str | Path) -> ServedRun:
+    """``path``: a served-run folder (``requests.parquet``, ``steps.parquet``, ``metrics.prom``)."""
+    directory = Path(path)
+    if directory.suffix == ".parquet":
+        directory = directory.parent
+    requests, request_side = read_table(directory / SERVED_REQUESTS.file_name, SERVED_REQUESTS)
+    steps, step_side = read_table(directory / SERVED_STEPS.file_name, SERVED_STEPS)
+    for key in ("identity", "engine_settings", "command"):
+        if request_side.get(key) != step_side.get(key):
+            raise DataIntegrityError(
+                f"{str(directory)!r}: {SERVED_REQUESTS.file_name} and {SERVED_STEPS.file_name} "
+                f"disagree on {key}: not one served run"
+            )
+    _check_requests(repr(str(directory / SERVED_REQUESTS.file_name)), requests)
+    _check_steps(repr(str(directory / SERVED_STEPS.file_name)), steps)
+    metrics = read_samples(directory / METRICS_FILE)
+    return ServedRun(directory, requests, steps, request_side, metrics)
+
+
+def load_recording(path: str | Path) -> EngineRecording:
+    """A recording directory: ``grid/`` (optional) and every ``served-N/`` folder."""
+    directory = Path(path)
+    if not directory.is_dir():
+        raise DataIntegrityError(f"{str(directory)!r}: not an engine recording directory")
+    grid = load_step_table(directory) if (directory / GRID_DIR).is_dir() else None
+    served = tuple(
+        load_served_run(child)
+        for child in sorted(directory.iterdir())
+        if child.is_dir() and child.name.startswith(SERVED_PREFIX)
+    )
+    if not served and grid is None:
+        raise DataIntegrityError(
+            f"{str(directory)!r}: no {GRID_DIR}/ and no {SERVED_PREFIX}N/ folders: not an "
+            "engine recording"
+        )
+    return EngineRecording(directory, grid, served)
+
+
+def _check_requests(where: str, frame: pd.DataFrame) -> None:
+    seen: set[str] = set()
+    records = frame.to_dict("records")
+    for row, record in enumerate(records):
+        rid = str(record["request_id"])
+        if rid in seen:
+            raise DataIntegrityError(f"{where}: row {row}: request_id: {rid!r} appears twice")
+        seen.add(rid)
+        order = ("arrival_ms", "added_ms", "first_token_ms", "finish_ms")
+        if not record["arrival_ms"] >= 0:
+            raise DataIntegrityError(
+                f"{where}: row {row}: arrival_ms: {record['arrival_ms']!r} is before the run start"
+            )
+        for earlier, later in zip(order, order[1:], strict=False):
+            if not float(record[later]) >= float(record[earlier]):
+                raise DataIntegrityError(
+                    f"{where}: row {row}: {later}: {record[later]!r} is before {earlier} "
+                    f"{record[earlier]!r} (timestamps must be in causal order)"
+                )
+        times = [float(value) for value in record["token_times_ms"]]
+        wanted = int(record["output_tokens"])
+        if len(times) != wanted:
+            raise DataIntegrityError(
+                f"{where}: row {row}: token_times_ms: request {rid!r} never finished (emitted "
+                f"{len(times)} of its {wanted} output tokens)"
+            )
+        if any(not math.isfinite(value) for value in times):
+            raise DataIntegrityError(f"{where}: row {row}: token_times_ms: a time is missing")
+        _non_decreasing(where, times, "token_times_ms", row)
+        if times[0] != float(record["first_token_ms"]) or times[-1] != float(record["finish_ms"]):
+            raise DataIntegrityError(
+                f"{where}: row {row}: token_times_ms: first/last token times disagree with "
+                "first_token_ms/finish_ms"
+            )
+
+
+def _check_steps(where: str, frame: pd.DataFrame) -> None:
+    previous_end = -math.inf
+    for row, record in enumerate(frame.to_dict("records")):
+        if int(record["step_index"]) != row:
+            raise DataIntegrityError(
+                f"{where}: row {row}: step_index: {record['step_index']!r}, expected {row}"
+            )
+        start, end = float(record["start_ms"]), float(record["end_ms"])
+        if not start >= previous_end:
+            raise DataIntegrityError(
+                f"{where}: row {row}: start_ms: {start!r} is before the previous step's end "
+                f"{previous_end!r} (steps must not overlap)"
+            )
+        if not end >= start:
+            raise DataIntegrityError(
+                f"{where}: row {row}: end_ms: {end!r} is before start_ms {start!r}"
+            )
+        previous_end = end
+
+
+def _non_decreasing(where: str, values: list[float], field: str, row: int) -> None:
+    for index in range(1, len(values)):
+        if values[index] < values[index - 1]:
+            place = (
+                f"row {row}: {field}[{index}]"
+                if field == "token_times_ms"
+                else f"row {index}: {field}"
+            )
+            raise DataIntegrityError(
+                f"{where}: {place}: {values[index]!r} is before {values[index - 1]!r} "
+                "(timestamps must not go backwards)"
+            )

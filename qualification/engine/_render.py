@@ -1,0 +1,165 @@
+"""The engine comparison as markdown and PNG plots (matplotlib Agg, no timestamps embedded)."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from qualification.mape._render import markdown_table
+
+_LABELS = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "E2E"}
+
+
+def _pct(value: Any) -> str:
+    return "n/a" if value is None else f"{float(value):.1f} %"
+
+
+def headline_rows(report: dict[str, Any]) -> list[list[str]]:
+    """One row per metric: the mean over served runs next to the noise floor."""
+    noise = report.get("noise_floor") or {}
+    rows = []
+    for metric, label in _LABELS.items():
+        mine = report["summary"][metric]
+        floor = noise.get(metric, {})
+        rows.append(
+            [
+                label,
+                _pct(mine.get("median_abs_error_pct")),
+                _pct(mine.get("p90_abs_error_pct")),
+                _pct(mine.get("mape_pct")),
+                _pct(mine.get("bias_pct")),
+                _pct(mine.get("mean_error_pct")),
+                _pct(floor.get("median_abs_error_pct")),
+                _pct(floor.get("p90_abs_error_pct")),
+                _pct(floor.get("mean_error_pct")),
+            ]
+        )
+    throughput = noise.get("throughput", {})
+    rows.append(
+        [
+            "throughput",
+            "",
+            "",
+            "",
+            "",
+            _pct(report["summary"]["throughput_error_pct"]),
+            "",
+            "",
+            _pct(throughput.get("error_pct")),
+        ]
+    )
+    return rows
+
+
+HEADERS = [
+    "metric",
+    "median |err|",
+    "P90 |err|",
+    "MAPE",
+    "bias",
+    "error of mean",
+    "noise median",
+    "noise P90",
+    "noise of mean",
+]
+
+
+def to_markdown(report: dict[str, Any], images: list[str]) -> str:
+    settings = report["engine_settings"]
+    lines = [
+        f"# Engine comparison: {report['recording']} (evidence type `engine-measurement`)",
+        "",
+        f"Engine vLLM {report['engine']} (CPU, dummy weights, {report['target_shape']}); "
+        f"{report['requests']} requests; {len(report['runs'])} served runs; step table "
+        f"`{report['step_table']}` (a separate recording). Settings read back from the engine: "
+        + ", ".join(f"{key}={settings[key]}" for key in sorted(settings)),
+        "",
+        "Replay vs engine (mean over served runs) next to the engine's own repeat noise "
+        "(largest over run pairs): an error below the noise is at the floor.",
+        "",
+        markdown_table(HEADERS, headline_rows(report)),
+        "",
+        "| run | E2E median | E2E P90 | mean TTFT err | throughput err | AL observed | AL predicted | load before -> after |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for run in report["runs"]:
+        load = run.get("host_load") or {}
+        before = (load.get("before") or {}).get("load_average", ["?"])[0]
+        after = (load.get("after") or {}).get("load_average", ["?"])[0]
+        accept = run["acceptance_length"]
+        lines.append(
+            f"| {run['run']} | {_pct(run['e2e'].get('median_abs_error_pct'))} | "
+            f"{_pct(run['e2e'].get('p90_abs_error_pct'))} | "
+            f"{_pct(run['ttft'].get('mean_error_pct'))} | {_pct(run['throughput']['error_pct'])} | "
+            f"{_num(accept['observed'])} | {_num(accept['predicted'])} | {before} -> {after} |"
+        )
+    model = report["runs"][0]["step_model"]
+    lines += [
+        "",
+        f"Step model: {model['decode_points']} decode points, {model['prefill_points']} prefill "
+        f"points, per-step overhead {model['step_overhead_ms']:.2f} ms; pass coverage "
+        + ", ".join(f"{k}: {v}" for k, v in model["coverage"].items()),
+        "",
+    ]
+    lines += [f"![{name}]({name})" for name in images]
+    return "\n".join(lines) + "\n"
+
+
+def _num(value: Any) -> str:
+    return "n/a" if value is None else f"{float(value):.3f}"
+
+
+def _png(figure: Any) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=90, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def plots(per_request: dict[str, Any]) -> dict[str, bytes]:
+    """CDFs of TTFT and E2E (every served run and the replay) and the per-request E2E scatter."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    images: dict[str, bytes] = {}
+    predicted = per_request["predicted"]
+    for metric in ("ttft", "e2e"):
+        figure, axes = plt.subplots(figsize=(5.5, 3.6))
+        for name, measured in per_request["runs"].items():
+            values = np.sort(np.array(measured[metric], dtype=float))
+            axes.step(
+                values,
+                np.arange(1, len(values) + 1) / len(values),
+                where="post",
+                label=f"engine {name}",
+            )
+        values = np.sort(np.array(predicted[metric], dtype=float))
+        axes.step(
+            values,
+            np.arange(1, len(values) + 1) / len(values),
+            where="post",
+            label="replay",
+            linestyle="--",
+            color="black",
+        )
+        axes.set_xlabel(f"{_LABELS[metric]} (ms)")
+        axes.set_ylabel("fraction of requests")
+        axes.legend(fontsize=8)
+        figure.tight_layout()
+        images[f"cdf_{metric}.png"] = _png(figure)
+        plt.close(figure)
+    figure, axes = plt.subplots(figsize=(4.6, 4.2))
+    top = 0.0
+    for name, measured in per_request["runs"].items():
+        axes.scatter(measured["e2e"], predicted["e2e"], s=12, label=f"engine {name}")
+        top = max(top, max(measured["e2e"]), max(predicted["e2e"]))
+    axes.plot([0, top], [0, top], color="grey", linewidth=0.8)
+    axes.set_xlabel("measured E2E (ms)")
+    axes.set_ylabel("replayed E2E (ms)")
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    images["scatter_e2e.png"] = _png(figure)
+    plt.close(figure)
+    return images

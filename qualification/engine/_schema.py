@@ -1,0 +1,109 @@
+"""The engine-recording schemas: a grid of engine steps, and a served trace (requests + steps).
+
+An engine recording is a directory (``docs/evidence.md``, "Ground truth from a serving engine"):
+
+* ``grid/`` (the step table): ``grid_steps.parquet`` (schema ``aisim.engine_grid_steps``), every
+  timed engine step of a grid of decode batches, prefill lengths and SD rounds, warm-up steps kept
+  and flagged; beside it ``stp_points.parquet`` (the recorder's ``aisim.stp_points`` v1, so
+  ``aisim.fpm.load_table_file`` loads the decode steps as an STP table) and, with SD on,
+  ``sd_rounds.measured.parquet`` (``aisim.measured_rounds`` v1, loadable as measured rounds).
+* ``served-N/`` (one served run of the trace): ``requests.parquet`` (``aisim.engine_requests``),
+  ``steps.parquet`` (``aisim.engine_steps``) and ``metrics.prom`` (the engine's Prometheus
+  counters for that run, text exposition format).
+
+Times inside a run are milliseconds since the run's own start (``unit`` ``ms-since-start``), so a
+first arrival at 0 is valid; durations are ``ms`` (strictly positive).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from qualification.datasets._schema import Column, TableSchema
+
+#: Unit of a time stamp measured from the start of the run (may be 0).
+SINCE_START: Final = "ms-since-start"
+
+GRID_STEPS: Final = TableSchema(
+    name="aisim.engine_grid_steps",
+    version=1,
+    file_name="grid_steps.parquet",
+    columns=(
+        Column("phase", "str", "", "decode | prefill | sd (one SD round per engine step)"),
+        Column("point_id", "str", "", "{phase}-b{B}-c{context}[-d{d}]"),
+        Column("batch_size", "int", "requests", "requests in the step"),
+        Column("context_tokens", "int", "tokens", "nominal per-request context of the point"),
+        Column("total_kv_tokens", "int", "tokens", "past KV tokens read, summed over requests"),
+        Column("scheduled_tokens", "int", "tokens", "tokens the engine scheduled in the step"),
+        Column("num_draft_tokens", "int", "tokens", "draft tokens per request verified (0: STP)"),
+        Column("repetition", "int", "", "0-based index of the step within its point"),
+        Column("warmup", "bool", "", "warm-up step: recorded, never used for the table"),
+        Column("start_ms", "float", SINCE_START, "step start (engine.step() called)"),
+        Column("wall_ms", "float", "ms", "engine.step() wall-clock duration"),
+        Column("accepted_tokens", "int", "tokens", "draft tokens accepted in the step (SD)"),
+    ),
+)
+
+SERVED_REQUESTS: Final = TableSchema(
+    name="aisim.engine_requests",
+    version=1,
+    file_name="requests.parquet",
+    columns=(
+        Column("request_id", "str", "", "the trace's request id"),
+        Column("prompt_tokens", "int", "tokens", "prompt length (token ids)"),
+        Column("output_tokens", "int", "tokens", "requested output (max_tokens, ignore_eos)"),
+        Column("arrival_ms", "float", SINCE_START, "the trace's arrival time"),
+        Column("added_ms", "float", SINCE_START, "when add_request was called"),
+        Column("first_token_ms", "float", SINCE_START, "end of the step that emitted token 1"),
+        Column("finish_ms", "float", SINCE_START, "end of the step that emitted the last token"),
+        Column(
+            "token_times_ms",
+            "list[float]",
+            SINCE_START,
+            "one entry per output token: the end of the step that emitted it",
+        ),
+    ),
+)
+
+SERVED_STEPS: Final = TableSchema(
+    name="aisim.engine_steps",
+    version=1,
+    file_name="steps.parquet",
+    columns=(
+        Column("step_index", "int", "", "0-based index of the engine step in the run"),
+        Column("start_ms", "float", SINCE_START, "engine.step() called"),
+        Column("end_ms", "float", SINCE_START, "engine.step() returned"),
+        Column("num_prefill_requests", "int", "count", "requests computing prompt tokens"),
+        Column("prefill_tokens", "int", "tokens", "prompt tokens computed in the step"),
+        Column("num_decode_requests", "int", "count", "requests decoding (STP or an SD round)"),
+        Column("decode_kv_tokens", "int", "tokens", "past KV of the decoding requests, summed"),
+        Column("draft_tokens", "int", "tokens", "draft tokens verified in the step"),
+        Column("scheduled_tokens", "int", "tokens", "all tokens the engine scheduled"),
+        Column("tokens_emitted", "int", "tokens", "output tokens the step returned"),
+        Column("preempted", "int", "count", "requests preempted by this step's schedule"),
+        Column("waiting", "int", "count", "requests left waiting after this step's schedule"),
+        Column("request_ids", "str", "", "';'-joined ids of the scheduled requests"),
+    ),
+)
+
+ENGINE_SCHEMAS: Final = {
+    schema.name: schema for schema in (GRID_STEPS, SERVED_REQUESTS, SERVED_STEPS)
+}
+
+#: Engine settings a served run's sidecar must carry, read back from the engine; the replay
+#: config is built from exactly these (``qualification.engine._replay.replay_config``).
+ENGINE_SETTINGS: Final = (
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "block_size",
+    "num_kv_blocks",
+    "chunked_prefill",
+    "prefix_caching",
+    "speculative_method",
+    "num_speculative_tokens",
+)
+
+#: The Prometheus text file beside a served run's tables.
+METRICS_FILE: Final = "metrics.prom"
+GRID_DIR: Final = "grid"
+SERVED_PREFIX: Final = "served-"

@@ -1,0 +1,223 @@
+"""Score a replay against an engine's served runs: per-request latency errors, throughput,
+acceptance length, and the engine's own repeat noise beside every figure.
+
+Definitions (ms, per request; the same as replay's): TTFT = first token - arrival, E2E = last
+token - arrival, TPOT = (last - first token) / (output - 1) for outputs of 2+ tokens. Relative
+error = (predicted - measured) / measured. Per metric: median and P90 of |relative error| (numpy's
+linear percentiles), MAPE (mean |relative error|), signed bias (mean relative error), and the
+error of the means. Throughput = output tokens / (last finish - first arrival). The noise floor
+is the same figures computed between two served runs of the same trace (run B "predicting" run A).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aisim.errors import DataIntegrityError
+from qualification.engine._recording import EngineRecording, ServedRun, StepTable
+from qualification.engine._replay import observed_acceptance, replay_run
+
+METRICS = ("ttft", "tpot", "e2e")
+
+
+def error_figures(predicted: Sequence[float], measured: Sequence[float]) -> dict[str, Any]:
+    """Figures of ``predicted`` against ``measured`` (pairs where measured > 0 and both are
+    finite; percentages)."""
+    pairs = [
+        (float(p), float(m))
+        for p, m in zip(predicted, measured, strict=True)
+        if math.isfinite(float(p)) and math.isfinite(float(m)) and float(m) > 0
+    ]
+    if not pairs:
+        return {"count": 0}
+    pred = np.array([p for p, _ in pairs])
+    meas = np.array([m for _, m in pairs])
+    rel = (pred - meas) / meas
+    absolute = np.abs(rel)
+    return {
+        "count": len(pairs),
+        "median_abs_error_pct": float(np.median(absolute) * 100.0),
+        "p90_abs_error_pct": float(np.percentile(absolute, 90) * 100.0),
+        "mape_pct": float(np.mean(absolute) * 100.0),
+        "bias_pct": float(np.mean(rel) * 100.0),
+        "mean_predicted_ms": float(np.mean(pred)),
+        "mean_measured_ms": float(np.mean(meas)),
+        "mean_error_pct": float((np.mean(pred) - np.mean(meas)) / np.mean(meas) * 100.0),
+    }
+
+
+def measured_latencies(run: ServedRun) -> dict[str, list[float]]:
+    """Per request (trace order): ttft, tpot, e2e in ms, and output tokens."""
+    frame = run.requests
+    arrival = frame["arrival_ms"].astype(float)
+    first = frame["first_token_ms"].astype(float)
+    finish = frame["finish_ms"].astype(float)
+    outputs = frame["output_tokens"].astype(int)
+    tpot = [
+        (f - t) / (n - 1) if n > 1 else math.nan
+        for f, t, n in zip(finish.tolist(), first.tolist(), outputs.tolist(), strict=True)
+    ]
+    return {
+        "request_id": [str(rid) for rid in frame["request_id"]],
+        "ttft": (first - arrival).tolist(),
+        "tpot": tpot,
+        "e2e": (finish - arrival).tolist(),
+        "output_tokens": outputs.tolist(),
+        "arrival": arrival.tolist(),
+        "finish": finish.tolist(),
+    }
+
+
+def throughput_tok_s(
+    outputs: Sequence[int], arrivals: Sequence[float], finishes: Sequence[float]
+) -> float:
+    duration_ms = max(finishes) - min(arrivals)
+    return float(sum(outputs)) / (duration_ms / 1000.0) if duration_ms > 0 else math.nan
+
+
+def _predicted(result: Any, order: list[str]) -> dict[str, list[float]]:
+    frame = result.requests.set_index(result.requests["request_id"].astype(str))
+    missing = [rid for rid in order if rid not in frame.index]
+    if missing:
+        raise DataIntegrityError(f"replay lost request {missing[0]!r}")
+    frame = frame.loc[order]
+    if (frame["status"] != "completed").any():
+        rid = frame.index[frame["status"] != "completed"][0]
+        raise DataIntegrityError(f"replay did not complete request {rid!r}")
+    return {
+        "ttft": frame["ttft_ms"].astype(float).tolist(),
+        "tpot": frame["tpot_ms"].astype(float).tolist(),
+        "e2e": frame["e2e_latency_ms"].astype(float).tolist(),
+        "arrival": frame["arrival_ms"].astype(float).tolist(),
+        "finish": frame["last_token_ms"].astype(float).tolist(),
+        "output_tokens": frame["output_tokens"].astype(int).tolist(),
+    }
+
+
+def compare(predicted: dict[str, list[float]], measured: dict[str, list[float]]) -> dict[str, Any]:
+    """Per-metric figures plus throughput error of one prediction against one measurement."""
+    figures: dict[str, Any] = {
+        metric: error_figures(predicted[metric], measured[metric]) for metric in METRICS
+    }
+    pred_tp = throughput_tok_s(
+        predicted["output_tokens"], predicted["arrival"], predicted["finish"]
+    )
+    meas_tp = throughput_tok_s(measured["output_tokens"], measured["arrival"], measured["finish"])
+    figures["throughput"] = {
+        "predicted_tok_s": pred_tp,
+        "measured_tok_s": meas_tp,
+        "error_pct": (pred_tp - meas_tp) / meas_tp * 100.0,
+    }
+    return figures
+
+
+def noise_floor(runs: Sequence[dict[str, list[float]]]) -> dict[str, Any] | None:
+    """The same figures between every pair of served runs (later run as the 'prediction');
+    per figure, the largest over pairs (the floor no model can be expected to beat)."""
+    if len(runs) < 2:
+        return None
+    pairs = [compare(later, earlier) for earlier, later in itertools.combinations(runs, 2)]
+    floor: dict[str, Any] = {"pairs": len(pairs)}
+    for metric in METRICS:
+        floor[metric] = {
+            key: max(abs(pair[metric][key]) for pair in pairs)
+            for key in ("median_abs_error_pct", "p90_abs_error_pct", "mape_pct", "mean_error_pct")
+            if all(key in pair[metric] for pair in pairs)
+        }
+    floor["throughput"] = {"error_pct": max(abs(p["throughput"]["error_pct"]) for p in pairs)}
+    return floor
+
+
+def score_recording(
+    recording: EngineRecording, table: StepTable
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Replay every served run with ``table`` and score it; returns (report, per-request data)."""
+    if not recording.served:
+        raise DataIntegrityError(f"{str(recording.directory)!r}: no served runs to score")
+    runs = []
+    per_request: dict[str, Any] = {"runs": {}}
+    measured_all = []
+    predicted_all = None
+    for run in recording.served:
+        result, model, config = replay_run(run, table)
+        measured = measured_latencies(run)
+        predicted = _predicted(result, measured["request_id"])
+        measured_all.append(measured)
+        predicted_all = predicted
+        figures = compare(predicted, measured)
+        observed = observed_acceptance(run.metrics)
+        figures["acceptance_length"] = {
+            "observed": None if observed is None else observed["acceptance_length"],
+            "predicted": result.summary.get("mean_acceptance_length"),
+            "observed_counters": observed,
+        }
+        figures["run"] = run.name
+        figures["host_load"] = run.sidecar.get("host")
+        figures["step_model"] = model.describe()
+        runs.append(figures)
+        per_request["runs"][run.name] = measured
+    per_request["predicted"] = predicted_all
+    settings = recording.served[0].settings
+    report = {
+        "recording": recording.name,
+        "evidence_type": "engine-measurement",
+        "step_table": str(table.directory),
+        "engine": recording.served[0].sidecar.get("identity", {}).get("engine_version"),
+        "engine_settings": settings,
+        "target_shape": recording.served[0].sidecar.get("identity", {}).get("target_shape"),
+        "requests": len(recording.served[0].requests),
+        "runs": runs,
+        "summary": _summary(runs),
+        "noise_floor": noise_floor(measured_all),
+        "replay_config_settings": {k: v for k, v in config["engine"].items() if k != "workers"}
+        | {"worker": config["engine"]["workers"]["aggregated"]},
+    }
+    return report, per_request
+
+
+def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean over served runs of each headline figure."""
+    out: dict[str, Any] = {}
+    for metric in METRICS:
+        out[metric] = {
+            key: float(np.mean([run[metric][key] for run in runs]))
+            for key in (
+                "median_abs_error_pct",
+                "p90_abs_error_pct",
+                "mape_pct",
+                "bias_pct",
+                "mean_error_pct",
+            )
+            if all(key in run[metric] for run in runs)
+        }
+    out["throughput_error_pct"] = float(np.mean([run["throughput"]["error_pct"] for run in runs]))
+    return out
+
+
+def write_outputs(
+    report: dict[str, Any], per_request: dict[str, Any], out: Path, *, overwrite: bool
+) -> list[Path]:
+    from aisim._io import atomic_write_text, canonical_json, check_writable
+    from qualification.engine._render import plots, to_markdown
+
+    targets = [out / "engine.json", out / "engine.md"]
+    for path in targets:
+        check_writable(path, overwrite)
+    images = plots(per_request)
+    written = []
+    for name, data in images.items():
+        path = out / name
+        check_writable(path, overwrite)
+        from aisim._io import atomic_write_bytes
+
+        atomic_write_bytes(path, data, overwrite=overwrite)
+        written.append(path)
+    atomic_write_text(targets[0], canonical_json(report), overwrite=overwrite)
+    atomic_write_text(targets[1], to_markdown(report, sorted(images)), overwrite=overwrite)
+    return targets + written

@@ -1,0 +1,48 @@
+"""Model shapes for engine recordings: Llama-shaped ``config.json`` files (float32, dummy
+weights), small enough that a CPU engine serves a trace in minutes."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from aisim.errors import ConfigError
+
+
+def _llama(
+    layers: int, hidden: int, heads: int, kv_heads: int, ffn: int, vocab: int
+) -> dict[str, Any]:
+    return {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": hidden,
+        "intermediate_size": ffn,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "head_dim": hidden // heads,
+        "vocab_size": vocab,
+        "max_position_embeddings": 4096,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 10000.0,
+        "hidden_act": "silu",
+        "tie_word_embeddings": False,
+        "torch_dtype": "float32",
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+    }
+
+
+#: Target shapes by name: layers x hidden.
+SHAPES: Final = {
+    "llama-4x256": _llama(4, 256, 4, 2, 688, 8192),
+    "llama-8x512": _llama(8, 512, 8, 4, 1376, 16384),
+    "llama-12x768": _llama(12, 768, 12, 4, 2048, 16384),
+    "llama-1x256": _llama(1, 256, 4, 2, 688, 8192),
+    "llama-1x512": _llama(1, 512, 8, 4, 1376, 16384),
+}
+
+
+def shape_config(name: str, field: str) -> dict[str, Any]:
+    if name not in SHAPES:
+        raise ConfigError(f"record.{field}: unknown shape {name!r}; known: {', '.join(SHAPES)}")
+    return dict(SHAPES[name])

@@ -1,0 +1,170 @@
+"""Engine comparison: the scorer's figures against hand-computed numbers, the replay-config
+builder against the recorded settings, and the Prometheus delta (no vLLM needed)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from aisim.errors import DataIntegrityError
+from qualification.engine import ENGINE_SETTINGS, ServedRun, compare, error_figures, noise_floor
+from qualification.engine._prometheus import counter_delta, read_samples
+from qualification.engine._recording import StepTable
+from qualification.engine._replay import observed_acceptance, recorded_settings, replay_config
+
+# Four requests, hand-computed (docs: relative error = (predicted - measured) / measured):
+# E2E measured 100, 200, 400, 1000; predicted 110, 180, 400, 1300
+# -> relative +0.10, -0.10, 0, +0.30; |.| sorted 0, 0.1, 0.1, 0.3
+# median |err| = 0.1; P90 (linear, position 0.9 x 3 = 2.7) = 0.1 + 0.7 x 0.2 = 0.24;
+# MAPE = 0.5 / 4 = 0.125; bias = 0.3 / 4 = 0.075; means 497.5 vs 425 -> +17.647... %.
+MEASURED = {
+    "ttft": [10.0, 20.0, 40.0, 50.0],
+    "tpot": [10.0, 20.0, 40.0, 100.0],
+    "e2e": [100.0, 200.0, 400.0, 1000.0],
+    "output_tokens": [10, 10, 10, 10],
+    "arrival": [0.0, 50.0, 100.0, 150.0],
+    "finish": [100.0, 250.0, 500.0, 1150.0],
+}
+PREDICTED = {
+    "ttft": [12.0, 20.0, 30.0, 50.0],
+    "tpot": [11.0, 18.0, 40.0, 130.0],
+    "e2e": [110.0, 180.0, 400.0, 1300.0],
+    "output_tokens": [10, 10, 10, 10],
+    "arrival": [0.0, 50.0, 100.0, 150.0],
+    "finish": [110.0, 230.0, 500.0, 1450.0],
+}
+
+
+def test_error_figures_hand_computed_four_requests() -> None:
+    figures = error_figures(PREDICTED["e2e"], MEASURED["e2e"])
+    assert figures["count"] == 4
+    assert figures["median_abs_error_pct"] == pytest.approx(10.0)
+    assert figures["p90_abs_error_pct"] == pytest.approx(24.0)
+    assert figures["mape_pct"] == pytest.approx(12.5)
+    assert figures["bias_pct"] == pytest.approx(7.5)
+    assert figures["mean_error_pct"] == pytest.approx(72.5 / 425 * 100)
+
+
+def test_compare_throughput_and_ttft_hand_computed() -> None:
+    figures = compare(PREDICTED, MEASURED)
+    # measured: 40 tokens over 1150 ms; predicted: 40 tokens over 1450 ms -> 1150/1450 - 1.
+    assert figures["throughput"]["measured_tok_s"] == pytest.approx(40 / 1.15)
+    assert figures["throughput"]["error_pct"] == pytest.approx((1150 / 1450 - 1) * 100)
+    # TTFT relative: +0.2, 0, -0.25, 0 -> |.| 0, 0, 0.2, 0.25: median 0.1, MAPE 0.1125.
+    assert figures["ttft"]["median_abs_error_pct"] == pytest.approx(10.0)
+    assert figures["ttft"]["mape_pct"] == pytest.approx(11.25)
+    assert figures["ttft"]["bias_pct"] == pytest.approx(-1.25)
+
+
+def test_noise_floor_takes_the_worst_pair() -> None:
+    same = dict(MEASURED)
+    floor = noise_floor([MEASURED, same, PREDICTED])
+    assert floor is not None and floor["pairs"] == 3
+    assert floor["e2e"]["median_abs_error_pct"] == pytest.approx(10.0)
+    assert noise_floor([MEASURED]) is None
+
+
+def test_error_figures_skip_undefined_pairs() -> None:
+    # TPOT is undefined (NaN) for one-token outputs: those pairs are left out, not zeroed.
+    figures = error_figures([1.0, math.nan, 3.0], [1.0, 2.0, 2.0])
+    assert figures["count"] == 2
+    assert figures["mape_pct"] == pytest.approx(25.0)
+
+
+SETTINGS = {
+    "max_num_seqs": 6,
+    "max_num_batched_tokens": 384,
+    "block_size": 64,
+    "num_kv_blocks": 321,
+    "chunked_prefill": True,
+    "prefix_caching": False,
+    "speculative_method": None,
+    "num_speculative_tokens": 0,
+}
+
+
+def _run(settings: dict[str, Any], tmp_path: Path) -> ServedRun:
+    requests = pd.DataFrame(
+        {
+            "request_id": ["a", "b"],
+            "prompt_tokens": [40, 70],
+            "output_tokens": [5, 9],
+            "arrival_ms": [0.0, 12.5],
+        }
+    )
+    return ServedRun(tmp_path, requests, pd.DataFrame(), {"engine_settings": settings}, {})
+
+
+def test_replay_config_maps_every_recorded_setting(tmp_path: Path) -> None:
+    config = replay_config(_run(SETTINGS, tmp_path), StepTable(tmp_path, pd.DataFrame(), {}))
+    worker = config["engine"]["workers"]["aggregated"]
+    assert worker["scheduler"] == {
+        "max_batched_tokens": 384,
+        "max_sequences": 6,
+        "chunked_prefill": True,
+    }
+    assert worker["kv_cache"] == {
+        "block_size": 64,
+        "prefix_caching": False,
+        "capacity": {"type": "fixed", "blocks": 321},
+    }
+    assert "speculation" not in config["engine"]
+    assert config["traffic"]["source"]["requests"] == [
+        {"request_id": "a", "timestamp": 0.0, "input_length": 40, "output_length": 5},
+        {"request_id": "b", "timestamp": 12.5, "input_length": 70, "output_length": 9},
+    ]
+
+
+def test_replay_config_speculation_uses_the_grid_counters(tmp_path: Path) -> None:
+    (tmp_path / "metrics.prom").write_text(
+        "# TYPE vllm:spec_decode_num_drafts counter\n"
+        "vllm:spec_decode_num_drafts_total 10.0\n"
+        "# TYPE vllm:spec_decode_num_accepted_tokens counter\n"
+        "vllm:spec_decode_num_accepted_tokens_total 15.0\n"
+        "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter\n"
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0"} 8.0\n'
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="1"} 5.0\n'
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="2"} 2.0\n',
+        encoding="utf-8",
+    )
+    settings = {**SETTINGS, "speculative_method": "draft_model", "num_speculative_tokens": 3}
+    config = replay_config(_run(settings, tmp_path), StepTable(tmp_path, pd.DataFrame(), {}))
+    speculation = config["engine"]["speculation"]
+    assert speculation["kind"] == "draft_model"
+    assert speculation["params"] == {"num_speculative_tokens": 3}
+    assert speculation["unconditional_acceptance_rates"] == pytest.approx([0.8, 0.5, 0.2])
+
+
+@pytest.mark.parametrize("missing", ENGINE_SETTINGS)
+def test_replay_config_refuses_a_missing_setting(missing: str, tmp_path: Path) -> None:
+    settings = {key: value for key, value in SETTINGS.items() if key != missing}
+    with pytest.raises(DataIntegrityError, match=rf"engine_settings\.{missing}: missing"):
+        recorded_settings(_run(settings, tmp_path))
+
+
+def test_counter_delta_differences_counters_and_keeps_gauges(tmp_path: Path) -> None:
+    before = (
+        "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3.0\n"
+        "# TYPE vllm:spec_decode_num_drafts counter\nvllm:spec_decode_num_drafts_total 4.0\n"
+        "vllm:spec_decode_num_drafts_created 1.7e9\n"
+    )
+    after = (
+        "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 1.0\n"
+        "# TYPE vllm:spec_decode_num_drafts counter\nvllm:spec_decode_num_drafts_total 10.0\n"
+        "vllm:spec_decode_num_drafts_created 1.7e9\n"
+    )
+    path = tmp_path / "metrics.prom"
+    path.write_text(counter_delta(before, after), encoding="utf-8")
+    samples = read_samples(path)
+    assert samples == {"vllm:num_requests_running": 1.0, "vllm:spec_decode_num_drafts_total": 6.0}
+    accepted = observed_acceptance(
+        {
+            "vllm:spec_decode_num_drafts_total": 4.0,
+            "vllm:spec_decode_num_accepted_tokens_total": 6.0,
+        }
+    )
+    assert accepted is not None and accepted["acceptance_length"] == pytest.approx(2.5)
