@@ -157,12 +157,13 @@ class RankState:
         request.computed = request.prompt_tokens - 1
         register_full_units(self.pool, request)
 
-    def admit_landed(self, request: SimRequest) -> int:
+    def admit_landed(self, request: SimRequest, with_lookahead: bool) -> int:
         """vLLM decode pool: schedule the last prompt token of a request whose KV arrived; its
         blocks grow by the token plus the SD lookahead (``num_computed_tokens`` > 0 now). The
         step has one query token, so it is priced as decode work. Returns the tokens scheduled
         (0: it waits, keeping its blocks)."""
-        if not self.pool.grow(request.kv, request.computed + 1 + self.lookahead):
+        lookahead = self.lookahead if with_lookahead else 0
+        if not self.pool.grow(request.kv, request.computed + 1 + lookahead):
             return 0
         request.kv_transferred = False
         request.phase = PHASE_PREFILL
@@ -173,6 +174,21 @@ class RankState:
         self.batch.append(request)
         self.running.append(request)
         return 1
+
+    def drop_landed_kv(self) -> bool:
+        """Liveness, vLLM decode pool: the last running request would have to preempt itself
+        while queued requests hold pulled KV that nothing will free (vLLM stalls there). Free
+        the KV of the latest queued request whose KV has landed; it recomputes its prompt
+        locally, as vLLM does after a failed load with the ``recompute`` policy. Returns
+        whether one was found."""
+        for index in range(len(self.waiting) - 1, -1, -1):
+            request = self.waiting[index]
+            if request.kv_transferred:
+                self.pool.release(request.kv)
+                request.kv_transferred = False
+                request.computed = 0
+                return True
+        return False
 
     def finish_on_arrival(self, request: SimRequest) -> None:
         """SGLang decode pool: a one-token request's only token was sampled by the prefill

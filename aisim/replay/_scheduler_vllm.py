@@ -57,6 +57,8 @@ def schedule_vllm(rank: RankState) -> None:
             plain_extra = pool.extra_pages_needed(request.kv, plain)
             by_sd = plain_extra <= pool.available_pages + sd_pages
             victim = rank.running[-1]
+            if victim is request and rank.drop_landed_kv():
+                continue
             rank.preempt(victim, by_sd)
             preempted = True
             if victim is request:
@@ -86,10 +88,26 @@ def schedule_vllm(rank: RankState) -> None:
             skipped += 1
             continue
         if request.kv_transferred:
-            tokens = rank.admit_landed(request)
+            tokens = rank.admit_landed(request, True)
         else:
             tokens = rank.admit(request, budget, plan.chunked_prefill)
         if tokens == 0:
             break
         del rank.waiting[skipped]
         budget -= tokens
+    if not rank.running and budget > 0:
+        _unblock_landed(rank)
+
+
+def _unblock_landed(rank: RankState) -> None:
+    """Nothing runs and the queue is stuck: its head waits for KV that queued requests hold (a
+    pulled prompt), and vLLM would stall for good. To keep replay live, the first request whose
+    KV has landed computes its last prompt token without the lookahead (its blocks already cover
+    it); it may be preempted once it decodes, freeing them. Never reached in a state vLLM
+    progresses from."""
+    for index in range(len(rank.waiting)):
+        request = rank.waiting[index]
+        if request.kv_transferred:
+            rank.admit_landed(request, False)
+            del rank.waiting[index]
+            return

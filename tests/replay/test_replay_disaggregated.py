@@ -147,3 +147,30 @@ def test_prefill_pool_wakes_when_a_transfer_frees_its_kv(
     frame = run(config).requests
     assert list(frame["ttft_ms"]) == pytest.approx(ttft_ms, abs=1e-9)
     assert list(frame["e2e_latency_ms"]) == pytest.approx(ttft_ms, abs=1e-9)
+
+
+def test_vllm_decode_pool_frees_landed_kv_instead_of_stalling() -> None:
+    # Decode pool of 2 blocks of 4 tokens, one running request; every pass 1 ms; transfers
+    # 0.001 ms per token. A (1 in / 5 out) and B (1 in / 1 out) prefill in [0,1]; at 1 the
+    # decode worker allocates a block for each and pulls both (landed at 1.001). A computes its
+    # last prompt token [1.001,2.001] (first token) and decodes one token per pass; at 5.001
+    # it needs 5 tokens (2 blocks) while B's landed KV holds the other: vLLM would preempt A,
+    # re-admit it and stall for good. Replay frees B's KV instead (B recomputes its prompt), so
+    # A ends at 6.001 unpreempted and B prefills [6.001,7.001].
+    def worker(blocks: int) -> dict[str, Any]:
+        return {
+            "scheduler": {"max_sequences": 1},
+            "kv_cache": {"block_size": 4, "capacity": {"type": "fixed", "blocks": blocks}},
+            "timing": {"type": "fixed", "prefill_ms": 1.0, "decode_ms": 1.0},
+        }
+
+    config = pd_config(
+        [{"input_length": 1, "output_length": 5}, {"input_length": 1, "output_length": 1}]
+    )
+    config["engine"]["workers"] = {"prefill": worker(100), "decode": worker(2)}
+    config["engine"]["workers"]["prefill"]["scheduler"] = {"max_sequences": 8}
+    config["engine"]["kv_transfer"] = {"bandwidth_bytes_per_s": 1e9, "kv_bytes_per_token": 1000}
+    frame = run(config).requests
+    assert list(frame["status"]) == ["completed", "completed"]
+    assert list(frame["last_token_ms"]) == pytest.approx([6.001, 7.001], abs=1e-9)
+    assert list(frame["preemptions"]) == [0, 0]
