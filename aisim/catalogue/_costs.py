@@ -112,8 +112,10 @@ KERNEL_OVERHEAD_S: Final = 0.58e-6
 #: H100 (7.07 ms, vllm-project/vllm#20780) minus this model's GPU and kernel time for that step
 #: (5.97 ms at 512 past tokens).
 STEP_OVERHEAD_S: Final = 1.1e-3
-#: Host-side n-gram proposal per request per round (vLLM's numba KMP lookup over the context).
-NGRAM_PROPOSAL_S_PER_REQUEST: Final = 20e-6
+#: Host-side n-gram proposal per request per round (vLLM's numba KMP lookup over the context):
+#: 1.9 s cumulative over a 5K-request ShareGPT run (vllm-project/vllm#13365) spread over about
+#: 0.7 M request-rounds (about 200 output tokens per request, about 1.4 tokens per round).
+NGRAM_PROPOSAL_S_PER_REQUEST: Final = 2.7e-6
 
 MEASURED_TERMS: Final = CostTerms(
     name="roofline",
@@ -208,10 +210,11 @@ COST_SOURCES: Final = (
     ),
     CostSource(
         "NGRAM_PROPOSAL_S_PER_REQUEST",
-        "20e-6",
+        "2.7e-6",
         "s per request per round",
-        "https://github.com/vllm-project/vllm/blob/main/vllm/v1/spec_decode/ngram_proposer.py "
-        "(numba-compiled KMP over the request's tokens on the host)",
-        "order-of-magnitude: a numba scan of a few thousand tokens; no public timing found",
+        "https://github.com/vllm-project/vllm/pull/13365 (numba n-gram matching: cumulative "
+        "overhead 1.9 s for a 5K-request ShareGPT benchmark)",
+        "derived: 1.9 s / (5000 requests x ~200 output tokens / ~1.4 tokens per round = ~0.7 M "
+        "request-rounds); the output length and tokens per round are assumptions, not measured",
     ),
 )

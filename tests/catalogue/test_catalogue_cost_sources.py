@@ -1,0 +1,64 @@
+"""Every cost term of the default roofline names a public source, and the docs list it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from aisim.catalogue import _costs
+from aisim.catalogue._costs import COST_SOURCES, IDEAL_TERMS, MEASURED_TERMS
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "estimators.md"
+
+
+def test_each_source_is_a_public_address_listed_in_the_docs_next_to_its_value() -> None:
+    text = DOC.read_text()
+    assert len(COST_SOURCES) == 8
+    for source in COST_SOURCES:
+        assert source.source.startswith("https://"), source.name
+        row = re.search(rf"^\| `{source.name}` \|(.*)$", text, re.M)
+        assert row is not None, f"{source.name} missing from docs/estimators.md"
+        address = source.source.split()[0]
+        assert address in row.group(1), f"{source.name}: docs row does not cite {address}"
+
+
+def test_scalar_values_in_the_sources_are_the_constants_the_model_uses() -> None:
+    for source in COST_SOURCES:
+        if source.name == "ALLREDUCE_CURVE":
+            continue
+        assert float(source.value) == getattr(_costs, source.name), source.name
+    assert MEASURED_TERMS.weight_bandwidth_efficiency == _costs.WEIGHT_BANDWIDTH_EFFICIENCY
+    assert MEASURED_TERMS.kv_bandwidth_efficiency == _costs.KV_BANDWIDTH_EFFICIENCY
+    assert MEASURED_TERMS.kernel_overhead_s == _costs.KERNEL_OVERHEAD_S
+    assert MEASURED_TERMS.step_overhead_s == _costs.STEP_OVERHEAD_S
+    assert MEASURED_TERMS.ngram_proposal_s_per_request == _costs.NGRAM_PROPOSAL_S_PER_REQUEST
+    assert MEASURED_TERMS.attention_compute_efficiency == _costs.ATTENTION_COMPUTE_EFFICIENCY
+    assert MEASURED_TERMS.gemm_compute_efficiency == _costs.GEMM_COMPUTE_EFFICIENCY
+
+
+def test_the_allreduce_curve_is_the_published_table_made_non_decreasing() -> None:
+    # sglang#2904, H100 custom all-reduce, ms at 512 B .. 1 MiB, copied by hand.
+    published = {
+        2: [0.0037, 0.0039, 0.0045, 0.0079, 0.0125, 0.0199],
+        4: [0.0048, 0.0048, 0.0048, 0.0139, 0.0202, 0.0311],  # 4 KiB measured 0.0037
+        8: [0.0059, 0.0059, 0.0078, 0.0167, 0.0221, 0.0338],  # 4 KiB measured 0.0057
+    }
+    for tp, milliseconds in published.items():
+        curve = _costs.ALLREDUCE_CURVE[tp]
+        assert [size for size, _ in curve] == [512, 4096, 32768, 262144, 524288, 1048576]
+        assert [seconds * 1000.0 for _, seconds in curve] == pytest.approx(milliseconds)
+
+
+def test_the_ideal_terms_are_the_former_constants_without_overheads() -> None:
+    assert (
+        IDEAL_TERMS.gemm_compute_efficiency,
+        IDEAL_TERMS.attention_compute_efficiency,
+        IDEAL_TERMS.weight_bandwidth_efficiency,
+        IDEAL_TERMS.kv_bandwidth_efficiency,
+        IDEAL_TERMS.link_efficiency,
+        IDEAL_TERMS.allreduce_latency_s,
+    ) == (0.7, 0.5, 0.8, 0.8, 0.7, 5e-6)
+    assert IDEAL_TERMS.kernel_overhead_s == IDEAL_TERMS.step_overhead_s == 0.0
+    assert IDEAL_TERMS.mtp_legacy_scale and not IDEAL_TERMS.charge_sampling
