@@ -233,11 +233,13 @@ class LayerStack:
         return total
 
     def kernels(self, shape: PassShape) -> float:
-        """Kernels one pass of ``shape`` launches: one per priced operation (attention two: the
-        KV-cache write and the kernel; MoE: router, two grouped GEMMs, activation)."""
+        """Kernels one pass of ``shape`` launches: per layer QKV, RoPE, KV-cache write,
+        attention, output projection and two norms (7), then up, activation and down (dense, 3) or
+        router, two grouped GEMMs and activation (MoE, 4); a fused-feature projection; the final
+        norm and LM head. All-reduce kernels are inside the measured all-reduce latency."""
         if shape.tokens <= 0.0:
             return 0.0
-        common = 7.0  # qkv, cache write, attention, o_proj, two norms, (residual fused)
+        common = 7.0
         total = self.dense_layers * (common + 3.0) + self.moe_layers * (common + 4.0)
         if self.fused_params > 0.0:
             total += 1.0
@@ -247,10 +249,9 @@ class LayerStack:
 
     def sampling_seconds(self, logit_tokens: float) -> float:
         """The sampler (or rejection sampler) reading ``logit_tokens`` rows of fp32 logits."""
-        if logit_tokens <= 0.0 or self.lm_head_params <= 0.0:
+        if logit_tokens <= 0.0 or self.lm_head_vocab <= 0.0:
             return 0.0
-        vocab = self.lm_head_params / self.hidden * float(self.tensor_parallel)
-        return logit_tokens * vocab * 4.0 / self.bytes_per_s
+        return logit_tokens * self.lm_head_vocab * 4.0 / self.bytes_per_s
 
 
 def _allreduce_points(
