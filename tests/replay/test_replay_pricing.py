@@ -37,7 +37,9 @@ def test_fixed_pricer_takes_the_slowest_rank() -> None:
     assert pricer.price([rank(), rank()], 0) == 0.0
 
 
-def roofline_config(speculation: dict[str, Any] | None) -> dict[str, Any]:
+def roofline_config(
+    speculation: dict[str, Any] | None, estimator: str = "roofline"
+) -> dict[str, Any]:
     engine: dict[str, Any] = {
         "model": "Qwen/Qwen3-8B",
         "hardware": "h100_sxm",
@@ -45,7 +47,7 @@ def roofline_config(speculation: dict[str, Any] | None) -> dict[str, Any]:
         "workers": {
             "aggregated": {
                 "kv_cache": {"capacity": {"type": "fixed", "blocks": 64}},
-                "timing": {"estimator": "roofline"},
+                "timing": {"estimator": estimator},
             }
         },
     }
@@ -55,12 +57,15 @@ def roofline_config(speculation: dict[str, Any] | None) -> dict[str, Any]:
     return {"traffic": {"source": {"type": "agentic", "requests": requests}}, "engine": engine}
 
 
+@pytest.mark.parametrize("estimator", ["roofline", "roofline_ideal"])
 @pytest.mark.parametrize(
     "speculation",
     [None, {"kind": "mtp", "params": {"depth": 2}, "acceptance_rates": [1.0, 1.0]}],
     ids=["stp", "mtp-d2"],
 )
-def test_roofline_prices_each_pass_of_one_request(speculation: dict[str, Any] | None) -> None:
+def test_roofline_prices_each_pass_of_one_request(
+    speculation: dict[str, Any] | None, estimator: str
+) -> None:
     # One request, 100 in / 4 out: a prefill pass of 100 tokens, then decode rounds at past KV
     # 100, 101, 102 (STP: 3 rounds) or one MTP round at KV 100 emitting 3 tokens (all accepted).
     estimator_config: dict[str, Any] = {
@@ -69,7 +74,7 @@ def test_roofline_prices_each_pass_of_one_request(speculation: dict[str, Any] | 
         "backend": "vllm",
         "tensor_parallel": 1,
         "role": "aggregated",
-        "estimator": "roofline",
+        "estimator": estimator,
     }
     if speculation is not None:
         estimator_config["speculation"] = {"kind": "mtp", "params": {"depth": 2}}
@@ -84,7 +89,7 @@ def test_roofline_prices_each_pass_of_one_request(speculation: dict[str, Any] | 
         )
         for kv in kv_points
     ]
-    summary = run(roofline_config(speculation)).summary
+    summary = run(roofline_config(speculation, estimator)).summary
     assert summary["mean_ttft_ms"] == pytest.approx(prefill, rel=1e-12)
     assert summary["mean_e2e_latency_ms"] == pytest.approx(prefill + sum(decode), rel=1e-12)
     assert summary["decode_rounds"] == len(kv_points)
