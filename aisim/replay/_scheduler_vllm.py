@@ -108,6 +108,6 @@ def _unblock_landed(rank: RankState) -> None:
     for index in range(len(rank.waiting)):
         request = rank.waiting[index]
         if request.kv_transferred:
-            rank.admit_landed(request, False)
-            del rank.waiting[index]
+            if rank.admit_landed(request, False) > 0:
+                del rank.waiting[index]
             return
