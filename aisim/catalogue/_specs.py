@@ -6,6 +6,7 @@ the built-in catalogue holds), so a user's own model file and the catalogue shar
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Final
 
 from aisim._fields import as_float, as_int, as_mapping, as_str, describe, join_path
@@ -17,58 +18,37 @@ LLAMA_LIKE_MODEL_TYPES: Final = ("llama", "qwen2", "qwen3", "mistral", "mimo")
 _DTYPE_BYTES: Final = {"bfloat16": 2, "float16": 2, "float32": 4, "fp8": 1, "float8": 1}
 
 
+@dataclass(frozen=True)
 class ModelSpec:
-    """Decoder geometry of one target (or draft) model. Sizes are element counts."""
+    """Decoder geometry of one target (or draft) model. Sizes are element counts.
 
-    def __init__(
-        self,
-        name: str,
-        model_type: str,
-        num_layers: int,
-        hidden_size: int,
-        intermediate_size: int,
-        num_attention_heads: int,
-        num_kv_heads: int,
-        head_dim: int,
-        vocab_size: int,
-        tie_word_embeddings: bool = False,
-        num_experts: int = 0,
-        experts_per_token: int = 0,
-        moe_intermediate_size: int = 0,
-        num_shared_experts: int = 0,
-        first_dense_layers: int = 0,
-        kv_lora_rank: int = 0,
-        q_lora_rank: int = 0,
-        qk_nope_head_dim: int = 0,
-        qk_rope_head_dim: int = 0,
-        v_head_dim: int = 0,
-        num_nextn_predict_layers: int = 0,
-        dtype_bytes: int = 2,
-        max_position_embeddings: int = 0,
-    ) -> None:
-        self.name = name
-        self.model_type = model_type
-        self.num_layers = num_layers
-        self.hidden_size = hidden_size
-        self.intermediate_size = intermediate_size
-        self.num_attention_heads = num_attention_heads
-        self.num_kv_heads = num_kv_heads
-        self.head_dim = head_dim
-        self.vocab_size = vocab_size
-        self.tie_word_embeddings = tie_word_embeddings
-        self.num_experts = num_experts
-        self.experts_per_token = experts_per_token
-        self.moe_intermediate_size = moe_intermediate_size
-        self.num_shared_experts = num_shared_experts
-        self.first_dense_layers = first_dense_layers
-        self.kv_lora_rank = kv_lora_rank
-        self.q_lora_rank = q_lora_rank
-        self.qk_nope_head_dim = qk_nope_head_dim
-        self.qk_rope_head_dim = qk_rope_head_dim
-        self.v_head_dim = v_head_dim
-        self.num_nextn_predict_layers = num_nextn_predict_layers
-        self.dtype_bytes = dtype_bytes
-        self.max_position_embeddings = max_position_embeddings
+    Frozen: a catalogue entry is shared by every caller, so assignment raises
+    (``dataclasses.replace`` gives a changed copy).
+    """
+
+    name: str
+    model_type: str
+    num_layers: int
+    hidden_size: int
+    intermediate_size: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    tie_word_embeddings: bool = False
+    num_experts: int = 0
+    experts_per_token: int = 0
+    moe_intermediate_size: int = 0
+    num_shared_experts: int = 0
+    first_dense_layers: int = 0
+    kv_lora_rank: int = 0
+    q_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    num_nextn_predict_layers: int = 0
+    dtype_bytes: int = 2
+    max_position_embeddings: int = 0
 
     @property
     def is_moe(self) -> bool:
@@ -270,28 +250,21 @@ class ModelSpec:
         return spec
 
 
+@dataclass(frozen=True)
 class GpuSpec:
-    """Vendor peak numbers of one accelerator (upper bounds; efficiencies live in estimators)."""
+    """Vendor peak numbers of one accelerator (upper bounds; efficiencies live in estimators).
 
-    def __init__(
-        self,
-        name: str,
-        bf16_flops: float,
-        fp8_flops: float,
-        hbm_bytes_per_s: float,
-        hbm_capacity_bytes: int,
-        nvlink_bytes_per_s: float,
-        tdp_w: float,
-        sm_version: int,
-    ) -> None:
-        self.name = name
-        self.bf16_flops = bf16_flops
-        self.fp8_flops = fp8_flops
-        self.hbm_bytes_per_s = hbm_bytes_per_s
-        self.hbm_capacity_bytes = hbm_capacity_bytes
-        self.nvlink_bytes_per_s = nvlink_bytes_per_s
-        self.tdp_w = tdp_w
-        self.sm_version = sm_version
+    Frozen, like ``ModelSpec``.
+    """
+
+    name: str
+    bf16_flops: float
+    fp8_flops: float
+    hbm_bytes_per_s: float
+    hbm_capacity_bytes: int
+    nvlink_bytes_per_s: float
+    tdp_w: float
+    sm_version: int
 
     def __repr__(self) -> str:
         return f"GpuSpec({self.name!r}, bf16={self.bf16_flops:.3g} FLOP/s, hbm={self.hbm_bytes_per_s:.3g} B/s)"

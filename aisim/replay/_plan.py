@@ -6,6 +6,7 @@ trust them. Lengths are tokens, times are milliseconds.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Final
 
 from aisim.replay._pricing import PassPricer
@@ -50,6 +51,7 @@ class RequestSpec:
         self.hash_block_tokens = hash_block_tokens
 
 
+@dataclass(frozen=True, eq=False)
 class SpeculationPlan:
     """Replay's view of a resolved speculation config: a chain of ``draft_length`` drafts.
 
@@ -60,23 +62,18 @@ class SpeculationPlan:
     request on every step beyond the tokens it schedules (``lookahead_tokens_for``).
     """
 
-    def __init__(
-        self,
-        kind: str,
-        draft_length: int,
-        verify_width: int,
-        conditional_rates: list[float],
-        seed: int,
-        lookahead_tokens: int,
-    ) -> None:
-        self.kind = kind
-        self.draft_length = draft_length
-        self.verify_width = verify_width
-        self.lookahead_tokens = lookahead_tokens
-        self.conditional_rates = conditional_rates
-        self.seed = seed
+    kind: str
+    draft_length: int
+    verify_width: int
+    conditional_rates: list[float]
+    seed: int
+    lookahead_tokens: int
+    acceptance_thresholds: list[int] = field(init=False)
+
+    def __post_init__(self) -> None:
         # P(accept) = threshold / 2**32: rates are quantized to 2**-32 so one 32-bit draw decides.
-        self.acceptance_thresholds = [rate_threshold(rate) for rate in conditional_rates]
+        thresholds = [rate_threshold(rate) for rate in self.conditional_rates]
+        object.__setattr__(self, "acceptance_thresholds", thresholds)
 
     @property
     def enabled(self) -> bool:
@@ -113,6 +110,7 @@ def lookahead_tokens_for(scheduler_kind: str, kind: str, draft_length: int) -> i
     return draft_length
 
 
+@dataclass(frozen=True, eq=False)
 class SchedulerPlan:
     """Batching policy of one worker's ranks (``kind`` is ``vllm`` or ``sglang``).
 
@@ -121,63 +119,42 @@ class SchedulerPlan:
     ``max_sequences`` = max running requests, and the new-token-ratio admission reserve.
     """
 
-    def __init__(
-        self,
-        kind: str,
-        token_budget: int,
-        max_sequences: int,
-        chunked_prefill: bool,
-        init_new_token_ratio: float,
-        min_new_token_ratio: float,
-        new_token_ratio_decay: float,
-    ) -> None:
-        self.kind = kind
-        self.token_budget = token_budget
-        self.max_sequences = max_sequences
-        self.chunked_prefill = chunked_prefill
-        self.init_new_token_ratio = init_new_token_ratio
-        self.min_new_token_ratio = min_new_token_ratio
-        self.new_token_ratio_decay = new_token_ratio_decay
+    kind: str
+    token_budget: int
+    max_sequences: int
+    chunked_prefill: bool
+    init_new_token_ratio: float
+    min_new_token_ratio: float
+    new_token_ratio_decay: float
 
 
+@dataclass(frozen=True, eq=False)
 class KvPlan:
     """Paged KV pool of one rank: ``blocks`` pages of ``block_size`` tokens; prefix caching
     shares whole units of ``prefix_unit_tokens`` (a multiple of ``block_size``)."""
 
-    def __init__(
-        self, blocks: int, block_size: int, prefix_unit_tokens: int, prefix_caching: bool
-    ) -> None:
-        self.blocks = blocks
-        self.block_size = block_size
-        self.prefix_unit_tokens = prefix_unit_tokens
-        self.prefix_caching = prefix_caching
+    blocks: int
+    block_size: int
+    prefix_unit_tokens: int
+    prefix_caching: bool
 
 
+@dataclass(frozen=True, eq=False)
 class WorkerPlan:
     """One worker (``role``): ``attention_data`` ranks in lockstep, each a group of ``tensor``
     GPUs with its own KV pool."""
 
-    def __init__(
-        self,
-        role: str,
-        path: str,
-        attention_data: int,
-        tensor: int,
-        scheduler: SchedulerPlan,
-        kv: KvPlan,
-        pricer: PassPricer,
-        speculation: SpeculationPlan,
-    ) -> None:
-        self.role = role
-        self.path = path
-        self.attention_data = attention_data
-        self.tensor = tensor
-        self.scheduler = scheduler
-        self.kv = kv
-        self.pricer = pricer
-        self.speculation = speculation
+    role: str
+    path: str
+    attention_data: int
+    tensor: int
+    scheduler: SchedulerPlan
+    kv: KvPlan
+    pricer: PassPricer
+    speculation: SpeculationPlan
 
 
+@dataclass(frozen=True, eq=False)
 class ReplayPlan:
     """Everything a simulation needs. ``workers`` is ``[aggregated]`` or ``[prefill, decode]``.
 
@@ -185,18 +162,9 @@ class ReplayPlan:
     ``horizon_ms < 0`` means run to completion; ``max_events`` bounds the event loop.
     """
 
-    def __init__(
-        self,
-        requests: list[RequestSpec],
-        workers: list[WorkerPlan],
-        transfer_ms_per_token: float,
-        transfer_latency_ms: float,
-        horizon_ms: float,
-        max_events: int,
-    ) -> None:
-        self.requests = requests
-        self.workers = workers
-        self.transfer_ms_per_token = transfer_ms_per_token
-        self.transfer_latency_ms = transfer_latency_ms
-        self.horizon_ms = horizon_ms
-        self.max_events = max_events
+    requests: list[RequestSpec]
+    workers: list[WorkerPlan]
+    transfer_ms_per_token: float
+    transfer_latency_ms: float
+    horizon_ms: float
+    max_events: int

@@ -114,3 +114,20 @@ def test_bad_gpus_name_the_field(value: object, fragment: str) -> None:
     with pytest.raises(ConfigError) as info:
         get_gpu(value)
     assert fragment in str(info.value)
+
+
+def test_catalogue_specs_are_frozen_and_never_shared_mutable() -> None:
+    # A newcomer's trial: this assignment used to change every later estimate in the process.
+    import dataclasses
+
+    from aisim.catalogue import get_gpu, get_model
+
+    model = get_model("Qwen/Qwen3-8B")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        model.num_layers = 1  # type: ignore[misc]
+    assert get_model("Qwen/Qwen3-8B").num_layers == 36
+    gpu = get_gpu("h100")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        gpu.hbm_bytes_per_s = 1.0  # type: ignore[misc]
+    changed = dataclasses.replace(model, num_layers=1)
+    assert (changed.num_layers, get_model("Qwen/Qwen3-8B").num_layers) == (1, 36)

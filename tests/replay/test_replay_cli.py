@@ -3,6 +3,7 @@ docs examples run as documented."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -101,7 +102,7 @@ def test_progress_callback_and_event_bound() -> None:
     assert [events for events, _, _ in calls] == [5, 10, 15, 20, 25, 30, 35, 35]
     assert calls[-1] == (35, 1, 90.0)
     plan, _ = build_plan(CONFIG)
-    plan.max_events = 10
+    plan = dataclasses.replace(plan, max_events=10)  # plans are frozen
     with pytest.raises(SimulationError, match=r"exceeded its event bound \(10 events"):
         Simulation(plan).run()
 

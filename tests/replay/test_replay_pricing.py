@@ -3,6 +3,7 @@ roofline's native SD price, through replay."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -103,7 +104,10 @@ def test_an_estimator_that_cannot_price_a_pass_names_the_worker() -> None:
 
     plan, _ = build_plan(roofline_config(None))
     table = fpm.table_from_points([{"batch_size": 8, "total_kv_tokens": 64, "latency_ms": 8.0}])
-    plan.workers[0].pricer = PassPricer.from_model(table, fpm.ForwardPassMetrics, False)
+    pricer = PassPricer.from_model(table, fpm.ForwardPassMetrics, False)
+    # Plans are frozen: build the changed plan instead of assigning into it.
+    worker = dataclasses.replace(plan.workers[0], pricer=pricer)
+    plan = dataclasses.replace(plan, workers=[worker, *plan.workers[1:]])
     with pytest.raises(
         UnsupportedQuery,
         match=r"engine\.workers\.aggregated\.timing: the estimator cannot price a pass of this "
