@@ -108,6 +108,12 @@ def estimate_command(args: argparse.Namespace) -> int:
 
     if args.kv_total is not None and args.kv != 0:
         raise ConfigError("--kv-total: give either --kv (per request) or --kv-total, not both")
+    if args.batch == 0 and (args.kv != 0 or args.kv_total):
+        flag = "--kv" if args.kv != 0 else "--kv-total"
+        raise ConfigError(
+            f"--batch: 0 decode requests hold no past KV tokens, got {flag} "
+            f"{args.kv if args.kv != 0 else args.kv_total}; give --batch >= 1"
+        )
     total_kv = args.kv_total if args.kv_total is not None else args.batch * args.kv
     config: dict[str, Any] = {
         "model": args.model,

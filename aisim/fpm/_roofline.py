@@ -80,6 +80,14 @@ class RooflineModel(ForwardPassModel):
     ) -> None:
         if tensor_parallel < 1:
             raise ConfigError(f"tensor_parallel: expected an integer >= 1, got {tensor_parallel}")
+        heads = model_spec.num_attention_heads
+        if heads % tensor_parallel != 0:
+            # vLLM refuses the same (ModelConfig.verify_with_parallel_config: the attention heads
+            # must divide by tensor_parallel_size): each GPU holds heads / TP whole heads.
+            raise ConfigError(
+                f"tensor_parallel: {tensor_parallel} does not divide the {heads} attention heads "
+                f"of {model_spec.name} (each GPU must hold whole heads; use a divisor of {heads})"
+            )
         if tensor_parallel > 1 and gpu.nvlink_bytes_per_s <= 0.0:
             raise ConfigError(
                 f"tensor_parallel: {tensor_parallel} needs the GPU's nvlink_bytes_per_s_per_gpu; "

@@ -150,7 +150,7 @@ def test_round_parts_sum_to_the_price(
 
 @given(
     scheme=SCHEMES,
-    tp=st.sampled_from([1, 2, 3, 8]),
+    tp=st.sampled_from([1, 2, 4, 8]),  # divisors of the 32 heads (TP 3 is refused)
     batch=st.integers(min_value=1, max_value=256),
     kv=st.integers(min_value=0, max_value=4_000_000),
     extra_kv=st.integers(min_value=1, max_value=100_000),

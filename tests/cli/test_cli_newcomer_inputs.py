@@ -1,0 +1,78 @@
+"""Inputs a newcomer's trial broke: each is rc 2 with one line naming the field and the value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aisim.cli import main
+
+# Bytes that are not UTF-8 (0xff never starts a UTF-8 sequence) and a NUL that YAML refuses.
+BINARY = b"\x89PNG\r\n\x1a\n\xff\xfe\x00\x01"
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1, captured.err
+    return captured.err
+
+
+@pytest.mark.parametrize("flag", ["--model", "--hardware"])
+def test_binary_model_or_hardware_file(
+    flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    binary = tmp_path / "weights.json"
+    binary.write_bytes(BINARY)
+    argv = ["estimate", "--model", "Qwen/Qwen3-8B", "--hardware", "h100"]
+    argv[argv.index(flag) + 1] = str(binary)
+    error = _run(argv, capsys)
+    field = flag.lstrip("-")
+    assert error.startswith(f"aisim: error: {field}: ")
+    assert f"{str(binary)!r} is not UTF-8 text (byte 0x89 at offset 0)" in error
+
+
+def test_nul_byte_in_a_hardware_yaml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hardware = tmp_path / "gpu.yaml"
+    hardware.write_bytes(b"bf16_dense_flops: 1\x00\n")
+    error = _run(["estimate", "--model", "Qwen3-8B", "--hardware", str(hardware)], capsys)
+    assert (
+        "hardware: hardware file" in error and "is not valid YAML: unacceptable character" in error
+    )
+
+
+def test_binary_engine_model_in_a_replay_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    binary = tmp_path / "config.json"
+    binary.write_bytes(BINARY)
+    config = tmp_path / "replay.yaml"
+    config.write_text(
+        f"engine: {{model: {str(binary)!r}, hardware: h100}}\n"
+        "traffic: {requests: [{prompt_tokens: 10, output_tokens: 2}]}\n"
+    )
+    error = _run(["replay", str(config), "--out", str(tmp_path / "out")], capsys)
+    assert f"engine.model: model config file {str(binary)!r} is not UTF-8 text" in error
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--kv", "100"), ("--kv-total", "5")])
+def test_batch_zero_with_past_kv(flag: str, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["estimate", "--model", "Qwen3-8B", "--hardware", "h100", "--batch", "0", flag, value]
+    error = _run(argv, capsys)
+    assert error == (
+        f"aisim: error: --batch: 0 decode requests hold no past KV tokens, got {flag} {value}; "
+        "give --batch >= 1\n"
+    )
+
+
+@pytest.mark.parametrize("tp", [3, 64])
+def test_tensor_parallel_must_divide_the_heads(tp: int, capsys: pytest.CaptureFixture[str]) -> None:
+    # Qwen3-8B has 32 attention heads (its published config.json).
+    argv = ["estimate", "--model", "Qwen3-8B", "--hardware", "h100", "--tp", str(tp)]
+    error = _run(argv, capsys)
+    assert (
+        f"roofline: tensor_parallel: {tp} does not divide the 32 attention heads of Qwen/Qwen3-8B"
+        in error
+    )
