@@ -1,6 +1,6 @@
 """Replay the shared 4000-request trace and print wall time, CPU time and events/s.
 
-The case of issue 4: ``../shared/bench/trace_n4000_q8_s7.csv`` on Llama-3.1-8B, h100_sxm, TP1,
+The case of issue 4: ``trace_n4000_q8_s7.csv`` (beside this module) on Llama-3.1-8B, h100_sxm, TP1,
 vLLM-like (128 sequences, 4096 batched tokens, block 16), default KV capacity, roofline timing,
 once with SD off and once with ngram K=3 at conditional rates [0.7, 0.5, 0.3]
 (``docs/examples/replay/bench_trace_vllm.yaml`` is the same config as a file).
@@ -19,9 +19,12 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-TRACE = os.environ.get("AISIM_BENCH_TRACE", "/work/shared/bench/trace_n4000_q8_s7.csv")
+#: The 4000-request trace (arrival_s, prompt_tokens, output_tokens; 8 QPS, seed 7, its summary in
+#: trace_n4000_q8_s7.meta.json) ships beside this module; AISIM_BENCH_TRACE replays another.
+TRACE = os.environ.get("AISIM_BENCH_TRACE", str(Path(__file__).with_name("trace_n4000_q8_s7.csv")))
 NGRAM: dict[str, Any] = {
     "kind": "ngram",
     "params": {"num_speculative_tokens": 3},

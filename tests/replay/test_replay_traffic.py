@@ -13,7 +13,9 @@ from aisim import ConfigError
 from aisim.replay import run
 
 DATA = Path(__file__).parent / "data"
-SHARED_TRACE = Path("/work/shared/bench/trace_n4000_q8_s7.csv")
+BENCH_TRACE = (
+    Path(__file__).resolve().parents[2] / "qualification" / "bench" / "trace_n4000_q8_s7.csv"
+)
 
 
 def engine(backend: str = "vllm") -> dict[str, Any]:
@@ -160,16 +162,13 @@ def test_csv_trace_fixture() -> None:
     assert result.columns["arrival_ms"] == pytest.approx([row[0] * 1000.0 for row in expected])
 
 
-@pytest.mark.skipif(
-    not SHARED_TRACE.exists(), reason="the shared bench trace is not on this machine"
-)
-def test_shared_csv_trace_head_matches_file() -> None:
+def test_bench_csv_trace_head_matches_file() -> None:
     config = {
-        "traffic": {"source": {"type": "trace", "path": str(SHARED_TRACE)}, "max_requests": 50},
+        "traffic": {"source": {"type": "trace", "path": str(BENCH_TRACE)}, "max_requests": 50},
         "engine": engine(),
     }
     result = run(config)
-    expected = read_csv(SHARED_TRACE)[:50]
+    expected = read_csv(BENCH_TRACE)[:50]
     assert result.columns["prompt_tokens"] == [row[1] for row in expected]
     assert result.summary["completed_requests"] == 50
 
