@@ -58,6 +58,27 @@ def run_child_output(module: str, args: list[str], *, pure: bool) -> str:
     return completed.stdout
 
 
+#: How to get the compiled build that a "compiled" figure needs.
+HOW_TO_COMPILE = (
+    "run `tox -e bench` (it installs the mypyc-compiled wheel), or install a compiled wheel "
+    "with `pip install .` (not editable, AISIM_PURE unset) and run from outside the source tree"
+)
+
+
+def check_build(reported_compiled: object, *, pure: bool) -> None:
+    """Refuse to label a figure with a build the child did not import (a silent fallback)."""
+    if not pure and reported_compiled is not True:
+        raise SystemExit(
+            "bench: the 'compiled' run imported the pure-Python aisim (aisim.__compiled__ is "
+            f"False), so its figures cannot be labelled compiled; {HOW_TO_COMPILE}"
+        )
+    if pure and reported_compiled is not False:
+        raise SystemExit(
+            "bench: the 'pure' run imported a compiled aisim; the source tree given by "
+            "AISIM_SOURCE_ROOT must hold only .py files"
+        )
+
+
 def compare_builds(module: str, args: list[str], repetitions: int = 3) -> dict[str, object]:
     """Interleave compiled and pure runs; report best-of-N seconds and the ratio."""
     compiled: list[float] = []
@@ -66,6 +87,7 @@ def compare_builds(module: str, args: list[str], repetitions: int = 3) -> dict[s
     for _ in range(repetitions):
         for is_pure, bucket in ((False, compiled), (True, pure)):
             result = run_child(module, args, pure=is_pure)
+            check_build(result["compiled"], pure=is_pure)
             bucket.append(float(result["seconds"]))
             flags["pure_build_compiled" if is_pure else "compiled_build_compiled"] = result[
                 "compiled"
