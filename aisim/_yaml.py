@@ -115,7 +115,11 @@ def check_alias_graph(root: Any) -> None:
 
 def load_yaml(text: str, source: str) -> Any:
     """One YAML document; every failure is ``ConfigError('<source>: ...')`` on one line."""
-    loader = StrictSafeLoader(text)
+    try:
+        # The reader checks every character on construction (a NUL is a ReaderError here).
+        loader = StrictSafeLoader(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML: {one_line_error(exc)}") from None
     try:
         return loader.get_single_data()
     except YamlLimitError as exc:
