@@ -5,8 +5,9 @@ Keys (the same appear under a replay worker's ``timing``):
 * ``model`` (catalogue name, config.json path or mapping), ``hardware`` (catalogue name, file or
   mapping), ``backend`` (``vllm``/``sglang``, default ``vllm``), ``tensor_parallel`` (default 1);
 * ``speculation``: a speculation block (or a ``ResolvedSpeculation``), optional;
-* ``estimator``: ``auto`` (default) | ``roofline`` | ``table`` | ``regression`` |
-  ``measured_round``; ``fallback_policy``: ``deny`` (default) | ``allow``;
+* ``estimator``: ``auto`` (default) | ``roofline`` | ``roofline_ideal`` (the pure bound, only by
+  name) | ``table`` | ``regression`` | ``measured_round``; ``fallback_policy``: ``deny``
+  (default) | ``allow``;
 * data: ``tables`` (paths of table files; a recorder ``sd_rounds.parquet`` gives one
   measured-round table per recorded draft length), ``points`` (in-memory STP point mappings) and
   ``measured_rounds`` (a list of ``{points, identity}`` mappings);
