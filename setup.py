@@ -30,6 +30,11 @@ NOT_COMPILED: list[str] = [
     "aisim/fpm/_table_files.py",
     "aisim/fpm/_recorded_rounds.py",
     "aisim/fpm/_vector.py",
+    # speculation: engine metrics files (prometheus_client, scipy, file I/O).
+    "aisim/speculation/_engine_metrics.py",
+    "aisim/speculation/_engine_series.py",
+    "aisim/speculation/_engine_sglang.py",
+    "aisim/speculation/_engine_vllm.py",
     # replay: run() reads files and builds pandas frames; the summary uses numpy percentiles.
     "aisim/replay/_run.py",
     "aisim/replay/_summary.py",

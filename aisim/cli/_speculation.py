@@ -1,9 +1,11 @@
-"""``aisim speculation explain FILE``: resolve a speculation block and show what it means."""
+"""``aisim speculation explain FILE``: resolve a speculation block and show what it means
+(``aisim speculation acceptance`` lives in ``_acceptance.py``)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from aisim._io import canonical_json, load_config_file
@@ -12,7 +14,7 @@ from aisim.errors import ConfigError
 
 
 def register(commands: Any) -> None:
-    """Add the ``speculation`` subcommand (with its ``explain`` action)."""
+    """Add the ``speculation`` subcommand (``explain`` and ``acceptance`` actions)."""
     parser = commands.add_parser(
         "speculation",
         help="resolve and explain speculative-decoding configs",
@@ -35,6 +37,9 @@ def register(commands: Any) -> None:
         "--role", choices=("aggregated", "prefill", "decode"), help="worker role (replay)"
     )
     explain.set_defaults(handler=explain_command)
+    from aisim.cli._acceptance import register_action
+
+    register_action(actions)
 
 
 def explain_command(args: argparse.Namespace) -> int:
@@ -55,8 +60,14 @@ def explain_command(args: argparse.Namespace) -> int:
         block = document["speculation"]
     elif document is None:
         raise ConfigError(f"{args.file}: the file is empty; expected a speculation block")
+    base_dir = Path(args.file).resolve().parent
     resolved = resolve_speculation(
-        block, model=args.model, backend=args.backend, role=args.role, path=path
+        block,
+        model=args.model,
+        backend=args.backend,
+        role=args.role,
+        path=path,
+        base_dir=base_dir,
     )
     result = resolved.to_dict()
     if args.json:
@@ -114,6 +125,12 @@ def render_text(result: dict[str, Any], replay: str, args: argparse.Namespace) -
                 ("P(a = 0..d)", _floats(acceptance["accepted_length_distribution"])),
             ]
         )
+    source = result.get("acceptance_source")
+    if source is not None:
+        files = " -> ".join(
+            f"{item['path']} (sha256 {item['sha256'][:16]})" for item in source["files"]
+        )
+        rows.append(("acceptance_from", f"{source['format']}: {files}"))
     if result["seed"] is not None:
         rows.append(("seed", result["seed"]))
     width = max(len(name) for name, _ in rows)

@@ -63,7 +63,7 @@ MAX_COUNT: Final = 1 << 40
 class EngineContext(Hardware):
     """What every worker's validation needs from the ``engine`` block."""
 
-    def __init__(self, engine: dict[str, Any]) -> None:
+    def __init__(self, engine: dict[str, Any], base_dir: Path | None = None) -> None:
         backend = as_str(engine.get("backend", "vllm"), "engine.backend", BACKENDS)
         model: ModelSpec | None = None
         if engine.get("model") is not None:
@@ -73,6 +73,8 @@ class EngineContext(Hardware):
             gpu = get_gpu(engine["hardware"], "engine.hardware")
         super().__init__(backend, model, gpu)
         self.raw = engine
+        #: Where relative paths in the config (``acceptance_from.path``) are taken from.
+        self.base_dir = base_dir
 
 
 def build_plan(config: object, base_dir: Path | None = None) -> tuple[ReplayPlan, dict[str, Any]]:
@@ -84,7 +86,7 @@ def build_plan(config: object, base_dir: Path | None = None) -> tuple[ReplayPlan
         raise ConfigError("traffic: required (source and load of the requests)")
     engine = as_mapping(root.get("engine"), "engine")
     reject_unknown(engine, ENGINE_KEYS, "engine")
-    context = EngineContext(engine)
+    context = EngineContext(engine, base_dir)
     requests = build_traffic(root["traffic"], base_dir)
     workers_raw = as_mapping(engine.get("workers"), "engine.workers")
     roles = sorted(workers_raw)
@@ -157,6 +159,9 @@ def _worker(raw: object, role: str, context: EngineContext) -> tuple[WorkerPlan,
         "draft_length": speculation.draft_length,
         "lookahead_tokens": speculation.lookahead_tokens,
     }
+    source = None if resolved is None else resolved.acceptance_source
+    if source is not None and speculation.enabled:
+        info["acceptance_from"] = source
     return worker, info
 
 
@@ -187,6 +192,7 @@ def _speculation(
         role=role,
         path=spec_path,
         tensor_parallel=tensor,
+        base_dir=context.base_dir,
     )
     if not resolved.enabled or role == ROLE_PREFILL:
         return resolved, no_speculation()
@@ -195,7 +201,7 @@ def _speculation(
         raise ConfigError(
             f"{spec_path}: kind {resolved.kind}: replay needs an acceptance input (one of "
             "expected_accepted_tokens, acceptance_rates, unconditional_acceptance_rates, "
-            "acceptance_length, acceptance_rate)"
+            "acceptance_length, acceptance_rate, acceptance_from)"
         )
     rates = [float(rate) for rate in resolved.acceptance.conditional_rates]
     seed = 0 if resolved.seed is None else int(resolved.seed)

@@ -12,6 +12,7 @@ are docs/design.md#speculation. Interpreted: the compiled core takes the frozen 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Annotated, Any, Final
 
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler, WithJsonSchema
@@ -34,6 +35,7 @@ from aisim.config._edge import (
 from aisim.errors import ConfigError
 from aisim.speculation import AcceptanceProfile, ResolvedSpeculation
 from aisim.speculation._acceptance import MAX_ACCEPTANCE_DEPTH
+from aisim.speculation._engine_metrics import FORMATS as ENGINE_METRICS_FORMATS
 from aisim.speculation._resolved import sha256_of_json
 from aisim.speculation._schemes import (
     ACCEPTANCE_KEYS,
@@ -152,6 +154,36 @@ AcceptanceRates = Annotated[Any, WithJsonSchema(_RATES)]
 FlatCount = Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 64})]
 
 
+class LabelValue:
+    """``Annotated[str, LabelValue()]``: a metric label value; YAML integers (``engine: 0``)
+    are read as their text, since Prometheus label values are strings."""
+
+    def check(self, value: object) -> str:
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise edge_error(f"expected a label value (a string), got {describe(value)}")
+        return str(value)
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_before_validator_function(self.check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {"type": ["string", "integer"]}
+
+
+class AcceptanceFromConfig(EdgeModel):
+    """``acceptance_from``: acceptance read from an engine's metrics file when the block is
+    resolved (docs/speculation.md, "Acceptance from engine metrics")."""
+
+    path: str
+    format: Annotated[str, Choice(*ENGINE_METRICS_FORMATS)]
+    labels: dict[str, Annotated[str, LabelValue()]] | None = None
+    baseline: str | None = None
+
+
 class SpeculationConfig(EdgeModel):
     """One speculation block: ``kind`` + ``params``, an optional draft, one acceptance form.
 
@@ -171,6 +203,7 @@ class SpeculationConfig(EdgeModel):
     unconditional_acceptance_rates: AcceptanceRates = None
     acceptance_length: AcceptanceNumber = None
     acceptance_rate: AcceptanceNumber = None
+    acceptance_from: AcceptanceFromConfig | None = None
     nextn_accepted: AcceptanceNumber = None
 
 
@@ -310,6 +343,7 @@ def resolve_speculation(
     role: object = None,
     path: str = "speculation",
     tensor_parallel: object = None,
+    base_dir: str | Path | None = None,
 ) -> ResolvedSpeculation:
     """Resolve one speculation block into a frozen ``ResolvedSpeculation``.
 
@@ -318,6 +352,8 @@ def resolve_speculation(
     ``backend``: ``vllm``/``sglang`` or ``None``; ``role``: ``aggregated``/``prefill``/``decode``
     or ``None``. Gates apply as soon as what they need is known. ``tensor_parallel`` (the
     target's TP) fills the draft_model ``draft_tp_size`` default. ``path`` prefixes every error.
+    ``base_dir``: where a relative ``acceptance_from`` path is taken from (default: the working
+    directory; a config file's folder when the block comes from one).
 
     Raises ``ConfigError`` (a ``ValueError``) naming the field path for every invalid input.
     """
@@ -337,7 +373,7 @@ def resolve_speculation(
     spec = _kind(block, path)
     params = _params(block, spec, path)
     if spec.kind == "none":
-        keys: tuple[str, ...] = ACCEPTANCE_KEYS
+        keys: tuple[str, ...] = ACCEPTANCE_KEYS + (ACCEPTANCE_FROM,)
         legacy = block.nextn_accepted
         # Legacy files write `nextn: 0, nextn_accepted: 0` for "no MTP": accept that zero.
         if isinstance(legacy, bool) or not isinstance(legacy, (int, float)) or legacy != 0:
@@ -350,7 +386,10 @@ def resolve_speculation(
         draft_model = ModelSpec.from_hf_config(draft_config, name, f"{path}.draft_config")
     geometry = _normalize_params(spec, params, draft_config, draft_model, tp, path)
     check_gates(spec, target, draft_model, backend_name, role_name, path)
-    acceptance = None if spec.kind == "none" else _acceptance(block, geometry, spec, path)
+    acceptance: AcceptanceProfile | None = None
+    acceptance_source: dict[str, Any] | None = None
+    if spec.kind != "none":
+        acceptance, acceptance_source = _acceptance(block, geometry, spec, path, base_dir)
     draft_vocab = _draft_vocab(draft_config, draft_model, path)
     draft_geometry: list[list[object]] | None = None
     draft_identity: str | None = None
@@ -385,6 +424,7 @@ def resolve_speculation(
         draft_tp_size=geometry.draft_tp_size,
         draft_vocab_size=draft_vocab,
         path=path,
+        acceptance_source=acceptance_source,
     )
 
 
@@ -661,12 +701,22 @@ def _draft_block_size(draft_config: dict[str, Any] | None, path: str) -> int | N
     return integer(raw, field, 1, MAX_DRAFT_TOKENS + 1)
 
 
+#: Acceptance read from an engine's metrics file; one more acceptance input (at most one).
+ACCEPTANCE_FROM: Final = "acceptance_from"
+
+
 def _acceptance(
-    block: SpeculationConfig, geometry: SchemeGeometry, spec: SchemeSpec, path: str
-) -> AcceptanceProfile | None:
+    block: SpeculationConfig,
+    geometry: SchemeGeometry,
+    spec: SchemeSpec,
+    path: str,
+    base_dir: str | Path | None,
+) -> tuple[AcceptanceProfile | None, dict[str, Any] | None]:
     """The one acceptance form given (``nextn_accepted`` is the legacy spelling of
-    ``expected_accepted_tokens``), converted at depth ``max_accepted_draft_tokens``."""
-    given = [key for key in ACCEPTANCE_KEYS if getattr(block, key) is not None]
+    ``expected_accepted_tokens``), converted at depth ``max_accepted_draft_tokens``, and the
+    provenance record of an ``acceptance_from`` file (else ``None``)."""
+    keys = ACCEPTANCE_KEYS + (ACCEPTANCE_FROM,)
+    given = [key for key in keys if getattr(block, key) is not None]
     legacy = block.nextn_accepted
     if legacy is not None:
         if spec.kind != "mtp":
@@ -683,25 +733,31 @@ def _acceptance(
                 f"{path}.expected_accepted_tokens ({describe(canonical)}) disagree; give one"
             )
     if not given:
-        return None
+        return None, None
     if len(given) > 1:
         raise ConfigError(
             f"{path}.{given[0]} and {path}.{given[1]} are two acceptance "
-            f"inputs; give exactly one of {', '.join(ACCEPTANCE_KEYS)}"
+            f"inputs; give exactly one of {', '.join(keys)}"
         )
     key = given[0]
     field = f"{path}.{key}"
     value = getattr(block, key)
     depth = geometry.max_accepted_draft_tokens
+    if isinstance(value, AcceptanceFromConfig):
+        from aisim.speculation._engine_metrics import acceptance_from_file
+
+        return acceptance_from_file(
+            value.path, value.format, value.labels or {}, value.baseline, depth, field, base_dir
+        )
     if key in ("expected_accepted_tokens", "nextn_accepted"):
         mean = check(Annotated[float, Number(0.0, depth)], value, field)
-        return AcceptanceProfile.from_mean_accepted(mean, depth, field)
+        return AcceptanceProfile.from_mean_accepted(mean, depth, field), None
     if key == "acceptance_length":
         length = check(Annotated[float, Number(1.0, depth + 1)], value, field)
-        return AcceptanceProfile.from_acceptance_length(length, depth, field)
+        return AcceptanceProfile.from_acceptance_length(length, depth, field), None
     if key == "acceptance_rate":
         alpha = check(Annotated[float, Number(0.0, 1.0)], value, field)
-        return AcceptanceProfile.from_iid(alpha, depth, field)
+        return AcceptanceProfile.from_iid(alpha, depth, field), None
     rates = check(_Rates, value, field)
     if key == "acceptance_rates":
         profile = AcceptanceProfile.from_conditional(rates, field)
@@ -712,7 +768,7 @@ def _acceptance(
             f"{field}: kind {spec.kind} accepts at most {depth} drafts per round, so exactly "
             f"{depth} rates are expected, got {profile.depth}"
         )
-    return profile
+    return profile, None
 
 
 class _RateCount:

@@ -51,6 +51,7 @@ class ResolvedSpeculation:
         draft_tp_size: int | None,
         draft_vocab_size: int | None,
         path: str,
+        acceptance_source: dict[str, Any] | None = None,
     ) -> None:
         self._kind = kind
         self._params = params
@@ -70,6 +71,7 @@ class ResolvedSpeculation:
         self._draft_tp_size = draft_tp_size
         self._draft_vocab_size = draft_vocab_size
         self._path = path
+        self._acceptance_source = acceptance_source
 
     @property
     def kind(self) -> str:
@@ -139,6 +141,14 @@ class ResolvedSpeculation:
         return self._acceptance
 
     @property
+    def acceptance_source(self) -> dict[str, Any] | None:
+        """Where ``acceptance_from`` read the acceptance (format, files with SHA-256, series
+        labels, counts; a fresh copy), or ``None`` when the block gave it inline."""
+        if self._acceptance_source is None:
+            return None
+        return _copy_json(self._acceptance_source)
+
+    @property
     def seed(self) -> int | None:
         return self._seed
 
@@ -190,7 +200,8 @@ class ResolvedSpeculation:
         return depth
 
     def to_dict(self) -> dict[str, Any]:
-        """Every resolved field, JSON-ready, in a stable key order."""
+        """Every resolved field, JSON-ready, in a stable key order (``acceptance_source`` only
+        when acceptance came from an engine metrics file)."""
         draft: dict[str, Any] | None = None
         if self._draft_model is not None:
             draft = {"name": self._draft_model.name, "family": self._draft_model.family}
@@ -199,7 +210,7 @@ class ResolvedSpeculation:
         acceptance: dict[str, object] | None = None
         if self._acceptance is not None:
             acceptance = self._acceptance.to_dict()
-        return {
+        result: dict[str, Any] = {
             "kind": self._kind,
             "enabled": self.enabled,
             "params": self.params,
@@ -219,6 +230,9 @@ class ResolvedSpeculation:
             "acceptance": acceptance,
             "seed": self._seed,
         }
+        if self._acceptance_source is not None:
+            result["acceptance_source"] = self.acceptance_source
+        return result
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ResolvedSpeculation):

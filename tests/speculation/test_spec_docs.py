@@ -39,8 +39,12 @@ def test_public_names() -> None:
     assert sorted(aisim.speculation.__all__) == [
         "ACCEPTANCE_KEYS",
         "AcceptanceProfile",
+        "ENGINE_METRICS_FORMATS",
         "KINDS",
+        "MeasuredAcceptance",
         "ResolvedSpeculation",
+        "load_engine_acceptance",
+        "measure_engine_acceptance",
     ]
 
 
