@@ -746,9 +746,10 @@ def _acceptance(
     if isinstance(value, AcceptanceFromConfig):
         from aisim.speculation._engine_metrics import acceptance_from_file
 
-        return acceptance_from_file(
+        loaded: tuple[AcceptanceProfile, dict[str, Any]] = acceptance_from_file(
             value.path, value.format, value.labels or {}, value.baseline, depth, field, base_dir
         )
+        return loaded
     if key in ("expected_accepted_tokens", "nextn_accepted"):
         mean = check(Annotated[float, Number(0.0, depth)], value, field)
         return AcceptanceProfile.from_mean_accepted(mean, depth, field), None
