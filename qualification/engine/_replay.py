@@ -3,7 +3,9 @@
 The replay config carries exactly the settings read back from the engine (``ENGINE_SETTINGS``);
 a recording that lacks one is refused, naming it. Passes are priced by an ``EngineStepModel``
 over the step table of a *separate* recording (the grid), never the served run's own steps.
-The SD acceptance given to replay is the one the grid's engine counters observed.
+The SD acceptance given to replay is the one the grid's engine counters observed, read by
+aisim's engine-metrics reader (``acceptance_from``, so the replay summary records the scrape's
+SHA-256).
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aisim.errors import DataIntegrityError
-from qualification.engine._prometheus import read_samples, sum_samples
+from aisim.errors import ConfigError, DataIntegrityError
+from aisim.speculation import measure_engine_acceptance
+from qualification.engine._prometheus import sum_samples
 from qualification.engine._recording import ServedRun, StepTable
 from qualification.engine._schema import ENGINE_SETTINGS, METRICS_FILE
 from qualification.engine._step_model import EngineStepModel
@@ -97,11 +100,11 @@ def replay_config(run: ServedRun, table: StepTable) -> dict[str, Any]:
                 f"{str(run.directory)!r}: engine_settings.speculative_method: {method!r} has no "
                 f"replay equivalent; known: {', '.join(SPECULATION_KINDS)}"
             )
-        acceptance = _grid_acceptance(table)
+        depth = int(settings["num_speculative_tokens"])
         speculation: dict[str, Any] = {
             "kind": kind,
-            "params": {"num_speculative_tokens": int(settings["num_speculative_tokens"])},
-            "unconditional_acceptance_rates": acceptance["unconditional_rates"],
+            "params": {"num_speculative_tokens": depth},
+            "acceptance_from": _grid_acceptance(table, depth),
             "seed": 0,
         }
         if kind == "draft_model":
@@ -113,19 +116,16 @@ def replay_config(run: ServedRun, table: StepTable) -> dict[str, Any]:
     }
 
 
-def _grid_acceptance(table: StepTable) -> dict[str, Any]:
+def _grid_acceptance(table: StepTable, depth: int) -> dict[str, Any]:
+    """The grid's counters as an ``acceptance_from`` block, checked here (zero drafts, a
+    per-position series of another depth, inconsistent counters) so a bad recording is a
+    DataIntegrityError naming the file before any replay."""
     path = table.directory / METRICS_FILE
-    acceptance = observed_acceptance(read_samples(path))
-    if acceptance is None:
-        raise DataIntegrityError(
-            f"{str(path)!r}: vllm:spec_decode_num_drafts: no SD drafts counted; the step table "
-            "of an SD run must come from an SD engine"
-        )
-    rates = [min(1.0, max(0.0, rate)) for rate in acceptance["unconditional_rates"]]
-    for index in range(1, len(rates)):
-        rates[index] = min(rates[index], rates[index - 1])
-    acceptance["unconditional_rates"] = rates
-    return acceptance
+    try:
+        measure_engine_acceptance(path, "vllm-prometheus").profile(depth, repr(str(path)))
+    except ConfigError as exc:
+        raise DataIntegrityError(f"grid engine counters: {exc}") from None
+    return {"path": str(path), "format": "vllm-prometheus"}
 
 
 def check_same_engine(run: ServedRun, table: StepTable) -> None:

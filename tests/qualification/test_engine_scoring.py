@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from aisim import resolve_speculation
 from aisim.errors import DataIntegrityError
 from qualification.engine import ENGINE_SETTINGS, ServedRun, compare, error_figures, noise_floor
 from qualification.engine._prometheus import counter_delta, read_samples
@@ -123,6 +124,8 @@ def test_replay_config_speculation_uses_the_grid_counters(tmp_path: Path) -> Non
     (tmp_path / "metrics.prom").write_text(
         "# TYPE vllm:spec_decode_num_drafts counter\n"
         "vllm:spec_decode_num_drafts_total 10.0\n"
+        "# TYPE vllm:spec_decode_num_draft_tokens counter\n"
+        "vllm:spec_decode_num_draft_tokens_total 30.0\n"
         "# TYPE vllm:spec_decode_num_accepted_tokens counter\n"
         "vllm:spec_decode_num_accepted_tokens_total 15.0\n"
         "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter\n"
@@ -136,7 +139,30 @@ def test_replay_config_speculation_uses_the_grid_counters(tmp_path: Path) -> Non
     speculation = config["engine"]["speculation"]
     assert speculation["kind"] == "draft_model"
     assert speculation["params"] == {"num_speculative_tokens": 3}
-    assert speculation["unconditional_acceptance_rates"] == pytest.approx([0.8, 0.5, 0.2])
+    # Read by aisim's engine-metrics reader: per position 8, 5, 2 of 10 drafts.
+    assert speculation["acceptance_from"] == {
+        "path": str(tmp_path / "metrics.prom"),
+        "format": "vllm-prometheus",
+    }
+    acceptance = resolve_speculation(speculation).acceptance
+    assert acceptance is not None
+    assert acceptance.unconditional_rates == (0.8, 0.5, 0.2)
+
+
+def test_replay_config_refuses_grid_counters_of_another_depth(tmp_path: Path) -> None:
+    (tmp_path / "metrics.prom").write_text(
+        "vllm:spec_decode_num_drafts_total 10.0\n"
+        "vllm:spec_decode_num_draft_tokens_total 20.0\n"
+        "vllm:spec_decode_num_accepted_tokens_total 12.0\n"
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0"} 8.0\n'
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="1"} 4.0\n',
+        encoding="utf-8",
+    )
+    settings = {**SETTINGS, "speculative_method": "draft_model", "num_speculative_tokens": 3}
+    with pytest.raises(
+        DataIntegrityError, match="2 positions, shorter than the configured depth 3"
+    ):
+        replay_config(_run(settings, tmp_path), StepTable(tmp_path, pd.DataFrame(), {}))
 
 
 @pytest.mark.parametrize("missing", ENGINE_SETTINGS)
