@@ -67,8 +67,16 @@ def as_int(value: object, path: str, minimum: int | None = None, maximum: int | 
     else:
         raise _not_a_number(path, "an integer", minimum, maximum, describe(value))
     if (minimum is not None and result < minimum) or (maximum is not None and result > maximum):
-        raise _not_a_number(path, "an integer", minimum, maximum, str(result))
+        raise _not_a_number(path, "an integer", minimum, maximum, integer_text(result))
     return result
+
+
+def integer_text(value: int) -> str:
+    """``value`` for an error message: its digits, or ``1e+300``-style past 24 digits (a float
+    such as 1e300 read as an integer would otherwise print 301 digits)."""
+    if -(10**24) < value < 10**24:
+        return str(value)
+    return f"{value:.6g}"
 
 
 def as_float(

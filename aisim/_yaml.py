@@ -3,6 +3,7 @@ contract. Imported lazily by ``aisim._io.parse_yaml_text`` (not compiled: it sub
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -66,6 +67,16 @@ class StrictSafeLoader(yaml.SafeLoader):
                     )
                 first_line[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)
+
+
+# YAML 1.2 reads 1e15 and 1.0e15 as numbers; PyYAML (YAML 1.1) needs a dot and a signed
+# exponent (1.0e+15) and otherwise returns the *string* '1.0e15', which a number field then
+# refuses. Users write the short forms (GPU FLOP/s, bandwidths), so they are floats here.
+StrictSafeLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
 
 
 def check_alias_graph(root: Any) -> None:

@@ -3,16 +3,39 @@
 from __future__ import annotations
 
 from aisim._fields import describe
-from aisim._io import check_path_text, parse_json_text, parse_yaml_text
+from aisim._io import (
+    check_path_text,
+    float_text_problem,
+    int_text_problem,
+    parse_json_text,
+    parse_yaml_text,
+)
 from aisim.catalogue._data import GPU_ROWS, MODEL_ROWS
 from aisim.catalogue._specs import GpuSpec, ModelSpec
 from aisim.errors import ConfigError
 
+
+def _typed(row: dict[str, str]) -> dict[str, object]:
+    """A catalogue row (all text, as copied from the sources) with its numbers and booleans
+    typed, so the parsers can refuse numeric strings in users' files."""
+    typed: dict[str, object] = {}
+    for key, text in row.items():
+        value: object = text
+        if text in ("True", "False"):
+            value = text == "True"
+        elif int_text_problem(text) is None:
+            value = int(text)
+        elif float_text_problem(text) is None:
+            value = float(text)
+        typed[key] = value
+    return typed
+
+
 _MODELS: dict[str, ModelSpec] = {
-    row["model"]: ModelSpec.from_hf_config(row, row["model"]) for row in MODEL_ROWS
+    row["model"]: ModelSpec.from_hf_config(_typed(row), row["model"]) for row in MODEL_ROWS
 }
 _GPUS: dict[str, GpuSpec] = {
-    row["system"]: GpuSpec.from_mapping(row, row["system"]) for row in GPU_ROWS
+    row["system"]: GpuSpec.from_mapping(_typed(row), row["system"]) for row in GPU_ROWS
 }
 # Short spellings users type: "h100" for "h100_sxm", "Qwen3-8B" for "Qwen/Qwen3-8B".
 _GPU_ALIASES: dict[str, str] = {name.split("_")[0]: name for name in _GPUS}

@@ -9,11 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from aisim._fields import as_float, as_int, as_mapping, as_str, describe, join_path
+from aisim._fields import as_bool, as_float, as_int, as_mapping, as_str, join_path
 from aisim.errors import ConfigError
 
 # Dense decoders with the Llama block shape (RMSNorm, GQA attention, SwiGLU MLP).
 LLAMA_LIKE_MODEL_TYPES: Final = ("llama", "qwen2", "qwen3", "mistral", "mimo")
+
+#: Largest model size field (elements, layers, heads, experts, positions): 2**24.
+MAX_GEOMETRY: Final = 1 << 24
+
+#: Largest GPU figure (FLOP/s, bytes/s, bytes, watts): 1e20, above any accelerator's.
+MAX_GPU_FIGURE: Final = 1e20
 
 _DTYPE_BYTES: Final = {"bfloat16": 2, "float16": 2, "float32": 4, "fp8": 1, "float8": 1}
 
@@ -170,42 +176,42 @@ class ModelSpec:
 
     @staticmethod
     def from_hf_config(mapping: object, name: str, path: str = "model") -> ModelSpec:
-        """Build from a ``config.json`` mapping; values may be numbers or catalogue strings."""
+        """Build from a ``config.json`` mapping (JSON numbers and booleans; a numeric string
+        such as ``"8"`` is an error, not an integer).
+
+        Sizes are integers in 1..``MAX_GEOMETRY`` where a zero is meaningless (layers, hidden
+        size, heads, KV heads, head_dim, intermediate size, vocabulary) and in
+        0..``MAX_GEOMETRY`` where zero means "absent" (experts, MLA ranks, MTP layers); the
+        bound keeps every derived byte and FLOP count finite as a float.
+        """
         config = as_mapping(mapping, path)
 
-        def integer(key: str, default: int | None = None) -> int:
+        def integer(key: str, default: int | None = None, minimum: int = 1) -> int:
             raw = config.get(key)
-            if raw is None or raw == "":
+            if raw is None:
                 if default is None:
                     raise ConfigError(f"{join_path(path, key)}: required field is missing")
                 return default
-            if isinstance(raw, str):
-                try:
-                    raw = int(raw)
-                except ValueError:
-                    raise ConfigError(
-                        f"{join_path(path, key)}: expected an integer, got {describe(raw)}"
-                    ) from None
-            return as_int(raw, join_path(path, key), minimum=0)
+            return as_int(raw, join_path(path, key), minimum, MAX_GEOMETRY)
 
         model_type = as_str(config.get("model_type", "llama"), join_path(path, "model_type"))
         hidden = integer("hidden_size")
         heads = integer("num_attention_heads")
-        if heads < 1 or hidden < 1:
-            raise ConfigError(f"{path}: hidden_size and num_attention_heads must be >= 1")
-        if config.get("head_dim") in (None, "") and hidden % heads != 0:
+        if config.get("head_dim") is None and hidden % heads != 0:
             raise ConfigError(
                 f"{join_path(path, 'head_dim')}: required when hidden_size ({hidden}) is not "
                 f"divisible by num_attention_heads ({heads})"
             )
         head_dim = integer("head_dim", hidden // heads)
         experts = max(
-            integer("num_experts", 0),
-            integer("num_local_experts", 0),
-            integer("n_routed_experts", 0),
+            integer("num_experts", 0, 0),
+            integer("num_local_experts", 0, 0),
+            integer("n_routed_experts", 0, 0),
         )
-        tie_raw = config.get("tie_word_embeddings", False)
-        tie = tie_raw is True or (isinstance(tie_raw, str) and tie_raw.lower() == "true")
+        tie_raw = config.get("tie_word_embeddings")
+        tie = False
+        if tie_raw is not None:
+            tie = as_bool(tie_raw, join_path(path, "tie_word_embeddings"))
         dtype_raw = config.get("torch_dtype", "bfloat16")
         dtype = as_str(
             dtype_raw if dtype_raw is not None else "bfloat16", join_path(path, "torch_dtype")
@@ -227,26 +233,24 @@ class ModelSpec:
             vocab_size=integer("vocab_size"),
             tie_word_embeddings=tie,
             num_experts=experts,
-            experts_per_token=integer("num_experts_per_tok", 0),
+            experts_per_token=integer("num_experts_per_tok", 0, 0),
             # Mixtral-style configs size experts with intermediate_size.
             moe_intermediate_size=integer(
-                "moe_intermediate_size", integer("intermediate_size", 4 * hidden) if experts else 0
+                "moe_intermediate_size",
+                integer("intermediate_size", 4 * hidden) if experts else 0,
+                0,
             ),
-            num_shared_experts=integer("n_shared_experts", 0),
-            first_dense_layers=integer("first_k_dense_replace", 0),
-            kv_lora_rank=integer("kv_lora_rank", 0),
-            q_lora_rank=integer("q_lora_rank", 0),
-            qk_nope_head_dim=integer("qk_nope_head_dim", 0),
-            qk_rope_head_dim=integer("qk_rope_head_dim", 0),
-            v_head_dim=integer("v_head_dim", 0),
-            num_nextn_predict_layers=integer("num_nextn_predict_layers", 0),
+            num_shared_experts=integer("n_shared_experts", 0, 0),
+            first_dense_layers=integer("first_k_dense_replace", 0, 0),
+            kv_lora_rank=integer("kv_lora_rank", 0, 0),
+            q_lora_rank=integer("q_lora_rank", 0, 0),
+            qk_nope_head_dim=integer("qk_nope_head_dim", 0, 0),
+            qk_rope_head_dim=integer("qk_rope_head_dim", 0, 0),
+            v_head_dim=integer("v_head_dim", 0, 0),
+            num_nextn_predict_layers=integer("num_nextn_predict_layers", 0, 0),
             dtype_bytes=_DTYPE_BYTES[dtype],
-            max_position_embeddings=integer("max_position_embeddings", 0),
+            max_position_embeddings=integer("max_position_embeddings", 0, 0),
         )
-        if spec.num_layers < 1 or spec.vocab_size < 1 or spec.num_kv_heads < 1:
-            raise ConfigError(
-                f"{path}: num_hidden_layers, vocab_size, num_key_value_heads must be >= 1"
-            )
         return spec
 
 
@@ -271,28 +275,23 @@ class GpuSpec:
 
     @staticmethod
     def from_mapping(mapping: object, name: str, path: str = "hardware") -> GpuSpec:
-        """Build from a mapping with the ``gpus.csv`` columns (numbers or numeric strings)."""
+        """Build from a mapping with the ``gpus.csv`` columns (JSON/YAML numbers; a numeric
+        string is an error). Each is finite and at most ``MAX_GPU_FIGURE`` (1e20), so the
+        times priced from them stay finite."""
         config = as_mapping(mapping, path)
 
         def number(key: str, required: bool) -> float:
             raw: Any = config.get(key)
-            if raw is None or raw == "":
+            if raw is None:
                 if required:
                     raise ConfigError(f"{join_path(path, key)}: required field is missing")
                 return 0.0
-            if isinstance(raw, str):
-                try:
-                    raw = float(raw)
-                except ValueError:
-                    raise ConfigError(
-                        f"{join_path(path, key)}: expected a number, got {describe(raw)}"
-                    ) from None
-            return as_float(raw, join_path(path, key), minimum=0.0)
+            return as_float(raw, join_path(path, key), 0.0, MAX_GPU_FIGURE)
 
         bf16 = number("bf16_dense_flops", True)
         hbm = number("hbm_bytes_per_s", True)
-        if bf16 <= 0 or hbm <= 0:
-            raise ConfigError(f"{path}: bf16_dense_flops and hbm_bytes_per_s must be > 0")
+        if bf16 < 1.0 or hbm < 1.0:
+            raise ConfigError(f"{path}: bf16_dense_flops and hbm_bytes_per_s must be >= 1")
         return GpuSpec(
             name=name,
             bf16_flops=bf16,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ from aisim._io import (
     check_path_text,
     check_writable,
 )
-from aisim.errors import ConfigError
+from aisim.errors import ConfigError, SimulationError
 
 #: Progress is reported every this many simulation events.
 PROGRESS_EVERY_EVENTS = 20_000
@@ -56,15 +57,33 @@ def replay_command(args: argparse.Namespace) -> int:
     show = not args.no_progress and sys.stderr.isatty()
     with _progress(show) as callback:
         result = run(args.config, progress=callback, progress_every=PROGRESS_EVERY_EVENTS)
+    summary_text = _summary_json(result.summary)
     buffer = io.BytesIO()
     result.requests.to_parquet(buffer, index=False)
     atomic_write_bytes(requests_path, buffer.getvalue(), overwrite=args.overwrite)
-    atomic_write_text(summary_path, canonical_json(result.summary), overwrite=args.overwrite)
+    atomic_write_text(summary_path, summary_text, overwrite=args.overwrite)
     if args.json:
-        sys.stdout.write(canonical_json(result.summary))
+        sys.stdout.write(summary_text)
     else:
         sys.stdout.write(render_text(result.summary, summary_path, requests_path))
     return 0
+
+
+def _summary_json(summary: dict[str, Any]) -> str:
+    """The summary as canonical JSON, before anything is written. The config edge bounds every
+    time, rate and length so all figures are finite; a figure that is not anyway is reported
+    (naming it) instead of a half-written output folder."""
+    try:
+        return canonical_json(summary)
+    except ValueError:
+        bad = sorted(
+            key
+            for key, value in summary.items()
+            if isinstance(value, float) and not math.isfinite(value)
+        )
+        raise SimulationError(
+            f"summary: {', '.join(bad) or 'a figure'} is not finite; nothing was written"
+        ) from None
 
 
 @contextmanager

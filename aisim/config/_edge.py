@@ -37,6 +37,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
+from aisim._fields import integer_text
 from aisim.errors import ConfigError
 
 #: The pydantic error type every aisim check raises; its context carries the finished message.
@@ -88,7 +89,7 @@ class Integer:
         if (self.minimum is not None and result < self.minimum) or (
             self.maximum is not None and result > self.maximum
         ):
-            raise edge_error(f"{expected}, got {result}", self.label)
+            raise edge_error(f"{expected}, got {integer_text(result)}", self.label)
         return result
 
     def __get_pydantic_core_schema__(

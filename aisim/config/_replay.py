@@ -18,7 +18,7 @@ from aisim.config._replay_capacity import (
     kv_cache_plan,
     transfer_price,
 )
-from aisim.config._replay_traffic import build_traffic
+from aisim.config._replay_traffic import MAX_TIME_MS, build_traffic
 from aisim.errors import ConfigError
 from aisim.replay._plan import (
     ROLE_AGGREGATED,
@@ -274,8 +274,12 @@ def _timing(
     )
     if kind == "fixed":
         reject_unknown(block, ("type", "prefill_ms", "decode_ms"), timing_path)
-        prefill = as_float(block.get("prefill_ms"), join_path(timing_path, "prefill_ms"), 0.0)
-        decode = as_float(block.get("decode_ms"), join_path(timing_path, "decode_ms"), 0.0)
+        prefill = as_float(
+            block.get("prefill_ms"), join_path(timing_path, "prefill_ms"), 0.0, MAX_TIME_MS
+        )
+        decode = as_float(
+            block.get("decode_ms"), join_path(timing_path, "decode_ms"), 0.0, MAX_TIME_MS
+        )
         return PassPricer.fixed(prefill, decode)
     from aisim import fpm
 
@@ -318,5 +322,5 @@ def _simulation(raw: object) -> float:
     reject_unknown(block, ("horizon_ms",), "simulation")
     horizon = -1.0
     if block.get("horizon_ms") is not None:
-        horizon = as_float(block["horizon_ms"], "simulation.horizon_ms", 0.0)
+        horizon = as_float(block["horizon_ms"], "simulation.horizon_ms", 0.0, MAX_TIME_MS)
     return horizon

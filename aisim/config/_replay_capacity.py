@@ -24,6 +24,11 @@ DEFAULT_MEMORY_FRACTION: Final = 0.9
 DEFAULT_ACTIVATION_RESERVE_GIB: Final = 2.0
 GIB: Final = 1 << 30
 MAX_COUNT: Final = 1 << 40
+#: P/D hand-off limits: a fixed latency within the traffic time limit (2**32 ms), a bandwidth
+#: of 1 byte/s to 1e20 bytes/s, at most 2**40 KV bytes per token: transfer times stay finite.
+MAX_TRANSFER_MS: Final = float(1 << 32)
+MAX_BANDWIDTH_BYTES_PER_S: Final = 1e20
+MAX_KV_BYTES_PER_TOKEN: Final = 1 << 40
 
 
 class Hardware:
@@ -155,20 +160,24 @@ def transfer_price(
     path = "engine.kv_transfer"
     block = as_mapping(raw if raw is not None else {}, path)
     reject_unknown(block, ("bandwidth_bytes_per_s", "latency_ms", "kv_bytes_per_token"), path)
-    latency = as_float(block.get("latency_ms", 0.0), join_path(path, "latency_ms"), 0.0)
+    latency = as_float(
+        block.get("latency_ms", 0.0), join_path(path, "latency_ms"), 0.0, MAX_TRANSFER_MS
+    )
     bandwidth: float | None = None
     if block.get("bandwidth_bytes_per_s") is not None:
         bandwidth = as_float(
-            block["bandwidth_bytes_per_s"], join_path(path, "bandwidth_bytes_per_s"), 0.0
+            block["bandwidth_bytes_per_s"],
+            join_path(path, "bandwidth_bytes_per_s"),
+            1.0,
+            MAX_BANDWIDTH_BYTES_PER_S,
         )
-        if bandwidth <= 0.0:
-            raise ConfigError(
-                f"{join_path(path, 'bandwidth_bytes_per_s')}: expected > 0, got {bandwidth!r}"
-            )
     per_token: float | None = None
     if block.get("kv_bytes_per_token") is not None:
         per_token = as_float(
-            block["kv_bytes_per_token"], join_path(path, "kv_bytes_per_token"), 0.0
+            block["kv_bytes_per_token"],
+            join_path(path, "kv_bytes_per_token"),
+            0.0,
+            float(MAX_KV_BYTES_PER_TOKEN),
         )
     if len(workers) == 1:
         return 0.0, 0.0

@@ -25,7 +25,7 @@ from aisim._fields import (
     join_path,
     reject_unknown,
 )
-from aisim._io import check_path_text, parse_json_text
+from aisim._io import check_path_text, parse_float_text, parse_int_text, parse_json_text
 from aisim.errors import ConfigError
 from aisim.replay._plan import RequestSpec
 from aisim.replay._traffic import (
@@ -44,6 +44,19 @@ SOURCES: Final = ("synthetic", "trace", "agentic")
 TRACE_FORMATS: Final = ("mooncake", "csv")
 MAX_TOKENS: Final = 1 << 24
 MAX_REQUESTS: Final = 10_000_000
+#: Largest time any traffic input may give, and the latest any request may arrive once the
+#: load is applied: 2**32 ms (about 49.7 days). At that magnitude float64 still resolves
+#: 2**-20 ms (under a nanosecond), so latencies measured from an arrival (TTFT = first token -
+#: arrival) keep their value instead of rounding away; and a sum over the largest trace
+#: (10**7 < 2**24 requests) stays below 2**56 ms, far from overflow (integer-millisecond values
+#: add exactly while a running sum is below 2**53). See docs/replay.md "Limits".
+MAX_TIME_MS: Final = float(1 << 32)
+#: Largest ``time_scale`` (the scaled arrivals must still be within ``MAX_TIME_MS``).
+MAX_TIME_SCALE: Final = float(1 << 20)
+#: Poisson/constant rates, requests per second: at most one request per ~11.6 days and a
+#: billion per second.
+MIN_RATE_RPS: Final = 1e-6
+MAX_RATE_RPS: Final = 1e9
 MAX_SEED: Final = (1 << 63) - 1
 ROW_KEYS: Final = (
     "timestamp",
@@ -89,6 +102,7 @@ def build_traffic(
     if not requests:
         raise ConfigError(f"{source_path}: the traffic has no requests")
     _load(block.get("load"), requests, kind, seed, join_path(path, "load"))
+    _check_arrivals(requests, join_path(path, "load"))
     return requests
 
 
@@ -216,15 +230,13 @@ def _read_csv(file: Path, path: str) -> list[RequestSpec]:
             where = f"{file.name}:{reader.line_num}"
             if len(row) != 3:
                 raise ConfigError(f"{where}: expected 3 columns, got {len(row)}")
-            try:
-                arrival_s = float(row[0])
-                prompt = int(row[1])
-                output = int(row[2])
-            except ValueError:
-                raise ConfigError(f"{where}: expected numbers, got {describe(row)}") from None
-            arrival_ms = as_float(arrival_s, join_path(where, "arrival_s"), 0.0) * 1000.0
-            prompt = as_int(prompt, join_path(where, "prompt_tokens"), 1, MAX_TOKENS)
-            output = as_int(output, join_path(where, "output_tokens"), 1, MAX_TOKENS)
+            arrival_path = join_path(where, "arrival_s")
+            arrival_s = parse_float_text(row[0], arrival_path)
+            arrival_ms = as_float(arrival_s, arrival_path, 0.0, MAX_TIME_MS / 1000.0) * 1000.0
+            prompt_path = join_path(where, "prompt_tokens")
+            prompt = as_int(parse_int_text(row[1], prompt_path), prompt_path, 1, MAX_TOKENS)
+            output_path = join_path(where, "output_tokens")
+            output = as_int(parse_int_text(row[2], output_path), output_path, 1, MAX_TOKENS)
             index = len(requests)
             requests.append(
                 RequestSpec(index, str(index), prompt, output, arrival_ms, [], 0.0, [], 0)
@@ -241,9 +253,17 @@ def _row_request(
     reject_unknown(record, ROW_KEYS if graph else ROW_KEYS[:4], where)
     prompt = as_int(record.get("input_length"), join_path(where, "input_length"), 1, MAX_TOKENS)
     output = as_int(record.get("output_length"), join_path(where, "output_length"), 1, MAX_TOKENS)
-    timestamp = as_float(record.get("timestamp", 0), join_path(where, "timestamp"), 0.0)
-    delay = as_float(record.get("delay_ms", 0), join_path(where, "delay_ms"), 0.0)
+    timestamp = as_float(
+        record.get("timestamp", 0), join_path(where, "timestamp"), 0.0, MAX_TIME_MS
+    )
+    delay = as_float(record.get("delay_ms", 0), join_path(where, "delay_ms"), 0.0, MAX_TIME_MS)
     hash_ids = _hash_ids(record.get("hash_ids"), join_path(where, "hash_ids"))
+    blocks = -(-prompt // block_tokens)
+    if len(hash_ids) > blocks:
+        raise ConfigError(
+            f"{join_path(where, 'hash_ids')}: {len(hash_ids)} block hashes but input_length "
+            f"{prompt} fills only {blocks} blocks of hash_block_tokens {block_tokens}"
+        )
     request_id = str(index)
     if record.get("request_id") is not None:
         raw_id = record["request_id"]
@@ -336,7 +356,9 @@ def _load(value: object, requests: list[RequestSpec], source: str, seed: int, pa
                 f"{join_path(path, 'type')}: synthetic traffic has no timestamps; "
                 f"use one of {', '.join(LOADS[1:])}"
             )
-        scale = as_float(block.get("time_scale", 1.0), join_path(path, "time_scale"), 0.0)
+        scale = as_float(
+            block.get("time_scale", 1.0), join_path(path, "time_scale"), 0.0, MAX_TIME_SCALE
+        )
         for request in requests:
             # time_scale stretches timestamps only; delay_ms stays a duration (as for children).
             delay = request.delay_ms if not request.wait_for else 0.0
@@ -350,10 +372,40 @@ def _load(value: object, requests: list[RequestSpec], source: str, seed: int, pa
     if kind == LOAD_CONCURRENCY:
         reject_unknown(block, ("type", "users", "think_ms"), path)
         users = as_int(block.get("users"), join_path(path, "users"), 1, MAX_REQUESTS)
-        think = as_float(block.get("think_ms", 0.0), join_path(path, "think_ms"), 0.0)
+        think = as_float(block.get("think_ms", 0.0), join_path(path, "think_ms"), 0.0, MAX_TIME_MS)
     else:
         reject_unknown(block, ("type", "rate_rps"), path)
-        rate = as_float(block.get("rate_rps"), join_path(path, "rate_rps"), 0.0)
-        if rate <= 0.0:
-            raise ConfigError(f"{join_path(path, 'rate_rps')}: expected a rate > 0, got {rate!r}")
+        rate = as_float(
+            block.get("rate_rps"), join_path(path, "rate_rps"), MIN_RATE_RPS, MAX_RATE_RPS
+        )
     apply_load(requests, kind, rate, users, think, seed)
+
+
+def _check_arrivals(requests: list[RequestSpec], path: str) -> None:
+    """Every arrival the load produced (scaled timestamps, Poisson or constant gaps), and every
+    agentic child's earliest arrival (the sum of ``delay_ms`` along its longest chain, before
+    any service time), is within ``MAX_TIME_MS``: later ones would leave float64 too coarse to
+    time the request."""
+    # A child's own timestamp is not its arrival: it arrives delay_ms after its parents finish.
+    earliest = [0.0 if request.wait_for else request.arrival_ms for request in requests]
+    children: list[list[int]] = [[] for _ in requests]
+    waiting = [len(request.wait_for) for request in requests]
+    for request in requests:
+        for parent in request.wait_for:
+            children[parent].append(request.index)
+    ready = [request.index for request in requests if not request.wait_for]
+    while ready:
+        node = ready.pop()
+        if not earliest[node] <= MAX_TIME_MS:
+            request = requests[node]
+            raise ConfigError(
+                f"{path}: request {request.request_id!r} would arrive at "
+                f"{earliest[node]:.6g} ms or later, after the limit of {MAX_TIME_MS:.0f} ms "
+                "(2**32 ms, about 49.7 days); shorten the trace, its time_scale or its delays, "
+                "or raise the rate"
+            )
+        for child in children[node]:
+            earliest[child] = max(earliest[child], earliest[node] + requests[child].delay_ms)
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                ready.append(child)

@@ -131,3 +131,48 @@ def test_catalogue_specs_are_frozen_and_never_shared_mutable() -> None:
         gpu.hbm_bytes_per_s = 1.0  # type: ignore[misc]
     changed = dataclasses.replace(model, num_layers=1)
     assert (changed.num_layers, get_model("Qwen/Qwen3-8B").num_layers) == (1, 36)
+
+
+def test_user_model_files_are_strict(tmp_path: Path) -> None:
+    """Numeric strings and zero geometry in a user's config.json are errors (issue 17); only
+    the built-in rows, copied as text, are typed on load."""
+    config = {
+        "hidden_size": 256,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "num_key_value_heads": "2",
+        "vocab_size": 1000,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    with pytest.raises(ConfigError) as info:
+        get_model(str(path))
+    assert str(info.value) == (
+        "model.num_key_value_heads: expected an integer in 1..16777216, got '2' (str)"
+    )
+    path.write_text(json.dumps({**config, "num_key_value_heads": 2, "head_dim": 0}))
+    with pytest.raises(ConfigError) as info:
+        get_model(str(path))
+    assert str(info.value) == "model.head_dim: expected an integer in 1..16777216, got 0"
+
+
+def test_user_gpu_files_are_strict_and_bounded(tmp_path: Path) -> None:
+    path = tmp_path / "g.yaml"
+    path.write_text("bf16_dense_flops: '1e15'\nhbm_bytes_per_s: 3.0e12\nhbm_capacity_bytes: 8e10\n")
+    with pytest.raises(ConfigError) as info:
+        get_gpu(str(path))
+    assert str(info.value) == (
+        "hardware.bf16_dense_flops: expected a finite number in 0.0..1e+20, got '1e15' (str)"
+    )
+    path.write_text("bf16_dense_flops: 1e-300\nhbm_bytes_per_s: 3.0e12\nhbm_capacity_bytes: 8e10\n")
+    with pytest.raises(ConfigError) as info:
+        get_gpu(str(path))
+    assert str(info.value) == "hardware: bf16_dense_flops and hbm_bytes_per_s must be >= 1"
+
+
+def test_yaml_reads_short_exponents_as_numbers() -> None:
+    """YAML 1.2 reads 1e15 and 1.0e15 as numbers; PyYAML alone returns the strings."""
+    from aisim._io import parse_yaml_text
+
+    loaded = parse_yaml_text("[1e15, 1.0e15, 2E-3, 1.0e+15, 12, e5, 1e5x]", "f")
+    assert loaded == [1e15, 1e15, 0.002, 1e15, 12, "e5", "1e5x"]

@@ -205,7 +205,9 @@ def test_bad_trace_rows_name_the_line(tmp_path: Path) -> None:
     bad_csv = tmp_path / "t.csv"
     bad_csv.write_text("arrival_s,prompt_tokens,output_tokens\n0.1,abc,3\n")
     config["traffic"]["source"]["path"] = str(bad_csv)
-    with pytest.raises(ConfigError, match=r"t\.csv:2: expected numbers"):
+    with pytest.raises(
+        ConfigError, match=r"t\.csv:2\.prompt_tokens: expected an integer \(ASCII digits"
+    ):
         run(config)
 
 
