@@ -15,7 +15,7 @@ import statistics
 from importlib import resources
 from typing import Any, Final
 
-from aisim.catalogue import get_model, gpu_names
+from aisim.catalogue import get_gpu, get_model, gpu_names
 from aisim.config import best_available
 from aisim.fpm import ForwardPassMetrics, scaling_factor
 
@@ -163,18 +163,27 @@ def rulecheck(
     """One row per (scheme, GPU, d): the default's round / widened-STP ratio over B and K.
 
     The ratio is ``T_SD(B, K, d) / F_STP((d + 1) B, K)``, both priced by the default roofline;
-    the published rule says ``0.08 d + 1.25``. ``below_widened_count`` counts the (B, K) points
-    where the round costs less than the widened STP pass, with the reason.
+    the published rule says ``0.08 d + 1.25``. ``calibrated_median`` is the median over the
+    rule's published calibration region (B <= 8, K <= 4096). ``below_widened_count`` counts the (B, K) points
+    where the round costs less than the widened STP pass, with the reason. Points whose weights
+    plus KV cache exceed the GPU's memory are left out (``over_capacity``).
     """
     rows: list[dict[str, Any]] = []
+    spec = get_model(model)
     for scheme in schemes:
         for gpu in gpus or tuple(gpu_names()):
+            capacity = get_gpu(gpu).hbm_capacity_bytes
             stp = best_available({"model": model, "hardware": gpu, "estimator": "roofline"})
             for depth in RULE_DEPTHS:
                 ratios: list[float] = []
                 places: list[tuple[int, int]] = []
+                over_capacity = 0
                 for batch in RULE_BATCHES:
                     for context in RULE_CONTEXTS:
+                        needed = spec.weight_bytes + batch * context * spec.kv_bytes_per_token
+                        if needed > capacity:
+                            over_capacity += 1
+                            continue
                         metrics = _decode(batch, context)
                         widened = ForwardPassMetrics((depth + 1) * batch, batch * context)
                         sd = _scheme_model(model, gpu, scheme, depth)
@@ -185,6 +194,11 @@ def rulecheck(
                         places.append((batch, context))
                 rule = scaling_factor(depth)
                 below = sum(1 for ratio in ratios if ratio < 1.0)
+                calibrated = [
+                    ratio
+                    for ratio, (batch, context) in zip(ratios, places, strict=True)
+                    if batch <= 8 and context <= 4096
+                ]
                 median = statistics.median(ratios)
                 rows.append(
                     {
@@ -196,8 +210,10 @@ def rulecheck(
                         "ratio_median": median,
                         "ratio_max": max(ratios),
                         "median_vs_rule_percent": 100.0 * (median - rule) / rule,
+                        "calibrated_median": statistics.median(calibrated),
                         "below_widened_count": below,
                         "points": len(ratios),
+                        "over_capacity": over_capacity,
                         "min_at": places[ratios.index(min(ratios))],
                         "max_at": places[ratios.index(max(ratios))],
                         "why": _why(
@@ -251,15 +267,16 @@ def _why(
 def rulecheck_markdown(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| scheme | hardware | d | rule 0.08 d + 1.25 | default min | median | max | "
-        "median vs rule | below widened STP | why |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "median vs rule | median at B <= 8, K <= 4k | below widened STP | over capacity | why |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         lines.append(
             f"| {row['scheme']} | {row['hardware']} | {row['d']} | {row['rule_factor']:.2f} | "
             f"{row['ratio_min']:.2f} | {row['ratio_median']:.2f} | {row['ratio_max']:.2f} | "
-            f"{row['median_vs_rule_percent']:+.1f} % | {row['below_widened_count']}/"
-            f"{row['points']} | {row['why']} |"
+            f"{row['median_vs_rule_percent']:+.1f} % | {row['calibrated_median']:.2f} | "
+            f"{row['below_widened_count']}/"
+            f"{row['points']} | {row['over_capacity']} | {row['why']} |"
         )
     return "\n".join(lines) + "\n"
 

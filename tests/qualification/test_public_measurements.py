@@ -33,6 +33,11 @@ def test_measured_ratio_is_tpot_times_acceptance_over_stp() -> None:
 def test_rulecheck_never_prices_a_round_below_the_widened_stp_pass() -> None:
     rows = rulecheck(gpus=("h100_sxm", "b200_sxm"))
     assert len(rows) == 2 * 2 * 5
+    # H100 holds 80 GiB: Qwen3-8B's 16.4 GB of weights plus 147,456 KV bytes per token leave
+    # room for about 471k tokens, so B x K of 64 x 8k, 64 x 16k, 64 x 32k, 32 x 16k, 32 x 32k and
+    # 16 x 32k (6 of the 35 points) do not fit.
+    h100 = [row for row in rows if row["hardware"] == "h100_sxm"]
+    assert {(row["points"], row["over_capacity"]) for row in h100} == {(29, 6)}
     for row in rows:
         assert row["below_widened_count"] == 0
         assert 1.0 < row["ratio_min"] <= row["ratio_median"] <= row["ratio_max"]
