@@ -14,6 +14,7 @@ CONFIDENCE = 0.95
 
 def register_action(actions: Any) -> None:
     """Add the ``acceptance`` action under ``aisim speculation``."""
+    from aisim.cli._args import integer
     from aisim.speculation._engine_metrics import FORMATS
 
     parser = actions.add_parser(
@@ -46,6 +47,7 @@ def register_action(actions: Any) -> None:
     )
     parser.add_argument(
         "--depth",
+        type=integer,
         help="the draft depth d to state the profile at (default: the positions the source "
         "reports; required for sources that report only a mean)",
     )
@@ -67,7 +69,7 @@ def acceptance_command(args: argparse.Namespace) -> int:
         labels[key] = value
     depth: int | None = None
     if args.depth is not None:
-        depth = as_int(_number(args.depth), "--depth", 1, MAX_ACCEPTANCE_DEPTH)
+        depth = as_int(args.depth, "--depth", 1, MAX_ACCEPTANCE_DEPTH)
     if args.later is None:
         measured = measure_engine_acceptance(args.source, args.format, labels=labels)
     else:
@@ -100,16 +102,6 @@ def acceptance_command(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_text(result))
     return 0
-
-
-def _number(text: str) -> object:
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            return text
 
 
 def render_text(result: dict[str, Any]) -> str:

@@ -277,7 +277,9 @@ def _config_path(text: str, base_dir: str | Path | None) -> Path:
 def read_source(path: str | Path, prefix: str) -> tuple[str, SourceFile]:
     """The text of an engine source and its SHA-256; a missing or undecodable file is one
     ``ConfigError`` line."""
-    file = Path(path)
+    from aisim._io import check_path_text
+
+    file = check_path_text(path, prefix.rstrip(": ") or "path")
     try:
         data = file.read_bytes()
     except FileNotFoundError:

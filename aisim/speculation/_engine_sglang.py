@@ -171,7 +171,7 @@ def _json_records(text: str, name: str, prefix: str) -> list[tuple[Any, str]]:
         whole = json.loads(text)
     except RecursionError:
         raise ConfigError(f"{prefix}{name!r}: JSON nested too deeply") from None
-    except json.JSONDecodeError:
+    except ValueError:  # not one JSON document (JSON lines), or a number past int's limit
         whole = None
     else:
         return [(item, f"{name}[{index}]") for index, item in enumerate(_flatten(whole))]
@@ -181,8 +181,13 @@ def _json_records(text: str, name: str, prefix: str) -> list[tuple[Any, str]]:
             continue
         try:
             value = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        except (ValueError, RecursionError) as exc:
+            if isinstance(exc, json.JSONDecodeError):
+                detail = exc.msg
+            elif isinstance(exc, RecursionError):
+                detail = "nested too deeply"
+            else:
+                detail = " ".join(str(exc).split())[:80]
             raise ConfigError(
                 f"{prefix}{name!r}:{number}: not JSON ({detail}); expected SGLang request "
                 f"outputs as a JSON array or JSON lines"

@@ -194,6 +194,8 @@ def test_malformed_and_missing_files_are_one_line_errors(tmp_path: Path) -> None
     assert "not Prometheus text exposition format" in message
     missing = _error(lambda: measure_engine_acceptance(tmp_path / "nope.prom"))
     assert missing.endswith("nope.prom': file not found")
+    long_name = _error(lambda: measure_engine_acceptance(tmp_path / ("m" * 300)))
+    assert long_name.startswith("path: file name too long: at most 255 bytes per name")
     binary = tmp_path / "binary.prom"
     binary.write_bytes(b"\xff\xfe\x00")
     assert "not UTF-8 text" in _error(lambda: measure_engine_acceptance(binary))
@@ -298,6 +300,9 @@ def test_sglang_requests_as_a_json_array_and_bad_entries(tmp_path: Path) -> None
     array.write_text('[{"meta_info": {"spec_accept_histogram": [3, -1]}}]', encoding="utf-8")
     message = _error(lambda: measure_engine_acceptance(array, "sglang-requests"))
     assert message.endswith("spec_accept_histogram[1]: expected a non-negative whole count, got -1")
+    array.write_text('{"meta_info": {"spec_accept_histogram": [1]}}\n' + "9" * 5000, "utf-8")
+    message = _error(lambda: measure_engine_acceptance(array, "sglang-requests"))
+    assert message.startswith(f"{str(array)!r}:2: not JSON (Exceeds the limit")
     message = _error(lambda: measure_engine_acceptance(SGLANG_REQUESTS, labels={"model_name": "m"}))
     assert "sglang-requests has none" in message
 
