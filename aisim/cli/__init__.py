@@ -44,6 +44,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AisimError as exc:
         print(f"aisim: error: {exc}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as exc:
+        # An optional dependency this command needs is not installed: name its extra.
+        from aisim._extras import EXTRA_OF, missing_extra_message
+
+        top = (exc.name or "").split(".")[0]
+        if top not in EXTRA_OF:
+            raise
+        print(
+            f"aisim: error: {missing_extra_message(top, f'aisim {args.command}')}", file=sys.stderr
+        )
+        return 2
     except KeyboardInterrupt:
         print("aisim: interrupted", file=sys.stderr)
         return 130

@@ -37,8 +37,24 @@ def register(commands: Any) -> None:
             "read back from the engine, the host load, and the engine's Prometheus counters."
         ),
     )
-    from qualification.engine._cli import add_arguments as add_engine_arguments
+    try:
+        from qualification.engine._cli import add_arguments as add_engine_arguments
+    except ModuleNotFoundError as exc:
+        # Its arguments live with the harness (aisim[qualify]); without it the command still
+        # parses and says which extra to install.
+        from aisim._extras import EXTRA_OF, MissingExtra, missing_extra_message
 
+        missing = (exc.name or "").split(".")[0]
+        if missing not in EXTRA_OF:
+            raise
+        message = missing_extra_message(missing, "aisim record engine")
+
+        def refuse(args: argparse.Namespace) -> int:
+            raise MissingExtra(message)
+
+        engine.add_argument("arguments", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        engine.set_defaults(handler=refuse)
+        return
     add_engine_arguments(engine)
     engine.set_defaults(handler=record_engine_command)
 

@@ -59,7 +59,7 @@ def replay_command(args: argparse.Namespace) -> int:
         result = run(args.config, progress=callback, progress_every=PROGRESS_EVERY_EVENTS)
     summary_text = _summary_json(result.summary)
     buffer = io.BytesIO()
-    result.requests.to_parquet(buffer, index=False)
+    _write_parquet(result.columns, buffer)
     atomic_write_bytes(requests_path, buffer.getvalue(), overwrite=args.overwrite)
     atomic_write_text(summary_path, summary_text, overwrite=args.overwrite)
     if args.json:
@@ -84,6 +84,14 @@ def _summary_json(summary: dict[str, Any]) -> str:
         raise SimulationError(
             f"summary: {', '.join(bad) or 'a figure'} is not finite; nothing was written"
         ) from None
+
+
+def _write_parquet(columns: dict[str, list[Any]], buffer: io.BytesIO) -> None:
+    """One row per request, written by pyarrow directly (the base install has no pandas)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pydict(columns), buffer)
 
 
 @contextmanager

@@ -28,9 +28,10 @@ class ReplayResult:
     @property
     def requests(self) -> pd.DataFrame:
         if self._frame is None:
-            import pandas as pd
+            from aisim._extras import import_optional
 
-            self._frame = pd.DataFrame(self.columns)
+            pandas = import_optional("pandas", "ReplayResult.requests (a DataFrame)")
+            self._frame = pandas.DataFrame(self.columns)
         return self._frame
 
     def __repr__(self) -> str:

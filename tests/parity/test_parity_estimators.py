@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from syrupy.assertion import SnapshotAssertion
+from syrupy_golden import GoldenExtension
 
 from qualification.parity import compute_document, crashes
-from qualification.parity.syrupy_ext import GoldenExtension
 
 
 def test_parity_estimators(snapshot: SnapshotAssertion) -> None:

@@ -7,10 +7,10 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import json_structures, mapping_with_mutation, non_string_keys
 
 from aisim.catalogue import get_gpu, get_model
 from aisim.errors import AisimError
-from qualification.probes.strategies import json_structures, mapping_with_mutation, non_string_keys
 
 TINY = {
     "model_type": "llama",

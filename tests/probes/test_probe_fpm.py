@@ -13,18 +13,18 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-from aisim.catalogue import gpu_names, model_names
-from aisim.config import best_available
-from aisim.errors import AisimError
-from aisim.fpm import ForwardPassMetrics, table_from_points
-from qualification.probes.strategies import (
+from strategies import (
     TABLE_POINTS,
     decode_ranks,
     decode_ranks_with_kv_lists,
     json_structures,
     mapping_with_mutation,
 )
+
+from aisim.catalogue import gpu_names, model_names
+from aisim.config import best_available
+from aisim.errors import AisimError
+from aisim.fpm import ForwardPassMetrics, table_from_points
 
 TABLE = table_from_points(TABLE_POINTS)
 DRAFT_LENGTHS = st.integers(1, 5)

@@ -17,16 +17,16 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-from aisim.errors import AisimError
-from aisim.replay import run
-from qualification.probes.strategies import (
+from strategies import (
     fuzzed_trace_rows,
     json_structures,
     mapping_with_mutation,
     probabilities,
     small_requests,
 )
+
+from aisim.errors import AisimError
+from aisim.replay import run
 
 FIXED_TIMING = {"type": "fixed", "prefill_ms": 10.0, "decode_ms": 5.0}
 ROOFLINE_TIMING = {"estimator": "roofline"}

@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from aisim.config import resolve_speculation
-from aisim.errors import AisimError
-from aisim.speculation import ACCEPTANCE_KEYS
-from qualification.probes.strategies import (
+from strategies import (
     json_structures,
     mapping_with_mutation,
     speculation_blocks,
 )
+
+from aisim.config import resolve_speculation
+from aisim.errors import AisimError
+from aisim.speculation import ACCEPTANCE_KEYS
 
 CONTEXTS = st.fixed_dictionaries(
     {},

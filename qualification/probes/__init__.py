@@ -1,1 +1,0 @@
-"""Shared hypothesis strategies for the boundary probes in ``tests/probes``."""
