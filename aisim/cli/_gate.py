@@ -1,4 +1,4 @@
-"""``aisim snapshot`` and ``aisim compare``: the prediction-regression gate (SPEC §5).
+"""``aisim snapshot`` and ``aisim compare``: the prediction-regression gate (docs/design.md#qualification).
 
 ``snapshot`` evaluates a scenario file and writes every prediction; ``compare OLD NEW`` exits 1
 and lists each prediction that moved beyond ``--rtol`` (case, metric, old, new, relative change),

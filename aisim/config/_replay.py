@@ -1,4 +1,4 @@
-"""The replay config edge (SPEC §4): validate the YAML/JSON mapping once and build the core's
+"""The replay config edge (docs/design.md#replay): validate the YAML/JSON mapping once and build the core's
 plain ``ReplayPlan``. Not compiled: it reads files and talks to the catalogue and estimators.
 
 Every error is a ``ConfigError`` naming the full field path (``engine.workers.decode.kv_cache.

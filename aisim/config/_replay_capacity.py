@@ -1,5 +1,5 @@
 """Replay config edge, part two: KV capacity per rank, the feasibility check of every request
-against every pool, and the P/D KV transfer price (SPEC §4 capacity and disaggregation)."""
+against every pool, and the P/D KV transfer price (docs/design.md#replay: capacity and disaggregation)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Replay traffic at the edge: read trace files and inline requests, check every field, and
-produce the core's ``RequestSpec`` list (SPEC §4 traffic).
+produce the core's ``RequestSpec`` list (docs/design.md#replay: traffic).
 
 Sources (``traffic.source.type``): ``synthetic`` (drawn lengths), ``trace`` (Mooncake JSONL with
 ``timestamp`` ms, ``input_length``, ``output_length``, optional ``hash_ids``; or CSV with

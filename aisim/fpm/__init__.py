@@ -1,4 +1,4 @@
-"""Forward-pass cost (SPEC §3): metrics, estimators, selection and the STP->SD scaling rule.
+"""Forward-pass cost (docs/design.md#forward-pass-cost): metrics, estimators, selection and the STP->SD scaling rule.
 
 Re-exports only. For callers (replay, qualification):
 

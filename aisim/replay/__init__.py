@@ -1,4 +1,4 @@
-"""Replay (SPEC §4): a deterministic discrete-event simulation of vLLM-like and SGLang-like
+"""Replay (docs/design.md#replay): a deterministic discrete-event simulation of vLLM-like and SGLang-like
 serving with speculative decoding.
 
 ``run(config) -> ReplayResult`` is the entry point; the simulation core is compiled by mypyc,

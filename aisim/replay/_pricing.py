@@ -13,7 +13,7 @@ PRICING_MODEL: Final = "model"
 
 
 class RankWork:
-    """The work one rank carries in one pass (the logical batch, SPEC §3 metrics)."""
+    """The work one rank carries in one pass (the logical batch, docs/design.md#metrics)."""
 
     def __init__(self) -> None:
         self.num_prefill_requests = 0

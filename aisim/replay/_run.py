@@ -48,7 +48,7 @@ def run(
     progress_every: int = 50000,
     base_dir: Path | None = None,
 ) -> ReplayResult:
-    """Replay ``config`` (a mapping of the SPEC §4 shape, or a YAML/JSON file path; relative
+    """Replay ``config`` (a mapping of the docs/design.md#replay shape, or a YAML/JSON file path; relative
     trace paths in a file resolve against the file's folder, in a mapping against ``base_dir``,
     default the working directory).
 

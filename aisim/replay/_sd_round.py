@@ -1,4 +1,4 @@
-"""One decode round of one request: reserve, sample acceptance, emit, release, hash (SPEC §4).
+"""One decode round of one request: reserve, sample acceptance, emit, release, hash (docs/design.md#replay).
 
 The round's verification width ``w`` (KV slots reserved, tokens priced) is ``min(d + 1,
 remaining output)``; the accepted drafts ``a`` are sampled separately from the request's own

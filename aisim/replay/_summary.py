@@ -81,7 +81,7 @@ def request_columns(result: SimulationResult) -> dict[str, list[Any]]:
 def summarize(
     result: SimulationResult, columns: dict[str, list[Any]], description: dict[str, Any]
 ) -> dict[str, Any]:
-    """The JSON-ready summary (SPEC §4 outputs); ``None`` where a statistic has no samples."""
+    """The JSON-ready summary (docs/design.md#replay: outputs); ``None`` where a statistic has no samples."""
     statuses = columns["status"]
     done = [i for i, status in enumerate(statuses) if status == "completed"]
     reasons: dict[str, int] = {}

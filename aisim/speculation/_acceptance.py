@@ -3,7 +3,7 @@
 A profile describes, for a draft depth ``d``, how many of the ``d`` drafted tokens a round accepts
 (the bonus token excluded). Its canonical content is the per-position *conditional* rates
 ``p_i = P(draft i accepted | drafts 1..i-1 accepted)``; every other form is derived with the
-closed forms below (SPEC §1):
+closed forms below (docs/design.md#acceptance):
 
 * unconditional ``u_i = P(a >= i) = p_1 * ... * p_i`` (non-increasing, what vLLM reports);
 * conditional from unconditional ``p_i = u_i / u_(i-1)`` (``u_0 = 1``; ``p_i = 0`` once ``u`` hits 0);

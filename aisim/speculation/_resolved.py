@@ -18,7 +18,7 @@ from aisim.speculation._acceptance import AcceptanceProfile
 # One encoder, built once: ``json.dumps`` with non-default options builds a new one per call.
 _COMPACT_JSON: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
 
-#: Replay simulates chains of this many draft tokens (SPEC §4).
+#: Replay simulates chains of this many draft tokens (docs/design.md#replay).
 REPLAY_MIN_DEPTH: Final = 1
 REPLAY_MAX_DEPTH: Final = 5
 

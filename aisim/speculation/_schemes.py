@@ -138,7 +138,7 @@ def check_gates(
     role: str | None,
     path: str,
 ) -> None:
-    """Reject scheme/model/backend/role combinations the kind does not support (SPEC §2).
+    """Reject scheme/model/backend/role combinations the kind does not support (docs/design.md#speculation-kinds).
 
     Each gate is checked as soon as what it needs is known: backend gates need ``backend``,
     family and hidden-size gates need ``model``, the ngram replay gate needs ``backend`` and

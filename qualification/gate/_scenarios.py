@@ -32,7 +32,7 @@ from aisim.errors import AisimError, ConfigError
 
 SCENARIO_FORMAT = 1
 KINDS = ("estimate", "replay")
-#: The per-rank metric fields of SPEC §3 a scenario may give.
+#: The per-rank metric fields of docs/design.md#forward-pass-cost a scenario may give.
 METRIC_FIELDS = (
     "num_prefill_requests",
     "sum_prefill_tokens",

@@ -218,7 +218,7 @@ def test_bad_configs_are_clear_errors(config: object, message: str) -> None:
 
 
 def test_ngram_on_sglang_is_priced_for_estimation_in_every_role() -> None:
-    # SPEC §2: the ngram gate is for replay only; estimation on sglang is allowed. A role given
+    # docs/design.md#speculation-kinds: the ngram gate is for replay only; estimation on sglang is allowed. A role given
     # for measured-round identity must not turn the estimator query into a replay gate.
     speculation = {"kind": "ngram", "params": {"num_speculative_tokens": 3}}
     base = {"model": "Qwen/Qwen3-8B", "hardware": "h100", "backend": "sglang"}

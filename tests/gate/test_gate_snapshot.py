@@ -76,7 +76,7 @@ def test_snapshot_writes_predictions_with_provenance(
     assert predictions["bad-metric-field"]["error"].startswith(
         "ConfigError: metrics[0]: unknown field(s) kv"
     )
-    # SPEC §4 reference: one request 100 in / 64 out at X = 10, Y = 5: TTFT 10, E2E 325
+    # docs/design.md#replay fixed-timing reference: one request 100 in / 64 out at X = 10, Y = 5: TTFT 10, E2E 325
     assert predictions["one-request"] == {
         "completed_requests": 1,
         "mean_ttft_ms": 10.0,

@@ -1,4 +1,4 @@
-"""Probes: forward-pass cost (SPEC §3, §5).
+"""Probes: forward-pass cost (docs/design.md#forward-pass-cost, #qualification).
 
 Guarantees: widening preserves the total past KV exactly and splits each request into d + 1
 parts that differ by at most one token; the SD price is exactly (0.08 d + 1.25) x the STP price of

@@ -1,4 +1,4 @@
-"""Probes: replay (SPEC §4, §5).
+"""Probes: replay (docs/design.md#replay, #qualification).
 
 Guarantees, for generated small deployments (both schedulers, aggregated and P/D, SD off or a
 chain scheme with any acceptance, tight or roomy KV, 1-2 attention-DP ranks): every request

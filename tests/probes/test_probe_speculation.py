@@ -1,4 +1,4 @@
-"""Probes: speculation resolution across generated configs (SPEC §2, §5).
+"""Probes: speculation resolution across generated configs (docs/design.md#speculation, #qualification).
 
 Guarantees: any YAML/JSON structure is resolved or rejected with an aisim error; every accepted
 field is visible in the resolved config; acceptance and seed never enter the cost identity; legacy

@@ -1,6 +1,6 @@
 """Hand-checkable replays under fixed timing (prefill pass X ms, decode round Y ms).
 
-Every expected number below is derived by hand in the comment next to it (SPEC §4 reference:
+Every expected number below is derived by hand in the comment next to it (docs/design.md#replay fixed-timing reference:
 one request of 100 in / 64 out at X = 10, Y = 5 has TTFT 10 and E2E 325; with 3 drafts all
 accepted, E2E 90).
 """

@@ -1,4 +1,4 @@
-"""Replay invariants under hypothesis (SPEC §5 probes): completion, token conservation, KV
+"""Replay invariants under hypothesis (docs/design.md#qualification probes): completion, token conservation, KV
 capacity, determinism, "no block == kind none", and SD lowering TPOT at low load."""
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ def rank(decodes: int = 0, kv: int = 0, prefills: int = 0, tokens: int = 0) -> R
 
 
 def test_stp_table_rounds_use_the_published_scaling_rule() -> None:
-    # SPEC §3 oracle: STP (B = 8, K = 64) costs 8 ms, so a round of logical B = 2 at d = 3 is
+    # docs/design.md#the-stp-sd-scaling-rule oracle: STP (B = 8, K = 64) costs 8 ms, so a round of logical B = 2 at d = 3 is
     # widened to B = 8 with K kept at 64 and costs (0.08 * 3 + 1.25) * 8 = 11.92 ms.
     table = fpm.table_from_points([{"batch_size": 8, "total_kv_tokens": 64, "latency_ms": 8.0}])
     pricer = PassPricer.from_model(table, fpm.ForwardPassMetrics, table.prices_speculation_natively)

@@ -1,4 +1,4 @@
-"""Gates by model family and backend (SPEC §2): each failure names scheme, family, backend, role."""
+"""Gates by model family and backend (docs/design.md#speculation-kinds): each failure names scheme, family, backend, role."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def _block(kind: str, eagle3: dict[str, Any], block: dict[str, Any]) -> dict[str
     }
 
 
-# (kind, backend) pairs that the SPEC allows, with a Llama-family target of hidden size 4096.
+# (kind, backend) pairs that docs/design.md#speculation-kinds allows, with a Llama-family target of hidden size 4096.
 ALLOWED = [
     ("mtp", "vllm"),
     ("mtp", "sglang"),

@@ -1,4 +1,4 @@
-"""Every registered kind: geometry of valid params (SPEC §2 table) and rejection of invalid ones."""
+"""Every registered kind: geometry of valid params (docs/design.md#speculation-kinds table) and rejection of invalid ones."""
 
 from __future__ import annotations
 
