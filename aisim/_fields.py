@@ -102,7 +102,7 @@ def _not_a_number(
     path: str, expected: str, minimum: object, maximum: object, got: str
 ) -> ConfigError:
     """The error for a rejected number (built only on failure: the readers are on hot paths)."""
-    return ConfigError(f"{path}: expected {expected}{_range_text(minimum, maximum)}, got {got}")
+    return ConfigError(f"{path}: expected {expected}{range_text(minimum, maximum)}, got {got}")
 
 
 def as_str(value: object, path: str, choices: tuple[str, ...] = ()) -> str:
@@ -128,7 +128,7 @@ def as_list(value: object, path: str) -> list[Any]:
     return list(value)
 
 
-def _range_text(minimum: object, maximum: object) -> str:
+def range_text(minimum: object, maximum: object) -> str:
     # ``object``, not ``float | None``: compiled code coerces an int passed as ``float`` to a
     # float, so "1..64" would read "1.0..64.0" in the compiled build only.
     if minimum is not None and maximum is not None:

@@ -9,22 +9,25 @@ derived from a public measurement says which one and how.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final
 
 
+@dataclass(frozen=True, eq=False)
 class CostSource:
     """One documented term: its name, value, unit and where the value comes from."""
 
-    def __init__(self, name: str, value: str, unit: str, source: str, how: str) -> None:
-        self.name = name
-        self.value = value
-        self.unit = unit
-        self.source = source
-        self.how = how
+    name: str
+    value: str
+    unit: str
+    source: str
+    how: str
 
 
+@dataclass(frozen=True, eq=False)
 class CostTerms:
-    """The efficiency and overhead terms one roofline variant applies.
+    """The efficiency and overhead terms one roofline variant applies (frozen: the term sets
+    are shared by every estimator in the process).
 
     * ``gemm_compute_efficiency`` / ``attention_compute_efficiency``: fraction of the dense BF16
       peak a compute-bound GEMM / attention kernel reaches;
@@ -41,35 +44,19 @@ class CostTerms:
     * ``mtp_legacy_scale``: price MTP as the (depth + L) / L compute scale instead of draft steps.
     """
 
-    def __init__(
-        self,
-        name: str,
-        gemm_compute_efficiency: float,
-        attention_compute_efficiency: float,
-        weight_bandwidth_efficiency: float,
-        kv_bandwidth_efficiency: float,
-        link_efficiency: float,
-        allreduce_latency_s: float,
-        allreduce_curve: dict[int, list[tuple[float, float]]],
-        kernel_overhead_s: float,
-        step_overhead_s: float,
-        ngram_proposal_s_per_request: float,
-        charge_sampling: bool,
-        mtp_legacy_scale: bool,
-    ) -> None:
-        self.name = name
-        self.gemm_compute_efficiency = gemm_compute_efficiency
-        self.attention_compute_efficiency = attention_compute_efficiency
-        self.weight_bandwidth_efficiency = weight_bandwidth_efficiency
-        self.kv_bandwidth_efficiency = kv_bandwidth_efficiency
-        self.link_efficiency = link_efficiency
-        self.allreduce_latency_s = allreduce_latency_s
-        self.allreduce_curve = allreduce_curve
-        self.kernel_overhead_s = kernel_overhead_s
-        self.step_overhead_s = step_overhead_s
-        self.ngram_proposal_s_per_request = ngram_proposal_s_per_request
-        self.charge_sampling = charge_sampling
-        self.mtp_legacy_scale = mtp_legacy_scale
+    name: str
+    gemm_compute_efficiency: float
+    attention_compute_efficiency: float
+    weight_bandwidth_efficiency: float
+    kv_bandwidth_efficiency: float
+    link_efficiency: float
+    allreduce_latency_s: float
+    allreduce_curve: dict[int, list[tuple[float, float]]]
+    kernel_overhead_s: float
+    step_overhead_s: float
+    ngram_proposal_s_per_request: float
+    charge_sampling: bool
+    mtp_legacy_scale: bool
 
 
 def _non_decreasing(points: list[tuple[float, float]]) -> list[tuple[float, float]]:

@@ -37,7 +37,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
-from aisim._fields import integer_text
+from aisim._fields import describe, integer_text, range_text
 from aisim.errors import ConfigError
 
 #: The pydantic error type every aisim check raises; its context carries the finished message.
@@ -46,32 +46,45 @@ EDGE_ERROR = "aisim"
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
-def describe(value: object) -> str:
-    """A short, safe rendering of a user value for error messages: ``'3' (str)``."""
-    text = repr(value)
-    if len(text) > 80:
-        text = text[:77] + "..."
-    return f"{text} ({type(value).__name__})"
-
-
 def edge_error(message: str, label: str = "") -> PydanticCustomError:
     """A pydantic error whose text is ``message`` verbatim (``label`` follows the field path,
     e.g. ``" (kind mtp)"``)."""
     return PydanticCustomError(EDGE_ERROR, "{message}", {"message": message, "label": label})
 
 
-def range_text(minimum: object, maximum: object) -> str:
-    """``" in 1..64"``, ``" >= 0"``, ``" <= 1.0"`` or ``""``."""
-    if minimum is not None and maximum is not None:
-        return f" in {minimum}..{maximum}"
+class BeforeCheck:
+    """Base of the field types: ``check`` runs before pydantic's own (strict) validation and
+    raises ``edge_error``; ``json_extra`` adds what the check enforces to the JSON Schema."""
+
+    def check(self, value: object) -> Any:
+        raise NotImplementedError
+
+    def json_extra(self) -> dict[str, Any]:
+        return {}
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_before_validator_function(self.check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        result = handler(schema)
+        result.update(self.json_extra())
+        return result
+
+
+def _bounds(minimum: object, maximum: object) -> dict[str, Any]:
+    extra: dict[str, Any] = {}
     if minimum is not None:
-        return f" >= {minimum}"
+        extra["minimum"] = minimum
     if maximum is not None:
-        return f" <= {maximum}"
-    return ""
+        extra["maximum"] = maximum
+    return extra
 
 
-class Integer:
+class Integer(BeforeCheck):
     """``Annotated[int, Integer(minimum, maximum)]``: an integer, integral floats accepted."""
 
     def __init__(self, minimum: int | None = None, maximum: int | None = None, label: str = ""):
@@ -92,23 +105,11 @@ class Integer:
             raise edge_error(f"{expected}, got {integer_text(result)}", self.label)
         return result
 
-    def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        return core_schema.no_info_before_validator_function(self.check, handler(source))
-
-    def __get_pydantic_json_schema__(
-        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        result = handler(schema)
-        if self.minimum is not None:
-            result["minimum"] = self.minimum
-        if self.maximum is not None:
-            result["maximum"] = self.maximum
-        return result
+    def json_extra(self) -> dict[str, Any]:
+        return _bounds(self.minimum, self.maximum)
 
 
-class Number:
+class Number(BeforeCheck):
     """``Annotated[float, Number(minimum, maximum)]``: a finite real number (ints accepted)."""
 
     def __init__(
@@ -131,23 +132,11 @@ class Number:
             raise edge_error(f"{expected}, got {result!r}", self.label)
         return result
 
-    def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        return core_schema.no_info_before_validator_function(self.check, handler(source))
-
-    def __get_pydantic_json_schema__(
-        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        result = handler(schema)
-        if self.minimum is not None:
-            result["minimum"] = self.minimum
-        if self.maximum is not None:
-            result["maximum"] = self.maximum
-        return result
+    def json_extra(self) -> dict[str, Any]:
+        return _bounds(self.minimum, self.maximum)
 
 
-class Choice:
+class Choice(BeforeCheck):
     """``Annotated[str, Choice("vllm", "sglang")]``: one string of a fixed set."""
 
     def __init__(self, *choices: str) -> None:
@@ -160,17 +149,8 @@ class Choice:
             raise edge_error(f"expected one of {', '.join(self.choices)}, got {value!r}")
         return value
 
-    def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        return core_schema.no_info_before_validator_function(self.check, handler(source))
-
-    def __get_pydantic_json_schema__(
-        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        result = handler(schema)
-        result["enum"] = list(self.choices)
-        return result
+    def json_extra(self) -> dict[str, Any]:
+        return {"enum": list(self.choices)}
 
 
 def check_mapping(value: object) -> dict[str, Any]:

@@ -15,19 +15,18 @@ import math
 from pathlib import Path
 from typing import Annotated, Any, Final
 
-from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler, WithJsonSchema
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import core_schema
+from pydantic import WithJsonSchema
 
+from aisim._fields import describe
 from aisim.catalogue import ModelSpec, get_model
 from aisim.config._edge import (
+    BeforeCheck,
     Choice,
     EdgeModel,
     Integer,
     Number,
     check,
     check_mapping,
-    describe,
     edge_error,
     integer,
     validate,
@@ -59,7 +58,7 @@ MAX_SEED: Final = (1 << 63) - 1
 MAX_TENSOR_PARALLEL: Final = 1024
 
 
-class KindName:
+class KindName(BeforeCheck):
     """``Annotated[str, KindName()]``: a registered speculation kind."""
 
     def check(self, value: object) -> str:
@@ -69,20 +68,11 @@ class KindName:
             )
         return value
 
-    def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        return core_schema.no_info_before_validator_function(self.check, handler(source))
-
-    def __get_pydantic_json_schema__(
-        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        result = handler(schema)
-        result["enum"] = list(KINDS)
-        return result
+    def json_extra(self) -> dict[str, Any]:
+        return {"enum": list(KINDS)}
 
 
-class JsonObject:
+class JsonObject(BeforeCheck):
     """``Annotated[dict[str, Any], JsonObject()]``: a mapping with string keys (a shallow copy).
 
     With ``deep=True`` every value must be JSON-shaped (numbers finite), at most
@@ -97,11 +87,6 @@ class JsonObject:
             return check_mapping(value)
         counter = [0]
         return _json_mapping(value, "", 0, counter)
-
-    def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        return core_schema.no_info_before_validator_function(self.check, handler(source))
 
 
 def _json_mapping(value: object, where: str, depth: int, counter: list[int]) -> dict[str, Any]:
@@ -154,7 +139,7 @@ AcceptanceRates = Annotated[Any, WithJsonSchema(_RATES)]
 FlatCount = Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 64})]
 
 
-class LabelValue:
+class LabelValue(BeforeCheck):
     """``Annotated[str, LabelValue()]``: a metric label value; YAML integers (``engine: 0``)
     are read as their text, since Prometheus label values are strings."""
 
@@ -163,14 +148,7 @@ class LabelValue:
             raise edge_error(f"expected a label value (a string), got {describe(value)}")
         return str(value)
 
-    def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        return core_schema.no_info_before_validator_function(self.check, handler(source))
-
-    def __get_pydantic_json_schema__(
-        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
+    def json_extra(self) -> dict[str, Any]:
         return {"type": ["string", "integer"]}
 
 
@@ -238,7 +216,7 @@ class NgramParams(EdgeModel):
     trigger_rate: Annotated[float, Number(0.0, 1.0)] = 1.0
 
 
-class TreeShape:
+class TreeShape(BeforeCheck):
     """``tree_shape``: 1..64 step widths (checked before the widths themselves)."""
 
     def check(self, value: object) -> object:
@@ -249,11 +227,6 @@ class TreeShape:
                 f"kind eagle3 expects 1..{MAX_DRAFT_TOKENS} step widths, got {describe(value)}"
             )
         return list(value)
-
-    def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        return core_schema.no_info_before_validator_function(self.check, handler(source))
 
 
 class Eagle3Params(EdgeModel):
@@ -772,7 +745,7 @@ def _acceptance(
     return profile, None
 
 
-class _RateCount:
+class _RateCount(BeforeCheck):
     """1..MAX_ACCEPTANCE_DEPTH rates (checked before the rates themselves)."""
 
     def check(self, value: object) -> object:
@@ -783,11 +756,6 @@ class _RateCount:
                 f"expected 1..{MAX_ACCEPTANCE_DEPTH} rates, got {len(value)} ({describe(value)})"
             )
         return list(value)
-
-    def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        return core_schema.no_info_before_validator_function(self.check, handler(source))
 
 
 _Rates = Annotated[list[Annotated[float, Number(0.0, 1.0)]], _RateCount()]

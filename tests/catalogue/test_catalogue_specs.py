@@ -176,3 +176,13 @@ def test_yaml_reads_short_exponents_as_numbers() -> None:
 
     loaded = parse_yaml_text("[1e15, 1.0e15, 2E-3, 1.0e+15, 12, e5, 1e5x]", "f")
     assert loaded == [1e15, 1e15, 0.002, 1e15, 12, "e5", "1e5x"]
+
+
+def test_shared_cost_terms_are_frozen() -> None:
+    import dataclasses
+
+    from aisim.catalogue._costs import IDEAL_TERMS, MEASURED_TERMS
+
+    for terms in (MEASURED_TERMS, IDEAL_TERMS):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            terms.kernel_overhead_s = 0.0  # type: ignore[misc]
