@@ -35,6 +35,9 @@ def measure_vllm(
     wanted: dict[str, str],
     prefix: str,
 ) -> MeasuredAcceptance:
+    """The selected series' counts: one scrape (counts since the engine started), or the
+    window ``before -> source`` (a counter that went down, or a changed ``_created`` timestamp,
+    is a restart and is refused)."""
     series, created = prometheus_samples(text, VLLM_COUNTERS, source.path, prefix)
     if not series:
         raise ConfigError(
