@@ -200,3 +200,14 @@ def test_roofline_ideal_is_reachable_and_never_above_the_default() -> None:
         assert ideal.estimate_forward_pass_time_ms(
             metrics
         ) < _default().estimate_forward_pass_time_ms(metrics)
+
+
+def test_long_prefill_is_gemms_at_70_and_attention_at_75_percent_of_peak() -> None:
+    tokens = 8192
+    gemm_s = 2 * tokens * 36 * LAYER / (989e12 * 0.7)
+    attention_s = 4 * 32 * 128 * (tokens * (tokens + 1) / 2) * 36 / (989e12 * 0.75)
+    fixed_s = KERNELS_PER_PASS * KERNEL_S + STEP_S
+    expected_ms = (gemm_s + attention_s + fixed_s) * 1000.0  # 192.4 ms
+    prefill = ForwardPassMetrics(num_prefill_requests=1, sum_prefill_tokens=tokens)
+    estimate = _default().estimate_forward_pass_time_ms(prefill)
+    assert expected_ms <= estimate <= expected_ms * 1.08  # LM head, norms, activations on top
