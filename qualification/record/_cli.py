@@ -44,6 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> 
         "--evidence-type", default="local-measurement", choices=("local-measurement", "hardware")
     )
     parser.add_argument("--overwrite", action="store_true")
+    parser.add_argument(
+        "--allow-dirty",
+        action="store_true",
+        help="record even with uncommitted changes in the source tree (the sidecar says so)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
@@ -132,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
         argv = shlex.split(command_line(args, grid))[1:]
         argv += ["--overwrite"] if args.overwrite else []
         argv += ["--no-progress"] if args.no_progress else []
+        argv += ["--allow-dirty"] if args.allow_dirty else []
         env = {**os.environ, **MALLOC_ENV, _REEXEC_MARK: "1"}
         print(
             "aisim record: re-running with glibc malloc settings for stable CPU timing",
@@ -155,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
             evidence_type=args.evidence_type,
             overwrite=args.overwrite,
             progress=progress,
+            allow_dirty=args.allow_dirty,
         )
     finally:
         finish()

@@ -19,6 +19,7 @@ from aisim._fields import as_int
 from aisim.errors import ConfigError
 from qualification._provenance import git_state
 from qualification.record._geometry import Grid, get_drafter, get_preset
+from qualification.record._host import check_source_tree, cpu_description
 from qualification.record._summaries import (
     MALLOC_ENV,
     ROUND_KEYS,
@@ -99,11 +100,15 @@ def record_dataset(
     evidence_type: str = "local-measurement",
     overwrite: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
+    allow_dirty: bool = False,
+    git: dict[str, Any] | None = None,
 ) -> RecordedDataset:
     """Record ``preset_name`` with ``drafter_kind`` over ``grid`` into ``out_dir``.
 
     ``progress(label, done, total)`` is called after each measurement. Raises ConfigError for
-    an unknown preset, drafter or device, or an existing ``out_dir`` without ``overwrite``.
+    an unknown preset, drafter or device, an existing ``out_dir`` without ``overwrite``, or a
+    source tree with uncommitted changes without ``allow_dirty``. ``git`` is the source tree's
+    state (``{"revision", "dirty"}``; default: read from this checkout).
     """
     torch = require_torch()
     from qualification.datasets import write_dataset
@@ -118,6 +123,7 @@ def record_dataset(
     if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
         raise ConfigError(f"{str(out_dir)!r} already exists; pass --overwrite to replace it")
     device = resolve_device(torch, device)
+    source_tree = check_source_tree(git_state() if git is None else git, allow_dirty)
     torch.set_num_threads(threads)
     torch.set_flush_denormal(True)
     load_start = os.getloadavg()
@@ -179,6 +185,12 @@ def record_dataset(
     stp_columns, stp_stats = stp_table(points, split_kv)
     round_stats = round_statistics(rounds)
     notes = anomalies(stp_stats, round_stats, rounds, load_start)
+    if source_tree.get("dirty"):
+        dirty_note = (
+            f"recorded from a source tree with uncommitted changes (--allow-dirty) at "
+            f"{source_tree.get('revision', 'unknown')}"
+        )
+        notes = {table: [dirty_note, *items] for table, items in notes.items()}
     common = {
         "identity": {
             "recorder": "qualification.record",
@@ -220,11 +232,12 @@ def record_dataset(
                 "numpy": _version_of("numpy"),
                 "pyarrow": _version_of("pyarrow"),
             },
-            "git": git_state(),
+            "git": source_tree,
         },
         "host": {
             "shared": True,
             "cpus": os.cpu_count(),
+            "cpu": cpu_description(),
             "load_average_start": list(load_start),
             "load_average_end": list(os.getloadavg()),
             "malloc_env": {key: os.environ.get(key) for key in MALLOC_ENV},

@@ -43,7 +43,9 @@ def test_mask_is_left_padded_and_bottom_right_causal() -> None:
 
 @pytest.mark.parametrize("drafter", ["mtp", "eagle3", "draft_model"])
 def test_tiny_grid_records_a_complete_dataset(tmp_path: Path, drafter: str) -> None:
-    dataset = record_dataset("tiny", drafter, tmp_path / drafter, grid=GRID, device="cpu")
+    dataset = record_dataset(
+        "tiny", drafter, tmp_path / drafter, grid=GRID, device="cpu", allow_dirty=True
+    )
     again = load_dataset(tmp_path / drafter)  # what is on disk verifies
     rounds = again.sd_rounds
     assert len(rounds) == 2 * 2 * 2 * 2  # d x B x K x repetitions
@@ -101,6 +103,7 @@ def test_cli_records_then_scores(tmp_path: Path) -> None:
             "--reps",
             "2",
             "--no-progress",
+            "--allow-dirty",  # tests run from working trees; the refusal has its own test
         ],
         capture_output=True,
         text=True,
@@ -113,6 +116,10 @@ def test_cli_records_then_scores(tmp_path: Path) -> None:
     side = load_dataset(out).rounds_sidecar
     assert side["host"]["malloc_env"]["MALLOC_MMAP_THRESHOLD_"] == "33554432"
     assert "--d 1,2 --batch 1 --kv 32 --reps 2" in side["command"]
+    assert side["identity"]["git"]["allow_dirty"] is True
+    host = side["host"]
+    assert len(host["load_average_start"]) == len(host["load_average_end"]) == 3
+    assert host["cpu"]["source"] in ("/proc/cpuinfo", "lscpu", "platform.processor")
     mape = subprocess.run(
         [sys.executable, "-m", "aisim", "qualify", "mape", str(out)],
         capture_output=True,
@@ -166,3 +173,26 @@ def test_unknown_preset_and_drafter(tmp_path: Path) -> None:
         record_dataset("huge", "mtp", tmp_path / "x")
     with pytest.raises(ConfigError, match="unknown drafter 'medusa'"):
         record_dataset("tiny", "medusa", tmp_path / "x")
+
+
+CLEAN = {"revision": "0" * 40, "dirty": False}
+DIRTY = {"revision": "1" * 40, "dirty": True}
+
+
+def test_a_dirty_tree_is_refused_before_any_work(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"record: the source tree at 1{40} has uncommitted"):
+        record_dataset("tiny", "mtp", tmp_path / "x", grid=GRID, device="cpu", git=DIRTY)
+    assert not (tmp_path / "x").exists()
+
+
+def test_allow_dirty_records_and_the_sidecars_say_so(tmp_path: Path) -> None:
+    grid = Grid((1,), (1,), (32,), 1)
+    dataset = record_dataset(
+        "tiny", "mtp", tmp_path / "x", grid=grid, device="cpu", git=DIRTY, allow_dirty=True
+    )
+    for side in (dataset.rounds_sidecar, dataset.stp_sidecar):
+        assert side["identity"]["git"] == {**DIRTY, "allow_dirty": True}
+        assert side["anomalies"][0].startswith("recorded from a source tree with uncommitted")
+    clean = record_dataset("tiny", "mtp", tmp_path / "y", grid=grid, device="cpu", git=CLEAN)
+    assert clean.rounds_sidecar["identity"]["git"] == {**CLEAN, "allow_dirty": False}
+    assert not any("uncommitted" in note for note in clean.rounds_sidecar["anomalies"])
