@@ -103,18 +103,44 @@ def register(commands: Any) -> None:
 
     report = actions.add_parser(
         "report",
-        help="write the release report (HTML + JSON) from the committed evidence",
+        help="judge the committed evidence against the qualification plan (HTML + JSON)",
         description=(
-            "Run parity and probes, score every dataset under --evidence with the published "
-            "rule, calibrate each with held-out validation, and write report.html + report.json."
+            "Run parity, probes and the prediction gate, score every dataset under --evidence "
+            "with the published rule and a held-out calibration (bootstrap intervals over "
+            "configurations), judge every criterion of --plan (PASS / FAIL / NOT RUN) and write "
+            "report.html + report.json. Exits 1 unless the overall verdict is PASS."
         ),
     )
     report.add_argument("--out", metavar="DIR", type=Path, required=True)
-    report.add_argument("--evidence", metavar="DIR", type=Path, default=Path("evidence"))
+    report.add_argument(
+        "--plan",
+        metavar="FILE",
+        type=Path,
+        help="acceptance criteria (default: the release plan, qualification/plan.yaml)",
+    )
+    report.add_argument(
+        "--evidence",
+        metavar="DIR",
+        type=Path,
+        help=(
+            "recorded datasets (default: ./evidence, else the evidence/ of the checkout aisim "
+            "runs from)"
+        ),
+    )
+    report.add_argument(
+        "--check-results",
+        metavar="NAME=FILE",
+        action="append",
+        default=[],
+        help=(
+            "read a check's result from a pytest JUnit XML file instead of running it "
+            "(NAME: parity or probes; repeatable)"
+        ),
+    )
     report.add_argument(
         "--skip-checks",
         action="store_true",
-        help="do not run parity/probes (the report then says 'not run')",
+        help="do not run parity/probes/gate (they are then NOT RUN, which fails the plan)",
     )
     report.add_argument("--overwrite", action="store_true")
     report.set_defaults(handler=report_command)
@@ -210,22 +236,45 @@ def engine_command(args: argparse.Namespace) -> int:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from qualification.report import build_report, write_report
-
-    command = (
-        f"aisim qualify report --evidence {args.evidence.as_posix()} --out {args.out.as_posix()}"
+    from qualification.report import (
+        build_report,
+        check_report_target,
+        parse_check_results,
+        plan_source,
+        resolve_evidence,
+        write_report,
     )
+
+    check_report_target(args.out, args.overwrite)  # before any work
+    plan, source = plan_source(args.plan)
+    evidence, root = resolve_evidence(args.evidence)
+    results = parse_check_results(args.check_results)
+    command = f"aisim qualify report --plan {source['path']} --evidence {evidence.as_posix()}"
+    command += f" --out {args.out.as_posix()}"
     command += " --skip-checks" if args.skip_checks else ""
     report, images = build_report(
-        args.evidence, run_checks_now=not args.skip_checks, command=command
+        evidence,
+        plan,
+        run_checks_now=not args.skip_checks,
+        root=root,
+        command=command,
+        check_results=results,
+        plan_source=source,
     )
     written = write_report(report, images, args.out, overwrite=args.overwrite)
     print(f"wrote {', '.join(str(path) for path in written)}")
     verdict = report["verdict"]
-    for key in ("checks_failed", "checks_not_run", "datasets_refused"):
-        if verdict[key]:
-            print(f"{key.replace('_', ' ')}: {', '.join(verdict[key])}")
-    return 1 if verdict["checks_failed"] or verdict["datasets_refused"] else 0
+    for result in report["criteria"]:
+        if result["status"] != "PASS":
+            reason = f" ({result['reason']})" if result["reason"] else ""
+            print(f"{result['status']}: {result['id']}{reason}")
+    for problem in verdict["problems"]:
+        print(f"FAIL: {problem}")
+    print(
+        f"verdict: {verdict['overall']} ({verdict['passed']}/{len(report['criteria'])} criteria "
+        f"passed, plan {plan.name} v{plan.version})"
+    )
+    return 0 if verdict["overall"] == "PASS" else 1
 
 
 def rulecheck_command(args: argparse.Namespace) -> int:

@@ -13,10 +13,13 @@ from typing import Any
 
 from aisim.errors import AisimError
 from qualification._provenance import git_state
+from qualification.plan import Plan
 from qualification.report._checks import run_checks
+from qualification.report._intervals import BootstrapSettings, interval_figures
 from qualification.report._transfer import artefact_transfers
+from qualification.report._verdict import judge
 
-REPORT_SCHEMA = {"name": "aisim.release_report", "version": 1}
+REPORT_SCHEMA = {"name": "aisim.release_report", "version": 2}
 _PACKAGES = (
     "numpy",
     "pandas",
@@ -25,6 +28,8 @@ _PACKAGES = (
     "torch",
     "hypothesis",
     "pytest",
+    "scipy",
+    "pydantic",
 )
 
 
@@ -51,13 +56,18 @@ def versions() -> dict[str, Any]:
     return found
 
 
-def dataset_section(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+def dataset_section(
+    directory: Path, settings: BootstrapSettings
+) -> tuple[dict[str, Any], dict[str, bytes]]:
     """MAPE of the published rule (with KS/TOST), the unscaled widened STP for context, and a
-    held-out calibration; a dataset that fails verification is reported as refused."""
+    held-out calibration, each with bootstrap intervals over configurations; a dataset that
+    fails verification is reported as refused."""
     from qualification.calibrate import calibrate
+    from qualification.calibrate._calibrate import held_out_rows
     from qualification.datasets import load_dataset
     from qualification.mape import evaluate, make_predictor
     from qualification.mape._render import plots
+    from qualification.report._plots import trend_plot
 
     try:
         dataset = load_dataset(directory)
@@ -65,18 +75,25 @@ def dataset_section(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
         widened, _ = evaluate(dataset, make_predictor("stp-widened", dataset))
     except AisimError as exc:
         return {"name": directory.name, "status": "refused", "reason": str(exc)}, {}
+    statistics = {"rule": interval_figures(scored, settings)}
     try:
         result = calibrate(dataset, method="loco")
         calibration: dict[str, Any] = {
             "status": "fitted",
             **{k: result[k] for k in ("fitted_all_rows", "validation", "dataset", "published")},
         }
+        statistics["calibrated_heldout"] = interval_figures(
+            held_out_rows(dataset, "loco"), settings
+        )
     except AisimError as exc:  # e.g. a single draft length: (a, b) cannot be told apart
         calibration = {"status": "not run", "reason": str(exc)}
     images = {
         f"{dataset.name}/{name}": data
         for name, data in plots(scored, f"published rule on {dataset.name}").items()
     }
+    images[f"{dataset.name}/signed_error_by_d_b_k.png"] = trend_plot(
+        statistics, f"signed error by d, B and K on {dataset.name} (95 % bootstrap intervals)"
+    )
     identity = dataset.identity
     section = {
         "name": dataset.name,
@@ -100,6 +117,7 @@ def dataset_section(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
         "rule": {k: rule[k] for k in ("estimator", "summary", "cells", "configurations", "tests")},
         "stp_widened": {"estimator": widened["estimator"], "summary": widened["summary"]},
         "calibration": calibration,
+        "statistics": statistics,
         "images": sorted(images),
     }
     return section, images
@@ -119,28 +137,62 @@ def calibration_artefacts(evidence: Path) -> list[dict[str, Any]]:
     return found
 
 
+def prediction_gate(enabled: bool) -> dict[str, Any]:
+    """Evaluate the gate's default scenarios: a scenario that raises an error fails."""
+    if not enabled:
+        return {"status": "not run", "reason": "skipped on request (--skip-checks)"}
+    from qualification.gate import DEFAULT_SCENARIOS, take_snapshot
+
+    snapshot = take_snapshot(DEFAULT_SCENARIOS)
+    failed = sorted(k for k, v in snapshot["predictions"].items() if "error" in v)
+    return {
+        "status": "run",
+        "scenarios_file": DEFAULT_SCENARIOS.name,
+        "scenarios_sha256": snapshot["scenarios_sha256"],
+        "scenarios": len(snapshot["predictions"]),
+        "predictions": sum(len(v) for v in snapshot["predictions"].values()),
+        "failed_scenarios": failed,
+        "command": "aisim snapshot --out snapshot.json",
+    }
+
+
 def build_report(
     evidence: Path,
+    plan: Plan,
     *,
     run_checks_now: bool = True,
     root: Path | None = None,
     command: str | None = None,
+    check_results: dict[str, Path] | None = None,
+    plan_source: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """The report (JSON-ready) and its images (name -> PNG bytes); ``command`` is the command
-    that asked for it (listed first among the commands run)."""
+    """The report (JSON-ready) judged against ``plan``, and its images (name -> PNG bytes).
+
+    ``root`` is the repository whose tests the checks run (default: the working directory);
+    ``check_results`` maps a check name to a pytest JUnit XML file to read instead of running
+    it; ``command`` is the command that asked for the report (listed first among the commands
+    run); ``plan_source`` says where the plan came from (path, SHA-256)."""
     root = root or Path.cwd()
+    settings = BootstrapSettings(
+        plan.bootstrap.resamples,
+        plan.bootstrap.confidence,
+        plan.bootstrap.seed,
+        plan.bootstrap.method,
+    )
     sections, images = [], {}
     directories = find_datasets(evidence)
     for directory in directories:
-        section, section_images = dataset_section(directory)
+        section, section_images = dataset_section(directory, settings)
         sections.append(section)
         images.update(section_images)
-    checks = run_checks(root, run_checks_now)
+    checks = run_checks(root, run_checks_now, check_results or {})
+    gate = prediction_gate(run_checks_now)
     artefacts = calibration_artefacts(evidence)
-    transfers = artefact_transfers(artefacts, directories)
+    transfers = artefact_transfers(artefacts, directories, settings)
     commands = [
         *([command] if command else []),
         *(c["command"] for c in checks if c["command"]),
+        *([gate["command"]] if gate["status"] == "run" else []),
         *(
             f"aisim qualify mape {s['path']} --estimator rule --tests; "
             f"aisim qualify calibrate {s['path']} --validation loco"
@@ -166,11 +218,13 @@ def build_report(
         "datasets": sections,
         "calibration_artefacts": artefacts,
         "calibration_transfer": transfers,
-        "verdict": {
-            "checks_failed": [c["name"] for c in checks if c["status"] == "failed"],
-            "checks_not_run": [c["name"] for c in checks if c["status"] == "not run"],
-            "datasets_refused": [s["name"] for s in sections if s["status"] == "refused"],
-            "datasets_scored": [s["name"] for s in sections if s["status"] == "scored"],
+        "prediction_gate": gate,
+        "plan": {
+            "name": plan.name,
+            "version": plan.version,
+            **(plan_source or {}),
+            "bootstrap": settings.as_dict(),
         },
     }
+    report["criteria"], report["verdict"] = judge(plan, report, root)
     return report, images

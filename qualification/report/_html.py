@@ -8,6 +8,13 @@ from typing import Any
 
 from qualification.calibrate._render import CALIBRATION_HEADERS, calibration_rows
 from qualification.mape._render import CELL_HEADERS, cell_rows, percent, summary_rows, tost_text
+from qualification.report._html_verdict import (
+    criteria_html,
+    glossary_html,
+    statistics_html,
+    trends_html,
+    verdict_html,
+)
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -18,6 +25,8 @@ font-size:13px;text-align:left}th{background:#f2f2f2}code{background:#f5f5f5;pad
 .hardware{background:#b35a00}.failed,.refused{color:#b00020;font-weight:bold}
 .passed{color:#2e7d32;font-weight:bold}.not-run{color:#8a6d00;font-weight:bold}
 img{max-width:100%;border:1px solid #ddd;margin:4px}
+.verdict{font-size:20px;padding:6px 10px;border:2px solid currentColor;display:inline-block}
+dt{margin-top:6px}dd{margin-left:1.5em}figcaption{font-size:12px;color:#555}
 """
 
 
@@ -67,13 +76,20 @@ def _checks(checks: list[dict[str, Any]]) -> str:
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
-def _dataset(section: dict[str, Any], images: dict[str, bytes]) -> str:
+def _figure(name: str, data: bytes, caption: str) -> str:
+    return f"<figure>{_image(name, data)}<figcaption>{caption}</figcaption></figure>"
+
+
+def _dataset(
+    section: dict[str, Any], images: dict[str, bytes], criteria: list[dict[str, Any]]
+) -> str:
     name = section["name"]
+    anchor = f'id="dataset-{_e(name)}"'
     if section["status"] != "scored":
-        return f"<h2>{_e(name)}</h2><p>{_status('refused')}: {_e(section['reason'])}</p>"
+        return f"<h2 {anchor}>{_e(name)}</h2><p>{_status('refused')}: {_e(section['reason'])}</p>"
     identity, rule = section["identity"], section["rule"]
     parts = [
-        f"<h2>{_e(name)} {_tag(section['evidence_type'])}</h2>",
+        f"<h2 {anchor}>{_e(name)} {_tag(section['evidence_type'])}</h2>",
         f"<p>SHA-256 <code>{_e(section['sha256'])}</code>; {_e(identity['preset'])} target, "
         f"{_e(identity['draft_kind'])} drafter, device {_e(identity['device'].get('name'))}, "
         f"timing {_e(identity['timing'].get('metric'))} ({_e(identity['timing'].get('clock'))}), "
@@ -94,7 +110,23 @@ def _dataset(section: dict[str, Any], images: dict[str, bytes]) -> str:
                 f"p = {ks['p_value']:.4g}",
             )
         parts.append("<ul>" + "".join(f"<li>{_e(line)}</li>" for line in lines) + "</ul>")
-    parts.append("".join(_image(n, images[n]) for n in section["images"] if n in images))
+    statistics = section["statistics"]
+    rule_links = ", ".join(
+        f'<a href="#{_e(c["anchor"])}">{_e(c["id"])}</a>'
+        for c in criteria
+        if c["check"] == "rule" and c["subject"] == name
+    )
+    parts += [
+        "<h4>Figures with 95 % bootstrap intervals (published rule)</h4>",
+        statistics_html(statistics["rule"], "rule", name, criteria),
+        "<h4>Signed error by d, B and K</h4>",
+        trends_html(statistics, name, criteria),
+    ]
+    for image in section["images"]:
+        if image in images:
+            parts.append(
+                _figure(image, images[image], f"{_e(image)}; criteria: {rule_links or 'none'}")
+            )
     widened = section["stp_widened"]["summary"]
     parts.append(
         f"<p>For context, the unscaled F_STP((d+1)B, K): round-weighted "
@@ -109,6 +141,13 @@ def _dataset(section: dict[str, Any], images: dict[str, bytes]) -> str:
             f"<p>All rows: a = {fitted['a']:.4f}, b = {fitted['b']:.4f}.</p>",
             _table(CALIBRATION_HEADERS, calibration_rows(calibration)),
         ]
+        if "calibrated_heldout" in statistics:
+            parts += [
+                "<h4>Held-out figures with 95 % bootstrap intervals</h4>",
+                statistics_html(
+                    statistics["calibrated_heldout"], "calibrated_heldout", name, criteria
+                ),
+            ]
     else:
         parts.append(f"<p>{_status('not run')}: {_e(calibration['reason'])}</p>")
     if section["anomalies"]:
@@ -154,6 +193,17 @@ def _transfer_table(transfers: list[dict[str, Any]]) -> str:
     return _table(headers, rows)
 
 
+def _gate(gate: dict[str, Any]) -> str:
+    if gate["status"] != "run":
+        return f"<p>Prediction gate: {_status('not run')} ({_e(gate['reason'])})</p>"
+    failed = ", ".join(gate["failed_scenarios"]) or "none"
+    return (
+        f"<p>Prediction gate: {gate['scenarios']} scenarios of <code>"
+        f"{_e(gate['scenarios_file'])}</code> ({gate['predictions']} predictions) evaluated; "
+        f"scenarios raising an error: {_e(failed)}.</p>"
+    )
+
+
 def render_html(report: dict[str, Any], images: dict[str, bytes]) -> str:
     """The whole page; identical inputs give identical bytes."""
     versions = report["versions"]
@@ -168,7 +218,7 @@ def render_html(report: dict[str, Any], images: dict[str, bytes]) -> str:
         ]
         for a in report["calibration_artefacts"]
     ]
-    verdict = report["verdict"]
+    criteria = report["criteria"]
     body = [
         "<h1>aisim release qualification report</h1>",
         f"<p>Generated {_e(report['generated_utc'])} at git revision "
@@ -178,19 +228,28 @@ def render_html(report: dict[str, Any], images: dict[str, bytes]) -> str:
         + " ".join(_tag(t) for t in ("synthetic", "parity", "local-measurement", "hardware"))
         + " &mdash; local-measurement is this project's CPU recordings, not GPU hardware.</p>",
         "<h2>Verdict</h2>",
-        _table(
-            ["item", "value"],
-            [[k.replace("_", " "), ", ".join(v) or "none"] for k, v in verdict.items()],
-        ),
-        "<h2>Parity and probes</h2>",
+        verdict_html(report),
+        '<h2 id="criteria">Acceptance criteria</h2>',
+        criteria_html(criteria),
+        '<h2 id="glossary">Glossary</h2>',
+        glossary_html(),
+        '<h2 id="checks">Parity, probes and the prediction gate</h2>',
         _checks(report["checks"]),
-        *(_dataset(section, images) for section in report["datasets"]),
+        _gate(report["prediction_gate"]),
+        *(_dataset(section, images, criteria) for section in report["datasets"]),
         "<h2>Calibration artefacts</h2>",
         _table(["file", "status", "name", "coefficients"], artefacts)
         if artefacts
         else "<p>none</p>",
-        "<h3>Calibration transfer: each artefact on the other recordings it applies to</h3>",
+        '<h3 id="calibration-transfer">Calibration transfer: each artefact on the other '
+        "recordings it applies to</h3>",
         _transfer_table(report["calibration_transfer"]),
+        *(
+            f"<h4>{_e(t['artefact'])} on {_e(t['dataset'])}: 95 % bootstrap intervals</h4>"
+            + statistics_html(t["statistics"], "calibration_transfer", t["dataset"], criteria)
+            for t in report["calibration_transfer"]
+            if "statistics" in t
+        ),
         "<h2>Versions</h2>",
         _table(["package", "version"], [[k, str(v)] for k, v in versions.items()]),
         "<h2>Commands run</h2>",

@@ -11,12 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from aisim.errors import AisimError
+from qualification.report._intervals import BootstrapSettings, interval_figures
 
 
 def artefact_transfers(
-    artefacts: list[dict[str, Any]], directories: list[Path]
+    artefacts: list[dict[str, Any]],
+    directories: list[Path],
+    settings: BootstrapSettings | None = None,
 ) -> list[dict[str, Any]]:
-    """One entry per (valid artefact, applicable other dataset), artefacts in file order."""
+    """One entry per (valid artefact, applicable other dataset), artefacts in file order; with
+    ``settings``, each carries the calibrated figures' bootstrap intervals (``statistics``)."""
     from qualification.calibrate import calibrated_factory
     from qualification.datasets import load_dataset
     from qualification.mape import evaluate, make_predictor
@@ -43,15 +47,17 @@ def artefact_transfers(
             if dataset.sha256 in hashes or shape not in shapes:
                 continue
             factory = calibrated_factory(artefact)
-            calibrated, _ = evaluate(dataset, make_predictor("calibrated", dataset, factory))
+            predictor = make_predictor("calibrated", dataset, factory)
+            calibrated, scored = evaluate(dataset, predictor)
             rule, _ = evaluate(dataset, make_predictor("rule", dataset))
-            transfers.append(
-                {
-                    "artefact": f"{artefact['name']}.v{artefact['version']}",
-                    "dataset": dataset.name,
-                    "evidence_type": dataset.evidence_type,
-                    "calibrated": calibrated["summary"],
-                    "published_rule": rule["summary"],
-                }
-            )
+            transfer = {
+                "artefact": f"{artefact['name']}.v{artefact['version']}",
+                "dataset": dataset.name,
+                "evidence_type": dataset.evidence_type,
+                "calibrated": calibrated["summary"],
+                "published_rule": rule["summary"],
+            }
+            if settings is not None:
+                transfer["statistics"] = interval_figures(scored, settings)
+            transfers.append(transfer)
     return transfers

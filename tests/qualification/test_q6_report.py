@@ -10,6 +10,7 @@ import pytest
 
 from aisim.cli import main
 from qualification.datasets import RecordedDataset
+from qualification.plan import Plan, parse_plan
 from qualification.report import build_report, render_html, run_checks, write_report
 from qualification.report._checks import run_check
 
@@ -22,6 +23,35 @@ ROUNDS = [
 ]
 
 
+def plan_for(*datasets: str, drafter: str = "mtp") -> Plan:
+    """A plan with one lenient rule criterion per dataset (these tests are about the report,
+    not about thresholds; tests/qualification/test_plan_verdict.py judges thresholds)."""
+    return parse_plan(
+        {
+            "format": 1,
+            "name": "test",
+            "version": 1,
+            "bootstrap": {"resamples": 200, "confidence": 0.95, "seed": 1, "method": "BCa"},
+            "datasets": {name: {"drafter": drafter, "description": name} for name in datasets},
+            "criteria": [
+                {
+                    "id": f"rule/{name}",
+                    "check": "rule",
+                    "dataset": name,
+                    "metric": "equal_config_mape",
+                    "threshold": 1.0,
+                    "use": "point",
+                    "rationale": "lenient",
+                }
+                for name in datasets
+            ],
+        }
+    )
+
+
+SMALL = plan_for("small")
+
+
 @pytest.fixture
 def evidence(make_dataset: Callable[..., RecordedDataset], tmp_path: Path) -> Path:
     make_dataset("evidence/small", STP, ROUNDS)
@@ -29,7 +59,7 @@ def evidence(make_dataset: Callable[..., RecordedDataset], tmp_path: Path) -> Pa
 
 
 def test_report_from_a_small_dataset(evidence: Path) -> None:
-    report, images = build_report(evidence, run_checks_now=False, root=evidence.parent)
+    report, images = build_report(evidence, SMALL, run_checks_now=False, root=evidence.parent)
     (section,) = report["datasets"]
     assert section["status"] == "scored"
     assert section["evidence_type"] == "synthetic"
@@ -37,17 +67,18 @@ def test_report_from_a_small_dataset(evidence: Path) -> None:
     assert section["calibration"]["validation"]["method"] == "loco"
     assert [c["status"] for c in report["checks"]] == ["not run", "not run"]
     assert {c["evidence_type"] for c in report["checks"]} == {"parity", "synthetic"}
-    assert report["verdict"]["checks_not_run"] == ["parity", "probes"]
+    assert report["verdict"]["overall"] == "PASS"
+    assert [c["status"] for c in report["criteria"]] == ["PASS"]
     assert all(data.startswith(b"\x89PNG") for data in images.values())
     page = render_html(report, images)
-    assert page.count("data:image/png;base64,") == len(images) == 2
+    assert page.count("data:image/png;base64,") == len(images) == 3
     assert "not run" in page and "synthetic" in page
 
 
 def test_report_is_deterministic_apart_from_the_timestamp(evidence: Path, tmp_path: Path) -> None:
     pages = []
     for name in ("one", "two"):
-        report, images = build_report(evidence, run_checks_now=False, root=evidence.parent)
+        report, images = build_report(evidence, SMALL, run_checks_now=False, root=evidence.parent)
         report["generated_utc"] = "T"
         write_report(report, images, tmp_path / name)
         pages.append(
@@ -64,10 +95,13 @@ def test_tampered_dataset_is_refused_in_the_report(evidence: Path) -> None:
     data = bytearray(path.read_bytes())
     data[40] ^= 0x01
     path.write_bytes(bytes(data))
-    report, images = build_report(evidence, run_checks_now=False, root=evidence.parent)
+    report, images = build_report(evidence, SMALL, run_checks_now=False, root=evidence.parent)
     assert report["datasets"][0]["status"] == "refused"
     assert "SHA-256" in report["datasets"][0]["reason"]
     assert report["verdict"]["datasets_refused"] == ["small"]
+    assert report["verdict"]["overall"] == "FAIL"
+    assert report["criteria"][0]["status"] == "FAIL"
+    assert "refused" in report["criteria"][0]["reason"]
     assert images == {}
 
 
@@ -83,7 +117,7 @@ def test_checks_report_real_pytest_outcomes(tmp_path: Path) -> None:
     )
     failed = run_check("parity", tmp_path)
     assert (failed["status"], failed["passed"], failed["failed"]) == ("failed", 2, 1)
-    absent = run_checks(tmp_path, enabled=True)[1]  # tests/probes does not exist here
+    absent = run_checks(tmp_path, enabled=True, results={})[1]  # tests/probes does not exist here
     assert absent["status"] == "not run" and "not found" in absent["reason"]
 
 
@@ -91,16 +125,13 @@ def test_cli_report_and_mape(
     evidence: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "report"
-    assert (
-        main(["qualify", "report", "--evidence", str(evidence), "--out", str(out), "--skip-checks"])
-        == 0
-    )
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(SMALL.model_dump(exclude_none=True)))
+    report = ["qualify", "report", "--plan", str(plan), "--evidence", str(evidence)]
+    assert main([*report, "--out", str(out), "--skip-checks"]) == 0
     written = json.loads((out / "report.json").read_text())
     assert written["verdict"]["datasets_scored"] == ["small"]
-    assert (
-        main(["qualify", "report", "--evidence", str(evidence), "--out", str(out), "--skip-checks"])
-        == 2
-    )  # refuses to clobber without --overwrite
+    assert main([*report, "--out", str(out), "--skip-checks"]) == 2  # no clobbering
     assert "already exists" in capsys.readouterr().err
     mape_dir = tmp_path / "mape"
     assert (
@@ -140,7 +171,9 @@ def test_a_dataset_that_cannot_be_calibrated_is_still_scored(
     make_dataset: Callable[..., RecordedDataset], tmp_path: Path
 ) -> None:
     make_dataset("single/one-d", STP, [(1, 1, 64, [7.0]), (1, 2, 64, [9.0])])
-    report, images = build_report(tmp_path / "single", run_checks_now=False, root=tmp_path)
+    report, images = build_report(
+        tmp_path / "single", plan_for("one-d"), run_checks_now=False, root=tmp_path
+    )
     (section,) = report["datasets"]
     assert section["status"] == "scored"
     assert section["calibration"]["status"] == "not run"
@@ -161,7 +194,8 @@ def test_calibration_transfer_scores_artefacts_only_on_other_matching_recordings
     artefact = calibrate(fitted, name="a-fit")["artefact"]
     (tmp_path / "ev" / "calibration").mkdir()
     (tmp_path / "ev" / "calibration" / "a-fit.v1.json").write_text(json.dumps(artefact))
-    report, _ = build_report(tmp_path / "ev", run_checks_now=False, root=tmp_path)
+    plan = plan_for("a-mtp", "b-mtp", "c-eagle3")
+    report, _ = build_report(tmp_path / "ev", plan, run_checks_now=False, root=tmp_path)
     (transfer,) = report["calibration_transfer"]  # not a-mtp (fitted on), not c-eagle3
     assert (transfer["artefact"], transfer["dataset"]) == ("a-fit.v1", "b-mtp")
     assert transfer["calibrated"]["round_weighted_mape"] == pytest.approx(0.0, abs=1e-9)

@@ -1,0 +1,20 @@
+"""The qualification plan: a release's acceptance criteria, validated at load."""
+
+from qualification.plan._load import DEFAULT_PLAN, load_plan, parse_plan
+from qualification.plan._metrics import CHECKS, DATASET_CHECKS, FILE_CHECKS, Metric
+from qualification.plan._model import Bootstrap, Criterion, DatasetEntry, Plan, anchor
+
+__all__ = [
+    "CHECKS",
+    "DATASET_CHECKS",
+    "DEFAULT_PLAN",
+    "FILE_CHECKS",
+    "Bootstrap",
+    "Criterion",
+    "DatasetEntry",
+    "Metric",
+    "Plan",
+    "anchor",
+    "load_plan",
+    "parse_plan",
+]

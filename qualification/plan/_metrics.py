@@ -1,0 +1,74 @@
+"""The checks a plan can judge and the metrics each one produces (the plan's vocabulary).
+
+Each metric has a direction (``at_most``: smaller is better; ``at_least``: larger is better),
+a kind, and whether it has a bootstrap confidence interval:
+
+* ``error``: a non-negative error (MAPE, P90), judged as ``value <= threshold``;
+* ``signed``: a signed error (bias, slope), judged on its magnitude, ``|value| <= threshold``;
+  with ``use: upper_bound`` the value is the largest magnitude inside the interval,
+  ``max(|low|, |high|)``;
+* ``count``: a count of failures (tests, scenarios), ``value <= threshold``, no interval;
+* ``p_value``: a test's p-value, ``value <= threshold`` (the test's alpha), no interval;
+* ``fraction``: a fraction that must be high (coverage), ``value >= threshold``, no interval.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+
+@dataclass(frozen=True)
+class Metric:
+    kind: str
+    has_interval: bool
+    description: str
+
+    @property
+    def at_least(self) -> bool:
+        return self.kind == "fraction"
+
+
+_MAPE_METRICS: Final = {
+    "round_weighted_mape": Metric("error", True, "round-weighted MAPE"),
+    "equal_config_mape": Metric("error", True, "equal-configuration MAPE"),
+    "p90_ape": Metric("error", True, "90th percentile of the per-round APE"),
+    "worst_config_ape": Metric("error", False, "APE of the worst configuration"),
+    "bias": Metric("signed", True, "mean signed relative error over rounds"),
+    "equal_config_bias": Metric("signed", True, "mean signed relative error over configurations"),
+    "signed_error_slope_d": Metric(
+        "signed", True, "least-squares slope of configuration signed error per unit of d"
+    ),
+    "coverage": Metric("fraction", False, "answered rounds / rounds"),
+}
+
+#: check -> metric name -> Metric. Dataset checks score one recorded dataset.
+CHECKS: Final[dict[str, dict[str, Metric]]] = {
+    "parity": {"failed_tests": Metric("count", False, "failed or erroring parity tests")},
+    "probes": {"failed_tests": Metric("count", False, "failed or erroring probe tests")},
+    "prediction_gate": {
+        "failed_scenarios": Metric("count", False, "gate scenarios that raise an error"),
+    },
+    "rule": {
+        **_MAPE_METRICS,
+        "tost_p_value": Metric(
+            "p_value", False, "TOST p-value: mean config log ratio within +-ln(1.10)"
+        ),
+    },
+    "calibrated_heldout": dict(_MAPE_METRICS),
+    "calibration_transfer": dict(_MAPE_METRICS),
+    "engine_comparison": {
+        "e2e_median_ape": Metric("error", False, "median per-request E2E |relative error|"),
+        "e2e_p90_ape": Metric("error", False, "P90 of per-request E2E |relative error|"),
+        "ttft_mean_relative_error": Metric("signed", False, "mean TTFT relative error"),
+    },
+    "cost_model": {
+        "public_decode_mape": Metric("error", False, "MAPE against public decode latencies"),
+        "sd_ratio_mape": Metric("error", False, "MAPE of SD round / STP ratios"),
+    },
+}
+
+#: Checks that score one recorded dataset (a criterion names it with ``dataset``).
+DATASET_CHECKS: Final = ("rule", "calibrated_heldout", "calibration_transfer")
+#: Checks whose input is a results file written by another command (``input``).
+FILE_CHECKS: Final = ("engine_comparison", "cost_model")

@@ -1,0 +1,180 @@
+"""Judge the report's figures against a plan: PASS / FAIL / NOT RUN per criterion, and overall.
+
+A criterion is NOT RUN when its input is absent (a dataset not in the evidence, a check that
+was skipped, a results file that does not exist); a *required* criterion that is not run fails
+the release. The overall verdict is PASS only when no criterion failed, every required
+criterion ran, at least one dataset was scored, no dataset was refused and every dataset in the
+evidence is judged by some criterion.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from qualification.plan import CHECKS, Criterion, Plan, anchor
+
+PASS, FAIL, NOT_RUN = "PASS", "FAIL", "NOT RUN"
+
+
+class _Absent(Exception):
+    """The criterion's input is absent: NOT RUN with this reason."""
+
+
+class _Broken(Exception):
+    """The input exists but gives no usable value: FAIL with this reason."""
+
+
+def _dataset_section(report: dict[str, Any], name: str) -> dict[str, Any]:
+    for section in report["datasets"]:
+        if section["name"] == name:
+            if section["status"] != "scored":
+                raise _Broken(f"dataset {name} refused: {section.get('reason', '')}")
+            return dict(section)
+    raise _Absent(f"dataset {name} not found under {report['evidence_directory']}")
+
+
+def _figure(criterion: Criterion, report: dict[str, Any], root: Path) -> dict[str, Any]:
+    """``{"estimate", "low", "high", ...}`` of the criterion's metric."""
+    check, metric = criterion.check, criterion.metric
+    if check in ("parity", "probes"):
+        result = next(c for c in report["checks"] if c["name"] == check)
+        if result["status"] == "not run":
+            raise _Absent(result["reason"])
+        return {"estimate": float(result["failed"] + result["errors"])}
+    if check == "prediction_gate":
+        gate = report["prediction_gate"]
+        if gate["status"] == "not run":
+            raise _Absent(gate["reason"])
+        return {"estimate": float(len(gate["failed_scenarios"]))}
+    if check in ("rule", "calibrated_heldout"):
+        section = _dataset_section(report, str(criterion.dataset))
+        if check == "rule" and metric == "tost_p_value":
+            tost = (section["rule"].get("tests") or {}).get("tost_config_log_ratio") or {}
+            if tost.get("p_value") is None:
+                raise _Broken(f"no TOST p-value: {tost.get('reason', 'test not run')}")
+            return {"estimate": float(tost["p_value"])}
+        statistics = section["statistics"].get(check)
+        if statistics is None:
+            raise _Absent(f"{check} not computed: {section['calibration'].get('reason', '')}")
+        return dict(statistics["metrics"][metric])
+    if check == "calibration_transfer":
+        _dataset_section(report, str(criterion.dataset))
+        for transfer in report["calibration_transfer"]:
+            if (transfer["artefact"], transfer["dataset"]) == (
+                criterion.artefact,
+                criterion.dataset,
+            ):
+                return dict(transfer["statistics"]["metrics"][metric])
+        raise _Absent(
+            f"artefact {criterion.artefact} is not in the evidence's calibration directory or "
+            f"does not apply to {criterion.dataset}"
+        )
+    return _file_figure(criterion, root)
+
+
+def _file_figure(criterion: Criterion, root: Path) -> dict[str, Any]:
+    """A figure from another command's results file: ``summary[metric]`` or ``metric``."""
+    path = root / str(criterion.input)
+    if not path.is_file():
+        raise _Absent(f"{criterion.input} not found under {root}")
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _Broken(f"{criterion.input}: not readable JSON: {exc}") from None
+    summary = document.get("summary") if isinstance(document, dict) else None
+    for source in (summary, document):
+        if isinstance(source, dict) and isinstance(source.get(criterion.metric), (int, float)):
+            return {"estimate": float(source[criterion.metric])}
+    raise _Broken(f"{criterion.input}: no number {criterion.metric!r} in it")
+
+
+def compared_value(criterion: Criterion, figure: dict[str, Any]) -> float | None:
+    """The number the threshold is applied to (see ``qualification.plan._metrics``)."""
+    metric = CHECKS[criterion.check][criterion.metric]
+    if criterion.use == "point":
+        value = figure.get("estimate")
+        if value is None:
+            return None
+        return abs(value) if metric.kind == "signed" else float(value)
+    low, high = figure.get("low"), figure.get("high")
+    if low is None or high is None:
+        return None
+    return max(abs(low), abs(high)) if metric.kind == "signed" else float(high)
+
+
+def judge_criterion(criterion: Criterion, report: dict[str, Any], root: Path) -> dict[str, Any]:
+    metric = CHECKS[criterion.check][criterion.metric]
+    result: dict[str, Any] = {
+        "id": criterion.id,
+        "anchor": anchor(criterion.id),
+        "check": criterion.check,
+        "metric": criterion.metric,
+        "metric_description": metric.description,
+        "subject": criterion.dataset or criterion.input or criterion.check,
+        "artefact": criterion.artefact,
+        "threshold": criterion.threshold,
+        "comparison": ">=" if metric.at_least else "<=",
+        "on_magnitude": metric.kind == "signed",
+        "use": criterion.use,
+        "required": criterion.required,
+        "rationale": criterion.rationale,
+        "estimate": None,
+        "low": None,
+        "high": None,
+        "value": None,
+    }
+    try:
+        figure = _figure(criterion, report, root)
+    except _Absent as exc:
+        reason = f"input absent: {exc}"
+        if criterion.required:
+            reason = f"required {reason}"
+        return {**result, "status": NOT_RUN, "reason": reason}
+    except _Broken as exc:
+        return {**result, "status": FAIL, "reason": str(exc)}
+    value = compared_value(criterion, figure)
+    result.update(
+        estimate=figure.get("estimate"),
+        low=figure.get("low"),
+        high=figure.get("high"),
+        value=value,
+        resamples=figure.get("resamples"),
+    )
+    if value is None or not math.isfinite(value):
+        return {**result, "status": FAIL, "reason": figure.get("reason", "no value computed")}
+    passed = value >= criterion.threshold if metric.at_least else value <= criterion.threshold
+    return {**result, "status": PASS if passed else FAIL, "reason": ""}
+
+
+def judge(
+    plan: Plan, report: dict[str, Any], root: Path
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every criterion's result and the overall verdict."""
+    results = [judge_criterion(criterion, report, root) for criterion in plan.criteria]
+    scored = [s["name"] for s in report["datasets"] if s["status"] == "scored"]
+    refused = [s["name"] for s in report["datasets"] if s["status"] == "refused"]
+    judged = {c.dataset for c in plan.criteria if c.dataset is not None}
+    unjudged = [name for name in scored + refused if name not in judged]
+    problems = []
+    if not scored:
+        problems.append(f"no dataset scored under {report['evidence_directory']}")
+    problems += [f"dataset {name} refused" for name in refused]
+    problems += [f"dataset {name} has no criterion in the plan" for name in unjudged]
+    failed = [r["id"] for r in results if r["status"] == FAIL]
+    missing = [r["id"] for r in results if r["status"] == NOT_RUN and r["required"]]
+    verdict = {
+        "overall": FAIL if failed or missing or problems else PASS,
+        "passed": sum(r["status"] == PASS for r in results),
+        "failed": failed,
+        "required_not_run": missing,
+        "optional_not_run": [
+            r["id"] for r in results if r["status"] == NOT_RUN and not r["required"]
+        ],
+        "problems": problems,
+        "datasets_scored": scored,
+        "datasets_refused": refused,
+    }
+    return results, verdict

@@ -1,0 +1,137 @@
+"""The qualification plan: the shipped plan loads, and every malformed plan is one line."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aisim.cli import main
+from aisim.errors import ConfigError
+from qualification.plan import DEFAULT_PLAN, load_plan, parse_plan
+
+VALID: dict[str, Any] = {
+    "format": 1,
+    "name": "p",
+    "version": 1,
+    "bootstrap": {"resamples": 200, "confidence": 0.95, "seed": 0, "method": "BCa"},
+    "datasets": {"d1": {"drafter": "mtp", "description": "x"}},
+    "criteria": [
+        {
+            "id": "rule/d1",
+            "check": "rule",
+            "dataset": "d1",
+            "metric": "equal_config_mape",
+            "threshold": 0.1,
+            "use": "upper_bound",
+            "rationale": "r",
+        }
+    ],
+}
+
+
+def mutated(path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    document = copy.deepcopy(VALID)
+    target: Any = document
+    for key in path[:-1]:
+        target = target[key]
+    if value is KeyError:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return document
+
+
+def test_the_shipped_plan_loads_and_names_its_datasets() -> None:
+    plan = load_plan(DEFAULT_PLAN)
+    assert plan.name == "aisim-release"
+    assert {c.check for c in plan.criteria} >= {"parity", "probes", "prediction_gate", "rule"}
+    for criterion in plan.criteria:
+        if criterion.dataset is not None:
+            assert criterion.dataset in plan.datasets
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (
+            ("criteria", 0, "check"),
+            "speed",
+            "plan: criteria[0].check: unknown check 'speed'; allowed: parity, probes, "
+            "prediction_gate, rule, calibrated_heldout, calibration_transfer, "
+            "engine_comparison, cost_model",
+        ),
+        (
+            ("criteria", 0, "metric"),
+            "mape",
+            "plan: criteria[0].metric: unknown metric 'mape' for check rule; allowed: "
+            "round_weighted_mape, equal_config_mape, p90_ape, worst_config_ape, bias, "
+            "equal_config_bias, signed_error_slope_d, coverage, tost_p_value",
+        ),
+        (
+            ("criteria", 0, "dataset"),
+            "d2",
+            "plan: criteria[0].dataset: unknown dataset 'd2'; declared under datasets: d1",
+        ),
+        (
+            ("criteria", 0, "metric"),
+            "coverage",
+            "plan: criteria[0].use: metric coverage of check rule has no confidence interval; "
+            "use: point",
+        ),
+        (("criteria", 0, "extra"), 1, "plan: criteria[0].extra: unknown field"),
+        (("criteria", 0, "use"), "mean", "plan: criteria[0].use: Input should be 'point' or "),
+        (("criteria", 0, "threshold"), True, "plan: criteria[0].threshold: Input should be a"),
+        (("criteria", 0, "threshold"), float("nan"), "plan: criteria[0].threshold: Input should"),
+        (("criteria", 0, "dataset"), KeyError, "plan: criteria[0]: dataset: required for check"),
+        (("criteria", 0, "rationale"), KeyError, "plan: criteria[0].rationale: Field required"),
+        (("bootstrap", "resamples"), 10, "plan: bootstrap.resamples: Input should be greater"),
+        (("datasets", "d1", "drafter"), "medusa", "plan: datasets.d1.drafter: Input should be"),
+        (("format",), 2, "plan: format: Input should be 1, got 2"),
+        (("criteria",), [], "plan: criteria: List should have at least 1 item"),
+    ],
+)
+def test_a_malformed_plan_is_one_line_naming_the_field(
+    path: tuple[Any, ...], value: Any, message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_plan(mutated(path, value))
+    text = str(caught.value)
+    assert text.startswith(message), text
+    assert "\n" not in text
+
+
+def test_duplicate_ids_and_misplaced_inputs() -> None:
+    document = mutated(("criteria",), [VALID["criteria"][0], VALID["criteria"][0]])
+    with pytest.raises(ConfigError, match=r"^plan: criteria\[1\]\.id: duplicate id 'rule/d1'$"):
+        parse_plan(document)
+    parity = {
+        "id": "parity",
+        "check": "parity",
+        "metric": "failed_tests",
+        "threshold": 0,
+        "use": "point",
+        "dataset": "d1",
+        "rationale": "r",
+    }
+    with pytest.raises(ConfigError, match=r"^plan: criteria\[0\]: dataset: not used by check"):
+        parse_plan(mutated(("criteria",), [parity]))
+
+
+def test_a_malformed_plan_file_is_one_line_from_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("format: 1\nname: p\ncriteria: [\n")
+    assert main(["qualify", "report", "--plan", str(plan), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"aisim: error: {str(plan)!r}: not valid YAML")
+    assert err.count("\n") == 1
+    plan.write_text(DEFAULT_PLAN.read_text().replace("metric: p90_ape", "metric: p95_ape", 1))
+    assert main(["qualify", "report", "--plan", str(plan), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "metric: unknown metric 'p95_ape' for check rule" in err
+    assert err.count("\n") == 1
+    assert not (tmp_path / "o").exists()

@@ -1,0 +1,234 @@
+"""Verdicts against the committed evidence: a threshold a dataset exceeds fails the release
+(exit 1), a looser one passes, zero datasets fail, absent inputs are NOT RUN; and the
+bootstrap intervals are reproducible for a seed and contain their point estimates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aisim.cli import main
+from qualification.datasets import load_dataset
+from qualification.mape import evaluate, make_predictor
+from qualification.report import BootstrapSettings, interval_figures
+
+ROOT = Path(__file__).resolve().parents[2]
+MTP = "cpu-qwen3-0.6b-mtp"
+#: equal-configuration MAPE of the published rule on MTP, as evidence/README.md documents it
+MTP_EQUAL_CONFIG = 0.0953
+
+
+def plan_file(
+    tmp_path: Path, criteria: list[dict[str, Any]], datasets: tuple[str, ...] = (MTP,)
+) -> Path:
+    plan = {
+        "format": 1,
+        "name": "test",
+        "version": 1,
+        "bootstrap": {"resamples": 300, "confidence": 0.95, "seed": 3, "method": "BCa"},
+        "datasets": {name: {"drafter": "mtp", "description": name} for name in datasets},
+        "criteria": criteria,
+    }
+    path = tmp_path / f"plan-{len(list(tmp_path.glob('plan-*')))}.json"
+    path.write_text(json.dumps(plan))
+    return path
+
+
+def rule(threshold: float, use: str = "point", **extra: Any) -> dict[str, Any]:
+    return {
+        "id": f"rule/{use}/{threshold}",
+        "check": "rule",
+        "dataset": MTP,
+        "metric": "equal_config_mape",
+        "threshold": threshold,
+        "use": use,
+        "rationale": "test",
+        **extra,
+    }
+
+
+@pytest.fixture(scope="module")
+def evidence(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An evidence directory holding only the committed MTP recording (a link, not a copy)."""
+    directory = tmp_path_factory.mktemp("evidence")
+    (directory / MTP).symlink_to(ROOT / "evidence" / MTP, target_is_directory=True)
+    return directory
+
+
+def report(tmp_path: Path, evidence: Path, plan: Path, name: str = "out") -> tuple[int, Any]:
+    code = main(
+        [
+            "qualify",
+            "report",
+            "--plan",
+            str(plan),
+            "--evidence",
+            str(evidence),
+            "--out",
+            str(tmp_path / name),
+            "--skip-checks",
+        ]
+    )
+    return code, json.loads((tmp_path / name / "report.json").read_text())
+
+
+def test_a_threshold_the_evidence_exceeds_fails_and_a_looser_one_passes(
+    tmp_path: Path, evidence: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    strict = plan_file(tmp_path, [rule(0.09)])  # below the documented 9.53 %
+    code, written = report(tmp_path, evidence, strict, "strict")
+    assert code == 1
+    (result,) = written["criteria"]
+    assert (result["status"], written["verdict"]["overall"]) == ("FAIL", "FAIL")
+    assert result["value"] == pytest.approx(MTP_EQUAL_CONFIG, abs=5e-5)
+    assert "FAIL: rule/point/0.09" in capsys.readouterr().out
+    loose = plan_file(tmp_path, [rule(0.10)])
+    code, written = report(tmp_path, evidence, loose, "loose")
+    assert code == 0
+    assert written["criteria"][0]["status"] == written["verdict"]["overall"] == "PASS"
+    # The upper bound of the interval is stricter than the point estimate: 10 % is not enough.
+    bounded = plan_file(tmp_path, [rule(0.10, "upper_bound")])
+    code, written = report(tmp_path, evidence, bounded, "bounded")
+    (result,) = written["criteria"]
+    assert code == 1 and result["status"] == "FAIL"
+    assert result["low"] < MTP_EQUAL_CONFIG < result["high"] == result["value"]
+    assert result["resamples"] == 300
+
+
+def test_zero_datasets_is_a_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, written = report(tmp_path, empty, plan_file(tmp_path, [rule(1.0)]))
+    assert code == 1
+    assert written["verdict"]["overall"] == "FAIL"
+    assert written["criteria"][0]["status"] == "NOT RUN"
+    assert written["verdict"]["required_not_run"] == ["rule/point/1.0"]
+    out = capsys.readouterr().out
+    assert f"FAIL: no dataset scored under {empty.as_posix()}" in out
+
+
+def test_absent_inputs_are_not_run_and_fail_only_when_required(
+    tmp_path: Path, evidence: Path
+) -> None:
+    engine = {
+        "id": "engine",
+        "check": "engine_comparison",
+        "input": "engine.json",
+        "metric": "e2e_median_ape",
+        "threshold": 0.05,
+        "use": "point",
+        "rationale": "test",
+    }
+    optional = plan_file(tmp_path, [rule(1.0), {**engine, "required": False}])
+    code, written = report(tmp_path, evidence, optional, "optional")
+    assert code == 0
+    assert [c["status"] for c in written["criteria"]] == ["PASS", "NOT RUN"]
+    assert written["verdict"]["optional_not_run"] == ["engine"]
+    required = plan_file(tmp_path, [rule(1.0), engine])
+    code, written = report(tmp_path, evidence, required, "required")
+    assert code == 1 and written["verdict"]["required_not_run"] == ["engine"]
+    # Present, the results file is judged: the checks run under the evidence's parent.
+    (evidence.parent / "engine.json").write_text(json.dumps({"summary": {"e2e_median_ape": 0.07}}))
+    code, written = report(tmp_path, evidence, required, "present")
+    assert code == 1 and written["criteria"][1]["status"] == "FAIL"
+    assert written["criteria"][1]["estimate"] == 0.07
+
+
+def test_a_dataset_without_criteria_fails_the_plan(tmp_path: Path, evidence: Path) -> None:
+    other = plan_file(tmp_path, [{**rule(1.0), "dataset": "elsewhere"}], datasets=("elsewhere",))
+    code, written = report(tmp_path, evidence, other)
+    assert code == 1
+    assert written["verdict"]["problems"] == [f"dataset {MTP} has no criterion in the plan"]
+
+
+def test_out_is_checked_before_anything_and_evidence_must_exist(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.json").write_text("{}")
+    args = ["qualify", "report", "--evidence", str(tmp_path / "nowhere"), "--out", str(out)]
+    assert main(args) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert main([*args[:-1], str(tmp_path / "fresh")]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err == f"aisim: error: qualify.evidence: {str(tmp_path / 'nowhere')!r} is not a directory\n"
+    )
+    assert not (tmp_path / "fresh").exists()
+
+
+# --- bootstrap intervals --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scored() -> pd.DataFrame:
+    dataset = load_dataset(ROOT / "evidence" / MTP)
+    return evaluate(dataset, make_predictor("rule", dataset))[1]
+
+
+def test_intervals_are_reproducible_for_a_seed_and_contain_the_estimate(
+    scored: pd.DataFrame,
+) -> None:
+    settings = BootstrapSettings(500, 0.95, 7, "BCa")
+    first = interval_figures(scored, settings)
+    assert interval_figures(scored, settings) == first
+    other = interval_figures(scored, BootstrapSettings(500, 0.95, 8, "BCa"))
+    assert other["metrics"]["equal_config_mape"] != first["metrics"]["equal_config_mape"]
+    with_interval = [m for m in first["metrics"].values() if "low" in m]
+    assert len(with_interval) == 6
+    for figure in with_interval:
+        assert figure["low"] <= figure["estimate"] <= figure["high"]
+        assert figure["resamples"] == 500
+    for axis in ("d", "B", "K"):
+        for row in first["signed_error_by"][axis]:
+            assert row["low"] <= row["estimate"] <= row["high"]
+
+
+def test_signed_error_by_d_shows_the_mtp_trend(scored: pd.DataFrame) -> None:
+    """The published rule over-estimates MTP rounds at d = 1 and under-estimates them at d = 4
+    (evidence/README.md), so the slope is negative and its interval excludes zero."""
+    figures = interval_figures(scored, BootstrapSettings(500, 0.95, 7, "BCa"))
+    by_d = {row["value"]: row for row in figures["signed_error_by"]["d"]}
+    assert by_d[1]["low"] > 0 > by_d[4]["estimate"]
+    assert by_d[1]["estimate"] == pytest.approx(0.091, abs=0.001)
+    assert by_d[4]["estimate"] == pytest.approx(-0.077, abs=0.001)
+    slope = figures["metrics"]["signed_error_slope_d"]
+    assert slope["high"] < 0
+    # An independent check of the slope: least squares by hand over the four d means (every d
+    # has the same six configurations, so the slope of the means equals the slope of all).
+    means = [by_d[d]["estimate"] for d in (1, 2, 3, 4)]
+    by_hand = (
+        sum((d - 2.5) * (m - sum(means) / 4) for d, m in zip((1, 2, 3, 4), means, strict=True))
+        / 5.0
+    )
+    assert slope["estimate"] == pytest.approx(by_hand)
+
+
+def test_an_interval_of_a_mean_stays_between_the_extremes() -> None:
+    """Hand-built: three configurations with APEs 10 %, 20 %, 60 % (one round each); any
+    resampled mean lies in [10 %, 60 %], and the point estimate is their mean, 30 %."""
+    frame = pd.DataFrame(
+        {
+            "config_id": ["a", "b", "c"],
+            "cell": "x",
+            "device": "cpu",
+            "model": "m",
+            "draft_length": [1, 2, 3],
+            "batch_size": 1,
+            "total_kv_tokens": 64,
+            "measured_ms": [10.0, 10.0, 10.0],
+            "predicted_ms": [11.0, 12.0, 16.0],
+            "reason": "",
+        }
+    )
+    figures = interval_figures(frame, BootstrapSettings(400, 0.9, 1, "percentile"))
+    mape = figures["metrics"]["equal_config_mape"]
+    assert mape["estimate"] == pytest.approx(0.3)
+    assert 0.1 - 1e-12 <= mape["low"] <= 0.3 <= mape["high"] <= 0.6 + 1e-12
+    assert np.isclose(figures["metrics"]["signed_error_slope_d"]["estimate"], 0.25)
