@@ -81,15 +81,40 @@ def test_the_shipped_plan_loads_and_names_its_datasets() -> None:
             "plan: criteria[0].use: metric coverage of check rule has no confidence interval; "
             "use: point",
         ),
-        (("criteria", 0, "extra"), 1, "plan: criteria[0].extra: unknown field"),
-        (("criteria", 0, "use"), "mean", "plan: criteria[0].use: Input should be 'point' or "),
-        (("criteria", 0, "threshold"), True, "plan: criteria[0].threshold: Input should be a"),
-        (("criteria", 0, "threshold"), float("nan"), "plan: criteria[0].threshold: Input should"),
+        (
+            ("criteria", 0, "extra"),
+            1,
+            "plan: criteria[0]: unknown field(s) extra; allowed: artefact, check, dataset, id, "
+            "input, metric, rationale, required, threshold, use",
+        ),
+        (
+            ("criteria", 0, "use"),
+            "mean",
+            "plan: criteria[0].use: expected one of point, upper_bound, got 'mean'",
+        ),
+        (
+            ("criteria", 0, "threshold"),
+            True,
+            "plan: criteria[0].threshold: expected a finite number, got True (bool)",
+        ),
+        (
+            ("criteria", 0, "threshold"),
+            float("nan"),
+            "plan: criteria[0].threshold: expected a finite number, got nan (float)",
+        ),
         (("criteria", 0, "dataset"), KeyError, "plan: criteria[0]: dataset: required for check"),
-        (("criteria", 0, "rationale"), KeyError, "plan: criteria[0].rationale: Field required"),
-        (("bootstrap", "resamples"), 10, "plan: bootstrap.resamples: Input should be greater"),
-        (("datasets", "d1", "drafter"), "medusa", "plan: datasets.d1.drafter: Input should be"),
-        (("format",), 2, "plan: format: Input should be 1, got 2"),
+        (("criteria", 0, "rationale"), KeyError, "plan: criteria[0].rationale: required field"),
+        (
+            ("bootstrap", "resamples"),
+            10,
+            "plan: bootstrap.resamples: expected an integer in 100..100000, got 10",
+        ),
+        (
+            ("datasets", "d1", "drafter"),
+            "medusa",
+            "plan: datasets.d1.drafter: expected one of mtp, eagle3, draft_model, got 'medusa'",
+        ),
+        (("format",), 2, "plan: format: expected an integer in 1..1, got 2"),
         (("criteria",), [], "plan: criteria: List should have at least 1 item"),
     ],
 )
