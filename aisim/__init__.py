@@ -30,6 +30,7 @@ __all__ = [
     "__compiled__",
     "__version__",
     "resolve_speculation",
+    "run_replay",
 ]
 
 
@@ -39,4 +40,8 @@ def __getattr__(name: str) -> object:
         from aisim.config import resolve_speculation
 
         return resolve_speculation
+    if name == "run_replay":
+        from aisim.config import run_replay
+
+        return run_replay
     raise AttributeError(f"module 'aisim' has no attribute {name!r}")

@@ -46,7 +46,7 @@ def register(commands: Any) -> None:
 
 def replay_command(args: argparse.Namespace) -> int:
     """Handler of ``aisim replay``; user errors raise ``ConfigError``."""
-    from aisim.replay import run
+    from aisim.config import run_replay
 
     check_path_text(args.config, "CONFIG")
     out = check_path_text(args.out, "--out")
@@ -56,7 +56,7 @@ def replay_command(args: argparse.Namespace) -> int:
     requests_path = check_writable(out / "requests.parquet", args.overwrite)
     show = not args.no_progress and sys.stderr.isatty()
     with _progress(show) as callback:
-        result = run(args.config, progress=callback, progress_every=PROGRESS_EVERY_EVENTS)
+        result = run_replay(args.config, progress=callback, progress_every=PROGRESS_EVERY_EVENTS)
     summary_text = _summary_json(result.summary)
     buffer = io.BytesIO()
     _write_parquet(result.columns, buffer)

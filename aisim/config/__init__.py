@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from aisim.config._edge import Choice, EdgeModel, Integer, Number, check, validate
 from aisim.config._estimator import EstimatorConfig, best_available
+from aisim.config._run_replay import run_replay
 from aisim.config._schemas import SCHEMA_KINDS, json_schema, register_schema
 from aisim.config._speculation import SpeculationConfig, resolve_speculation
 
@@ -26,5 +27,6 @@ __all__ = [
     "json_schema",
     "register_schema",
     "resolve_speculation",
+    "run_replay",
     "validate",
 ]

@@ -1,8 +1,9 @@
 """Replay (docs/design.md#replay): a deterministic discrete-event simulation of vLLM-like and SGLang-like
 serving with speculative decoding.
 
-``run(config) -> ReplayResult`` is the entry point; the simulation core is compiled by mypyc,
-``run`` and the result (file reading, pandas) are not.
+``run(plan) -> ReplayResult`` simulates a validated ``ReplayPlan``; a config (mapping or file)
+is replayed by ``aisim.run_replay(config)``, which validates it at the config edge. The
+simulation core is compiled by mypyc; ``run`` and the result (numpy summary, pandas) are not.
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
-"""``aisim.replay.run``: config in, ``ReplayResult`` out (not compiled: reads files, builds a
-pandas DataFrame on demand)."""
+"""``aisim.replay.run``: a validated plan in, ``ReplayResult`` out (not compiled: the summary
+uses numpy, the result builds a pandas DataFrame on demand). Configs are the edge's job
+(``aisim.run_replay``)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aisim.errors import ConfigError
 from aisim.replay._engine import Simulation
+from aisim.replay._plan import ReplayPlan
 from aisim.replay._summary import request_columns, summarize
 
 if TYPE_CHECKING:
@@ -42,29 +43,25 @@ class ReplayResult:
 
 
 def run(
-    config: object,
+    plan: ReplayPlan,
+    description: dict[str, Any] | None = None,
     *,
     progress: Callable[[int, int, float], None] | None = None,
     progress_every: int = 50000,
-    base_dir: Path | None = None,
 ) -> ReplayResult:
-    """Replay ``config`` (a mapping of the docs/design.md#replay shape, or a YAML/JSON file path; relative
-    trace paths in a file resolve against the file's folder, in a mapping against ``base_dir``,
-    default the working directory).
+    """Simulate a validated ``ReplayPlan``; ``description`` (the resolved configuration) goes
+    into the summary as it is.
 
-    ``progress(events, completed_requests, now_ms)`` is called every ``progress_every`` events.
-    Raises ``ConfigError`` for invalid configs (before the first event) and ``SimulationError``
-    if a run makes no progress.
+    A config (mapping or YAML/JSON file) is replayed by ``aisim.run_replay(config)``, which
+    validates it at the config edge and builds the plan; this core entry point never reads
+    files or parses user input. ``progress(events, completed_requests, now_ms)`` is called every
+    ``progress_every`` events; ``SimulationError`` if a run makes no progress.
     """
-    from aisim.config._replay import build_plan
-
-    if isinstance(config, (str, os.PathLike)):
-        from aisim._io import load_config_file
-
-        source = config
-        config = load_config_file(source, "config")
-        base_dir = Path(source).resolve().parent
-    plan, description = build_plan(config, base_dir)
+    if not isinstance(plan, ReplayPlan):
+        raise ConfigError(
+            f"aisim.replay.run takes a ReplayPlan, got {type(plan).__name__}; replay a config "
+            "(a mapping or a YAML/JSON file) with aisim.run_replay(config)"
+        )
     result = Simulation(plan, progress, progress_every).run()
     columns = request_columns(result)
-    return ReplayResult(summarize(result, columns, description), columns)
+    return ReplayResult(summarize(result, columns, description or {}), columns)

@@ -80,10 +80,10 @@ def evaluate_point(
 ) -> dict[str, Any]:
     """Replay ``config``; returns ``{"status": "ok", ...metrics}`` or ``{"status": "error",
     "error": message}`` for a config the replay edge rejects (or a run that fails)."""
-    from aisim.replay import run
+    from aisim.config import run_replay
 
     try:
-        result = run(config, base_dir=Path(base_dir))
+        result = run_replay(config, base_dir=Path(base_dir))
     except AisimError as exc:
         return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
     return {"status": "ok", "error": "", **point_metrics(result.summary, result.columns, slos)}

@@ -65,14 +65,14 @@ def main() -> None:
         print(json.dumps({"skipped": True, "trace": TRACE}))
         return
     import aisim
-    from aisim.replay import run
+    from aisim.config import run_replay
 
     cases = ["off", "ngram"] if args.case == "both" else [args.case]
     slowest = 0.0
     report: dict[str, Any] = {"compiled": aisim.__compiled__, "timing": args.timing}
     for case in cases:
         wall_start, cpu_start = time.perf_counter(), time.process_time()
-        result = run(config(case, args.timing))
+        result = run_replay(config(case, args.timing))
         wall, cpu = time.perf_counter() - wall_start, time.process_time() - cpu_start
         summary = result.summary
         events = summary["events"]

@@ -80,18 +80,20 @@ def main() -> None:
     parser.add_argument("trace", help="CSV trace: arrival_s,prompt_tokens,output_tokens")
     parser.add_argument("--requests", type=int, default=1000)
     args = parser.parse_args()
+    from aisim.config import run_replay
     from aisim.errors import AisimError
-    from aisim.replay import run
 
     try:
         for backend in ("vllm", "sglang"):
             for link in LINKS:
-                summary = run(pd_config(args.trace, args.requests, backend, link)).summary
+                summary = run_replay(pd_config(args.trace, args.requests, backend, link)).summary
                 row = {"case": f"pd/{backend}/{link}", "mean_ttft_ms": summary["mean_ttft_ms"]}
                 print(json.dumps(row), flush=True)
         for backend in ("vllm", "sglang"):
             for scheme in SCHEMES:
-                summary = run(tight_kv_config(args.trace, args.requests, backend, scheme)).summary
+                summary = run_replay(
+                    tight_kv_config(args.trace, args.requests, backend, scheme)
+                ).summary
                 row = {
                     "case": f"tight-kv/{backend}/{scheme}",
                     "preemptions": summary["preemptions"],

@@ -10,7 +10,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from aisim.replay import run
+from aisim.config import run_replay
 from qualification.cases._drafts import (
     DFLASH_QWEN3_8B,
     DSPARK_QWEN3_8B,
@@ -242,7 +242,7 @@ def _rows() -> list[Row]:
 
 
 def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
-    summary: dict[str, Any] = run(copy.deepcopy(dict(inputs["config"]))).summary
+    summary: dict[str, Any] = run_replay(copy.deepcopy(dict(inputs["config"]))).summary
     return summary
 
 

@@ -121,9 +121,9 @@ def _estimate(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _replay(spec: Mapping[str, Any]) -> dict[str, Any]:
-    from aisim.replay import run
+    from aisim.config import run_replay
 
-    summary = run(dict(spec["config"])).summary
+    summary = run_replay(dict(spec["config"])).summary
     wanted = spec.get("outputs")
     keys = sorted(summary) if wanted is None else list(wanted)
     result: dict[str, Any] = {}

@@ -245,17 +245,17 @@ def test_engine_model_path_and_trace_path_are_checked(tmp_path: Path) -> None:
         "traffic": {"source": {"type": "trace", "path": LONG_NAME}},
         "engine": {"model": LONG_NAME},
     }
-    from aisim.replay import run
+    from aisim.config import run_replay
 
     with pytest.raises(ConfigError) as info:
-        run(config)
+        run_replay(config)
     assert str(info.value) == (
         "engine.model: file name too long: at most 255 bytes per name, got 256 "
         "('xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...')"
     )
     config["engine"] = {}
     with pytest.raises(ConfigError, match=r"^traffic\.source\.path: file name too long"):
-        run(config)
+        run_replay(config)
 
 
 @pytest.mark.parametrize(

@@ -25,8 +25,8 @@ from strategies import (
     small_requests,
 )
 
+from aisim.config import run_replay
 from aisim.errors import AisimError
-from aisim.replay import run
 
 FIXED_TIMING = {"type": "fixed", "prefill_ms": 10.0, "decode_ms": 5.0}
 ROOFLINE_TIMING = {"estimator": "roofline"}
@@ -92,7 +92,7 @@ def deployments(draw: st.DrawFn) -> dict[str, Any]:
 
 @given(deployments())
 def test_probe_tokens_conserved_and_kv_never_over_committed(config: dict[str, Any]) -> None:
-    result = run(copy.deepcopy(config))
+    result = run_replay(copy.deepcopy(config))
     summary, columns = result.summary, result.columns
     requested = [r["output_length"] for r in config["traffic"]["source"]["requests"]]
     assert summary["total_requests"] == len(requested)
@@ -131,7 +131,7 @@ def test_probe_tokens_conserved_and_kv_never_over_committed(config: dict[str, An
 def test_probe_every_accepted_field_is_visible_in_the_summary_config(
     config: dict[str, Any],
 ) -> None:
-    shown = run(copy.deepcopy(config)).summary["config"]
+    shown = run_replay(copy.deepcopy(config)).summary["config"]
     engine = config["engine"]
     assert (shown["backend"], shown["model"], shown["hardware"]) == (
         engine["backend"],
@@ -158,8 +158,8 @@ def test_probe_every_accepted_field_is_visible_in_the_summary_config(
 
 @given(deployments())
 def test_probe_same_seed_same_result(config: dict[str, Any]) -> None:
-    first = run(copy.deepcopy(config))
-    second = run(copy.deepcopy(config))
+    first = run_replay(copy.deepcopy(config))
+    second = run_replay(copy.deepcopy(config))
     assert repr(first.summary) == repr(second.summary)
     assert repr(first.columns) == repr(second.columns)
 
@@ -170,7 +170,7 @@ def test_probe_kind_none_is_identical_to_no_block(config: dict[str, Any]) -> Non
     without["engine"].pop("speculation", None)
     disabled = copy.deepcopy(without)
     disabled["engine"]["speculation"] = {"kind": "none"}
-    a, b = run(without), run(disabled)
+    a, b = run_replay(without), run_replay(disabled)
     assert repr(a.summary) == repr(b.summary)
     assert repr(a.columns) == repr(b.columns)
 
@@ -193,8 +193,8 @@ def _lone_request(
 def test_probe_speculation_never_slows_a_lone_request_under_fixed_timing(
     prompt: int, output: int, scheme: dict[str, Any]
 ) -> None:
-    off = run(_lone_request(prompt, output, None, FIXED_TIMING)).summary
-    on = run(_lone_request(prompt, output, scheme, FIXED_TIMING)).summary
+    off = run_replay(_lone_request(prompt, output, None, FIXED_TIMING)).summary
+    on = run_replay(_lone_request(prompt, output, scheme, FIXED_TIMING)).summary
     assert on["mean_ttft_ms"] == off["mean_ttft_ms"]
     assert on["sd_rounds"] <= off["decode_rounds"]
     if on["accepted_draft_tokens"] > 0:
@@ -212,8 +212,8 @@ def test_probe_full_acceptance_lowers_tpot_under_roofline(
 ) -> None:
     params = {"depth": depth} if kind == "mtp" else {"num_speculative_tokens": depth}
     scheme = {"kind": kind, "params": params, "acceptance_rates": [1.0] * depth}
-    off = run(_lone_request(prompt, output, None, ROOFLINE_TIMING)).summary
-    on = run(_lone_request(prompt, output, scheme, ROOFLINE_TIMING)).summary
+    off = run_replay(_lone_request(prompt, output, None, ROOFLINE_TIMING)).summary
+    on = run_replay(_lone_request(prompt, output, scheme, ROOFLINE_TIMING)).summary
     assert on["mean_tpot_ms"] < off["mean_tpot_ms"]
     assert math.isclose(on["mean_acceptance_length"], 1 + depth, rel_tol=0.5)
 
@@ -237,7 +237,7 @@ def test_probe_pd_prefill_pool_admits_a_request_after_kv_is_handed_off() -> None
             },
         },
     }
-    assert run(config).summary["completed_requests"] == 2
+    assert run_replay(config).summary["completed_requests"] == 2
 
 
 VALID = _lone_request(
@@ -247,7 +247,7 @@ VALID = _lone_request(
 
 def _run_or_aisim_error(config: Any) -> None:
     try:
-        run(config)
+        run_replay(config)
     except AisimError:
         return
 

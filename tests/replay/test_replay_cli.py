@@ -12,7 +12,9 @@ import pytest
 import yaml
 
 from aisim.cli import main
-from aisim.replay import run
+from aisim.config import run_replay
+from aisim.config._replay import build_plan
+from aisim.errors import ConfigError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "replay"
 
@@ -82,7 +84,7 @@ def test_config_error_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 @pytest.mark.parametrize("name", ["aggregated_mtp.yaml", "disaggregated_sglang.yaml"])
 def test_docs_examples_run(name: str) -> None:
-    result = run(EXAMPLES / name)
+    result = run_replay(EXAMPLES / name)
     summary = result.summary
     assert summary["completed_requests"] == summary["total_requests"] > 0
     assert summary["sd_rounds"] > 0
@@ -90,12 +92,11 @@ def test_docs_examples_run(name: str) -> None:
 
 
 def test_progress_callback_and_event_bound() -> None:
-    from aisim.config._replay import build_plan
     from aisim.errors import SimulationError
     from aisim.replay._engine import Simulation
 
     calls: list[tuple[int, int, float]] = []
-    result = run(CONFIG, progress=lambda *args: calls.append(args), progress_every=5)
+    result = run_replay(CONFIG, progress=lambda *args: calls.append(args), progress_every=5)
     # 16 SD rounds: 1 arrival + 17 wakes + 17 passes = 35 events -> calls at 5, 10, ..., 35
     # plus the final report.
     assert result.summary["events"] == 35
@@ -111,3 +112,12 @@ def test_public_names() -> None:
     import aisim.replay
 
     assert sorted(aisim.replay.__all__) == ["ReplayResult", "run"]  # as docs/replay.md shows
+
+
+def test_the_core_run_takes_a_plan_and_points_configs_to_the_edge() -> None:
+    import aisim.replay
+
+    with pytest.raises(ConfigError, match=r"takes a ReplayPlan, got dict; .*aisim\.run_replay"):
+        aisim.replay.run(CONFIG)  # type: ignore[arg-type]
+    plan, description = build_plan(CONFIG)
+    assert aisim.replay.run(plan, description).summary == run_replay(CONFIG).summary

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from aisim import ConfigError
-from aisim.replay import run
+from aisim.config import run_replay
 
 BASE: dict[str, Any] = {
     "traffic": {
@@ -161,10 +161,10 @@ CASES = [
 def test_config_errors(change: tuple[str, Any], message: str | None) -> None:
     config = with_changes(change)
     if message is None:
-        assert run(config).summary["completed_requests"] == 1
+        assert run_replay(config).summary["completed_requests"] == 1
         return
     with pytest.raises(ConfigError, match=message):
-        run(config)
+        run_replay(config)
 
 
 def test_default_capacity_is_refused_for_drafters_but_allowed_for_ngram() -> None:
@@ -180,7 +180,7 @@ def test_default_capacity_is_refused_for_drafters_but_allowed_for_ngram() -> Non
         match=r"engine\.workers\.aggregated\.kv_cache\.capacity: kind mtp: speculation with a drafter "
         r"needs an explicit capacity \{type: fixed, blocks: N\}",
     ):
-        run(mtp)
+        run_replay(mtp)
     ngram = with_changes(
         (f"{WORKER}.kv_cache.capacity", {"type": "default"}),
         (
@@ -192,7 +192,7 @@ def test_default_capacity_is_refused_for_drafters_but_allowed_for_ngram() -> Non
             },
         ),
     )
-    assert run(ngram).summary["completed_requests"] == 1
+    assert run_replay(ngram).summary["completed_requests"] == 1
 
 
 def test_ngram_is_rejected_on_sglang() -> None:
@@ -212,7 +212,7 @@ def test_ngram_is_rejected_on_sglang() -> None:
     with pytest.raises(
         ConfigError, match=r"engine\.speculation.*ngram replay is supported on vllm only"
     ):
-        run(config)
+        run_replay(config)
 
 
 def test_token_budget_must_hold_one_verification_round() -> None:
@@ -228,7 +228,7 @@ def test_token_budget_must_hold_one_verification_round() -> None:
         match=r"engine\.workers\.aggregated\.scheduler\.max_batched_tokens: 3 cannot hold one mtp "
         r"round of verify width 4",
     ):
-        run(config)
+        run_replay(config)
 
 
 def test_prompt_longer_than_the_budget_without_chunked_prefill() -> None:
@@ -238,7 +238,7 @@ def test_prompt_longer_than_the_budget_without_chunked_prefill() -> None:
     with pytest.raises(
         ConfigError, match=r"scheduler\.max_batched_tokens: request '0' needs 163 tokens"
     ):
-        run(config)
+        run_replay(config)
 
 
 def test_worker_speculation_override_names_its_own_path() -> None:
@@ -251,7 +251,7 @@ def test_worker_speculation_override_names_its_own_path() -> None:
     with pytest.raises(
         ConfigError, match=r"engine\.workers\.aggregated\.speculation\.params\.depth"
     ):
-        run(config)
+        run_replay(config)
 
 
 @pytest.mark.parametrize(
@@ -267,7 +267,7 @@ def test_worker_speculation_override_names_its_own_path() -> None:
 )
 def test_malformed_top_level_is_a_config_error(config: Any) -> None:
     with pytest.raises(ConfigError):
-        run(config)
+        run_replay(config)
 
 
 def test_default_capacity_from_gpu_memory() -> None:
@@ -278,5 +278,5 @@ def test_default_capacity_from_gpu_memory() -> None:
         ("engine.model", "meta-llama/Meta-Llama-3.1-8B"),
         (f"{WORKER}.kv_cache.capacity", {"type": "default"}),
     )
-    workers = run(config).summary["config"]["workers"]
+    workers = run_replay(config).summary["config"]["workers"]
     assert workers[0]["kv_capacity_blocks"] == 28181

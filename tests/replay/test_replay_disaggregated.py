@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from aisim.replay import run
+from aisim.config import run_replay
 
 
 def pd_config(
@@ -44,7 +44,7 @@ def test_vllm_decode_worker_computes_the_first_token() -> None:
     # at 11.5 with 99 tokens counted as computed; it computes the last prompt token in a pass
     # of its own (one query token: decode work, 5 ms): the client's first token at 16.5. Then
     # 63 rounds of 5 ms: E2E 16.5 + 315 = 331.5.
-    result = run(pd_config([{"input_length": 100, "output_length": 64}], backend="vllm"))
+    result = run_replay(pd_config([{"input_length": 100, "output_length": 64}], backend="vllm"))
     summary = result.summary
     assert summary["mean_ttft_ms"] == 16.5
     assert summary["mean_e2e_latency_ms"] == pytest.approx(331.5, abs=1e-9)
@@ -57,7 +57,7 @@ def test_sglang_first_token_reaches_the_client_from_the_decode_pool() -> None:
     # SGLang P/D: the prefill pool computes the prompt and samples the first token in [0,10];
     # it travels with the KV (1.5 ms) and the decode server streams it when it takes the
     # request in at 11.5 (no forward pass). Then 63 rounds: E2E 11.5 + 315 = 326.5.
-    result = run(pd_config([{"input_length": 100, "output_length": 64}], backend="sglang"))
+    result = run_replay(pd_config([{"input_length": 100, "output_length": 64}], backend="sglang"))
     summary = result.summary
     assert summary["mean_ttft_ms"] == 11.5
     assert summary["mean_e2e_latency_ms"] == pytest.approx(326.5, abs=1e-9)
@@ -70,7 +70,7 @@ def test_pd_with_speculation_on_the_decode_pool(backend: str, first_token_ms: fl
     # mtp d=1 is allowed on both backends. The first token as above; rates [1]: the other 63
     # tokens at 2 per round = 32 rounds (the last verifies one token).
     spec = {"kind": "mtp", "params": {"depth": 1}, "acceptance_rates": [1.0]}
-    result = run(
+    result = run_replay(
         pd_config([{"input_length": 100, "output_length": 64}], backend=backend, speculation=spec)
     )
     assert result.summary["sd_rounds"] == 32
@@ -88,7 +88,7 @@ def test_single_token_outputs_pass_through_the_decode_pool(
     # The client receives even a one-token answer from the decode worker: vLLM's computes it
     # (prefill 10, transfer 1.5, last prompt token 5); SGLang's streams the prefill pool's
     # token when the request arrives (10 + 1.5) and finishes it without a pass.
-    result = run(pd_config([{"input_length": 100, "output_length": 1}], backend=backend))
+    result = run_replay(pd_config([{"input_length": 100, "output_length": 1}], backend=backend))
     assert result.summary["mean_e2e_latency_ms"] == e2e_ms
     assert result.summary["mean_ttft_ms"] == e2e_ms
     assert result.summary["completed_requests"] == 1
@@ -103,7 +103,7 @@ def test_vllm_decode_pool_allocates_before_it_pulls_the_kv() -> None:
     # never holds fewer than 7 blocks, so B is allocated only when A ends: load [211.5,213],
     # last prompt token [213,218], 39 rounds: 218 + 195 = 413.
     requests = [{"input_length": 100, "output_length": 40}] * 2
-    frame = run(pd_config(requests, decode_blocks=10)).requests
+    frame = run_replay(pd_config(requests, decode_blocks=10)).requests
     assert list(frame["ttft_ms"]) == pytest.approx([16.5, 218.0], abs=1e-9)
     assert list(frame["e2e_latency_ms"]) == pytest.approx([211.5, 413.0], abs=1e-9)
 
@@ -114,7 +114,7 @@ def test_sglang_decode_pool_queues_transfers_until_kv_frees() -> None:
     # blocks do not fit beside A's. A decodes 39 rounds to 11.5 + 195 = 206.5; B is taken in
     # then (its first token at 206.5) and ends at 206.5 + 195 = 401.5.
     requests = [{"input_length": 100, "output_length": 40}] * 2
-    frame = run(pd_config(requests, backend="sglang", decode_blocks=10)).requests
+    frame = run_replay(pd_config(requests, backend="sglang", decode_blocks=10)).requests
     assert list(frame["ttft_ms"]) == pytest.approx([11.5, 206.5], abs=1e-9)
     assert list(frame["e2e_latency_ms"]) == pytest.approx([206.5, 401.5], abs=1e-9)
 
@@ -144,7 +144,7 @@ def test_prefill_pool_wakes_when_a_transfer_frees_its_kv(
         backend=backend,
     )
     config["engine"]["workers"] = {"prefill": worker(), "decode": worker()}
-    frame = run(config).requests
+    frame = run_replay(config).requests
     assert list(frame["ttft_ms"]) == pytest.approx(ttft_ms, abs=1e-9)
     assert list(frame["e2e_latency_ms"]) == pytest.approx(ttft_ms, abs=1e-9)
 
@@ -170,7 +170,7 @@ def test_vllm_decode_pool_frees_landed_kv_instead_of_stalling() -> None:
     config["engine"]["workers"] = {"prefill": worker(100), "decode": worker(2)}
     config["engine"]["workers"]["prefill"]["scheduler"] = {"max_sequences": 8}
     config["engine"]["kv_transfer"] = {"bandwidth_bytes_per_s": 1e9, "kv_bytes_per_token": 1000}
-    frame = run(config).requests
+    frame = run_replay(config).requests
     assert list(frame["status"]) == ["completed", "completed"]
     assert list(frame["last_token_ms"]) == pytest.approx([6.001, 7.001], abs=1e-9)
     assert list(frame["preemptions"]) == [0, 0]

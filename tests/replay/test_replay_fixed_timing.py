@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from aisim.replay import run
+from aisim.config import run_replay
 
 X = 10.0
 Y = 5.0
@@ -56,7 +56,7 @@ def mtp(rates: list[float]) -> dict[str, Any]:
 @pytest.mark.parametrize("backend", ["vllm", "sglang"])
 def test_single_request_reference(backend: str) -> None:
     # Prefill pass 0..10 emits the first token; 63 decode rounds of 5 ms follow: 10 + 315.
-    result = run(config([one()], backend=backend))
+    result = run_replay(config([one()], backend=backend))
     summary = result.summary
     assert summary["completed_requests"] == 1
     assert summary["mean_ttft_ms"] == 10.0
@@ -76,7 +76,7 @@ def test_single_request_reference(backend: str) -> None:
 def test_all_drafts_accepted(backend: str) -> None:
     # 63 tokens after the first at 4 per round: ceil(63 / 4) = 16 rounds; 10 + 16 * 5 = 90.
     # 15 full rounds emit 60; the last round is clamped to the 3 tokens left (2 drafts).
-    summary = run(config([one()], backend=backend, speculation=mtp([1.0, 1.0, 1.0]))).summary
+    summary = run_replay(config([one()], backend=backend, speculation=mtp([1.0, 1.0, 1.0]))).summary
     assert summary["mean_ttft_ms"] == 10.0
     assert summary["mean_e2e_latency_ms"] == 90.0
     assert summary["sd_rounds"] == 16
@@ -86,7 +86,7 @@ def test_all_drafts_accepted(backend: str) -> None:
 
 
 def test_no_draft_accepted_gives_one_token_per_round() -> None:
-    summary = run(config([one()], speculation=mtp([0.0, 0.0, 0.0]))).summary
+    summary = run_replay(config([one()], speculation=mtp([0.0, 0.0, 0.0]))).summary
     assert summary["mean_e2e_latency_ms"] == 325.0
     assert summary["sd_rounds"] == 63
     assert summary["accepted_length_histogram"] == {"0": 63, "1": 0, "2": 0, "3": 0}
@@ -96,7 +96,7 @@ def test_no_draft_accepted_gives_one_token_per_round() -> None:
 def test_last_round_is_clamped_to_the_remaining_output() -> None:
     # Output 6: the prefill emits 1; round 1 emits 4 (w = 4); round 2 has 1 token left, so
     # w = 1 and no draft can be accepted: E2E = 10 + 2 * 5.
-    result = run(config([one(output=6)], speculation=mtp([1.0, 1.0, 1.0])))
+    result = run_replay(config([one(output=6)], speculation=mtp([1.0, 1.0, 1.0])))
     assert result.summary["mean_e2e_latency_ms"] == 20.0
     assert result.summary["accepted_length_histogram"] == {"0": 1, "1": 0, "2": 0, "3": 1}
     row = result.requests.iloc[0]
@@ -104,11 +104,11 @@ def test_last_round_is_clamped_to_the_remaining_output() -> None:
 
 
 def test_legacy_nextn_equals_canonical_mtp() -> None:
-    canonical = run(config([one()], speculation=mtp([1.0, 1.0, 1.0])))
+    canonical = run_replay(config([one()], speculation=mtp([1.0, 1.0, 1.0])))
     legacy_config = config([one()])
     legacy_config["engine"]["nextn"] = 3
     legacy_config["engine"]["nextn_accepted"] = 3
-    legacy = run(legacy_config)
+    legacy = run_replay(legacy_config)
     assert legacy.summary["mean_e2e_latency_ms"] == 90.0
     assert legacy.columns == canonical.columns
 
@@ -117,7 +117,7 @@ def test_mixed_pass_costs_prefill_plus_decode() -> None:
     # A (100 in / 3 out) at 0, B (50 in / 2 out) at 12. Passes: [0,10] prefill A (A tok 1);
     # [10,15] decode A (tok 2); [15,30] decode A + prefill B = X + Y (A tok 3 -> done at 30,
     # B tok 1 at 30); [30,35] decode B (done). TTFT B = 18, E2E A = 30, E2E B = 23.
-    result = run(config([one(100, 3), one(50, 2, timestamp=12)]))
+    result = run_replay(config([one(100, 3), one(50, 2, timestamp=12)]))
     frame = result.requests
     assert list(frame["ttft_ms"]) == [10.0, 18.0]
     assert list(frame["e2e_latency_ms"]) == [30.0, 23.0]
@@ -126,7 +126,7 @@ def test_mixed_pass_costs_prefill_plus_decode() -> None:
 def test_sglang_does_not_mix_prefill_and_decode() -> None:
     # Same traffic on SGLang: [15,25] prefill B alone (B tok 1, TTFT 13); [25,30] decode A and
     # B: A tok 3 (E2E 30), B tok 2 (E2E 30 - 12 = 18).
-    result = run(config([one(100, 3), one(50, 2, timestamp=12)], backend="sglang"))
+    result = run_replay(config([one(100, 3), one(50, 2, timestamp=12)], backend="sglang"))
     frame = result.requests
     assert list(frame["ttft_ms"]) == [10.0, 13.0]
     assert list(frame["e2e_latency_ms"]) == [30.0, 18.0]
@@ -135,21 +135,21 @@ def test_sglang_does_not_mix_prefill_and_decode() -> None:
 def test_attention_dp_pass_ends_at_the_slowest_rank() -> None:
     # Two ranks: A on rank 0, B (arriving at 12) on the idle rank 1. The pass at 15 carries a
     # decode on rank 0 (5 ms) and a prefill on rank 1 (10 ms): it ends at 25, not 30.
-    result = run(config([one(100, 3), one(50, 2, timestamp=12)], ranks=2))
+    result = run_replay(config([one(100, 3), one(50, 2, timestamp=12)], ranks=2))
     frame = result.requests
     assert list(frame["ttft_ms"]) == [10.0, 13.0]
     assert list(frame["e2e_latency_ms"]) == [25.0, 18.0]  # B: tok 2 at [25,30]
 
 
 def test_simultaneous_arrivals_share_one_prefill_pass() -> None:
-    result = run(config([one(100, 2), one(100, 2)]))
+    result = run_replay(config([one(100, 2), one(100, 2)]))
     assert list(result.requests["ttft_ms"]) == [10.0, 10.0]
     assert result.summary["passes"] == 2
 
 
 def test_chunked_prefill_splits_the_prompt_by_the_token_budget() -> None:
     # 100 prompt tokens at 40 per pass: chunks 40, 40, 20 -> first token at 30; one decode.
-    result = run(config([one(100, 2)], scheduler={"max_batched_tokens": 40}))
+    result = run_replay(config([one(100, 2)], scheduler={"max_batched_tokens": 40}))
     assert result.summary["mean_ttft_ms"] == 30.0
     assert result.summary["mean_e2e_latency_ms"] == 35.0
 
@@ -161,7 +161,7 @@ def test_vllm_preemption_recomputes_the_latest_request() -> None:
     # is preempted. B (81 known tokens, 6 blocks) cannot return until A (peak 127 tokens, 8
     # blocks) finishes at 325 -- A alone runs 10 + 63 * 5. B re-prefills [325,335] (token 18)
     # and decodes its last 46 tokens: 335 + 230 = 565.
-    result = run(config([one(64, 64), one(64, 64)], blocks=10, prefix_caching=False))
+    result = run_replay(config([one(64, 64), one(64, 64)], blocks=10, prefix_caching=False))
     frame = result.requests
     assert list(frame["e2e_latency_ms"]) == [325.0, 565.0]
     assert list(frame["preemptions"]) == [0, 1]
@@ -174,7 +174,7 @@ def test_recompute_hits_the_prefix_cache_left_after_lru_eviction() -> None:
     # Same run with prefix caching: B's 5 full blocks (80 computed tokens) stay cached when it is
     # preempted, the last one first in line for eviction. A takes 3 more blocks (at 81, 97 and
     # 113 tokens), evicting B's blocks 4, 3 and 2; B's recompute hits blocks 0 and 1 (32 tokens).
-    result = run(config([one(64, 64), one(64, 64)], blocks=10, prefix_caching=True))
+    result = run_replay(config([one(64, 64), one(64, 64)], blocks=10, prefix_caching=True))
     frame = result.requests
     assert list(frame["e2e_latency_ms"]) == [325.0, 565.0]
     assert list(frame["cached_prompt_tokens"]) == [0, 32]
@@ -190,7 +190,7 @@ def test_sglang_retracts_when_kv_is_full() -> None:
     # happens when A ends at 200 + 27 x 5 = 335; B re-prefills 101 tokens [335,345] (its 38th
     # token) and decodes its last 26: 345 + 130 = 475.
     scheduler = {"init_new_token_ratio": 0.0, "min_new_token_ratio": 0.0}
-    result = run(
+    result = run_replay(
         config(
             [one(64, 64), one(64, 64)],
             backend="sglang",
@@ -213,9 +213,9 @@ def test_mooncake_hash_ids_share_prefix_blocks() -> None:
         one(64, 2, hash_ids=[1, 2, 3, 4], timestamp=100),
         one(64, 2, hash_ids=[1, 2, 7, 8], timestamp=200),
     ]
-    frame = run(config(requests)).requests
+    frame = run_replay(config(requests)).requests
     assert list(frame["cached_prompt_tokens"]) == [0, 48, 32]
-    frame = run(config(requests, prefix_caching=False)).requests
+    frame = run_replay(config(requests, prefix_caching=False)).requests
     assert list(frame["cached_prompt_tokens"]) == [0, 0, 0]
 
 
@@ -228,7 +228,7 @@ def test_sd_rounds_reserve_the_verification_width_and_the_lookahead() -> None:
     # step, 75 tokens, fits its 5 blocks). B (75 known tokens, 5 blocks, admitted without
     # lookahead) fits again only while A needs at most 5 blocks, so it returns when A ends at
     # 325: re-prefill [325,335] (token 12), then 52 rounds: 335 + 260 = 595.
-    result = run(
+    result = run_replay(
         config(
             [one(64, 64), one(64, 64)],
             blocks=10,
@@ -255,7 +255,7 @@ def test_vllm_ngram_reserves_no_lookahead() -> None:
         "params": {"num_speculative_tokens": 3},
         "acceptance_rates": [0.0, 0.0, 0.0],
     }
-    result = run(
+    result = run_replay(
         config([one(64, 64), one(64, 64)], blocks=10, prefix_caching=False, speculation=ngram)
     )
     frame = result.requests

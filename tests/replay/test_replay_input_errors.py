@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from aisim import ConfigError
-from aisim.replay import run
+from aisim.config import run_replay
 
 
 def engine(extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -34,26 +34,26 @@ def test_a_jsonl_trace_that_is_not_utf8_names_the_line(tmp_path: Path) -> None:
     good = b'{"timestamp": 0, "input_length": 5, "output_length": 2}\n'
     trace.write_bytes(good + good + b'{"timestamp": 1, "input_length": 5\xff}\n')
     with pytest.raises(ConfigError, match=r"t\.jsonl:3: not UTF-8 text \(byte 0xff"):
-        run(trace_config(trace))
+        run_replay(trace_config(trace))
 
 
 def test_a_csv_trace_that_is_not_utf8_names_the_line(tmp_path: Path) -> None:
     trace = tmp_path / "t.csv"
     trace.write_bytes(b"arrival_s,prompt_tokens,output_tokens\n0.0,5,2\n0.1,\xe9,2\n")
     with pytest.raises(ConfigError, match=r"t\.csv:3: not UTF-8 text \(byte 0xe9"):
-        run(trace_config(trace))
+        run_replay(trace_config(trace))
 
 
 def test_a_byte_order_mark_does_not_break_the_header(tmp_path: Path) -> None:
     # Spreadsheet exports start with a UTF-8 BOM; the rows are still the same requests.
     trace = tmp_path / "t.csv"
     trace.write_bytes(b"\xef\xbb\xbfarrival_s,prompt_tokens,output_tokens\r\n0.0,100,64\r\n")
-    result = run(trace_config(trace))
+    result = run_replay(trace_config(trace))
     # One request of 100 in / 64 out at X = 10, Y = 5: E2E = 10 + 63 * 5.
     assert result.summary["mean_e2e_latency_ms"] == 325.0
     jsonl = tmp_path / "t.jsonl"
     jsonl.write_bytes(b'\xef\xbb\xbf{"timestamp": 0, "input_length": 100, "output_length": 64}\n')
-    assert run(trace_config(jsonl)).summary["mean_e2e_latency_ms"] == 325.0
+    assert run_replay(trace_config(jsonl)).summary["mean_e2e_latency_ms"] == 325.0
 
 
 def test_csv_errors_name_the_physical_line(tmp_path: Path) -> None:
@@ -61,7 +61,7 @@ def test_csv_errors_name_the_physical_line(tmp_path: Path) -> None:
     trace = tmp_path / "t.csv"
     trace.write_text("arrival_s,prompt_tokens,output_tokens\n0.0,5,2\n\n0.1,5\n")
     with pytest.raises(ConfigError, match=r"t\.csv:4: expected 3 columns, got 2"):
-        run(trace_config(trace))
+        run_replay(trace_config(trace))
 
 
 @pytest.mark.parametrize(
@@ -91,7 +91,7 @@ def test_kv_transfer_fields_are_checked_on_an_aggregated_deployment(
         "engine": engine({"kv_transfer": transfer}),
     }
     with pytest.raises(ConfigError, match=message):
-        run(config)
+        run_replay(config)
 
 
 def test_time_scale_stretches_timestamps_but_not_delays() -> None:
@@ -115,6 +115,6 @@ def test_time_scale_stretches_timestamps_but_not_delays() -> None:
         },
         "engine": engine(),
     }
-    result = run(config)
+    result = run_replay(config)
     assert result.columns["arrival_ms"] == [100.0, 130.0]
     assert result.columns["last_token_ms"] == [110.0, 140.0]

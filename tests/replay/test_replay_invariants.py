@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aisim.replay import run
+from aisim.config import run_replay
 
 
 @st.composite
@@ -86,7 +86,7 @@ def test_every_request_completes_or_is_reported(
 ) -> None:
     if horizon is not None:
         config["simulation"] = {"horizon_ms": horizon}
-    result = run(config)
+    result = run_replay(config)
     summary = result.summary
     requested = [r["output_length"] for r in config["traffic"]["source"]["requests"]]
     assert summary["completed_requests"] + summary["not_completed_requests"] == len(requested)
@@ -109,7 +109,7 @@ def test_every_request_completes_or_is_reported(
 
 @given(scenarios())
 def test_every_request_completes_with_its_tokens_within_capacity(config: dict[str, Any]) -> None:
-    result = run(config)
+    result = run_replay(config)
     summary = result.summary
     requested = [r["output_length"] for r in config["traffic"]["source"]["requests"]]
     assert summary["completed_requests"] == len(requested)
@@ -135,8 +135,8 @@ def test_every_request_completes_with_its_tokens_within_capacity(config: dict[st
 
 @given(scenarios())
 def test_same_seed_same_results(config: dict[str, Any]) -> None:
-    first = run(copy.deepcopy(config))
-    second = run(copy.deepcopy(config))
+    first = run_replay(copy.deepcopy(config))
+    second = run_replay(copy.deepcopy(config))
     assert first.summary == second.summary
     assert _same_columns(first.columns, second.columns)
 
@@ -144,9 +144,9 @@ def test_same_seed_same_results(config: dict[str, Any]) -> None:
 @given(scenarios())
 def test_no_speculation_block_equals_kind_none(config: dict[str, Any]) -> None:
     config["engine"].pop("speculation", None)
-    without = run(copy.deepcopy(config))
+    without = run_replay(copy.deepcopy(config))
     config["engine"]["speculation"] = {"kind": "none"}
-    none = run(config)
+    none = run_replay(config)
     assert without.summary == none.summary
     assert _same_columns(without.columns, none.columns)
 
@@ -177,14 +177,14 @@ def test_speculation_lowers_mean_tpot_at_low_load(
         "traffic": {"source": {"type": "agentic", "requests": requests}},
         "engine": {"workers": {"aggregated": worker}},
     }
-    off = run(copy.deepcopy(config)).summary
+    off = run_replay(copy.deepcopy(config)).summary
     config["engine"]["speculation"] = {
         "kind": "mtp",
         "params": {"depth": depth},
         "acceptance_rates": [first_rate, *later[: depth - 1]],
         "seed": seed,
     }
-    on = run(config).summary
+    on = run_replay(config).summary
     assert on["accepted_draft_tokens"] > 0
     assert on["mean_tpot_ms"] < off["mean_tpot_ms"]
     assert on["mean_ttft_ms"] == off["mean_ttft_ms"]

@@ -12,7 +12,7 @@ import pytest
 
 from aisim import ConfigError
 from aisim.cli import main
-from aisim.replay import run
+from aisim.config import run_replay
 
 FIXED = {"type": "fixed", "prefill_ms": 10.0, "decode_ms": 5.0}
 
@@ -48,7 +48,7 @@ def synthetic(load: dict[str, Any]) -> dict[str, Any]:
 
 def error(config: dict[str, Any]) -> str:
     with pytest.raises(ConfigError) as info:
-        run(config)
+        run_replay(config)
     return str(info.value)
 
 
@@ -94,7 +94,7 @@ def test_rates_and_think_times_are_bounded(load: dict[str, Any], message: str) -
 
 def test_the_slowest_rate_is_allowed() -> None:
     # 1e-6 rps: arrivals at 0, 1e9 and 2e9 ms, all within 2**32 ms.
-    summary = run(synthetic({"type": "constant", "rate_rps": 1e-6})).summary
+    summary = run_replay(synthetic({"type": "constant", "rate_rps": 1e-6})).summary
     assert summary["completed_requests"] == 3
 
 
@@ -140,7 +140,7 @@ def test_ttft_keeps_its_value_at_the_latest_allowed_arrival(tmp_path: Path) -> N
     config = trace(
         tmp_path, "t.jsonl", '{"timestamp": 4294967296, "input_length": 5, "output_length": 2}\n'
     )
-    summary = run(config).summary
+    summary = run_replay(config).summary
     assert summary["mean_ttft_ms"] == 10.0
     assert summary["mean_e2e_latency_ms"] == 15.0
     config = trace(
@@ -213,7 +213,7 @@ def test_more_hash_ids_than_prompt_blocks_are_refused(tmp_path: Path) -> None:
     # 33 tokens are 3 blocks (the last partial): 3 hashes are fine.
     row["input_length"] = 33
     (tmp_path / "t.jsonl").write_text(json.dumps(row) + "\n")
-    assert run(config).summary["completed_requests"] == 1
+    assert run_replay(config).summary["completed_requests"] == 1
 
 
 @pytest.mark.parametrize(
@@ -252,4 +252,4 @@ def test_csv_numbers_are_strict(tmp_path: Path, row: str, message: str) -> None:
 
 def test_plain_csv_numbers_still_read(tmp_path: Path) -> None:
     config = trace(tmp_path, "t.csv", "arrival_s,prompt_tokens,output_tokens\n0.5,005,2\n1e1,5,2\n")
-    assert run(config).summary["completed_requests"] == 2
+    assert run_replay(config).summary["completed_requests"] == 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aisim.replay import run
+from aisim.config import run_replay
 
 
 def config(requests: list[dict[str, Any]], backend: str) -> dict[str, Any]:
@@ -36,6 +36,6 @@ REQUESTS = [
 
 
 def test_a_refused_vllm_admission_does_not_refresh_its_prefix_hits() -> None:
-    frame = run(config(REQUESTS, "vllm")).requests
+    frame = run_replay(config(REQUESTS, "vllm")).requests
     assert list(frame["cached_prompt_tokens"]) == [0, 0, 0, 16]
     assert list(frame["last_token_ms"]) == [10.0, 30.0, 95.0, 105.0]

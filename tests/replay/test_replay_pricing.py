@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from aisim import fpm
-from aisim.config import best_available
-from aisim.replay import run
+from aisim.config import best_available, run_replay
 from aisim.replay._pricing import PassPricer, RankWork
 
 
@@ -90,7 +89,7 @@ def test_roofline_prices_each_pass_of_one_request(
         )
         for kv in kv_points
     ]
-    summary = run(roofline_config(speculation, estimator)).summary
+    summary = run_replay(roofline_config(speculation, estimator)).summary
     assert summary["mean_ttft_ms"] == pytest.approx(prefill, rel=1e-12)
     assert summary["mean_e2e_latency_ms"] == pytest.approx(prefill + sum(decode), rel=1e-12)
     assert summary["decode_rounds"] == len(kv_points)

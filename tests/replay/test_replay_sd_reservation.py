@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aisim.replay import run
+from aisim.config import run_replay
 
 
 def config(
@@ -55,7 +55,7 @@ def test_vllm_lookahead_preempts_where_the_verify_width_fits() -> None:
     # always 13 tokens with the lookahead); B's recompute (9 known tokens, 3 blocks) does not
     # fit beside A's 4 before A ends at 25. B re-prefills [25,35] (its 2nd token) and decodes 2
     # rounds: 45.
-    result = run(config(TWO, backend="vllm"))
+    result = run_replay(config(TWO, backend="vllm"))
     frame = result.requests
     assert list(frame["first_token_ms"]) == [10.0, 10.0]
     assert list(frame["last_token_ms"]) == [25.0, 45.0]
@@ -67,7 +67,7 @@ def test_vllm_lookahead_preempts_where_the_verify_width_fits() -> None:
 def test_vllm_ngram_has_no_lookahead() -> None:
     # ngram d = 2: step 2 needs 8 + 3 = 11 tokens (3 blocks) each, one more block each: both fit
     # (0 free). Rounds of w = 3, 2, 1 need 11 tokens each (3 blocks): both end at 25.
-    result = run(config(TWO, backend="vllm", kind="ngram"))
+    result = run_replay(config(TWO, backend="vllm", kind="ngram"))
     frame = result.requests
     assert list(frame["last_token_ms"]) == [25.0, 25.0]
     assert result.summary["preemptions"] == 0
@@ -93,7 +93,7 @@ def test_sglang_reserves_draft_slots_and_retracts_from_the_back() -> None:
         {"input_length": 8, "output_length": 4},
     ]
     ratio = {"init_new_token_ratio": 0.0, "min_new_token_ratio": 0.0}
-    result = run(config(requests, backend="sglang", blocks=7, scheduler=ratio))
+    result = run_replay(config(requests, backend="sglang", blocks=7, scheduler=ratio))
     frame = result.requests
     assert list(frame["first_token_ms"]) == [10.0, 20.0]
     assert list(frame["last_token_ms"]) == [55.0, 65.0]

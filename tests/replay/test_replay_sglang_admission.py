@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aisim.replay import run
+from aisim.config import run_replay
 
 
 def config(requests: list[tuple[int, int, int]], blocks: int, ratio: float) -> dict[str, Any]:
@@ -42,7 +42,7 @@ def test_a_new_request_reserves_its_whole_output() -> None:
     # (a ratio-scaled reserve for B, 50 + 60 = 110, would have admitted it and later forced a
     # retraction: 199 + 169 > 300). After k of A's rounds the room is 150.5 - 0.5 k, so B waits
     # for A to end at 10 + 99 x 5 = 505: prefill [505,515] (TTFT 514), 119 rounds: 1110.
-    frame = run(config([(100, 100, 0), (50, 120, 1)], blocks=300, ratio=0.5)).requests
+    frame = run_replay(config([(100, 100, 0), (50, 120, 1)], blocks=300, ratio=0.5)).requests
     assert list(frame["ttft_ms"]) == [10.0, 514.0]
     assert list(frame["e2e_latency_ms"]) == [505.0, 1109.0]
     assert list(frame["preemptions"]) == [0, 0]
@@ -60,7 +60,9 @@ def test_ratio_after_a_retraction_is_estimated_from_the_kept_requests() -> None:
     # room only shrinks while B runs (a ratio reset to 0 would re-admit D at once and retract
     # it again). B ends at 325 + 90 x 5 = 775; D re-prefills 67 tokens [775,785] (its 58th
     # token) and decodes 42 more: 995.
-    frame = run(config([(10, 60, 0), (10, 150, 0), (10, 100, 0)], blocks=200, ratio=0.0)).requests
+    frame = run_replay(
+        config([(10, 60, 0), (10, 150, 0), (10, 100, 0)], blocks=200, ratio=0.0)
+    ).requests
     assert list(frame["first_token_ms"]) == [10.0, 20.0, 30.0]
     assert list(frame["last_token_ms"]) == [325.0, 775.0, 995.0]
     assert list(frame["preemptions"]) == [0, 0, 1]
@@ -95,7 +97,7 @@ def test_a_prefill_pool_reserves_one_output_token() -> None:
             },
         },
     }
-    frame = run(config).requests
+    frame = run_replay(config).requests
     assert list(frame["ttft_ms"]) == [11.5, 11.5]
     assert list(frame["e2e_latency_ms"]) == [506.5, 506.5]
 
@@ -131,6 +133,6 @@ def test_an_idle_worker_resets_the_ratio() -> None:
         "traffic": {"source": {"type": "agentic", "requests": rows}},
         "engine": {"backend": "sglang", "workers": {"aggregated": worker}},
     }
-    frame = run(config).requests
+    frame = run_replay(config).requests
     assert list(frame["first_token_ms"]) == [10.0, 210.0, 245.0]
     assert frame["last_token_ms"][0] == 105.0

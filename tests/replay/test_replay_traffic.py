@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from aisim import ConfigError
-from aisim.replay import run
+from aisim.config import run_replay
 
 DATA = Path(__file__).parent / "data"
 BENCH_TRACE = (
@@ -48,7 +48,7 @@ def test_agentic_children_arrive_after_their_parents_plus_delay() -> None:
         },
         {"request_id": "c", "input_length": 10, "output_length": 2, "wait_for": ["a", "b"]},
     ]
-    frame = run(agentic(requests)).requests
+    frame = run_replay(agentic(requests)).requests
     assert list(frame["request_id"]) == ["a", "b", "c"]
     assert list(frame["arrival_ms"]) == [0.0, 115.0, 130.0]
     assert list(frame["last_token_ms"]) == [15.0, 130.0, 145.0]
@@ -63,7 +63,9 @@ def test_agentic_graph_from_a_jsonl_file(tmp_path: Path) -> None:
     config = agentic([])
     config["traffic"]["source"] = {"type": "agentic", "path": "graph.jsonl"}
     (tmp_path / "replay.json").write_text(json.dumps(config))
-    frame = run(tmp_path / "replay.json").requests  # relative paths resolve beside the config
+    frame = run_replay(
+        tmp_path / "replay.json"
+    ).requests  # relative paths resolve beside the config
     assert list(frame["arrival_ms"]) == [5.0, 21.0]  # 1 ends at 5 + 15 = 20, then +1 ms
 
 
@@ -73,10 +75,10 @@ def test_dependency_cycles_and_unknown_ids_are_config_errors() -> None:
         {"request_id": "b", "input_length": 1, "output_length": 1, "wait_for": ["a"]},
     ]
     with pytest.raises(ConfigError, match="cycle"):
-        run(agentic(cycle))
+        run_replay(agentic(cycle))
     unknown = [{"request_id": "a", "input_length": 1, "output_length": 1, "wait_for": ["zz"]}]
     with pytest.raises(ConfigError, match=r"requests\[0\]\.wait_for\[0\]: unknown request_id"):
-        run(agentic(unknown))
+        run_replay(agentic(unknown))
 
 
 def test_closed_loop_concurrency_chains_each_user() -> None:
@@ -93,7 +95,7 @@ def test_closed_loop_concurrency_chains_each_user() -> None:
         },
         "engine": engine(),
     }
-    frame = run(config).requests
+    frame = run_replay(config).requests
     assert list(frame["arrival_ms"]) == [0.0, 18.0, 36.0]
     assert list(frame["e2e_latency_ms"]) == [15.0, 15.0, 15.0]
 
@@ -111,7 +113,7 @@ def test_constant_rate_spaces_arrivals_exactly() -> None:
         },
         "engine": engine(),
     }
-    assert list(run(config).requests["arrival_ms"]) == [0.0, 125.0, 250.0, 375.0]
+    assert list(run_replay(config).requests["arrival_ms"]) == [0.0, 125.0, 250.0, 375.0]
 
 
 def test_poisson_and_distributions_are_seeded() -> None:
@@ -130,7 +132,7 @@ def test_poisson_and_distributions_are_seeded() -> None:
             "engine": engine(),
         }
 
-    first, again, other = run(make(1)), run(make(1)), run(make(2))
+    first, again, other = run_replay(make(1)), run_replay(make(1)), run_replay(make(2))
     assert first.columns == again.columns
     assert first.columns["arrival_ms"] != other.columns["arrival_ms"]
     prompts = first.columns["prompt_tokens"]
@@ -153,7 +155,7 @@ def test_csv_trace_fixture() -> None:
         "traffic": {"source": {"type": "trace", "path": str(DATA / "trace_head20.csv")}},
         "engine": engine(),
     }
-    result = run(config)
+    result = run_replay(config)
     expected = read_csv(DATA / "trace_head20.csv")
     assert result.summary["completed_requests"] == len(expected) == 20
     assert result.columns["prompt_tokens"] == [row[1] for row in expected]
@@ -167,7 +169,7 @@ def test_bench_csv_trace_head_matches_file() -> None:
         "traffic": {"source": {"type": "trace", "path": str(BENCH_TRACE)}, "max_requests": 50},
         "engine": engine(),
     }
-    result = run(config)
+    result = run_replay(config)
     expected = read_csv(BENCH_TRACE)[:50]
     assert result.columns["prompt_tokens"] == [row[1] for row in expected]
     assert result.summary["completed_requests"] == 50
@@ -186,7 +188,7 @@ def test_mooncake_trace_fixture_with_time_scale() -> None:
         },
         "engine": engine(),
     }
-    result = run(config)
+    result = run_replay(config)
     assert result.columns["arrival_ms"] == [row["timestamp"] * 0.5 for row in rows]
     assert result.columns["prompt_tokens"] == [row["input_length"] for row in rows]
     assert result.summary["completed_requests"] == 20
@@ -201,14 +203,14 @@ def test_bad_trace_rows_name_the_line(tmp_path: Path) -> None:
     with pytest.raises(
         ConfigError, match=r"t\.jsonl:2\.input_length: expected an integer in 1\.\.16777216, got 0"
     ):
-        run(config)
+        run_replay(config)
     bad_csv = tmp_path / "t.csv"
     bad_csv.write_text("arrival_s,prompt_tokens,output_tokens\n0.1,abc,3\n")
     config["traffic"]["source"]["path"] = str(bad_csv)
     with pytest.raises(
         ConfigError, match=r"t\.csv:2\.prompt_tokens: expected an integer \(ASCII digits"
     ):
-        run(config)
+        run_replay(config)
 
 
 def test_horizon_reports_unfinished_requests_with_a_reason() -> None:
@@ -220,7 +222,7 @@ def test_horizon_reports_unfinished_requests_with_a_reason() -> None:
         ]
     )
     config["simulation"] = {"horizon_ms": 50}
-    result = run(config)
+    result = run_replay(config)
     assert result.summary["completed_requests"] == 1
     assert result.summary["not_completed_requests"] == 1
     assert result.summary["not_completed_reasons"] == {

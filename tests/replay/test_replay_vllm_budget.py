@@ -4,7 +4,7 @@ at the budget and trims ``spec_token_ids``), instead of sitting the pass out."""
 
 from __future__ import annotations
 
-from aisim.replay import run
+from aisim.config import run_replay
 
 
 def test_an_sd_round_is_trimmed_to_the_budget_left() -> None:
@@ -32,7 +32,7 @@ def test_an_sd_round_is_trimmed_to_the_budget_left() -> None:
             "workers": {"aggregated": worker},
         },
     }
-    frame = run(config).requests
+    frame = run_replay(config).requests
     assert list(frame["first_token_ms"]) == [10.0, 85.0]
     assert list(frame["last_token_ms"]) == [100.0, 130.0]
     assert list(frame["emitted_tokens"]) == [30, 30]

@@ -16,7 +16,7 @@ import yaml
 
 from aisim import AcceptanceProfile, ConfigError, resolve_speculation
 from aisim.cli import main
-from aisim.replay import run
+from aisim.config import run_replay
 
 DATA = Path(__file__).resolve().parent / "engine_metrics"
 BEFORE = DATA / "vllm_before.prom"
@@ -237,7 +237,7 @@ def test_replay_reads_the_file_relative_to_the_config_and_records_it(tmp_path: P
     )
     file = tmp_path / "replay.yaml"
     file.write_text(yaml.safe_dump(config), encoding="utf-8")
-    from_file = run(file)
+    from_file = run_replay(file)
     worker = from_file.summary["config"]["workers"][0]
     recorded = worker.pop("acceptance_from")
     assert [item["sha256"] for item in recorded["files"]] == [
@@ -253,13 +253,13 @@ def test_replay_reads_the_file_relative_to_the_config_and_records_it(tmp_path: P
         "unconditional_acceptance_rates": WINDOW_RATES,
         "seed": 7,
     }
-    assert run(inline).summary == from_file.summary
+    assert run_replay(inline).summary == from_file.summary
 
 
 def test_replay_error_names_the_engine_field(tmp_path: Path) -> None:
     config = _replay_config(_block(path=str(tmp_path / "missing.prom"), format="vllm-prometheus"))
     with pytest.raises(ConfigError) as caught:
-        run(config)
+        run_replay(config)
     assert str(caught.value).startswith("engine.speculation.acceptance_from: '")
     assert str(caught.value).endswith("missing.prom': file not found")
 

@@ -1,0 +1,38 @@
+"""Data flows one way: the compiled core never imports the config edge, the CLI, the harness or
+pydantic; the edge may import the core. Read from the sources (every import, also inside
+functions), so a lazy upward import fails here too."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE = ("aisim/speculation", "aisim/fpm", "aisim/replay", "aisim/catalogue")
+UPSTREAM = ("aisim.config", "aisim.cli", "aisim.sweep", "qualification", "pydantic")
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module is not None and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_the_core_never_imports_upstream() -> None:
+    offenders = []
+    for package in CORE:
+        for module in sorted((ROOT / package).rglob("*.py")):
+            for name in sorted(_imports(module)):
+                if any(name == top or name.startswith(top + ".") for top in UPSTREAM):
+                    offenders.append(f"{module.relative_to(ROOT)} imports {name}")
+    assert offenders == []
+
+
+def test_the_edge_imports_the_core_not_the_cli() -> None:
+    for module in sorted((ROOT / "aisim" / "config").rglob("*.py")):
+        imported = _imports(module)
+        assert not any(name.startswith(("aisim.cli", "qualification")) for name in imported), module
