@@ -156,6 +156,18 @@ def prediction_gate(enabled: bool) -> dict[str, Any]:
     }
 
 
+def cost_model_section() -> dict[str, Any]:
+    """The default roofline against public measurements (before: roofline_ideal) and the
+    published-rule cross-check on every built-in GPU (``qualification.public``)."""
+    from qualification.public import rulecheck, score
+
+    return {
+        "public_before": score("roofline_ideal"),
+        "public_after": score("roofline"),
+        "rulecheck": rulecheck(),
+    }
+
+
 def build_report(
     evidence: Path,
     plan: Plan,
@@ -187,12 +199,15 @@ def build_report(
         images.update(section_images)
     checks = run_checks(root, run_checks_now, check_results or {})
     gate = prediction_gate(run_checks_now)
+    cost_model = cost_model_section()
     artefacts = calibration_artefacts(evidence)
     transfers = artefact_transfers(artefacts, directories, settings)
     commands = [
         *([command] if command else []),
         *(c["command"] for c in checks if c["command"]),
         *([gate["command"]] if gate["status"] == "run" else []),
+        "aisim qualify public",
+        "aisim qualify rulecheck",
         *(
             f"aisim qualify mape {s['path']} --estimator rule --tests; "
             f"aisim qualify calibrate {s['path']} --validation loco"
@@ -218,6 +233,7 @@ def build_report(
         "datasets": sections,
         "calibration_artefacts": artefacts,
         "calibration_transfer": transfers,
+        "cost_model": cost_model,
         "prediction_gate": gate,
         "plan": {
             "name": plan.name,

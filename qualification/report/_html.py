@@ -204,6 +204,70 @@ def _gate(gate: dict[str, Any]) -> str:
     )
 
 
+def _cost_model(section: dict[str, Any]) -> str:
+    """Public figures (roofline_ideal before, roofline after) and the rule cross-check."""
+    before, after = section["public_before"], section["public_after"]
+    rows = [
+        [
+            new["id"],
+            new["quantity"],
+            f"{new['measured']:.3f}",
+            f"{old['predicted']:.3f} ({old['error_percent']:+.1f} %)",
+            f"{new['predicted']:.3f} ({new['error_percent']:+.1f} %)",
+            new["role"],
+        ]
+        for old, new in zip(before["rows"], after["rows"], strict=True)
+    ]
+    mape = [
+        [label, f"{before[key]:.1f} %", f"{after[key]:.1f} %"]
+        for key, label in (
+            ("mape_percent", "all rows"),
+            ("mape_held_out_percent", "held-out rows"),
+            ("mape_decode_percent", "decode steps"),
+            ("mape_sd_percent", "SD round / STP"),
+        )
+    ]
+    rule = [
+        [
+            r["scheme"],
+            r["hardware"],
+            str(r["d"]),
+            f"{r['rule_factor']:.2f}",
+            f"{r['ratio_min']:.2f} / {r['ratio_median']:.2f} / {r['ratio_max']:.2f}",
+            f"{r['median_vs_rule_percent']:+.1f} %",
+            f"{r['calibrated_median']:.2f}",
+            f"{r['below_widened_count']}/{r['points']}",
+            str(r["over_capacity"]),
+        ]
+        for r in section["rulecheck"]
+    ]
+    return "\n".join(
+        [
+            "<h2>Default cost model</h2>",
+            f"<p>{_tag('hardware')} public measurements committed with their sources "
+            "(<code>qualification/public/measurements.json</code>), predicted by the pure "
+            "bound <code>roofline_ideal</code> and the default <code>roofline</code>.</p>",
+            _table(["figure", "quantity", "measured", "roofline_ideal", "roofline", "role"], rows),
+            _table(["MAPE", "roofline_ideal", "roofline"], mape),
+            "<h3>Published rule cross-check: T_SD / F_STP((d + 1) B, K) vs 0.08 d + 1.25</h3>",
+            _table(
+                [
+                    "scheme",
+                    "hardware",
+                    "d",
+                    "rule",
+                    "min / median / max",
+                    "median vs rule",
+                    "median B<=8, K<=4k",
+                    "below widened STP",
+                    "over capacity",
+                ],
+                rule,
+            ),
+        ]
+    )
+
+
 def render_html(report: dict[str, Any], images: dict[str, bytes]) -> str:
     """The whole page; identical inputs give identical bytes."""
     versions = report["versions"]
@@ -250,6 +314,7 @@ def render_html(report: dict[str, Any], images: dict[str, bytes]) -> str:
             for t in report["calibration_transfer"]
             if "statistics" in t
         ),
+        _cost_model(report["cost_model"]),
         "<h2>Versions</h2>",
         _table(["package", "version"], [[k, str(v)] for k, v in versions.items()]),
         "<h2>Commands run</h2>",

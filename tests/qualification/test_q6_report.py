@@ -73,6 +73,14 @@ def test_report_from_a_small_dataset(evidence: Path) -> None:
     page = render_html(report, images)
     assert page.count("data:image/png;base64,") == len(images) == 3
     assert "not run" in page and "synthetic" in page
+    cost = report["cost_model"]  # the default roofline vs public figures, and the rule check
+    assert (
+        cost["public_after"]["mape_held_out_percent"]
+        < cost["public_before"]["mape_held_out_percent"]
+    )
+    assert len(cost["rulecheck"]) == 2 * 5 * 5  # MTP, EAGLE-3 x 5 GPUs x d 1..5
+    assert "Default cost model" in page and "vllm-20780/eagle3/k3" in page
+    assert "aisim qualify rulecheck" in report["commands"]
 
 
 def test_report_is_deterministic_apart_from_the_timestamp(evidence: Path, tmp_path: Path) -> None:
