@@ -19,6 +19,7 @@ SCHEMA_KINDS: dict[str, str] = {
     "speculation": "aisim.config._speculation:speculation_schema",
     "estimator": "aisim.config._estimator:EstimatorConfig",
     "sweep": "aisim.config._sweep:SweepFile",
+    "plan": "qualification.plan._model:Plan",
 }
 
 

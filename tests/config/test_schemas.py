@@ -41,7 +41,7 @@ def test_unknown_kind_is_one_line_rc_2(capsys: pytest.CaptureFixture[str]) -> No
 
 def _examples_with_schema_comment() -> list[Path]:
     found = []
-    for path in sorted(DOCS.rglob("*.yaml")):
+    for path in sorted([*DOCS.rglob("*.yaml"), *(ROOT / "qualification").rglob("*.yaml")]):
         first = path.read_text(encoding="utf-8").splitlines()[0]
         if LANGUAGE_SERVER.match(first):
             found.append(path)
