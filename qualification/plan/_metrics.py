@@ -57,18 +57,37 @@ CHECKS: Final[dict[str, dict[str, Metric]]] = {
     },
     "calibrated_heldout": dict(_MAPE_METRICS),
     "calibration_transfer": dict(_MAPE_METRICS),
+    # `aisim qualify engine REC --out DIR` writes DIR/engine.json; a criterion names that file.
     "engine_comparison": {
         "e2e_median_ape": Metric("error", False, "median per-request E2E |relative error|"),
         "e2e_p90_ape": Metric("error", False, "P90 of per-request E2E |relative error|"),
         "ttft_mean_relative_error": Metric("signed", False, "mean TTFT relative error"),
+        "throughput_error": Metric("signed", False, "relative throughput error"),
     },
+    # The default cost model (roofline) against qualification/public/measurements.json and the
+    # published rule (`aisim qualify public`, `aisim qualify rulecheck`).
     "cost_model": {
+        "public_mape": Metric("error", False, "MAPE against every public measurement"),
+        "public_held_out_mape": Metric(
+            "error", False, "MAPE against public measurements not used to derive a constant"
+        ),
         "public_decode_mape": Metric("error", False, "MAPE against public decode latencies"),
-        "sd_ratio_mape": Metric("error", False, "MAPE of SD round / STP ratios"),
+        "public_sd_ratio_mape": Metric("error", False, "MAPE of SD round / STP ratios"),
+        "rounds_below_widened_stp": Metric(
+            "count", False, "rulecheck points where a round is priced below the widened STP pass"
+        ),
     },
+}
+
+#: engine_comparison metric -> (path in engine.json, scale to a fraction)
+ENGINE_PATHS: Final = {
+    "e2e_median_ape": (("summary", "e2e", "median_abs_error_pct"), 0.01),
+    "e2e_p90_ape": (("summary", "e2e", "p90_abs_error_pct"), 0.01),
+    "ttft_mean_relative_error": (("summary", "ttft", "mean_error_pct"), 0.01),
+    "throughput_error": (("summary", "throughput_error_pct"), 0.01),
 }
 
 #: Checks that score one recorded dataset (a criterion names it with ``dataset``).
 DATASET_CHECKS: Final = ("rule", "calibrated_heldout", "calibration_transfer")
 #: Checks whose input is a results file written by another command (``input``).
-FILE_CHECKS: Final = ("engine_comparison", "cost_model")
+FILE_CHECKS: Final = ("engine_comparison",)

@@ -158,13 +158,26 @@ def prediction_gate(enabled: bool) -> dict[str, Any]:
 
 def cost_model_section() -> dict[str, Any]:
     """The default roofline against public measurements (before: roofline_ideal) and the
-    published-rule cross-check on every built-in GPU (``qualification.public``)."""
+    published-rule cross-check on every built-in GPU (``qualification.public``), with the
+    figures a plan's ``cost_model`` criteria judge."""
     from qualification.public import rulecheck, score
 
+    try:
+        before, after, rows = score("roofline_ideal"), score("roofline"), rulecheck()
+    except AisimError as exc:
+        return {"status": "not run", "reason": str(exc)}
     return {
-        "public_before": score("roofline_ideal"),
-        "public_after": score("roofline"),
-        "rulecheck": rulecheck(),
+        "status": "run",
+        "public_before": before,
+        "public_after": after,
+        "rulecheck": rows,
+        "figures": {
+            "public_mape": after["mape_percent"] / 100,
+            "public_held_out_mape": after["mape_held_out_percent"] / 100,
+            "public_decode_mape": after["mape_decode_percent"] / 100,
+            "public_sd_ratio_mape": after["mape_sd_percent"] / 100,
+            "rounds_below_widened_stp": sum(int(row["below_widened_count"]) for row in rows),
+        },
     }
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from qualification.calibrate._render import CALIBRATION_HEADERS, calibration_rows
 from qualification.mape._render import CELL_HEADERS, cell_rows, percent, summary_rows, tost_text
 from qualification.report._html_verdict import (
+    cost_model_html,
     criteria_html,
     glossary_html,
     statistics_html,
@@ -204,8 +205,10 @@ def _gate(gate: dict[str, Any]) -> str:
     )
 
 
-def _cost_model(section: dict[str, Any]) -> str:
+def _cost_model(section: dict[str, Any], criteria: list[dict[str, Any]]) -> str:
     """Public figures (roofline_ideal before, roofline after) and the rule cross-check."""
+    if section["status"] != "run":
+        return f'<h2 id="cost-model">Default cost model</h2><p>not run: {_e(section["reason"])}</p>'
     before, after = section["public_before"], section["public_after"]
     rows = [
         [
@@ -243,7 +246,8 @@ def _cost_model(section: dict[str, Any]) -> str:
     ]
     return "\n".join(
         [
-            "<h2>Default cost model</h2>",
+            '<h2 id="cost-model">Default cost model</h2>',
+            cost_model_html(section, criteria),
             f"<p>{_tag('hardware')} public measurements committed with their sources "
             "(<code>qualification/public/measurements.json</code>), predicted by the pure "
             "bound <code>roofline_ideal</code> and the default <code>roofline</code>.</p>",
@@ -314,7 +318,7 @@ def render_html(report: dict[str, Any], images: dict[str, bytes]) -> str:
             for t in report["calibration_transfer"]
             if "statistics" in t
         ),
-        _cost_model(report["cost_model"]),
+        _cost_model(report["cost_model"], criteria),
         "<h2>Versions</h2>",
         _table(["package", "version"], [[k, str(v)] for k, v in versions.items()]),
         "<h2>Commands run</h2>",

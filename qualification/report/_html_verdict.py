@@ -195,7 +195,9 @@ def section_anchor(criterion: dict[str, Any]) -> str:
         return "checks"
     if criterion["check"] == "calibration_transfer":
         return "calibration-transfer"
-    if criterion["check"] in ("engine_comparison", "cost_model"):
+    if criterion["check"] == "cost_model":
+        return "cost-model"
+    if criterion["check"] == "engine_comparison":
         return "criteria"
     return f"dataset-{criterion['subject']}"
 
@@ -278,3 +280,16 @@ def trends_html(statistics: dict[str, Any], subject: str, criteria: list[dict[st
     return f"<p>Judged by: {trend or 'no criterion on the d-trend'}.</p>" + _raw_table(
         headers, rows
     )
+
+
+def cost_model_html(cost: dict[str, Any], criteria: list[dict[str, Any]]) -> str:
+    """The default cost model's judged figures and the criteria that judge them."""
+    rows = [
+        [
+            _e(metric),
+            _e(figure_text(metric, value)),
+            _links(criteria, "cost_model", "cost_model", metric),
+        ]
+        for metric, value in cost["figures"].items()
+    ]
+    return _raw_table(["judged figure", "value", "judged by"], rows)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from qualification.plan import CHECKS, Criterion, Plan, anchor
+from qualification.plan._metrics import ENGINE_PATHS
 
 PASS, FAIL, NOT_RUN = "PASS", "FAIL", "NOT RUN"
 
@@ -72,23 +73,29 @@ def _figure(criterion: Criterion, report: dict[str, Any], root: Path) -> dict[st
             f"artefact {criterion.artefact} is not in the evidence's calibration directory or "
             f"does not apply to {criterion.dataset}"
         )
-    return _file_figure(criterion, root)
+    if check == "cost_model":
+        cost = report["cost_model"]
+        if cost["status"] != "run":
+            raise _Broken(f"cost model not evaluated: {cost['reason']}")
+        return {"estimate": float(cost["figures"][metric])}
+    return _engine_figure(criterion, root)
 
 
-def _file_figure(criterion: Criterion, root: Path) -> dict[str, Any]:
-    """A figure from another command's results file: ``summary[metric]`` or ``metric``."""
+def _engine_figure(criterion: Criterion, root: Path) -> dict[str, Any]:
+    """A figure from the ``engine.json`` that ``aisim qualify engine ... --out DIR`` writes."""
     path = root / str(criterion.input)
     if not path.is_file():
         raise _Absent(f"{criterion.input} not found under {root}")
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        value: Any = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _Broken(f"{criterion.input}: not readable JSON: {exc}") from None
-    summary = document.get("summary") if isinstance(document, dict) else None
-    for source in (summary, document):
-        if isinstance(source, dict) and isinstance(source.get(criterion.metric), (int, float)):
-            return {"estimate": float(source[criterion.metric])}
-    raise _Broken(f"{criterion.input}: no number {criterion.metric!r} in it")
+    keys, scale = ENGINE_PATHS[criterion.metric]
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _Broken(f"{criterion.input}: no number at {'.'.join(keys)}")
+    return {"estimate": float(value) * scale}
 
 
 def compared_value(criterion: Criterion, figure: dict[str, Any]) -> float | None:
