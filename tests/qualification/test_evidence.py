@@ -14,7 +14,12 @@ from qualification.mape import evaluate, make_predictor
 ROOT = Path(__file__).resolve().parents[2]
 EVIDENCE = ROOT / "evidence"
 NAMES = ["cpu-qwen3-0.6b-mtp", "cpu-qwen3-0.6b-eagle3", "cpu-qwen3-0.6b-draft_model"]
-ALL_NAMES = [*NAMES, "cpu-qwen3-0.6b-mtp-run2", "cpu-qwen3-0.6b-eagle3-run2"]
+ALL_NAMES = [
+    *NAMES,
+    "cpu-qwen3-0.6b-mtp-run2",
+    "cpu-qwen3-0.6b-eagle3-run2",
+    "cpu-qwen3-0.6b-draft_model-run2",
+]
 
 
 def documented_rule_figures(name: str) -> list[float]:
