@@ -92,15 +92,22 @@ class SimRequest:
         return self.output_tokens - self.emitted
 
     def unit_keys(self, count: int, unit_tokens: int) -> list[tuple[int, ...]]:
-        """Content keys of units ``0..count-1``, cached (recomputed when a pool with another
-        unit size asks, e.g. after a P/D hand-off)."""
+        """Content keys of units ``0..count-1`` (a new list; see ``unit_key``)."""
+        if count > 0:
+            self.unit_key(count - 1, unit_tokens)
+        return self._unit_keys[:count]
+
+    def unit_key(self, unit: int, unit_tokens: int) -> tuple[int, ...]:
+        """Content key of unit ``unit``, cached with every key before it (recomputed when a pool
+        with another unit size asks, e.g. after a P/D hand-off). No list copy: called once per
+        unit a request fills."""
         keys = self._unit_keys
         if self._unit_tokens != unit_tokens:
             keys.clear()
-        self._unit_tokens = unit_tokens
-        while len(keys) < count:
+            self._unit_tokens = unit_tokens
+        while len(keys) <= unit:
             keys.append(self.unit_content(len(keys), unit_tokens))
-        return keys[:count]
+        return keys[unit]
 
     def unit_content(self, unit: int, unit_tokens: int) -> tuple[int, ...]:
         """Content key of KV unit ``unit`` (tokens ``[unit * unit_tokens, +unit_tokens)``).

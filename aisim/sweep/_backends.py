@@ -96,12 +96,9 @@ def _run_ray(
     workers: int | None,
     address: str | None,
 ) -> None:
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError(
-            "backend ray: Ray is not installed; pip install 'aisim[ray]' (or ray) first"
-        ) from None
+    from aisim._extras import import_optional
+
+    ray: Any = import_optional("ray", "aisim sweep --backend ray")
     if not ray.is_initialized():
         if address is None:
             ray.init(
