@@ -2,15 +2,23 @@
 
 Compiled vs interpreted ratios are measured in one run (interleaved, best of three), because the
 machines are shared and noisy; absolute seconds are for orientation only.
+
+The warm replay is compared with the reference simulator AISimulate when
+``AISIM_BENCH_AISIMULATE_PYTHON`` names the interpreter of a venv it is installed in (it is not a
+dependency of aisim; ``docs/sweep.md`` says how to install it): both replay the shared
+trace in-process, warm, and the figure is the ratio of process CPU seconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 
 from qualification.bench import bench_replay
-from qualification.bench._builds import compare_builds, run_child_output
+from qualification.bench._builds import compare_builds, run_child, run_child_output, source_root
 
 
 def main() -> None:
@@ -18,6 +26,7 @@ def main() -> None:
     parser.add_argument("--resolve-count", type=int, default=100_000)
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--skip-replay", action="store_true", help="only the resolve benchmark")
+    parser.add_argument("--skip-sweep", action="store_true", help="no sweep or memory figures")
     args = parser.parse_args()
 
     resolve = compare_builds(
@@ -47,6 +56,59 @@ def main() -> None:
             f"compiled {replay['compiled_s']:.3f} s, pure {replay['pure_s']:.3f} s, "
             f"speedup x{replay['speedup']:.2f}"
         )
+    warm_versus_aisimulate(args.repetitions)
+    if not args.skip_sweep:
+        print(run_child_output("qualification.bench.bench_sweep", ["sweep"], pure=False), end="")
+        print(run_child_output("qualification.bench.bench_sweep", ["rss100k"], pure=False), end="")
+
+
+def warm_versus_aisimulate(repetitions: int) -> None:
+    """Warm in-process replay of the shared trace: compiled aisim vs AISimulate, interleaved;
+    each side's least CPU seconds per case, and their ratio."""
+    aisimulate = os.environ.get("AISIM_BENCH_AISIMULATE_PYTHON")
+    best: dict[str, dict[str, float]] = {"aisim": {}, "aisimulate": {}}
+    for _ in range(max(1, repetitions // 2 + 1)):
+        ours = run_child("qualification.bench.bench_replay", ["--warm", "3"], pure=False)
+        for case, cpu in dict(ours["cpu_s"]).items():  # type: ignore[call-overload]
+            best["aisim"][case] = min(cpu, best["aisim"].get(case, cpu))
+        if aisimulate and os.path.exists(aisimulate):
+            theirs = _aisimulate_child(aisimulate)
+            for case in ("off", "ngram"):
+                cpu = float(theirs[case]["cpu_s"])
+                best["aisimulate"][case] = min(cpu, best["aisimulate"].get(case, cpu))
+    for case, cpu in best["aisim"].items():
+        line = f"warm replay 4000-request trace, {case}: aisim compiled cpu {cpu:.3f} s"
+        if case in best["aisimulate"]:
+            reference = best["aisimulate"][case]
+            line += f", AISimulate cpu {reference:.3f} s, aisim faster x{reference / cpu:.2f}"
+        else:
+            line += " (AISimulate not installed: set AISIM_BENCH_AISIMULATE_PYTHON)"
+        print(line)
+
+
+def _aisimulate_child(python: str) -> dict[str, dict[str, float]]:
+    completed = subprocess.run(
+        [
+            python,
+            "-m",
+            "qualification.bench.bench_aisimulate",
+            "--trace",
+            bench_replay.TRACE,
+        ],
+        cwd=str(source_root()),
+        # Its own interpreter imports only this module from the source tree, never aisim.
+        env={
+            **{k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"},
+            "PYTHONPATH": str(source_root()),
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        sys.exit(f"AISimulate benchmark failed:\n{completed.stderr[-2000:]}")
+    result: dict[str, dict[str, float]] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return result
 
 
 if __name__ == "__main__":

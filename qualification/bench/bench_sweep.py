@@ -1,0 +1,160 @@
+"""Sweep and memory figures: a 200-point sweep on 1 and 2 local workers, peak RSS.
+
+    python -m qualification.bench.bench_sweep sweep [--trace CSV] [--workers 1,2]
+    python -m qualification.bench.bench_sweep rss100k
+
+``sweep``: 200 points over the first 200 requests of the bench trace (Poisson load at 10 rates
+x 4 speculation settings x 5 sequence caps, fixed timing), run in process with 1 worker and on a
+pool of 2; prints wall seconds, points/s, the 1 -> 2 scaling and the peak RSS of the driver and
+of its largest worker. ``rss100k``: replays 100,000 synthetic requests (roofline timing, ngram
+K=3) and prints the process's peak RSS. The last line of each is JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from typing import Any
+
+from qualification.bench.bench_replay import TRACE
+
+SPECULATION: list[Any] = [
+    None,
+    {"kind": "ngram", "params": {"num_speculative_tokens": 1}, "acceptance_rates": [0.7]},
+    {"kind": "ngram", "params": {"num_speculative_tokens": 2}, "acceptance_rates": [0.7, 0.5]},
+    {"kind": "ngram", "params": {"num_speculative_tokens": 3}, "acceptance_rates": [0.7, 0.5, 0.3]},
+]
+
+
+def sweep_config(trace: str) -> dict[str, Any]:
+    return {
+        "base": {
+            "traffic": {
+                "source": {"type": "trace", "path": trace},
+                "max_requests": 200,
+                "load": {"type": "poisson", "rate_rps": 4},
+            },
+            "engine": {
+                "backend": "vllm",
+                "workers": {
+                    "aggregated": {
+                        "scheduler": {"max_batched_tokens": 4096},
+                        "kv_cache": {
+                            "block_size": 16,
+                            "capacity": {"type": "fixed", "blocks": 8192},
+                        },
+                        "timing": {"type": "fixed", "prefill_ms": 30.0, "decode_ms": 12.0},
+                    }
+                },
+            },
+        },
+        "axes": {
+            "traffic.load.rate_rps": {"start": 2, "stop": 20, "step": 2},
+            "engine.speculation": SPECULATION,
+            "engine.workers.aggregated.scheduler.max_sequences": [16, 32, 64, 128, 256],
+        },
+        "slos": {"tpot_ms": {"p90": 20}},
+    }
+
+
+def peak_rss_mib(who: int) -> float:
+    """Peak resident set (MiB) of this process or of its largest waited-for child (Linux KiB)."""
+    return resource.getrusage(who).ru_maxrss / 1024.0
+
+
+def bench_sweep(trace: str, workers: list[int]) -> dict[str, Any]:
+    from aisim.sweep import run
+
+    report: dict[str, Any] = {}
+    for count in workers:
+        with tempfile.TemporaryDirectory() as out:
+            start = time.perf_counter()
+            frame = run(sweep_config(trace), workers=count, out=out)
+            wall = time.perf_counter() - start
+        ok = int((frame["status"] == "ok").sum())
+        report[str(count)] = {"wall_s": wall, "points_per_s": len(frame) / wall, "ok": ok}
+        print(
+            f"sweep 200 points, {count} worker(s): wall {wall:.2f} s, "
+            f"{len(frame) / wall:.2f} points/s ({ok} ran)"
+        )
+    if "1" in report and "2" in report:
+        report["scaling_1_to_2"] = report["1"]["wall_s"] / report["2"]["wall_s"]
+        print(f"sweep scaling 1 -> 2 workers: x{report['scaling_1_to_2']:.2f}")
+    report["driver_peak_rss_mib"] = peak_rss_mib(resource.RUSAGE_SELF)
+    report["worker_peak_rss_mib"] = peak_rss_mib(resource.RUSAGE_CHILDREN)
+    print(
+        f"sweep peak RSS: driver {report['driver_peak_rss_mib']:.0f} MiB, largest worker "
+        f"{report['worker_peak_rss_mib']:.0f} MiB"
+    )
+    return report
+
+
+def bench_rss_100k() -> dict[str, Any]:
+    import aisim
+    from aisim import run_replay as run
+
+    config = {
+        "traffic": {
+            "seed": 1,
+            "source": {
+                "type": "synthetic",
+                "num_requests": 100_000,
+                "prompt_tokens": {"type": "uniform", "min": 50, "max": 600},
+                "output_tokens": {"type": "uniform", "min": 20, "max": 200},
+            },
+            "load": {"type": "poisson", "rate_rps": 25},
+        },
+        "engine": {
+            "model": "meta-llama/Meta-Llama-3.1-8B",
+            "hardware": "h100_sxm",
+            "backend": "vllm",
+            "speculation": {
+                "kind": "ngram",
+                "params": {"num_speculative_tokens": 3},
+                "acceptance_rates": [0.7, 0.5, 0.3],
+            },
+            "workers": {
+                "aggregated": {
+                    "scheduler": {"max_batched_tokens": 4096, "max_sequences": 128},
+                    "kv_cache": {"block_size": 16, "capacity": {"type": "default"}},
+                    "timing": {"estimator": "roofline"},
+                }
+            },
+        },
+    }
+    start = time.process_time()
+    result = run(config)
+    cpu = time.process_time() - start
+    rss = peak_rss_mib(resource.RUSAGE_SELF)
+    build = "compiled" if aisim.__compiled__ else "pure"
+    print(
+        f"replay 100k requests ({build}): peak RSS {rss:.0f} MiB, cpu {cpu:.1f} s, "
+        f"{result.summary['completed_requests']} completed"
+    )
+    return {"peak_rss_mib": rss, "cpu_s": cpu, "compiled": aisim.__compiled__}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m qualification.bench.bench_sweep")
+    parser.add_argument("what", choices=("sweep", "rss100k"))
+    parser.add_argument("--trace", default=TRACE)
+    parser.add_argument("--workers", default="1,2")
+    args = parser.parse_args()
+    if args.what == "rss100k":
+        print(json.dumps(bench_rss_100k(), sort_keys=True))
+        return
+    if not os.path.exists(args.trace):
+        print(f"bench_sweep: skipped, trace not found: {args.trace}", file=sys.stderr)
+        print(json.dumps({"skipped": True}))
+        return
+    workers = [int(text) for text in args.workers.split(",")]
+    print(json.dumps(bench_sweep(args.trace, workers), sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
