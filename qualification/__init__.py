@@ -13,7 +13,9 @@ Subpackages:
 * ``qualification.calibrate``: fitting estimator corrections to recordings;
 * ``qualification.public``: scoring against published measurements;
 * ``qualification.report``: the HTML/markdown qualification report;
-* ``qualification.bench``: performance figures, compiled vs pure in one run.
+* ``qualification.bench``: performance figures, compiled vs pure in one run;
+* ``qualification.fuzz``: the fuzz campaign against the input contract (needs hypothesis, from
+  the ``test`` extra).
 
 Everything but ``cases``, ``parity`` and ``gate`` needs the ``aisim[qualify]`` extra. Hypothesis
 strategies and the syrupy extension are test-only and live in ``tests/``.

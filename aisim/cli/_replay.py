@@ -57,7 +57,7 @@ def replay_command(args: argparse.Namespace) -> int:
     show = not args.no_progress and sys.stderr.isatty()
     with _progress(show) as callback:
         result = run_replay(args.config, progress=callback, progress_every=PROGRESS_EVERY_EVENTS)
-    summary_text = _summary_json(result.summary)
+    summary_text = _summary_json(result.to_dict())
     buffer = io.BytesIO()
     _write_parquet(result.columns, buffer)
     atomic_write_bytes(requests_path, buffer.getvalue(), overwrite=args.overwrite)

@@ -8,10 +8,10 @@ import io
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-from aisim._io import atomic_write_bytes, atomic_write_text, canonical_json
+from aisim._io import atomic_write_bytes, atomic_write_text, canonical_json, check_path_text
+from aisim.cli._args import integer
 from aisim.errors import ConfigError
 
 
@@ -48,10 +48,7 @@ def register(commands: Any) -> None:
 
 
 def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    value = integer(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
     return value
@@ -61,7 +58,8 @@ def sweep_command(args: argparse.Namespace) -> int:
     from aisim.sweep import run, summarize, write_plots
     from aisim.sweep._report import render_text
 
-    out = Path(args.out)
+    check_path_text(args.sweep, "SWEEP")
+    out = check_path_text(args.out, "--out")
     if args.address is not None and args.backend != "ray":
         raise ConfigError("--address: only with --backend ray")
     show = not args.no_progress and sys.stderr.isatty()

@@ -4,6 +4,7 @@ uses numpy, the result builds a pandas DataFrame on demand). Configs are the edg
 
 from __future__ import annotations
 
+import copy
 import gc
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -18,14 +19,31 @@ if TYPE_CHECKING:
 
 
 class ReplayResult:
-    """``summary``: a JSON-ready dict (counts, duration, throughput, latency statistics, SD
-    statistics, the resolved configuration). ``requests``: a pandas DataFrame with one row per
-    request (built on first access). ``columns``: the same data as plain lists."""
+    """The outcome of one replay (read-only).
+
+    ``summary`` / ``to_dict()``: a JSON-ready dict (counts, duration, throughput, latency
+    statistics, SD statistics, the resolved configuration), exactly what ``summary.json`` holds.
+    ``columns``: one list per request field; ``requests``: the same as a pandas DataFrame (built
+    on first access, ``aisim[qualify]``). Each access hands out a copy, so changing it changes
+    nothing here.
+    """
 
     def __init__(self, summary: dict[str, Any], columns: dict[str, list[Any]]) -> None:
-        self.summary = summary
-        self.columns = columns
+        self._summary = summary
+        self._columns = columns
         self._frame: pd.DataFrame | None = None
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return copy.deepcopy(self._summary)
+
+    @property
+    def columns(self) -> dict[str, list[Any]]:
+        return {name: list(values) for name, values in self._columns.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary, JSON-ready (``canonical_json(result.to_dict())`` is ``summary.json``)."""
+        return copy.deepcopy(self._summary)
 
     @property
     def requests(self) -> pd.DataFrame:
@@ -33,13 +51,13 @@ class ReplayResult:
             from aisim._extras import import_optional
 
             pandas = import_optional("pandas", "ReplayResult.requests (a DataFrame)")
-            self._frame = pandas.DataFrame(self.columns)
-        return self._frame
+            self._frame = pandas.DataFrame(self._columns)
+        return self._frame.copy()
 
     def __repr__(self) -> str:
         return (
-            f"ReplayResult(completed={self.summary['completed_requests']}/"
-            f"{self.summary['total_requests']}, duration_ms={self.summary['duration_ms']:.3f})"
+            f"ReplayResult(completed={self._summary['completed_requests']}/"
+            f"{self._summary['total_requests']}, duration_ms={self._summary['duration_ms']:.3f})"
         )
 
 

@@ -18,6 +18,7 @@ from typing import Any, Final
 from aisim.catalogue import get_gpu, get_model, gpu_names
 from aisim.config import best_available
 from aisim.fpm import ForwardPassMetrics, scaling_factor
+from qualification.cases._drafts import draft_config
 
 ESTIMATORS: Final = ("roofline", "roofline_ideal")
 RULE_DEPTHS: Final = (1, 2, 3, 4, 5)
@@ -29,17 +30,7 @@ RULE_SCHEMES: Final[dict[str, dict[str, Any]]] = {
     "eagle3": {
         "kind": "eagle3",
         "params": {"num_speculative_tokens": 1},
-        "draft_config": {
-            "model_type": "qwen3",
-            "hidden_size": 4096,
-            "intermediate_size": 12288,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 32,
-            "num_key_value_heads": 8,
-            "head_dim": 128,
-            "vocab_size": 151936,
-            "draft_vocab_size": 32000,
-        },
+        "draft_config": draft_config("eagle3_qwen3_8b"),
     },
 }
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from aisim.cli._args import integer
 from aisim.errors import ConfigError
 from qualification.record._geometry import DRAFTER_KINDS, PRESETS, Grid, get_preset
 
@@ -30,10 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> 
     parser.add_argument("--d", dest="draft_lengths", help="draft lengths, e.g. 1,2,3,4")
     parser.add_argument("--batch", dest="batch_sizes", help="logical batch sizes, e.g. 1,4,8")
     parser.add_argument("--kv", dest="kv_totals", help="total past KV tokens, e.g. 256,1024")
-    parser.add_argument("--reps", type=int, help="timed repetitions per point (after 1 warm-up)")
+    parser.add_argument(
+        "--reps", type=integer, help="timed repetitions per point (after 1 warm-up)"
+    )
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1 recommended)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=integer, default=1, help="torch threads (1 recommended)")
+    parser.add_argument("--seed", type=integer, default=0)
     parser.add_argument(
         "--dtype",
         default="float32",

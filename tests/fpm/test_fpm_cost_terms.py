@@ -18,6 +18,7 @@ from aisim.catalogue._costs import ALLREDUCE_CURVE
 from aisim.config import best_available
 from aisim.fpm import ForwardPassMetrics, SelectedModel
 from aisim.fpm._roofline_ops import interpolate_latency
+from qualification.cases._drafts import draft_config
 
 WEIGHT_BYTES_PER_S = 3.35e12 * 0.78
 KV_BYTES_PER_S = 3.35e12 * 0.57
@@ -28,17 +29,7 @@ HEAD = 151936 * 4096
 KERNELS_PER_PASS = 36 * 10 + 2  # 7 per attention block + 3 per dense MLP, final norm + head
 KV_BYTES_PER_TOKEN = 36 * 2 * 8 * 128 * 2
 
-EAGLE3_QWEN3_8B = {
-    "model_type": "qwen3",
-    "hidden_size": 4096,
-    "intermediate_size": 12288,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "vocab_size": 151936,
-    "draft_vocab_size": 32000,
-}
+EAGLE3_QWEN3_8B = draft_config("eagle3_qwen3_8b")
 
 
 def _default(speculation: Any = None, **extra: Any) -> SelectedModel:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from aisim.config import best_available
 from aisim.errors import ConfigError, UnsupportedQuery
 from aisim.fpm import ForwardPassMetrics, SelectedModel
+from qualification.cases._drafts import draft_config
 
 H100_BYTES_PER_S = 3.35e12 * 0.8
 H100_GEMM_FLOPS = 989e12 * 0.7
@@ -112,17 +113,8 @@ def test_mtp_depth_3_costs_39_over_36_of_the_width_4_verification() -> None:
     assert round(scale["mtp_compute_scale"], 4) == 1.0833  # published for nextn 3, L 36
 
 
-EAGLE3_DRAFT = {
-    "model_type": "llama",
-    "hidden_size": 4096,
-    "intermediate_size": 14336,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "vocab_size": 128256,
-    "draft_vocab_size": 32000,
-    "torch_dtype": "bfloat16",
-}
+# bfloat16 is the default torch_dtype, as in the published config.
+EAGLE3_DRAFT = draft_config("eagle3_llama_3.1_8b")
 # Fused-feature projection 3H -> H, one Llama layer (q/o, k/v, SwiGLU, 2 norms), 32k-vocab head.
 EAGLE3_STEP_WEIGHTS = (
     3 * 4096 * 4096

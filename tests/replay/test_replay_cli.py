@@ -121,3 +121,18 @@ def test_the_core_run_takes_a_plan_and_points_configs_to_the_edge() -> None:
         aisim.replay.run(CONFIG)  # type: ignore[arg-type]
     plan, description = build_plan(CONFIG)
     assert aisim.replay.run(plan, description).summary == run_replay(CONFIG).summary
+
+
+def test_the_result_is_read_only_and_to_dict_is_summary_json(tmp_path: Path) -> None:
+    result = run_replay(CONFIG)
+    with pytest.raises(AttributeError):
+        result.summary = {}  # type: ignore[misc]
+    result.summary["completed_requests"] = -1
+    result.columns["prompt_tokens"].append(7)
+    assert result.summary["completed_requests"] == 1
+    assert len(result.columns["prompt_tokens"]) == 1
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(CONFIG))
+    assert main(["replay", str(config), "--out", str(tmp_path / "out"), "--no-progress"]) == 0
+    written = (tmp_path / "out" / "summary.json").read_text(encoding="utf-8")
+    assert written == json.dumps(result.to_dict(), sort_keys=True, indent=2) + "\n"

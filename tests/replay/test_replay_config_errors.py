@@ -10,6 +10,7 @@ import pytest
 
 from aisim import ConfigError
 from aisim.config import run_replay
+from qualification.cases._drafts import draft_config
 
 BASE: dict[str, Any] = {
     "traffic": {
@@ -112,14 +113,7 @@ CASES = [
             {
                 "kind": "eagle3",
                 "params": {"tree_shape": [2, 1]},
-                "draft_config": {
-                    "hidden_size": 4096,
-                    "num_attention_heads": 32,
-                    "num_key_value_heads": 8,
-                    "num_hidden_layers": 1,
-                    "intermediate_size": 12288,
-                    "vocab_size": 151936,
-                },
+                "draft_config": draft_config("eagle3_qwen3_8b"),
                 "expected_accepted_tokens": 1,
             },
         ),

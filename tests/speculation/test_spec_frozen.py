@@ -7,19 +7,12 @@ import pytest
 
 from aisim import resolve_speculation
 from aisim.config import SpeculationConfig, validate
+from qualification.cases._drafts import draft_config
 
 EAGLE = {
     "kind": "eagle3",
     "params": {"num_speculative_tokens": 2},
-    "draft_config": {
-        "hidden_size": 4096,
-        "num_hidden_layers": 1,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "intermediate_size": 14336,
-        "vocab_size": 128256,
-        "model_type": "llama",
-    },
+    "draft_config": draft_config("eagle3_llama_3.1_8b"),
     "acceptance_rate": 0.5,
 }
 
