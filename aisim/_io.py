@@ -12,10 +12,12 @@ dropped value or an exponential blow-up further down.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -208,6 +210,34 @@ def parse_yaml_text(text: str, source: str) -> Any:
     from aisim._yaml import load_yaml
 
     return load_yaml(text, source)
+
+
+def read_verified_bytes(
+    data_file: Path, sidecar: Mapping[str, Any], *, require_size: bool = False
+) -> bytes:
+    """The bytes of ``data_file`` after the one integrity check every recorded table gets: its
+    size (``sidecar["bytes"]``, when given or ``require_size``) and SHA-256 (``sidecar["sha256"]``)
+    match the sidecar. ``DataIntegrityError`` naming the file otherwise."""
+    where = repr(str(data_file))
+    try:
+        data = data_file.read_bytes()
+    except FileNotFoundError:
+        raise DataIntegrityError(f"{where}: data file is missing") from None
+    except OSError as exc:
+        raise DataIntegrityError(f"{where}: cannot read: {exc}") from None
+    size = sidecar.get("bytes")
+    if (size is not None or require_size) and size != len(data):
+        raise DataIntegrityError(
+            f"{where}: {len(data)} bytes, sidecar says {size!r}: the file was truncated or "
+            "modified after it was written; restore or re-record it"
+        )
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != sidecar.get("sha256"):
+        raise DataIntegrityError(
+            f"{where}: SHA-256 {digest} does not match the sidecar's {sidecar.get('sha256')!r}: "
+            "the file was modified or truncated after it was written; restore or re-record it"
+        )
+    return data
 
 
 def read_sidecar_object(data_file: Path, sidecar: Path, *, missing_reason: str) -> dict[str, Any]:

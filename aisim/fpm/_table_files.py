@@ -37,6 +37,7 @@ from aisim._io import (
     canonical_json,
     check_path_text,
     read_sidecar_object,
+    read_verified_bytes,
 )
 from aisim.errors import ConfigError, DataIntegrityError
 from aisim.fpm._interpolate import check_identity, read_points
@@ -218,24 +219,7 @@ def verified_columns(
     """``columns`` of ``data_file`` after the size, SHA-256 and row-count checks against its
     (already read) sidecar; ``DataIntegrityError`` naming the file on any mismatch."""
     where = repr(str(data_file))
-    try:
-        data = data_file.read_bytes()
-    except FileNotFoundError:
-        raise DataIntegrityError(f"{where}: data file is missing") from None
-    except OSError as exc:
-        raise DataIntegrityError(f"{where}: cannot read: {exc}") from None
-    size = sidecar.get("bytes")
-    if size is not None and size != len(data):
-        raise DataIntegrityError(
-            f"{where}: {len(data)} bytes, sidecar says {size!r}: the file was truncated or "
-            "modified after it was written; restore or re-record it"
-        )
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != sidecar["sha256"]:
-        raise DataIntegrityError(
-            f"{where}: SHA-256 {digest} does not match the sidecar's {sidecar['sha256']}: the "
-            "file was modified or truncated after it was written; restore or re-record it"
-        )
+    data = read_verified_bytes(data_file, sidecar)
     if data_file.suffix == ".csv":
         table = _csv_columns(data, where, columns)
     elif data_file.suffix == ".parquet":

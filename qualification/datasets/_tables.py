@@ -25,6 +25,7 @@ from aisim._io import (
     atomic_write_text,
     canonical_json,
     read_sidecar_object,
+    read_verified_bytes,
 )
 from aisim.errors import DataIntegrityError
 from qualification.datasets._schema import SCHEMAS, SIDECAR_SUFFIX, Column, TableSchema
@@ -141,23 +142,7 @@ def read_table(data_file: Path, expected: TableSchema) -> tuple[pd.DataFrame, di
         raise DataIntegrityError(
             f"{where}: sidecar describes {sidecar.get('data_file')!r}, not {data_file.name!r}"
         )
-    try:
-        data = data_file.read_bytes()
-    except FileNotFoundError:
-        raise DataIntegrityError(f"{where}: data file is missing") from None
-    except OSError as exc:
-        raise DataIntegrityError(f"{where}: cannot read: {exc}") from None
-    if sidecar.get("bytes") != len(data):
-        raise DataIntegrityError(
-            f"{where}: size {len(data)} bytes, sidecar says {sidecar.get('bytes')!r}: "
-            "the file was truncated or modified after recording; restore or re-record it"
-        )
-    actual = sha256_bytes(data)
-    if sidecar.get("sha256") != actual:
-        raise DataIntegrityError(
-            f"{where}: SHA-256 {actual} does not match the sidecar's {sidecar.get('sha256')!r}: "
-            "the file was modified after recording; restore or re-record it"
-        )
+    data = read_verified_bytes(data_file, sidecar, require_size=True)
     try:
         # Single-threaded: pyarrow's threaded reader can outlive the interpreter and abort at exit.
         table = pq.read_table(pa.BufferReader(data), use_threads=False, pre_buffer=False)
