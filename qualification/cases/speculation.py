@@ -1,7 +1,8 @@
 """Speculation suite: resolution of every kind (valid params, defaults, normalization), the
 gates, legacy spellings and their canonical equivalents, acceptance inputs, replay depth, and
-every error case (the golden is the error class and message). The rows are in
-``_speculation_rows``.
+every error case (the golden is the error class and message). The rows are data:
+``speculation_cases.json``, one case per line; ``{"$draft": "NAME"}`` stands for the draft
+config ``qualification.cases._drafts.NAME``.
 
 Inputs are ``{"op": "resolve", "mapping": ...}`` (or ``"yaml"``: YAML text, for inputs JSON cannot
 hold such as non-string keys and NaN), optional ``model``/``backend``/``role``/
@@ -10,14 +11,34 @@ hold such as non-string keys and NaN), optional ``model``/``backend``/``role``/
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from aisim._io import parse_yaml_text
 from aisim.config import resolve_speculation
 from aisim.errors import AisimError
-from qualification.cases._speculation_rows import all_rows
+from qualification.cases import _drafts
 from qualification.cases._suite import Suite, make_cases
+
+CASES_FILE = Path(__file__).resolve().parent / "speculation_cases.json"
+
+
+def all_rows() -> list[tuple[str, dict[str, Any]]]:
+    """``(case id, inputs)`` in file order, draft references replaced by fresh copies."""
+    rows = json.loads(CASES_FILE.read_text(encoding="utf-8"))
+    return [(row["case"], _with_drafts(row["inputs"])) for row in rows]
+
+
+def _with_drafts(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"$draft"}:
+            return dict(getattr(_drafts, value["$draft"]))
+        return {key: _with_drafts(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_with_drafts(item) for item in value]
+    return value
 
 
 def _resolve_inputs(inputs: Mapping[str, Any], key: str = "mapping") -> Any:
