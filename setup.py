@@ -35,9 +35,11 @@ NOT_COMPILED: list[str] = [
     "aisim/speculation/_engine_series.py",
     "aisim/speculation/_engine_sglang.py",
     "aisim/speculation/_engine_vllm.py",
-    # replay: run() reads files and builds pandas frames; the summary uses numpy percentiles.
+    # replay: run() reads files and builds pandas frames; the summary uses numpy percentiles;
+    # the parquet streams write files.
     "aisim/replay/_run.py",
     "aisim/replay/_summary.py",
+    "aisim/replay/_parquet.py",
 ]
 
 

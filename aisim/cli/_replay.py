@@ -1,10 +1,11 @@
 """``aisim replay CONFIG --out DIR``: run a replay and write ``summary.json`` and
-``requests.parquet`` atomically (docs/replay.md)."""
+``requests.parquet`` (plus ``tokens.parquet`` with ``--per-token``) atomically (docs/replay.md).
+The parquet files are streamed to temp files while the replay runs and renamed at the end; a
+failed run leaves none of them behind."""
 
 from __future__ import annotations
 
 import argparse
-import io
 import math
 import sys
 from collections.abc import Callable, Iterator
@@ -13,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from aisim._io import (
-    atomic_write_bytes,
     atomic_write_text,
     canonical_json,
     check_path_text,
@@ -32,8 +32,8 @@ def register(commands: Any) -> None:
         help="replay traffic through a simulated vLLM-/SGLang-like deployment",
         description=(
             "Run the discrete-event replay of CONFIG (YAML or JSON, docs/replay.md) and write "
-            "DIR/summary.json and DIR/requests.parquet. Existing files are kept unless "
-            "--overwrite is given."
+            "DIR/summary.json and DIR/requests.parquet (and DIR/tokens.parquet with "
+            "--per-token). Existing files are kept unless --overwrite is given."
         ),
     )
     parser.add_argument("config", metavar="CONFIG", help="replay config file (YAML or JSON)")
@@ -41,12 +41,18 @@ def register(commands: Any) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    parser.add_argument(
+        "--per-token",
+        action="store_true",
+        help="also write DIR/tokens.parquet: every emission event (request_id, time_ms, tokens)",
+    )
     parser.set_defaults(handler=replay_command)
 
 
 def replay_command(args: argparse.Namespace) -> int:
     """Handler of ``aisim replay``; user errors raise ``ConfigError``."""
     from aisim.config import run_replay
+    from aisim.replay._parquet import RequestsParquet, TokensParquet
 
     check_path_text(args.config, "CONFIG")
     out = check_path_text(args.out, "--out")
@@ -54,18 +60,44 @@ def replay_command(args: argparse.Namespace) -> int:
         raise ConfigError(f"--out {str(out)!r}: exists and is not a folder")
     summary_path = check_writable(out / "summary.json", args.overwrite)
     requests_path = check_writable(out / "requests.parquet", args.overwrite)
+    tokens_path = out / "tokens.parquet"
+    if args.per_token:
+        check_writable(tokens_path, args.overwrite)
     show = not args.no_progress and sys.stderr.isatty()
-    with _progress(show) as callback:
-        result = run_replay(args.config, progress=callback, progress_every=PROGRESS_EVERY_EVENTS)
-    summary_text = _summary_json(result.to_dict())
-    buffer = io.BytesIO()
-    _write_parquet(result.columns, buffer)
-    atomic_write_bytes(requests_path, buffer.getvalue(), overwrite=args.overwrite)
+    created = not out.exists()
+    requests_stream = RequestsParquet(requests_path)
+    tokens_stream = TokensParquet(tokens_path)
+    try:
+        with _progress(show) as callback:
+            result = run_replay(
+                args.config,
+                progress=callback,
+                progress_every=PROGRESS_EVERY_EVENTS,
+                per_token=True if args.per_token else None,
+                request_sink=requests_stream.sink,
+                token_sink=tokens_stream.sink,
+            )
+        summary_text = _summary_json(result.to_dict())
+        # simulation.per_token in the config asks for the events too.
+        wants_tokens = args.per_token or tokens_stream.rows > 0
+        if wants_tokens:
+            check_writable(tokens_path, args.overwrite)
+        requests_stream.commit(args.overwrite)
+        if wants_tokens:
+            tokens_stream.commit(args.overwrite)
+    except BaseException:
+        requests_stream.discard()
+        tokens_stream.discard()
+        if created and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
+        raise
+    tokens_stream.discard()
     atomic_write_text(summary_path, summary_text, overwrite=args.overwrite)
     if args.json:
         sys.stdout.write(summary_text)
     else:
-        sys.stdout.write(render_text(result.summary, summary_path, requests_path))
+        written = [requests_path, tokens_path] if wants_tokens else [requests_path]
+        sys.stdout.write(render_text(result.summary, summary_path, *written))
     return 0
 
 
@@ -84,14 +116,6 @@ def _summary_json(summary: dict[str, Any]) -> str:
         raise SimulationError(
             f"summary: {', '.join(bad) or 'a figure'} is not finite; nothing was written"
         ) from None
-
-
-def _write_parquet(columns: dict[str, list[Any]], buffer: io.BytesIO) -> None:
-    """One row per request, written by pyarrow directly (the base install has no pandas)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    pq.write_table(pa.Table.from_pydict(columns), buffer)
 
 
 @contextmanager
@@ -125,7 +149,7 @@ def _progress(show: bool) -> Iterator[Callable[[int, int, float], None] | None]:
         yield update
 
 
-def render_text(summary: dict[str, Any], summary_path: Path, requests_path: Path) -> str:
+def render_text(summary: dict[str, Any], summary_path: Path, *outputs: Path) -> str:
     """The headline figures of a summary."""
 
     def ms(key: str) -> str:
@@ -148,5 +172,12 @@ def render_text(summary: dict[str, Any], summary_path: Path, requests_path: Path
         )
     for reason, count in sorted(summary["not_completed_reasons"].items()):
         lines.append(f"not completed ({count}): {reason}")
-    lines.append(f"wrote {summary_path} and {requests_path}")
+    if "latency_percentiles" in summary:
+        sketch = summary["latency_percentiles"]
+        lines.append(
+            f"percentiles of {', '.join(sketch['sketched'])}: from a sketch, within "
+            f"{sketch['relative_accuracy']:.1%} of exact (over {sketch['exact_limit']} samples)"
+        )
+    paths = [str(summary_path), *(str(path) for path in outputs)]
+    lines.append(f"wrote {', '.join(paths[:-1])} and {paths[-1]}")
     return "\n".join(lines) + "\n"

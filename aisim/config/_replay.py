@@ -109,11 +109,17 @@ def build_plan(config: object, base_dir: Path | None = None) -> tuple[ReplayPlan
     transfer_ms_per_token, transfer_latency_ms = transfer_price(
         engine.get("kv_transfer"), context, workers
     )
-    horizon_ms = _simulation(root.get("simulation"))
+    horizon_ms, per_token = _simulation(root.get("simulation"))
     total_tokens = sum(request.prompt_tokens + request.output_tokens for request in requests)
     max_events = 20 * total_tokens + 100 * len(requests) + 10_000
     plan = ReplayPlan(
-        requests, workers, transfer_ms_per_token, transfer_latency_ms, horizon_ms, max_events
+        requests,
+        workers,
+        transfer_ms_per_token,
+        transfer_latency_ms,
+        horizon_ms,
+        max_events,
+        per_token,
     )
     description = {
         "backend": context.backend,
@@ -317,10 +323,12 @@ def _speculation_mapping(resolved: Any) -> dict[str, Any]:
     return mapping
 
 
-def _simulation(raw: object) -> float:
+def _simulation(raw: object) -> tuple[float, bool]:
+    """``(horizon_ms, per_token)``: ``horizon_ms`` -1 when absent (run to completion)."""
     block = as_mapping(raw if raw is not None else {}, "simulation")
-    reject_unknown(block, ("horizon_ms",), "simulation")
+    reject_unknown(block, ("horizon_ms", "per_token"), "simulation")
     horizon = -1.0
     if block.get("horizon_ms") is not None:
         horizon = as_float(block["horizon_ms"], "simulation.horizon_ms", 0.0, MAX_TIME_MS)
-    return horizon
+    per_token = as_bool(block.get("per_token", False), "simulation.per_token")
+    return horizon, per_token

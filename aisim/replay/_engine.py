@@ -14,8 +14,9 @@ from typing import Final
 
 from aisim.errors import SimulationError
 from aisim.replay._metrics import Recorder
+from aisim.replay._outcome import CHUNK_ROWS, RequestLog, RequestRecord, RequestSink, TokenSink
 from aisim.replay._plan import ReplayPlan
-from aisim.replay._request import PHASE_DONE, PHASE_FAILED, PHASE_PENDING, SimRequest
+from aisim.replay._request import PHASE_DONE, PHASE_FAILED, SimRequest
 from aisim.replay._rng import RandomStream
 from aisim.replay._worker import Worker
 
@@ -28,17 +29,17 @@ ProgressCallback = Callable[[int, int, float], None]
 
 
 class SimulationResult:
-    """Raw outcome: every request's final state plus run-wide counters."""
+    """Raw outcome: the request log (records and aggregates) plus run-wide counters."""
 
     def __init__(
         self,
-        requests: list[SimRequest],
+        log: RequestLog,
         recorder: Recorder,
         workers: list[Worker],
         end_ms: float,
         events: int,
     ) -> None:
-        self.requests = requests
+        self.log = log
         self.recorder = recorder
         self.workers = workers
         self.end_ms = end_ms
@@ -46,13 +47,24 @@ class SimulationResult:
 
 
 class Simulation:
-    """One run of a ``ReplayPlan``. Call ``run()`` once."""
+    """One run of a ``ReplayPlan``. Call ``run()`` once.
+
+    Requests exist as ``SimRequest`` only from their arrival until they finish (then their
+    ``RequestRecord`` goes to the log, to ``request_sink`` in chunks when one is given), and
+    arrivals enter the event heap one at a time in (arrival, traffic order), so the state held
+    is O(in-flight requests). ``per_token`` keeps every emission event (``token_sink``). Sinks
+    are called with ``chunk_rows`` rows at a time (the last chunk may be shorter).
+    """
 
     def __init__(
         self,
         plan: ReplayPlan,
         progress: ProgressCallback | None = None,
         progress_every: int = 50000,
+        request_sink: RequestSink | None = None,
+        token_sink: TokenSink | None = None,
+        per_token: bool = False,
+        chunk_rows: int = CHUNK_ROWS,
     ) -> None:
         self.plan = plan
         self.progress = progress
@@ -60,18 +72,39 @@ class Simulation:
         max_draft = 0
         for worker_plan in plan.workers:
             max_draft = max(max_draft, worker_plan.speculation.draft_length)
-        self.recorder = Recorder(max_draft)
+        self.recorder = Recorder(max_draft, per_token, token_sink, chunk_rows)
+        self.log = RequestLog(request_sink, chunk_rows)
         self.workers = [Worker(i, w, self.recorder) for i, w in enumerate(plan.workers)]
         decode_plan = plan.workers[-1].speculation
-        self.requests: list[SimRequest] = []
-        for spec in plan.requests:
-            rng = RandomStream(decode_plan.seed, spec.index) if decode_plan.enabled else None
-            self.requests.append(SimRequest(spec, rng))
-        for request in self.requests:
-            for parent in request.spec.wait_for:
-                self.requests[parent].dependents.append(request.index)
+        self._sd_seed = decode_plan.seed if decode_plan.enabled else -1
+        specs = plan.requests
+        # Live requests (arrived, not finished) by index.
+        self.requests: dict[int, SimRequest] = {}
+        # Agentic graphs: children of each parent, and how many parents each child waits for.
+        self._children: dict[int, list[int]] = {}
+        self._waiting_on: dict[int, int] = {}
+        roots_sorted = True
+        last_root_ms = -1.0
+        for spec in specs:
+            if spec.wait_for:
+                self._waiting_on[spec.index] = len(spec.wait_for)
+                for parent in spec.wait_for:
+                    self._children.setdefault(parent, []).append(spec.index)
+            else:
+                if spec.arrival_ms < last_root_ms:
+                    roots_sorted = False
+                last_root_ms = spec.arrival_ms
+        # Roots in (arrival, traffic order); None: traffic order already is (no list kept).
+        self._root_order: list[int] | None = None
+        if not roots_sorted:
+            order = [spec.index for spec in specs if not spec.wait_for]
+            order.sort(key=lambda index: (specs[index].arrival_ms, index))
+            self._root_order = order
+        self._root_cursor = 0
         self._heap: list[tuple[float, int, int, int, int]] = []
-        self._sequence = 0
+        # Root arrivals take sequence index + 1 and every other event a later one, so events
+        # pop in the order they did when every root arrival was pushed up front.
+        self._sequence = len(specs)
         self.now_ms = 0.0
         self._ran = False
 
@@ -79,9 +112,7 @@ class Simulation:
         if self._ran:
             raise SimulationError("a Simulation runs once; build a new one to run again")
         self._ran = True
-        for request in self.requests:
-            if request.pending_dependencies == 0:
-                self._push(request.spec.arrival_ms, EVENT_ARRIVAL, request.index)
+        self._push_next_root()
         horizon = self.plan.horizon_ms
         limit = self.plan.max_events
         events = 0
@@ -110,9 +141,45 @@ class Simulation:
             if self.progress is not None and events % self.progress_every == 0:
                 self.progress(events, self.recorder.completed, self.now_ms)
         self._label_unfinished(horizon)
+        self.log.close()
+        self.recorder.flush_tokens()
         if self.progress is not None:
             self.progress(events, self.recorder.completed, self.now_ms)
-        return SimulationResult(self.requests, self.recorder, self.workers, last_ms, events)
+        return SimulationResult(self.log, self.recorder, self.workers, last_ms, events)
+
+    def _push_next_root(self) -> None:
+        """Push the next root arrival (in (arrival, traffic order)), if any is left."""
+        specs = self.plan.requests
+        order = self._root_order
+        if order is not None:
+            if self._root_cursor < len(order):
+                index = order[self._root_cursor]
+                self._root_cursor += 1
+                self._push_root(index)
+            return
+        while self._root_cursor < len(specs):
+            spec = specs[self._root_cursor]
+            self._root_cursor += 1
+            if not spec.wait_for:
+                self._push_root(spec.index)
+                return
+
+    def _push_root(self, index: int) -> None:
+        arrival_ms = self.plan.requests[index].arrival_ms
+        heapq.heappush(self._heap, (arrival_ms, EVENT_ARRIVAL, index + 1, EVENT_ARRIVAL, index))
+
+    def _new_request(self, index: int) -> SimRequest:
+        seed = self._sd_seed
+        rng = RandomStream(seed, index) if seed >= 0 else None
+        request = SimRequest(self.plan.requests[index], rng)
+        self.requests[index] = request
+        return request
+
+    def _retire(self, request: SimRequest) -> None:
+        """``request`` finished: its record goes to the log, its state is dropped."""
+        self.log.add(RequestRecord(request))
+        request.retire()
+        del self.requests[request.index]
 
     # -- events ----------------------------------------------------------------------------------
 
@@ -121,7 +188,9 @@ class Simulation:
         heapq.heappush(self._heap, (time_ms, kind, self._sequence, kind, target))
 
     def _arrival(self, index: int) -> None:
-        request = self.requests[index]
+        if not self.plan.requests[index].wait_for:
+            self._push_next_root()
+        request = self._new_request(index)
         request.arrival_ms = self.now_ms
         worker = self.workers[0]
         worker.route(request)
@@ -146,6 +215,7 @@ class Simulation:
             )
         for request in worker.take_finished_in_plan():
             self._release_dependents(request)
+            self._retire(request)
         if duration >= 0.0:
             worker.busy = True
             self.recorder.passes += 1
@@ -159,6 +229,7 @@ class Simulation:
         worker.complete_pass(self.now_ms, finished, handoff)
         for request in finished:
             self._release_dependents(request)
+            self._retire(request)
         decode = self.workers[-1]
         for request in handoff:
             request.hand_off()
@@ -198,20 +269,32 @@ class Simulation:
         self._schedule_wake(decode)
 
     def _release_dependents(self, request: SimRequest) -> None:
-        for child_index in request.dependents:
-            child = self.requests[child_index]
-            child.pending_dependencies -= 1
-            if child.pending_dependencies == 0:
-                self._push(self.now_ms + child.spec.delay_ms, EVENT_ARRIVAL, child_index)
+        for child_index in self._children.get(request.index, []):
+            remaining = self._waiting_on[child_index] - 1
+            self._waiting_on[child_index] = remaining
+            if remaining == 0:
+                delay_ms = self.plan.requests[child_index].delay_ms
+                self._push(self.now_ms + delay_ms, EVENT_ARRIVAL, child_index)
 
     def _label_unfinished(self, horizon: float) -> None:
-        for request in self.requests:
-            if request.phase == PHASE_DONE:
-                continue
-            if request.phase == PHASE_PENDING and request.pending_dependencies > 0:
-                request.reason = "a request it waits for did not complete"
+        """Record every request that did not finish, in traffic order: live ones, and those
+        that never arrived (waiting for a parent, or released after the horizon)."""
+        for spec in self.plan.requests:
+            index = spec.index
+            request = self.requests.get(index)
+            if request is None:
+                if self.log.has_record(index):
+                    continue
+                request = SimRequest(spec, None)
+                if self._waiting_on.get(index, 0) > 0:
+                    request.reason = "a request it waits for did not complete"
+            assert request.phase != PHASE_DONE, "finished requests are retired"
+            if request.reason:
+                pass  # waiting for a parent
             elif horizon >= 0.0:
                 request.reason = f"not finished by simulation.horizon_ms ({horizon!r} ms)"
             else:
                 request.reason = "the simulation ended before it finished"
             request.phase = PHASE_FAILED
+            self.log.add(RequestRecord(request))
+        self.requests = {}

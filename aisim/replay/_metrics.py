@@ -1,15 +1,28 @@
-"""What a simulation records beyond per-request state: ITL samples, SD histogram, counters."""
+"""What a simulation records beyond per-request state: ITL samples, SD histogram, counters, and
+(when asked) every emission event."""
 
 from __future__ import annotations
 
+from aisim.replay._outcome import CHUNK_ROWS, TokenSink
 from aisim.replay._request import SimRequest
+from aisim.replay._sketch import Distribution
 
 
 class Recorder:
-    """Shared by every rank of one simulation (never global: each run owns its own)."""
+    """Shared by every rank of one simulation (never global: each run owns its own).
 
-    def __init__(self, max_draft_length: int) -> None:
-        self.itl_ms: list[float] = []
+    ``per_token``: keep one entry per emission event (request index, time, tokens), handed to
+    ``token_sink`` in chunks when one is given, else kept in ``token_*``.
+    """
+
+    def __init__(
+        self,
+        max_draft_length: int,
+        per_token: bool = False,
+        token_sink: TokenSink | None = None,
+        chunk_rows: int = CHUNK_ROWS,
+    ) -> None:
+        self.itl = Distribution()
         # accepted_histogram[k] = SD rounds that accepted k drafts (bonus token excluded).
         self.accepted_histogram: list[int] = [0] * (max_draft_length + 1)
         self.passes = 0
@@ -18,18 +31,29 @@ class Recorder:
         # Preemptions (vLLM) and retractions (SGLang) that a plain decode step (one slot, no SD
         # lookahead) would not have needed: caused by the SD reservation.
         self.sd_preemptions = 0
+        self.per_token = per_token
+        self.token_sink = token_sink
+        self.chunk_rows = chunk_rows if chunk_rows > 0 else CHUNK_ROWS
+        self.token_request: list[int] = []
+        self.token_time_ms: list[float] = []
+        self.token_count: list[int] = []
 
     def emit(self, request: SimRequest, count: int, now_ms: float) -> None:
         """``request`` emits ``count`` tokens at ``now_ms`` (one emission event)."""
         if request.emitted == 0:
             request.first_token_ms = now_ms
         else:
-            self.itl_ms.append(now_ms - request.last_token_ms)
+            gap = now_ms - request.last_token_ms
+            self.itl.add(gap)
+            if gap > request.max_itl_ms:
+                request.max_itl_ms = gap
         if request.emitted < 2 <= request.emitted + count:
             request.second_token_ms = now_ms
         request.emitted += count
         request.last_token_ms = now_ms
         request.emissions += 1
+        if self.per_token:
+            self._token(request, count, now_ms)
 
     def emit_unseen(self, request: SimRequest) -> None:
         """A P/D prefill pool sampled ``request``'s first token; the client sees it only when
@@ -41,3 +65,21 @@ class Recorder:
         request.first_token_ms = now_ms
         request.last_token_ms = now_ms
         request.emissions += 1
+        if self.per_token:
+            self._token(request, 1, now_ms)
+
+    def flush_tokens(self) -> None:
+        """Hand the kept emission events to the token sink (if any)."""
+        sink = self.token_sink
+        if sink is not None and self.token_request:
+            sink(self.token_request, self.token_time_ms, self.token_count)
+            self.token_request = []
+            self.token_time_ms = []
+            self.token_count = []
+
+    def _token(self, request: SimRequest, count: int, now_ms: float) -> None:
+        self.token_request.append(request.index)
+        self.token_time_ms.append(now_ms)
+        self.token_count.append(count)
+        if self.token_sink is not None and len(self.token_request) >= self.chunk_rows:
+            self.flush_tokens()

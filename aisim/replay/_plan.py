@@ -159,7 +159,8 @@ class ReplayPlan:
     """Everything a simulation needs. ``workers`` is ``[aggregated]`` or ``[prefill, decode]``.
 
     ``transfer_ms_per_token`` and ``transfer_latency_ms`` price the P/D KV hand-off;
-    ``horizon_ms < 0`` means run to completion; ``max_events`` bounds the event loop.
+    ``horizon_ms < 0`` means run to completion; ``max_events`` bounds the event loop;
+    ``per_token`` asks for every emission event (an output option: it never changes results).
     """
 
     requests: list[RequestSpec]
@@ -168,3 +169,4 @@ class ReplayPlan:
     transfer_latency_ms: float
     horizon_ms: float
     max_events: int
+    per_token: bool

@@ -70,8 +70,18 @@ class SimRequest:
         self.work_tokens = 0
         self.work_past_kv = 0
         self.emissions = 0
+        # Longest gap between two of its emission events (ms).
+        self.max_itl_ms = 0.0
         self._unit_keys: list[tuple[int, ...]] = []
         self._unit_tokens = 0
+
+    def retire(self) -> None:
+        """Drop the simulation state of a finished request (its record has been taken)."""
+        self._unit_keys = []
+        self.kv = KvHolding()
+        self.source_kv = self.kv
+        self.rng = None
+        self.dependents = []
 
     def hand_off(self) -> None:
         """Leave the prefill pool: its KV stays held there (``source_kv``) until the transfer

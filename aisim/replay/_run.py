@@ -11,11 +11,18 @@ from typing import TYPE_CHECKING, Any
 
 from aisim.errors import ConfigError
 from aisim.replay._engine import Simulation, SimulationResult
+from aisim.replay._outcome import RequestRecord
 from aisim.replay._plan import ReplayPlan
-from aisim.replay._summary import request_columns, summarize
+from aisim.replay._sketch import Distribution
+from aisim.replay._summary import distributions, request_columns, summarize
 
 if TYPE_CHECKING:
     import pandas as pd
+
+#: Takes finished requests' records in chunks, in traffic order.
+RequestSink = Callable[[list[RequestRecord]], None]
+#: Takes ``(request ids, times in ms, tokens)`` of emission events, in simulation order.
+TokenRows = Callable[[list[str], list[float], list[int]], None]
 
 
 class ReplayResult:
@@ -24,14 +31,37 @@ class ReplayResult:
     ``summary`` / ``to_dict()``: a JSON-ready dict (counts, duration, throughput, latency
     statistics, SD statistics, the resolved configuration), exactly what ``summary.json`` holds.
     ``columns``: one list per request field; ``requests``: the same as a pandas DataFrame (built
-    on first access, ``aisim[qualify]``). Each access hands out a copy, so changing it changes
-    nothing here.
+    on first access, ``aisim[qualify]``); both empty when the rows were streamed to a
+    ``request_sink``. Each access hands out a copy, so changing it changes nothing here.
+    ``tokens``: with ``per_token`` and no ``token_sink``, one list per column of the emission
+    events (``request_id``, ``time_ms``, ``tokens``), else None. ``distributions``: the
+    run-wide latency samples by statistic (``ttft``, ``time_to_second_token``, ``tpot``,
+    ``e2e_latency``, ``itl``); ``distributions[name].to_sketch()`` is a mergeable
+    ``QuantileSketch`` (to combine runs, e.g. the points of a sweep).
     """
 
-    def __init__(self, summary: dict[str, Any], columns: dict[str, list[Any]]) -> None:
+    def __init__(
+        self,
+        summary: dict[str, Any],
+        columns: dict[str, list[Any]],
+        tokens: dict[str, list[Any]] | None = None,
+        distributions: dict[str, Distribution] | None = None,
+    ) -> None:
         self._summary = summary
         self._columns = columns
+        self._tokens = tokens
+        self._distributions = distributions if distributions is not None else {}
         self._frame: pd.DataFrame | None = None
+
+    @property
+    def tokens(self) -> dict[str, list[Any]] | None:
+        if self._tokens is None:
+            return None
+        return {name: list(values) for name, values in self._tokens.items()}
+
+    @property
+    def distributions(self) -> dict[str, Distribution]:
+        return dict(self._distributions)
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -67,9 +97,17 @@ def run(
     *,
     progress: Callable[[int, int, float], None] | None = None,
     progress_every: int = 50000,
+    per_token: bool | None = None,
+    request_sink: RequestSink | None = None,
+    token_sink: TokenRows | None = None,
 ) -> ReplayResult:
     """Simulate a validated ``ReplayPlan``; ``description`` (the resolved configuration) goes
     into the summary as it is.
+
+    ``per_token`` (default: the plan's, ``simulation.per_token``) keeps every emission event.
+    ``request_sink`` / ``token_sink`` take the rows in chunks while the run goes (finished
+    requests in traffic order / emission events in simulation order) instead of keeping them,
+    so memory stays bounded; ``aisim replay`` writes them to parquet this way.
 
     A config (mapping or YAML/JSON file) is replayed by ``aisim.run_replay(config)``, which
     validates it at the config edge and builds the plan; this core entry point never reads
@@ -81,9 +119,28 @@ def run(
             f"aisim.replay.run takes a ReplayPlan, got {type(plan).__name__}; replay a config "
             "(a mapping or a YAML/JSON file) with aisim.run_replay(config)"
         )
-    result = _without_cyclic_gc(Simulation(plan, progress, progress_every))
-    columns = request_columns(result)
-    return ReplayResult(summarize(result, columns, description or {}), columns)
+    keep_tokens = plan.per_token if per_token is None else per_token
+    specs = plan.requests
+    kept: dict[str, list[Any]] | None = None
+    if keep_tokens and token_sink is None:
+        kept = {"request_id": [], "time_ms": [], "tokens": []}
+
+    def tokens(indices: list[int], times_ms: list[float], counts: list[int]) -> None:
+        ids = [specs[index].request_id for index in indices]
+        if token_sink is not None:
+            token_sink(ids, times_ms, counts)
+        elif kept is not None:
+            kept["request_id"].extend(ids)
+            kept["time_ms"].extend(times_ms)
+            kept["tokens"].extend(counts)
+
+    simulation = Simulation(
+        plan, progress, progress_every, request_sink, tokens if keep_tokens else None, keep_tokens
+    )
+    result = _without_cyclic_gc(simulation)
+    columns = request_columns(result.log.records)
+    summary = summarize(result, description or {})
+    return ReplayResult(summary, columns, kept, distributions(result))
 
 
 def _without_cyclic_gc(simulation: Simulation) -> SimulationResult:

@@ -3,126 +3,81 @@
 Definitions (milliseconds): TTFT = first token - arrival; time to second token = second token -
 first token; TPOT = (last token - first token) / (output tokens - 1), for outputs of 2+ tokens;
 E2E latency = last token - arrival; ITL = gap between consecutive emission events of a request
-(an SD round that emits several tokens is one emission). Percentiles interpolate linearly
-(numpy's default). Latency statistics cover completed requests; ITL covers every emission.
+(an SD round that emits several tokens is one emission). Latency statistics cover completed
+requests; ITL covers every emission. Percentiles are exact (numpy's default linear
+interpolation) while a statistic has at most ``EXACT_LIMIT`` samples, and beyond that come from
+a relative-error sketch (``aisim/replay/_sketch.py``); the summary then says so
+(``latency_percentiles``). Means are always exact sums over the samples.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from aisim.replay._engine import SimulationResult
-from aisim.replay._request import PHASE_DONE
+from aisim.replay._outcome import REQUEST_COLUMNS, RequestRecord
+from aisim.replay._sketch import EXACT_LIMIT, RELATIVE_ACCURACY, SKETCH_KIND, Distribution
 
 STATISTICS = (("mean", -1.0), ("median", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0))
 
 
-def request_columns(result: SimulationResult) -> dict[str, list[Any]]:
-    """One list per column, one entry per request in traffic order (NaN where undefined)."""
-    nan = math.nan
+def request_columns(records: list[RequestRecord]) -> dict[str, list[Any]]:
+    """One list per column of ``REQUEST_COLUMNS``, one entry per record, in the given order."""
     columns: dict[str, list[Any]] = {
-        name: []
-        for name in (
-            "request_id",
-            "status",
-            "reason",
-            "arrival_ms",
-            "first_token_ms",
-            "second_token_ms",
-            "last_token_ms",
-            "ttft_ms",
-            "time_to_second_token_ms",
-            "tpot_ms",
-            "e2e_latency_ms",
-            "prompt_tokens",
-            "output_tokens",
-            "emitted_tokens",
-            "cached_prompt_tokens",
-            "decode_rounds",
-            "sd_rounds",
-            "accepted_drafts",
-            "preemptions",
-        )
+        name: [getattr(record, name) for record in records]
+        for name in REQUEST_COLUMNS
+        if name != "status"
     }
-    for request in result.requests:
-        done = request.phase == PHASE_DONE
-        arrived = request.arrival_ms >= 0.0
-        first = request.first_token_ms if request.first_token_ms >= 0.0 else nan
-        second = request.second_token_ms if request.second_token_ms >= 0.0 else nan
-        last = request.last_token_ms if request.last_token_ms >= 0.0 else nan
-        columns["request_id"].append(request.spec.request_id)
-        columns["status"].append("completed" if done else "not_completed")
-        columns["reason"].append(request.reason)
-        columns["arrival_ms"].append(request.arrival_ms if arrived else nan)
-        columns["first_token_ms"].append(first)
-        columns["second_token_ms"].append(second)
-        columns["last_token_ms"].append(last)
-        columns["ttft_ms"].append(first - request.arrival_ms if arrived else nan)
-        columns["time_to_second_token_ms"].append(second - first)
-        tpot = nan
-        if done and request.output_tokens > 1:
-            tpot = (last - first) / (request.output_tokens - 1)
-        columns["tpot_ms"].append(tpot)
-        columns["e2e_latency_ms"].append(last - request.arrival_ms if done else nan)
-        columns["prompt_tokens"].append(request.prompt_tokens)
-        columns["output_tokens"].append(request.output_tokens)
-        columns["emitted_tokens"].append(request.emitted)
-        columns["cached_prompt_tokens"].append(request.cached_tokens)
-        columns["decode_rounds"].append(request.rounds)
-        columns["sd_rounds"].append(request.sd_rounds)
-        columns["accepted_drafts"].append(request.accepted_drafts)
-        columns["preemptions"].append(request.preemptions)
-    return columns
+    columns["status"] = ["completed" if record.completed else "not_completed" for record in records]
+    return {name: columns[name] for name in REQUEST_COLUMNS}
 
 
-def summarize(
-    result: SimulationResult, columns: dict[str, list[Any]], description: dict[str, Any]
-) -> dict[str, Any]:
+def distributions(result: SimulationResult) -> dict[str, Distribution]:
+    """The run-wide latency samples by statistic name (``ttft``, ``itl``, ...)."""
+    log = result.log
+    return {
+        "ttft": log.ttft,
+        "time_to_second_token": log.time_to_second_token,
+        "tpot": log.tpot,
+        "e2e_latency": log.e2e_latency,
+        "itl": result.recorder.itl,
+    }
+
+
+def summarize(result: SimulationResult, description: dict[str, Any]) -> dict[str, Any]:
     """The JSON-ready summary (docs/design.md#replay: outputs); ``None`` where a statistic has no samples."""
-    statuses = columns["status"]
-    done = [i for i, status in enumerate(statuses) if status == "completed"]
-    reasons: dict[str, int] = {}
-    for status, reason in zip(statuses, columns["reason"], strict=True):
-        if status != "completed":
-            reasons[reason] = reasons.get(reason, 0) + 1
-    arrivals = [value for value in columns["arrival_ms"] if not math.isnan(value)]
-    start = min(arrivals) if arrivals else 0.0
-    end = max((columns["last_token_ms"][i] for i in done), default=start)
+    log = result.log
+    start = log.start_ms if log.start_ms != float("inf") else 0.0
+    end = log.end_ms if log.completed else start
     duration_ms = end - start
-    output_tokens = sum(columns["output_tokens"][i] for i in done)
-    input_tokens = sum(columns["prompt_tokens"][i] for i in done)
     seconds = duration_ms / 1000.0
+    done = log.completed
     recorder = result.recorder
     summary: dict[str, Any] = {
-        "total_requests": len(statuses),
-        "completed_requests": len(done),
-        "not_completed_requests": len(statuses) - len(done),
-        "not_completed_reasons": reasons,
+        "total_requests": log.total,
+        "completed_requests": done,
+        "not_completed_requests": log.total - done,
+        "not_completed_reasons": dict(log.reasons),
         "duration_ms": duration_ms,
-        "total_input_tokens": input_tokens,
-        "total_output_tokens": output_tokens,
-        "request_throughput_rps": len(done) / seconds if seconds > 0 else 0.0,
-        "output_throughput_tok_s": output_tokens / seconds if seconds > 0 else 0.0,
-        "input_throughput_tok_s": input_tokens / seconds if seconds > 0 else 0.0,
+        "total_input_tokens": log.input_tokens,
+        "total_output_tokens": log.output_tokens,
+        "request_throughput_rps": done / seconds if seconds > 0 else 0.0,
+        "output_throughput_tok_s": log.output_tokens / seconds if seconds > 0 else 0.0,
+        "input_throughput_tok_s": log.input_tokens / seconds if seconds > 0 else 0.0,
     }
-    for name, column in (
-        ("ttft", "ttft_ms"),
-        ("time_to_second_token", "time_to_second_token_ms"),
-        ("tpot", "tpot_ms"),
-        ("e2e_latency", "e2e_latency_ms"),
-    ):
-        values = [columns[column][i] for i in done]
-        _statistics(summary, name, [value for value in values if not math.isnan(value)])
-    _statistics(summary, "itl", recorder.itl_ms)
+    sketched: list[str] = []
+    for name, distribution in distributions(result).items():
+        _statistics(summary, name, distribution)
+        if not distribution.exact:
+            sketched.append(name)
     histogram = recorder.accepted_histogram
     sd_rounds = sum(histogram)
     accepted = sum(count * k for k, count in enumerate(histogram))
     summary.update(
         {
-            "decode_rounds": sum(columns["decode_rounds"]),
+            "decode_rounds": log.decode_rounds,
             "sd_rounds": sd_rounds,
             "accepted_draft_tokens": accepted,
             "mean_acceptance_length": (sd_rounds + accepted) / sd_rounds if sd_rounds else None,
@@ -131,21 +86,36 @@ def summarize(
             "events": result.events,
             "preemptions": recorder.preemptions,
             "sd_reservation_preemptions": recorder.sd_preemptions,
-            "cached_prompt_tokens": sum(columns["cached_prompt_tokens"]),
+            "cached_prompt_tokens": log.cached_prompt_tokens,
             "kv_peak_used_blocks": [worker.peak_used_blocks() for worker in result.workers],
             "config": description,
         }
     )
+    if sketched:
+        # Only present when a sketch was used, so summaries of smaller runs are unchanged.
+        summary["latency_percentiles"] = {
+            "method": "sketch",
+            "sketch": SKETCH_KIND,
+            "relative_accuracy": RELATIVE_ACCURACY,
+            "exact_limit": EXACT_LIMIT,
+            "sketched": sketched,
+        }
     return summary
 
 
-def _statistics(summary: dict[str, Any], name: str, values: list[float]) -> None:
-    array = np.asarray(values, dtype=np.float64)
+def _statistics(summary: dict[str, Any], name: str, distribution: Distribution) -> None:
+    sketch = distribution.sketch
+    array = np.asarray(distribution.values, dtype=np.float64)
     for label, percentile in STATISTICS:
         key = f"{label}_{name}_ms"
-        if array.size == 0:
+        if distribution.count == 0:
             summary[key] = None
         elif percentile < 0:
-            summary[key] = float(np.mean(array))
-        else:
+            if sketch is None:
+                summary[key] = float(np.mean(array))
+            else:
+                summary[key] = distribution.total / distribution.count
+        elif sketch is None:
             summary[key] = float(np.percentile(array, percentile))
+        else:
+            summary[key] = sketch.quantile(percentile / 100.0)

@@ -150,7 +150,7 @@ def replay_run(run: ServedRun, table: StepTable) -> tuple[Any, EngineStepModel, 
     from aisim.replay._engine import Simulation
     from aisim.replay._pricing import PassPricer
     from aisim.replay._run import ReplayResult
-    from aisim.replay._summary import request_columns, summarize
+    from aisim.replay._summary import distributions, request_columns, summarize
 
     check_same_engine(run, table)
     config = replay_config(run, table)
@@ -160,5 +160,6 @@ def replay_run(run: ServedRun, table: StepTable) -> tuple[Any, EngineStepModel, 
     for worker in plan.workers:
         worker.pricer = PassPricer.from_model(model, ForwardPassMetrics, True)
     result = Simulation(plan, None, 50_000).run()
-    columns = request_columns(result)
-    return ReplayResult(summarize(result, columns, description), columns), model, config
+    columns = request_columns(result.log.records)
+    summary = summarize(result, description)
+    return ReplayResult(summary, columns, None, distributions(result)), model, config

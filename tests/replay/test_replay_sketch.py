@@ -1,0 +1,105 @@
+"""Run-wide percentiles beyond the exact buffer: the sketch stays within its stated relative
+error of numpy's exact percentiles, merges exactly, and the summary says when it was used."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aisim.replay._sketch import RELATIVE_ACCURACY, Distribution, QuantileSketch
+
+latencies = st.lists(
+    st.one_of(
+        st.floats(1e-3, 1e6, allow_nan=False, allow_infinity=False),
+        st.sampled_from([0.0, 5.0, 5.0, 12.5]),
+    ),
+    min_size=1,
+    max_size=400,
+)
+quantiles = st.sampled_from([0.0, 0.01, 0.5, 0.9, 0.95, 0.99, 1.0])
+
+
+@given(latencies, quantiles)
+def test_sketch_within_relative_error_of_exact(values: list[float], q: float) -> None:
+    sketch = QuantileSketch()
+    for value in values:
+        sketch.add(value)
+    exact = float(np.percentile(np.asarray(values), q * 100.0))
+    estimate = sketch.quantile(q)
+    assert abs(estimate - exact) <= RELATIVE_ACCURACY * exact + 1e-12 * max(values)
+
+
+@given(latencies, latencies)
+def test_merge_equals_one_sketch_of_both(left: list[float], right: list[float]) -> None:
+    a, b, both = QuantileSketch(), QuantileSketch(), QuantileSketch()
+    for value in left:
+        a.add(value)
+        both.add(value)
+    for value in right:
+        b.add(value)
+        both.add(value)
+    a.merge(b)
+    assert a.to_dict() == both.to_dict()
+    assert QuantileSketch.from_dict(a.to_dict()).to_dict() == a.to_dict()
+
+
+def test_distribution_switches_to_the_sketch_past_its_limit() -> None:
+    distribution = Distribution(exact_limit=100)
+    for i in range(100):
+        distribution.add(float(i + 1))
+    assert distribution.exact and len(distribution.values) == 100
+    distribution.add(101.0)
+    assert not distribution.exact and distribution.values == []
+    assert distribution.count == 101
+    assert distribution.total == 101 * 102 / 2  # exact sum of 1..101: the mean stays exact
+    sketch = distribution.to_sketch()
+    assert abs(sketch.quantile(0.5) - 51.0) <= RELATIVE_ACCURACY * 51.0
+    assert sketch.quantile(0.0) == 1.0 and sketch.quantile(1.0) == 101.0  # exact extremes
+
+
+def test_mismatched_accuracy_does_not_merge() -> None:
+    with pytest.raises(ValueError, match="cannot merge"):
+        QuantileSketch(0.01).merge(QuantileSketch(0.02))
+
+
+def test_summary_states_the_sketch_when_it_is_used() -> None:
+    from aisim.config._replay import build_plan
+    from aisim.replay._engine import Simulation
+    from aisim.replay._summary import summarize
+
+    requests = [{"timestamp": 10 * i, "input_length": 32, "output_length": 30} for i in range(20)]
+    document = {
+        "traffic": {"source": {"type": "agentic", "requests": requests}},
+        "engine": {
+            "workers": {
+                "aggregated": {
+                    "kv_cache": {"capacity": {"type": "fixed", "blocks": 400}},
+                    "timing": {"type": "fixed", "prefill_ms": 7.0, "decode_ms": 3.0},
+                }
+            }
+        },
+    }
+    plan, description = build_plan(document)
+    result = Simulation(plan).run()
+    exact = summarize(result, description)
+    assert "latency_percentiles" not in exact
+    itl = np.asarray(result.recorder.itl.values)
+    assert itl.size == 20 * 29
+    # The same run with the ITL samples forced through a sketch (a limit of 10 samples).
+    forced = Simulation(plan)
+    forced.recorder.itl.exact_limit = 10
+    sketched = summarize(forced.run(), description)
+    assert sketched["latency_percentiles"] == {
+        "method": "sketch",
+        "sketch": "ddsketch-logarithmic",
+        "relative_accuracy": RELATIVE_ACCURACY,
+        "exact_limit": 200_000,
+        "sketched": ["itl"],
+    }
+    for label, percentile in (("median", 50), ("p90", 90), ("p99", 99)):
+        reference = float(np.percentile(itl, percentile))
+        assert abs(sketched[f"{label}_itl_ms"] - reference) <= RELATIVE_ACCURACY * reference
+    assert sketched["mean_itl_ms"] == pytest.approx(exact["mean_itl_ms"], rel=1e-12)
+    assert sketched["p99_ttft_ms"] == exact["p99_ttft_ms"]  # TTFT stayed exact

@@ -1,0 +1,201 @@
+"""Streaming replay outputs: rows handed to sinks in chunks equal the in-memory rows, per-token
+events reproduce every latency the replay reports, and the state a run holds is O(in-flight)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import small_requests
+
+from aisim.cli import main
+from aisim.config import run_replay
+from aisim.config._replay import build_plan
+from aisim.replay._engine import Simulation
+from aisim.replay._outcome import REQUEST_COLUMNS, RequestRecord
+from aisim.replay._summary import request_columns
+
+
+def config(
+    requests: list[dict[str, Any]],
+    *,
+    backend: str = "vllm",
+    rates: list[float] | None = None,
+    blocks: int = 200,
+    horizon_ms: float | None = None,
+    disaggregated: bool = False,
+) -> dict[str, Any]:
+    worker: dict[str, Any] = {
+        "kv_cache": {"block_size": 16, "capacity": {"type": "fixed", "blocks": blocks}},
+        "timing": {"type": "fixed", "prefill_ms": 7.0, "decode_ms": 3.0},
+    }
+    workers = {"prefill": worker, "decode": worker} if disaggregated else {"aggregated": worker}
+    engine: dict[str, Any] = {"backend": backend, "workers": workers}
+    if disaggregated:
+        engine["kv_transfer"] = {"bandwidth_bytes_per_s": 1e9, "kv_bytes_per_token": 1000}
+    if rates:
+        engine["speculation"] = {
+            "kind": "mtp",
+            "params": {"depth": len(rates)},
+            "acceptance_rates": rates,
+        }
+    document: dict[str, Any] = {
+        "traffic": {"source": {"type": "agentic", "requests": requests}},
+        "engine": engine,
+    }
+    if horizon_ms is not None:
+        document["simulation"] = {"horizon_ms": horizon_ms}
+    return document
+
+
+def same(left: list[Any], right: list[Any]) -> bool:
+    """Equal lists, NaN equal to NaN."""
+    return len(left) == len(right) and all(
+        a == b
+        or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+        for a, b in zip(left, right, strict=True)
+    )
+
+
+replays = st.fixed_dictionaries(
+    {
+        "requests": small_requests(max_requests=12),
+        "backend": st.sampled_from(["vllm", "sglang"]),
+        "rates": st.sampled_from([None, [0.8], [0.9, 0.6, 0.3]]),
+        # 40 blocks of 16 tokens: big prompts queue and running requests get preempted.
+        "blocks": st.sampled_from([40, 200]),
+        "horizon_ms": st.sampled_from([None, 150.0]),
+        "disaggregated": st.booleans(),
+    }
+)
+
+
+@given(replays, st.integers(1, 5))
+def test_streamed_rows_equal_in_memory_rows(case: dict[str, Any], chunk_rows: int) -> None:
+    document = config(**case)
+    in_memory = run_replay(document)
+    chunks: list[list[RequestRecord]] = []
+    plan, _ = build_plan(document)
+    result = Simulation(plan, request_sink=chunks.append, chunk_rows=chunk_rows).run()
+    assert result.log.records == []
+    assert all(len(chunk) == chunk_rows for chunk in chunks[:-1])
+    streamed = request_columns([record for chunk in chunks for record in chunk])
+    assert list(streamed) == list(REQUEST_COLUMNS)
+    for name in REQUEST_COLUMNS:
+        assert same(streamed[name], in_memory.columns[name]), name
+    # Traffic order, every request exactly once.
+    assert streamed["request_id"] == [str(i) for i in range(len(case["requests"]))]
+
+
+@given(replays)
+def test_per_token_events_reproduce_the_latencies(case: dict[str, Any]) -> None:
+    """The emission events rebuild each request's first/second/last token times and token
+    counts, and, in simulation order, exactly the ITL samples the summary's statistics use."""
+    result = run_replay(config(**case), per_token=True)
+    tokens = result.tokens
+    assert tokens is not None
+    previous: dict[str, float] = {}
+    first: dict[str, float] = {}
+    emitted: dict[str, int] = {}
+    second: dict[str, float] = {}
+    gaps: list[float] = []
+    longest: dict[str, float] = {}
+    for request_id, time_ms, count in zip(
+        tokens["request_id"], tokens["time_ms"], tokens["tokens"], strict=True
+    ):
+        if request_id in previous:
+            gaps.append(time_ms - previous[request_id])
+            longest[request_id] = max(longest.get(request_id, 0.0), gaps[-1])
+        else:
+            first[request_id] = time_ms
+        before = emitted.get(request_id, 0)
+        if before < 2 <= before + count:
+            second[request_id] = time_ms
+        emitted[request_id] = before + count
+        previous[request_id] = time_ms
+    assert gaps == result.distributions["itl"].values
+    columns = result.columns
+    for row, request_id in enumerate(columns["request_id"]):
+        if request_id not in first:
+            assert math.isnan(columns["first_token_ms"][row])
+            continue
+        assert columns["first_token_ms"][row] == first[request_id]
+        assert columns["last_token_ms"][row] == previous[request_id]
+        if request_id in second:
+            assert columns["second_token_ms"][row] == second[request_id]
+        if request_id in longest:
+            assert columns["max_itl_ms"][row] == longest[request_id]
+    for row, request_id in enumerate(columns["request_id"]):
+        # A P/D prefill pool's first token counts as emitted before the client sees it.
+        if columns["status"][row] == "completed":
+            assert emitted[request_id] == columns["emitted_tokens"][row]
+
+
+def test_state_held_is_bounded_by_in_flight_requests() -> None:
+    """2000 requests 1 s apart, each done within 0.5 s: at most one request is ever live."""
+    requests = [
+        {"timestamp": 1000 * i, "input_length": 64, "output_length": 100} for i in range(2000)
+    ]
+    plan, _ = build_plan(config(requests))
+    live: list[int] = []
+    held: list[int] = []
+
+    def watch(events: int, completed: int, now_ms: float) -> None:
+        live.append(len(simulation.requests))
+        held.append(simulation.log.held)
+
+    simulation = Simulation(plan, watch, 1, request_sink=lambda records: None)
+    simulation.run()
+    assert len(live) > 2000
+    assert max(live) == 1
+    assert max(held) == 0
+
+
+def test_cli_per_token_writes_the_events(tmp_path: Path) -> None:
+    document = config(
+        [{"timestamp": 5 * i, "input_length": 40, "output_length": 9} for i in range(30)],
+        rates=[0.7, 0.4],
+    )
+    import yaml
+
+    path = tmp_path / "replay.yaml"
+    path.write_text(yaml.safe_dump(document))
+    out = tmp_path / "out"
+    assert main(["replay", str(path), "--out", str(out), "--per-token", "--no-progress"]) == 0
+    expected = run_replay(document, per_token=True)
+    assert expected.tokens is not None
+    written = pq.read_table(out / "tokens.parquet").to_pydict()
+    assert written == expected.tokens
+    rows = pq.read_table(out / "requests.parquet").to_pydict()
+    for name in REQUEST_COLUMNS:
+        assert same(rows[name], expected.columns[name]), name
+    assert sorted(p.name for p in out.iterdir()) == [
+        "requests.parquet",
+        "summary.json",
+        "tokens.parquet",
+    ]
+
+
+def test_cli_without_per_token_writes_no_events(tmp_path: Path) -> None:
+    import yaml
+
+    path = tmp_path / "replay.yaml"
+    path.write_text(yaml.safe_dump(config([{"input_length": 40, "output_length": 9}])))
+    out = tmp_path / "out"
+    assert main(["replay", str(path), "--out", str(out), "--no-progress"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["requests.parquet", "summary.json"]
+
+
+@pytest.mark.parametrize("value", [1, "yes"])
+def test_per_token_must_be_a_boolean(value: object) -> None:
+    from aisim.errors import ConfigError
+
+    document = config([{"input_length": 40, "output_length": 9}])
+    document["simulation"] = {"per_token": value}
+    with pytest.raises(ConfigError, match=r"^simulation\.per_token: expected true or false"):
+        run_replay(document)
