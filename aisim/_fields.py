@@ -76,7 +76,11 @@ def integer_text(value: int) -> str:
     such as 1e300 read as an integer would otherwise print 301 digits)."""
     if -(10**24) < value < 10**24:
         return str(value)
-    return f"{value:.6g}"
+    # Not through float: 10**400 is a valid int that no float holds.
+    digits = str(abs(value))
+    fraction = digits[1:6].rstrip("0")
+    mantissa = digits[0] + ("." + fraction if fraction else "")
+    return f"{'-' if value < 0 else ''}{mantissa}e+{len(digits) - 1}"
 
 
 def as_float(

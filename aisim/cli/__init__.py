@@ -37,12 +37,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: user errors (argument errors included) print one line to stderr and exit 2;
     never a traceback."""
+    from aisim.cli._args import one_line
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args))
     except AisimError as exc:
-        print(f"aisim: error: {exc}", file=sys.stderr)
+        print(f"aisim: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:
         # An optional dependency this command needs is not installed: name its extra.

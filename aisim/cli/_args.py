@@ -9,12 +9,24 @@ from typing import NoReturn
 from aisim._io import float_text_problem, int_text_problem
 
 
+def one_line(message: str) -> str:
+    """``message`` with every control character and Unicode line separator escaped
+    (``\\x0b``), so a user value echoed in an error (a key, a file name) cannot break the
+    one-line contract; everything else is left as is."""
+    return "".join(
+        repr(char)[1:-1]
+        if (ord(char) < 32 or 0x7F <= ord(char) < 0xA0 or char in "\u2028\u2029")
+        else char
+        for char in message
+    )
+
+
 class Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose usage errors are one line on stderr (exit 2), like every
     other aisim error; the usage itself is one ``--help`` away."""
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        sys.stderr.write(f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
         sys.exit(2)
 
 

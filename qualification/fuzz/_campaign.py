@@ -30,6 +30,8 @@ from qualification.fuzz._seeds import SEEDS_BY_NAME
 ACCEPT, REJECT, TRACEBACK, HANG, CONTRACT = "accept", "reject", "traceback", "hang", "contract"
 CLASSES = (ACCEPT, REJECT, TRACEBACK, HANG, CONTRACT)
 FAILURES = (TRACEBACK, HANG, CONTRACT)
+#: How long a worker may take to import aisim and say it is ready (not a case's time).
+STARTUP_BOUND_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,12 @@ class Executor:
                 text=True,
                 env={**os.environ, "PYTHONHASHSEED": "0"},
             )
+            # Start-up (imports) is not part of any case's time bound.
+            assert self.process.stdout is not None
+            ready, _, _ = select.select([self.process.stdout], [], [], STARTUP_BOUND_S)
+            if not ready or not self.process.stdout.readline():
+                self._stop()
+                raise RuntimeError(f"the fuzz worker did not start within {STARTUP_BOUND_S} s")
         return self.process
 
     def _stop(self) -> None:
@@ -205,7 +213,12 @@ class Tally:
         self.counts[outcome.kind] += 1
         if outcome.kind in FAILURES:
             key = f"{outcome.kind}: {outcome.signature}"
-            self.failures.setdefault(key, (case, outcome))
+            if key not in self.failures:
+                # Said at once: a long run's first sight of a failure is worth acting on early.
+                print(
+                    f"new failure: {key} (case {self.counts['runs']})", file=sys.stderr, flush=True
+                )
+                self.failures[key] = (case, outcome)
 
     def summary(self) -> str:
         counts = self.counts

@@ -46,10 +46,26 @@ def run_one(folder: str, argv: list[str]) -> dict[str, Any]:
     }
 
 
+def warm_up() -> None:
+    """Import what the subcommands import lazily, so no case's time bound pays for it."""
+    import pandas  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+
+    import aisim.config  # noqa: F401
+    import aisim.fpm  # noqa: F401
+    import aisim.replay  # noqa: F401
+    from aisim.cli import build_parser
+
+    build_parser()
+
+
 def serve() -> None:
-    """Answer requests until stdin closes."""
+    """Say ``ready`` once warmed up, then answer requests until stdin closes."""
     # Replies go to the real stdout; what aisim prints is captured per case.
     channel = sys.stdout
+    warm_up()
+    channel.write(json.dumps({"ready": True}) + "\n")
+    channel.flush()
     for line in sys.stdin:
         request = json.loads(line)
         reply = run_one(request["folder"], request["argv"])

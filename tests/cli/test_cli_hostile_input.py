@@ -347,3 +347,21 @@ def test_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
         "aisim estimate: error: argument --backend: invalid choice: 'tgi' (choose from 'vllm', "
         "'sglang') (see aisim estimate --help)"
     )
+
+
+def test_control_characters_in_an_echoed_value_stay_on_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by the fuzz campaign: a key holding a vertical tab (a line break to splitlines)
+    # was echoed raw by 'unknown field(s)', so the error took two lines.
+    monkeypatch.chdir(tmp_path)
+    Path("k.json").write_text(
+        '{"traffic": {"source": {"type": "trace", "path": "t.csv"}}, "engine": {}, '
+        '"a\\u000bb\\u2028": 1}'
+    )
+    code, out, err = run_cli(["replay", "k.json", "--out", "o"], capsys)
+    assert (code, out) == (2, "")
+    assert one_error_line(err) == (
+        "aisim: error: <root>: unknown field(s) a\\x0bb\\u2028; allowed: engine, simulation, "
+        "traffic"
+    )

@@ -253,3 +253,13 @@ def test_csv_numbers_are_strict(tmp_path: Path, row: str, message: str) -> None:
 def test_plain_csv_numbers_still_read(tmp_path: Path) -> None:
     config = trace(tmp_path, "t.csv", "arrival_s,prompt_tokens,output_tokens\n0.5,005,2\n1e1,5,2\n")
     assert run_replay(config).summary["completed_requests"] == 2
+
+
+def test_an_integer_too_big_for_a_float_is_reported_not_a_traceback() -> None:
+    # Found by the fuzz campaign: 10**400 (a valid JSON/YAML integer) as a hash id made the
+    # error message itself raise OverflowError (it formatted the number through float).
+    rows = [{"input_length": 32, "output_length": 2, "hash_ids": [10**400]}]
+    assert error(inline(rows)) == (
+        "traffic.source.requests[0].hash_ids[0]: expected an integer in 0..4611686018427387903, "
+        "got 1e+400"
+    )
