@@ -156,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
             prefix_caching=not args.no_prefix_caching,
             chunked_prefill=True,
             seed=args.seed,
+            served_model_name=args.shape,
         )
     )
     progress(f"engine ready in {time.monotonic() - started:.1f} s")

@@ -134,6 +134,26 @@ def noise_floor(runs: Sequence[dict[str, list[float]]]) -> dict[str, Any] | None
     return floor
 
 
+def acceptance_figures(
+    config: dict[str, Any], summary: dict[str, Any], observed: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Acceptance length in vLLM's convention, 1 + accepted drafts / drafts, predicted and
+    observed. vLLM verifies all d drafts even in a request's last round and counts every
+    accepted one (tokens past max_tokens are dropped afterwards), so the prediction is 1 + the
+    sum of the per-position rates replay samples from; replay's own figure (tokens emitted per
+    round, last rounds cut at the requested output) is kept beside it."""
+    speculation = config["engine"].get("speculation")
+    predicted = None
+    if speculation is not None:
+        predicted = 1.0 + float(sum(speculation["unconditional_acceptance_rates"]))
+    return {
+        "observed": None if observed is None else observed["acceptance_length"],
+        "predicted": predicted,
+        "replay_emitted_per_round": summary.get("mean_acceptance_length"),
+        "observed_counters": observed,
+    }
+
+
 def score_recording(
     recording: EngineRecording, table: StepTable
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -152,11 +172,7 @@ def score_recording(
         predicted_all = predicted
         figures = compare(predicted, measured)
         observed = observed_acceptance(run.metrics)
-        figures["acceptance_length"] = {
-            "observed": None if observed is None else observed["acceptance_length"],
-            "predicted": result.summary.get("mean_acceptance_length"),
-            "observed_counters": observed,
-        }
+        figures["acceptance_length"] = acceptance_figures(config, result.summary, observed)
         figures["run"] = run.name
         figures["host_load"] = run.sidecar.get("host")
         figures["step_model"] = model.describe()

@@ -35,6 +35,7 @@ class EngineOptions:
     prefix_caching: bool
     chunked_prefill: bool
     seed: int
+    served_model_name: str
 
 
 @dataclass
@@ -84,6 +85,8 @@ class Engine:
             ) from None
         kwargs: dict[str, Any] = {
             "model": str(options.model_dir),
+            # The metrics' model_name label: a name, not this machine's path.
+            "served_model_name": options.served_model_name,
             "load_format": "dummy",
             "skip_tokenizer_init": True,
             "enforce_eager": True,

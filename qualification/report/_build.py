@@ -210,6 +210,10 @@ def build_report(
         section, section_images = dataset_section(directory, settings)
         sections.append(section)
         images.update(section_images)
+    from qualification.engine._report_section import engine_sections
+
+    engines, engine_images = engine_sections(evidence)
+    images.update(engine_images)
     checks = run_checks(root, run_checks_now, check_results or {})
     gate = prediction_gate(run_checks_now)
     cost_model = cost_model_section()
@@ -227,6 +231,7 @@ def build_report(
             for s in sections
             if s["status"] == "scored"
         ),
+        *(s["command"] for s in engines if s["status"] == "scored"),
         *(
             f"aisim qualify mape {s['path']} --estimator calibrated --coefficients "
             f"{evidence.as_posix()}/calibration/{t['artefact']}.json"
@@ -244,6 +249,7 @@ def build_report(
         "commands": commands,
         "checks": checks,
         "datasets": sections,
+        "engine_comparisons": engines,
         "calibration_artefacts": artefacts,
         "calibration_transfer": transfers,
         "cost_model": cost_model,
@@ -256,4 +262,8 @@ def build_report(
         },
     }
     report["criteria"], report["verdict"] = judge(plan, report, root)
+    refused_engines = [s["name"] for s in engines if s["status"] == "refused"]
+    if refused_engines:
+        report["verdict"]["problems"] += [f"engine recording {n} refused" for n in refused_engines]
+        report["verdict"]["overall"] = "fail"
     return report, images

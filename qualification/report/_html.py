@@ -23,7 +23,8 @@ table{border-collapse:collapse;margin:0.6em 0 1.2em}td,th{border:1px solid #ccc;
 font-size:13px;text-align:left}th{background:#f2f2f2}code{background:#f5f5f5;padding:0 3px}
 .tag{display:inline-block;border-radius:3px;padding:0 6px;font-size:12px;color:#fff}
 .synthetic{background:#7a5cc7}.parity{background:#2e7d32}.local-measurement{background:#1565c0}
-.hardware{background:#b35a00}.failed,.refused{color:#b00020;font-weight:bold}
+.engine-measurement{background:#00796b}.hardware{background:#b35a00}
+.failed,.refused{color:#b00020;font-weight:bold}
 .passed{color:#2e7d32;font-weight:bold}.not-run{color:#8a6d00;font-weight:bold}
 img{max-width:100%;border:1px solid #ddd;margin:4px}
 .verdict{font-size:20px;padding:6px 10px;border:2px solid currentColor;display:inline-block}
@@ -274,6 +275,8 @@ def _cost_model(section: dict[str, Any], criteria: list[dict[str, Any]]) -> str:
 
 def render_html(report: dict[str, Any], images: dict[str, bytes]) -> str:
     """The whole page; identical inputs give identical bytes."""
+    from qualification.engine._report_section import engine_html
+
     versions = report["versions"]
     artefacts = [
         [
@@ -293,7 +296,10 @@ def render_html(report: dict[str, Any], images: dict[str, bytes]) -> str:
         f"<code>{_e(report['git']['revision'])}</code>"
         f"{' (working tree modified)' if report['git'].get('dirty') else ''}.</p>",
         "<p>Evidence types: "
-        + " ".join(_tag(t) for t in ("synthetic", "parity", "local-measurement", "hardware"))
+        + " ".join(
+            _tag(t)
+            for t in ("synthetic", "parity", "local-measurement", "engine-measurement", "hardware")
+        )
         + " &mdash; local-measurement is this project's CPU recordings, not GPU hardware.</p>",
         "<h2>Verdict</h2>",
         verdict_html(report),
@@ -305,6 +311,7 @@ def render_html(report: dict[str, Any], images: dict[str, bytes]) -> str:
         _checks(report["checks"]),
         _gate(report["prediction_gate"]),
         *(_dataset(section, images, criteria) for section in report["datasets"]),
+        engine_html(report.get("engine_comparisons", []), images, _table, _image),
         "<h2>Calibration artefacts</h2>",
         _table(["file", "status", "name", "coefficients"], artefacts)
         if artefacts

@@ -1,0 +1,89 @@
+"""The engine step model prices passes from a step table: hand-derived interpolation, clamping
+and mixed steps (no vLLM needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from aisim.errors import DataIntegrityError
+from aisim.fpm import ForwardPassMetrics
+from qualification.engine import EngineStepModel, StepTable
+
+
+def _table(tmp_path: Path, *, with_prefill: bool = True) -> StepTable:
+    # (phase, B, per-request tokens, ms); two timed repetitions each, medians as given, plus a
+    # slow warm-up row that must be ignored.
+    points = [
+        ("decode", 1, 100, 10.0),
+        ("decode", 1, 300, 20.0),
+        ("decode", 4, 100, 16.0),
+        ("decode", 4, 300, 40.0),
+    ]
+    if with_prefill:
+        points += [
+            ("prefill", 1, 100, 30.0),
+            ("prefill", 1, 300, 70.0),
+            ("prefill", 2, 100, 50.0),
+            ("prefill", 2, 300, 130.0),
+        ]
+    rows = []
+    for phase, batch, per, ms in points:
+        for rep, (warmup, wall) in enumerate([(True, ms * 9), (False, ms - 1), (False, ms + 1)]):
+            total = batch * per
+            rows.append(
+                {
+                    "phase": phase,
+                    "point_id": f"{phase}-b{batch}-c{per}",
+                    "batch_size": batch,
+                    "context_tokens": per,
+                    "total_kv_tokens": total if phase == "decode" else 0,
+                    "scheduled_tokens": batch if phase == "decode" else total,
+                    "num_draft_tokens": 0,
+                    "repetition": rep,
+                    "warmup": warmup,
+                    "start_ms": float(rep),
+                    "wall_ms": wall,
+                    "accepted_tokens": 0,
+                }
+            )
+    return StepTable(tmp_path, pd.DataFrame(rows), {})
+
+
+def test_decode_interpolates_row_wise_then_across_rows(tmp_path: Path) -> None:
+    model = EngineStepModel(_table(tmp_path), 0)
+    # B=1, 200 tokens each: halfway between 10 and 20.
+    assert model.estimate_forward_pass_time_ms(ForwardPassMetrics(1, 200)) == pytest.approx(15.0)
+    # B=2, 200 each: row 1 gives 15, row 4 gives 16 + 0.5 x 24 = 28; a third of the way: 19.33.
+    assert model.estimate_forward_pass_time_ms(ForwardPassMetrics(2, 400)) == pytest.approx(
+        15.0 + 13.0 / 3.0
+    )
+    assert model.coverage == {"decode:table": 2}
+
+
+def test_outside_the_grid_is_clamped_and_counted(tmp_path: Path) -> None:
+    model = EngineStepModel(_table(tmp_path), 0)
+    assert model.estimate_forward_pass_time_ms(ForwardPassMetrics(8, 800)) == pytest.approx(16.0)
+    assert model.estimate_forward_pass_time_ms(ForwardPassMetrics(1, 50)) == pytest.approx(10.0)
+    assert model.coverage == {"decode:clamped": 2}
+
+
+def test_prefill_and_mixed_steps(tmp_path: Path) -> None:
+    model = EngineStepModel(_table(tmp_path), 0)
+    prefill = ForwardPassMetrics(num_prefill_requests=1, sum_prefill_tokens=200)
+    assert model.estimate_forward_pass_time_ms(prefill) == pytest.approx(50.0)
+    # Mixed: decode 15 + prefill 30 - the per-step overhead (smallest decode step, 10).
+    mixed = ForwardPassMetrics(1, 200, 1, 100)
+    assert model.step_overhead_ms == pytest.approx(10.0)
+    assert model.estimate_forward_pass_time_ms(mixed) == pytest.approx(35.0)
+    # A list of ranks costs its slowest rank.
+    assert model.estimate_forward_pass_time_ms([prefill, mixed]) == pytest.approx(50.0)
+
+
+def test_a_table_without_prefill_steps_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(DataIntegrityError, match="no timed prefill steps"):
+        EngineStepModel(_table(tmp_path, with_prefill=False), 0)
+    with pytest.raises(DataIntegrityError, match="no timed sd steps at d=3"):
+        EngineStepModel(_table(tmp_path), 3)
