@@ -130,6 +130,7 @@ def record_grid(
             "warmup": warmup,
             "start_ms": step.start_ms,
             "wall_ms": step.end_ms - step.start_ms,
+            "cpu_ms": step.cpu_ms,
             "accepted_tokens": max(accepted, 0),
         }
         for name, value in values.items():
@@ -187,6 +188,8 @@ def record_grid(
                 decode_point(batch, context, rep)
         for batch in spec.prefill_batches:
             for length in spec.prefill_lengths:
+                if batch * length > engine.options.max_num_batched_tokens:
+                    continue  # would be chunked over several steps: not one prefill step
                 for _ in range(spec.warmup if rep == 0 else 0):
                     prefill_point(batch, length, rep, True)
                 prefill_point(batch, length, rep, False)
@@ -362,6 +365,7 @@ def record_served(
             "step_index": index,
             "start_ms": step.start_ms,
             "end_ms": step.end_ms,
+            "cpu_ms": step.cpu_ms,
             "num_prefill_requests": step.num_prefill_requests,
             "prefill_tokens": step.prefill_tokens,
             "num_decode_requests": step.num_decode_requests,

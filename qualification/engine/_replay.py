@@ -143,7 +143,9 @@ def check_same_engine(run: ServedRun, table: StepTable) -> None:
             )
 
 
-def replay_run(run: ServedRun, table: StepTable) -> tuple[Any, EngineStepModel, dict[str, Any]]:
+def replay_run(
+    run: ServedRun, table: StepTable, *, latency_column: str = "wall_ms", scale: float = 1.0
+) -> tuple[Any, EngineStepModel, dict[str, Any]]:
     """Replay ``run`` priced by ``table``; returns (ReplayResult, step model, config)."""
     from aisim.config._replay import build_plan
     from aisim.fpm import ForwardPassMetrics
@@ -155,7 +157,12 @@ def replay_run(run: ServedRun, table: StepTable) -> tuple[Any, EngineStepModel, 
     check_same_engine(run, table)
     config = replay_config(run, table)
     settings = recorded_settings(run)
-    model = EngineStepModel(table, int(settings["num_speculative_tokens"] or 0))
+    model = EngineStepModel(
+        table,
+        int(settings["num_speculative_tokens"] or 0),
+        latency_column=latency_column,
+        scale=scale,
+    )
     plan, description = build_plan(config, Path("."))
     for worker in plan.workers:
         worker.pricer = PassPricer.from_model(model, ForwardPassMetrics, True)

@@ -40,6 +40,7 @@ GRID_STEPS: Final = TableSchema(
         Column("warmup", "bool", "", "warm-up step: recorded, never used for the table"),
         Column("start_ms", "float", SINCE_START, "step start (engine.step() called)"),
         Column("wall_ms", "float", "ms", "engine.step() wall-clock duration"),
+        Column("cpu_ms", "float", "cpu-ms", "process CPU time of the step (host contention aside)"),
         Column("accepted_tokens", "int", "tokens", "draft tokens accepted in the step (SD)"),
     ),
 )
@@ -73,6 +74,7 @@ SERVED_STEPS: Final = TableSchema(
         Column("step_index", "int", "", "0-based index of the engine step in the run"),
         Column("start_ms", "float", SINCE_START, "engine.step() called"),
         Column("end_ms", "float", SINCE_START, "engine.step() returned"),
+        Column("cpu_ms", "float", "cpu-ms", "process CPU time of the step (host contention aside)"),
         Column("num_prefill_requests", "int", "count", "requests computing prompt tokens"),
         Column("prefill_tokens", "int", "tokens", "prompt tokens computed in the step"),
         Column("num_decode_requests", "int", "count", "requests decoding (STP or an SD round)"),

@@ -134,6 +134,23 @@ def noise_floor(runs: Sequence[dict[str, list[float]]]) -> dict[str, Any] | None
     return floor
 
 
+def host_slowdown(steps: Any) -> float:
+    """Median over steps of wall time / process CPU time: how much the shared host stretched
+    the engine's steps (1.0 on an idle host)."""
+    ratios = [
+        float(wall) / float(cpu)
+        for wall, cpu in zip(
+            (steps["end_ms"] - steps["start_ms"]).tolist()
+            if "end_ms" in steps
+            else steps["wall_ms"].tolist(),
+            steps["cpu_ms"].tolist(),
+            strict=True,
+        )
+        if float(cpu) > 0
+    ]
+    return float(np.median(ratios)) if ratios else math.nan
+
+
 def acceptance_figures(
     config: dict[str, Any], summary: dict[str, Any], observed: dict[str, Any] | None
 ) -> dict[str, Any]:
@@ -173,6 +190,10 @@ def score_recording(
         figures = compare(predicted, measured)
         observed = observed_acceptance(run.metrics)
         figures["acceptance_length"] = acceptance_figures(config, result.summary, observed)
+        slowdown = host_slowdown(run.steps)
+        adjusted, _, _ = replay_run(run, table, latency_column="cpu_ms", scale=slowdown)
+        figures["host_slowdown"] = slowdown
+        figures["load_adjusted"] = compare(_predicted(adjusted, measured["request_id"]), measured)
         figures["run"] = run.name
         figures["host_load"] = run.sidecar.get("host")
         figures["step_model"] = model.describe()
@@ -184,17 +205,28 @@ def score_recording(
         "recording": recording.name,
         "evidence_type": "engine-measurement",
         "step_table": str(table.directory),
+        "step_table_host_slowdown": host_slowdown(table.steps[~table.steps["warmup"]]),
         "engine": recording.served[0].sidecar.get("identity", {}).get("engine_version"),
         "engine_settings": settings,
         "target_shape": recording.served[0].sidecar.get("identity", {}).get("target_shape"),
         "requests": len(recording.served[0].requests),
         "runs": runs,
         "summary": _summary(runs),
+        "acceptance_length": _mean_acceptance(runs),
         "noise_floor": noise_floor(measured_all),
         "replay_config_settings": {k: v for k, v in config["engine"].items() if k != "workers"}
         | {"worker": config["engine"]["workers"]["aggregated"]},
     }
     return report, per_request
+
+
+def _mean_acceptance(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    observed = [run["acceptance_length"]["observed"] for run in runs]
+    predicted = runs[0]["acceptance_length"]["predicted"] if runs else None
+    if any(value is None for value in observed) or predicted is None:
+        return {"observed": None, "predicted": predicted}
+    mean = float(np.mean(observed))
+    return {"observed": mean, "predicted": predicted, "error_pct": (predicted - mean) / mean * 100}
 
 
 def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -213,6 +245,8 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
             if all(key in run[metric] for run in runs)
         }
     out["throughput_error_pct"] = float(np.mean([run["throughput"]["error_pct"] for run in runs]))
+    if runs and "load_adjusted" in runs[0]:
+        out["load_adjusted"] = _summary([run["load_adjusted"] for run in runs])
     return out
 
 

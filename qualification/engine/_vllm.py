@@ -53,6 +53,7 @@ class StepRecord:
     preempted: int
     waiting: int
     request_ids: list[str]
+    cpu_ms: float = 0.0
     tokens_emitted: int = 0
     emitted: dict[str, int] = field(default_factory=dict)
     decode_context: dict[str, int] = field(default_factory=dict)
@@ -193,9 +194,11 @@ class Engine:
         """Run one engine step. Returns the step (None when nothing was scheduled) and, per
         request with output, (tokens so far, finished)."""
         self._pending = None
+        cpu_start = time.process_time()
         start = clock.now_ms()
         outputs = self.engine.step()
         end = clock.now_ms()
+        cpu_ms = (time.process_time() - cpu_start) * 1000.0
         progress: dict[str, tuple[int, bool]] = {}
         for output in outputs:
             rid = self._ids.get(str(output.request_id), str(output.request_id))
@@ -205,7 +208,9 @@ class Engine:
         planned, prompts, waiting = self._pending
         if int(planned.total_num_scheduled_tokens) == 0:
             return None, progress
-        return self._describe(planned, prompts, waiting, start, end), progress
+        record = self._describe(planned, prompts, waiting, start, end)
+        record.cpu_ms = cpu_ms
+        return record, progress
 
     def _describe(
         self, planned: Any, prompts: dict[str, int], waiting: int, start: float, end: float

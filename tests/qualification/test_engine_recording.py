@@ -38,6 +38,7 @@ def steps_columns() -> dict[str, list[Any]]:
         "step_index": [0, 1],
         "start_ms": [0.0, 10.0],
         "end_ms": [10.0, 20.0],
+        "cpu_ms": [9.0, 9.5],
         "num_prefill_requests": [1, 1],
         "prefill_tokens": [10, 20],
         "num_decode_requests": [0, 1],

@@ -46,6 +46,7 @@ def _table(tmp_path: Path, *, with_prefill: bool = True) -> StepTable:
                     "warmup": warmup,
                     "start_ms": float(rep),
                     "wall_ms": wall,
+                    "cpu_ms": wall / 2,
                     "accepted_tokens": 0,
                 }
             )
@@ -74,12 +75,12 @@ def test_prefill_and_mixed_steps(tmp_path: Path) -> None:
     model = EngineStepModel(_table(tmp_path), 0)
     prefill = ForwardPassMetrics(num_prefill_requests=1, sum_prefill_tokens=200)
     assert model.estimate_forward_pass_time_ms(prefill) == pytest.approx(50.0)
-    # Mixed: decode 15 + prefill 30 - the per-step overhead (smallest decode step, 10).
+    # Mixed: decode 15 + prefill 30.
     mixed = ForwardPassMetrics(1, 200, 1, 100)
-    assert model.step_overhead_ms == pytest.approx(10.0)
-    assert model.estimate_forward_pass_time_ms(mixed) == pytest.approx(35.0)
+    assert model.estimate_forward_pass_time_ms(mixed) == pytest.approx(45.0)
     # A list of ranks costs its slowest rank.
     assert model.estimate_forward_pass_time_ms([prefill, mixed]) == pytest.approx(50.0)
+    assert model.coverage["mixed"] == 2
 
 
 def test_a_table_without_prefill_steps_is_refused(tmp_path: Path) -> None:
