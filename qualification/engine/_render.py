@@ -55,8 +55,8 @@ def headline_rows(report: dict[str, Any], key: str | None = None) -> list[list[s
 
 HEADERS = [
     "metric",
-    "median |err|",
-    "P90 |err|",
+    "median abs. error",
+    "P90 abs. error",
     "MAPE",
     "bias",
     "error of mean",

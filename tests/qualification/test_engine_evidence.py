@@ -1,0 +1,106 @@
+"""The committed engine recordings verify, their documented figures are what the scorer computes
+from them, and the release report scores them (or refuses a tampered one). No vLLM needed."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from qualification.engine import load_recording, load_step_table, score_recording
+from qualification.engine._report_section import engine_sections, find_engine_recordings
+from qualification.report import build_report
+
+ROOT = Path(__file__).resolve().parents[2]
+ENGINE = ROOT / "evidence" / "engine"
+RECORDINGS = sorted(path.name for path in find_engine_recordings(ROOT / "evidence"))
+
+
+def test_there_are_sd_off_and_sd_on_recordings_of_two_shapes() -> None:
+    shapes = {name.replace("-draft_model", "") for name in RECORDINGS}
+    assert len(shapes) >= 2
+    assert any(name.endswith("-draft_model") for name in RECORDINGS)
+    assert any(not name.endswith("-draft_model") for name in RECORDINGS)
+
+
+def documented(name: str) -> list[float]:
+    """E2E median, E2E P90, mean-TTFT error, E2E noise median (percent) from the engine table
+    of evidence/README.md."""
+    text = (ROOT / "evidence" / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Engine recordings")[1].split("\n## ")[0]
+    (row,) = [line for line in section.splitlines() if line.startswith(f"| `{name}` |")]
+    return [float(value) for value in re.findall(r"(-?[\d.]+) %", row)[:4]]
+
+
+@pytest.mark.parametrize("name", RECORDINGS)
+def test_committed_recording_verifies_and_matches_its_documentation(name: str) -> None:
+    recording = load_recording(ENGINE / name)
+    assert recording.grid is not None
+    assert len(recording.served) >= 2
+    for run in recording.served:
+        assert run.sidecar["evidence_type"] == "engine-measurement"
+        assert run.settings["block_size"] % 32 == 0
+    report, _ = score_recording(recording, recording.grid)
+    summary, noise = report["summary"], report["noise_floor"]
+    computed = [
+        round(summary["e2e"]["median_abs_error_pct"], 1),
+        round(summary["e2e"]["p90_abs_error_pct"], 1),
+        round(summary["ttft"]["mean_error_pct"], 1),
+        round(noise["e2e"]["median_abs_error_pct"], 1),
+    ]
+    assert computed == documented(name)
+    if name.endswith("-draft_model"):
+        accept = report["acceptance_length"]
+        assert accept["observed"] == pytest.approx(4.0)  # dummy weights: every draft accepted
+        assert accept["predicted"] == pytest.approx(4.0)
+
+
+def test_step_table_loads_on_its_own() -> None:
+    table = load_step_table(ENGINE / RECORDINGS[0])
+    assert set(table.steps["phase"]) >= {"decode", "prefill"}
+    assert table.timed("decode")["warmup"].eq(False).all()
+
+
+def test_report_scores_a_recording_and_refuses_a_tampered_one(tmp_path: Path) -> None:
+    evidence = tmp_path / "evidence"
+    shutil.copytree(ENGINE / RECORDINGS[0], evidence / "engine" / "good")
+    shutil.copytree(ENGINE / RECORDINGS[0], evidence / "engine" / "bad")
+    data = evidence / "engine" / "bad" / "served-1" / "steps.parquet"
+    raw = bytearray(data.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    data.write_bytes(bytes(raw))
+    sections, images = engine_sections(evidence)
+    by_name = {section["name"]: section for section in sections}
+    assert by_name["good"]["status"] == "scored"
+    assert by_name["good"]["evidence_type"] == "engine-measurement"
+    assert "engine/good/cdf_e2e.png" in images
+    assert by_name["bad"]["status"] == "refused"
+    assert "SHA-256" in by_name["bad"]["reason"]
+    report, _ = build_report(evidence, run_checks_now=False, root=tmp_path)
+    assert "bad" in report["verdict"]["datasets_refused"]
+
+
+def test_qualify_engine_cli_writes_outputs_and_keeps_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from aisim.cli import main
+
+    out = tmp_path / "out"
+    recording = str(ENGINE / RECORDINGS[0])
+    assert main(["qualify", "engine", recording, "--out", str(out)]) == 0
+    names = {path.name for path in out.iterdir()}
+    assert names == {"engine.json", "engine.md", "cdf_ttft.png", "cdf_e2e.png", "scatter_e2e.png"}
+    assert main(["qualify", "engine", recording, "--out", str(out)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+
+
+def test_qualify_engine_without_a_step_table_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from aisim.cli import main
+
+    shutil.copytree(ENGINE / RECORDINGS[0] / "served-1", tmp_path / "rec" / "served-1")
+    assert main(["qualify", "engine", str(tmp_path / "rec")]) == 2
+    assert "has no grid/ step table" in capsys.readouterr().err
