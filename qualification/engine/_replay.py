@@ -10,6 +10,7 @@ SHA-256).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -164,8 +165,10 @@ def replay_run(
         scale=scale,
     )
     plan, description = build_plan(config, Path("."))
-    for worker in plan.workers:
-        worker.pricer = PassPricer.from_model(model, ForwardPassMetrics, True)
+    pricer = PassPricer.from_model(model, ForwardPassMetrics, True)
+    plan = dataclasses.replace(
+        plan, workers=[dataclasses.replace(worker, pricer=pricer) for worker in plan.workers]
+    )
     result = Simulation(plan, None, 50_000).run()
     columns = request_columns(result.log.records)
     summary = summarize(result, description)

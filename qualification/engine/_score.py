@@ -162,7 +162,12 @@ def acceptance_figures(
     speculation = config["engine"].get("speculation")
     predicted = None
     if speculation is not None:
-        predicted = 1.0 + float(sum(speculation["unconditional_acceptance_rates"]))
+        from aisim.speculation import measure_engine_acceptance
+
+        source = speculation["acceptance_from"]
+        depth = int(speculation["params"]["num_speculative_tokens"])
+        profile = measure_engine_acceptance(source["path"], source["format"]).profile(depth)
+        predicted = float(profile.acceptance_length)
     return {
         "observed": None if observed is None else observed["acceptance_length"],
         "predicted": predicted,
