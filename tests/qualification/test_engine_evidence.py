@@ -11,6 +11,7 @@ import pytest
 
 from qualification.engine import load_recording, load_step_table, score_recording
 from qualification.engine._report_section import engine_sections, find_engine_recordings
+from qualification.plan import parse_plan
 from qualification.report import build_report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,6 +56,10 @@ def test_committed_recording_verifies_and_matches_its_documentation(name: str) -
         accept = report["acceptance_length"]
         assert accept["observed"] == pytest.approx(4.0)  # dummy weights: every draft accepted
         assert accept["predicted"] == pytest.approx(4.0)
+    if name.endswith("-ngram"):  # partial acceptance: predicted from the grid's counters
+        accept = report["acceptance_length"]
+        assert 1.0 < accept["observed"] < 4.0
+        assert accept["predicted"] == pytest.approx(accept["observed"], rel=0.05)
 
 
 def test_step_table_loads_on_its_own() -> None:
@@ -78,8 +83,31 @@ def test_report_scores_a_recording_and_refuses_a_tampered_one(tmp_path: Path) ->
     assert "engine/good/cdf_e2e.png" in images
     assert by_name["bad"]["status"] == "refused"
     assert "SHA-256" in by_name["bad"]["reason"]
-    report, _ = build_report(evidence, run_checks_now=False, root=tmp_path)
-    assert "bad" in report["verdict"]["datasets_refused"]
+    plan = parse_plan(
+        {
+            "format": 1,
+            "name": "engine-only",
+            "version": 1,
+            "bootstrap": {"resamples": 200, "confidence": 0.95, "seed": 1, "method": "BCa"},
+            "datasets": {"absent": {"drafter": "mtp", "description": "no SD-round data"}},
+            "criteria": [
+                {
+                    "id": "rule/absent",
+                    "check": "rule",
+                    "dataset": "absent",
+                    "metric": "equal_config_mape",
+                    "threshold": 1.0,
+                    "use": "point",
+                    "required": False,
+                    "rationale": "the report needs one criterion; this test is about engines",
+                }
+            ],
+        }
+    )
+    report, _ = build_report(evidence, plan, run_checks_now=False, root=tmp_path)
+    assert {s["name"] for s in report["engine_comparisons"]} == {"good", "bad"}
+    assert "engine recording bad refused" in report["verdict"]["problems"]
+    assert report["verdict"]["overall"] == "FAIL"
 
 
 def test_qualify_engine_cli_writes_outputs_and_keeps_them(
