@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from aisim.errors import ConfigError
+
+#: Integers at or past this magnitude have no float (``float(10**400)`` raises OverflowError).
+FLOAT_INT_LIMIT: Final = 10**308
 
 
 def join_path(base: str, name: str) -> str:
@@ -94,6 +97,9 @@ def as_float(
         maximum = float(maximum)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _not_a_number(path, "a finite number", minimum, maximum, describe(value))
+    if isinstance(value, int) and not -FLOAT_INT_LIMIT < value < FLOAT_INT_LIMIT:
+        # float() would raise OverflowError (10**400 is a valid JSON/YAML integer).
+        raise _not_a_number(path, "a finite number", minimum, maximum, integer_text(value))
     result = float(value)
     if not math.isfinite(result):
         raise _not_a_number(path, "a finite number", minimum, maximum, describe(value))

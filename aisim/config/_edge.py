@@ -37,7 +37,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
-from aisim._fields import describe, integer_text, range_text
+from aisim._fields import FLOAT_INT_LIMIT, describe, integer_text, range_text
 from aisim.errors import ConfigError
 
 #: The pydantic error type every aisim check raises; its context carries the finished message.
@@ -123,6 +123,8 @@ class Number(BeforeCheck):
         expected = f"expected a finite number{range_text(self.minimum, self.maximum)}"
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise edge_error(f"{expected}, got {describe(value)}", self.label)
+        if isinstance(value, int) and not -FLOAT_INT_LIMIT < value < FLOAT_INT_LIMIT:
+            raise edge_error(f"{expected}, got {integer_text(value)}", self.label)
         result = float(value)
         if not math.isfinite(result):
             raise edge_error(f"{expected}, got {describe(value)}", self.label)

@@ -186,3 +186,16 @@ def test_shared_cost_terms_are_frozen() -> None:
     for terms in (MEASURED_TERMS, IDEAL_TERMS):
         with pytest.raises(dataclasses.FrozenInstanceError):
             terms.kernel_overhead_s = 0.0  # type: ignore[misc]
+
+
+def test_an_integer_beyond_any_float_is_a_range_error(tmp_path: Path) -> None:
+    # Found by the fuzz campaign: 10**400 as a GPU figure made float() raise OverflowError.
+    path = tmp_path / "g.yaml"
+    path.write_text(
+        f"bf16_dense_flops: {10**400}\nhbm_bytes_per_s: 3.0e12\nhbm_capacity_bytes: 8\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        get_gpu(str(path))
+    assert str(info.value) == (
+        "hardware.bf16_dense_flops: expected a finite number in 0.0..1e+20, got 1e+400"
+    )

@@ -365,3 +365,15 @@ def test_control_characters_in_an_echoed_value_stay_on_one_line(
         "aisim: error: <root>: unknown field(s) a\\x0bb\\u2028; allowed: engine, simulation, "
         "traffic"
     )
+
+
+def test_unrecognised_arguments_with_control_characters_stay_on_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Found by the fuzz campaign: argparse echoes unknown arguments verbatim.
+    with pytest.raises(SystemExit) as info:
+        main(["speculation", "explain", "f.yaml", "\nz\x0b"])
+    assert info.value.code == 2
+    assert one_error_line(capsys.readouterr().err) == (
+        "aisim: error: unrecognized arguments: \\nz\\x0b (see aisim --help)"
+    )
