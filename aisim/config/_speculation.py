@@ -27,8 +27,10 @@ from aisim.config._edge import (
     Number,
     check,
     check_mapping,
+    choice,
     edge_error,
     integer,
+    number,
     validate,
 )
 from aisim.errors import ConfigError
@@ -333,10 +335,10 @@ def resolve_speculation(
     target = _target(model)
     backend_name: str | None = None
     if backend is not None:
-        backend_name = check(Annotated[str, Choice(*BACKENDS)], backend, "backend")
+        backend_name = choice(backend, "backend", BACKENDS)
     role_name: str | None = None
     if role is not None:
-        role_name = check(Annotated[str, Choice(*ROLES)], role, "role")
+        role_name = choice(role, "role", ROLES)
     tp: int | None = None
     if tensor_parallel is not None:
         tp = integer(tensor_parallel, "tensor_parallel", 1, MAX_TENSOR_PARALLEL)
@@ -724,13 +726,13 @@ def _acceptance(
         )
         return loaded
     if key in ("expected_accepted_tokens", "nextn_accepted"):
-        mean = check(Annotated[float, Number(0.0, depth)], value, field)
+        mean = number(value, field, 0.0, depth)
         return AcceptanceProfile.from_mean_accepted(mean, depth, field), None
     if key == "acceptance_length":
-        length = check(Annotated[float, Number(1.0, depth + 1)], value, field)
+        length = number(value, field, 1.0, depth + 1)
         return AcceptanceProfile.from_acceptance_length(length, depth, field), None
     if key == "acceptance_rate":
-        alpha = check(Annotated[float, Number(0.0, 1.0)], value, field)
+        alpha = number(value, field, 0.0, 1.0)
         return AcceptanceProfile.from_iid(alpha, depth, field), None
     rates = check(_Rates, value, field)
     if key == "acceptance_rates":
