@@ -2,7 +2,8 @@
 
 The base install (``pip install aisim``) runs the library and the ``speculation``, ``estimate``,
 ``replay``, ``schema``, ``snapshot`` and ``compare`` commands. Heavier parts come with extras:
-``aisim[qualify]`` (pandas, matplotlib: ``aisim qualify``, ``aisim sweep``, ``ReplayResult.requests``),
+``aisim[qualify]`` (pandas, matplotlib, scipy: ``aisim qualify``, ``aisim sweep``,
+``ReplayResult.requests``, the intervals of ``aisim acceptance``),
 ``aisim[record]`` (torch), ``aisim[ray]`` (ray). Not compiled.
 """
 
@@ -18,6 +19,7 @@ from aisim.errors import AisimError
 EXTRA_OF: Final[dict[str, str]] = {
     "pandas": "qualify",
     "matplotlib": "qualify",
+    "scipy": "qualify",
     "torch": "record",
     "ray": "ray",
 }
