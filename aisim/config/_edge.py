@@ -1,8 +1,9 @@
 """The typed edge: one pydantic base and field types that keep aisim's one-line error contract.
 
-Every user input (speculation, estimator, replay, model and hardware files, sweep and
-qualification plans) is a subclass of ``EdgeModel``. What the base guarantees, so each config
-kind only declares its fields:
+The speculation, estimator, sweep and qualification-plan inputs are ``EdgeModel`` subclasses
+(the replay config and model/hardware files are still read by the typed readers of
+``aisim._fields``, with the same error contract). What the base guarantees, so each config kind
+only declares its fields:
 
 * a non-mapping, a non-string key or an unknown field is rejected before any field is read, with
   the unknown names and the allowed ones (``speculation: unknown field(s) depht; allowed: ...``);
