@@ -51,40 +51,61 @@ def register(commands: Any) -> None:
 
 def replay_command(args: argparse.Namespace) -> int:
     """Handler of ``aisim replay``; user errors raise ``ConfigError``."""
-    from aisim.config import run_replay
-    from aisim.replay._parquet import RequestsParquet, TokensParquet
-
     check_path_text(args.config, "CONFIG")
     out = check_path_text(args.out, "--out")
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {str(out)!r}: exists and is not a folder")
     summary_path = check_writable(out / "summary.json", args.overwrite)
-    requests_path = check_writable(out / "requests.parquet", args.overwrite)
-    tokens_path = out / "tokens.parquet"
+    check_writable(out / "requests.parquet", args.overwrite)
     if args.per_token:
-        check_writable(tokens_path, args.overwrite)
+        check_writable(out / "tokens.parquet", args.overwrite)
     show = not args.no_progress and sys.stderr.isatty()
+    with _progress(show) as callback:
+        summary, written = write_replay(
+            args.config, out, args.overwrite, args.per_token, callback, PROGRESS_EVERY_EVENTS
+        )
+    if args.json:
+        sys.stdout.write(summary_path.read_text(encoding="utf-8"))
+    else:
+        sys.stdout.write(render_text(summary, *written))
+    return 0
+
+
+def write_replay(
+    config: str,
+    out: Path,
+    overwrite: bool,
+    per_token: bool,
+    progress: Callable[[int, int, float], None] | None = None,
+    progress_every: int = PROGRESS_EVERY_EVENTS,
+) -> tuple[dict[str, Any], list[Path]]:
+    """Replay ``config`` into ``out``: ``requests.parquet`` (and ``tokens.parquet`` when
+    ``per_token`` or the config's ``simulation.per_token`` asks) streamed to temp files while the
+    replay runs, renamed once it and its summary succeeded, then ``summary.json``. Anything
+    that fails (a bad line deep in a trace, an interrupted run) deletes the temp files and a
+    folder this call created, so no partial output is left. Returns the summary and the paths
+    written (summary first)."""
+    from aisim.config import run_replay
+    from aisim.replay._parquet import RequestsParquet, TokensParquet
+
     created = not out.exists()
-    requests_stream = RequestsParquet(requests_path)
-    tokens_stream = TokensParquet(tokens_path)
+    requests_stream = RequestsParquet(out / "requests.parquet")
+    tokens_stream = TokensParquet(out / "tokens.parquet")
     try:
-        with _progress(show) as callback:
-            result = run_replay(
-                args.config,
-                progress=callback,
-                progress_every=PROGRESS_EVERY_EVENTS,
-                per_token=True if args.per_token else None,
-                request_sink=requests_stream.sink,
-                token_sink=tokens_stream.sink,
-            )
-        summary_text = _summary_json(result.to_dict())
-        # simulation.per_token in the config asks for the events too.
-        wants_tokens = args.per_token or tokens_stream.rows > 0
+        result = run_replay(
+            config,
+            progress=progress,
+            progress_every=progress_every,
+            per_token=True if per_token else None,
+            request_sink=requests_stream.sink,
+            token_sink=tokens_stream.sink,
+        )
+        summary = result.to_dict()
+        summary_text = _summary_json(summary)
+        wants_tokens = per_token or tokens_stream.rows > 0
+        written = [requests_stream.commit(overwrite)]
         if wants_tokens:
-            check_writable(tokens_path, args.overwrite)
-        requests_stream.commit(args.overwrite)
-        if wants_tokens:
-            tokens_stream.commit(args.overwrite)
+            written.append(tokens_stream.commit(overwrite))
     except BaseException:
         requests_stream.discard()
         tokens_stream.discard()
@@ -92,13 +113,8 @@ def replay_command(args: argparse.Namespace) -> int:
             out.rmdir()
         raise
     tokens_stream.discard()
-    atomic_write_text(summary_path, summary_text, overwrite=args.overwrite)
-    if args.json:
-        sys.stdout.write(summary_text)
-    else:
-        written = [requests_path, tokens_path] if wants_tokens else [requests_path]
-        sys.stdout.write(render_text(result.summary, summary_path, *written))
-    return 0
+    summary_path = atomic_write_text(out / "summary.json", summary_text, overwrite=overwrite)
+    return summary, [summary_path, *written]
 
 
 def _summary_json(summary: dict[str, Any]) -> str:
@@ -149,7 +165,7 @@ def _progress(show: bool) -> Iterator[Callable[[int, int, float], None] | None]:
         yield update
 
 
-def render_text(summary: dict[str, Any], summary_path: Path, *outputs: Path) -> str:
+def render_text(summary: dict[str, Any], *written: Path) -> str:
     """The headline figures of a summary."""
 
     def ms(key: str) -> str:
@@ -178,6 +194,6 @@ def render_text(summary: dict[str, Any], summary_path: Path, *outputs: Path) -> 
             f"percentiles of {', '.join(sketch['sketched'])}: from a sketch, within "
             f"{sketch['relative_accuracy']:.1%} of exact (over {sketch['exact_limit']} samples)"
         )
-    paths = [str(summary_path), *(str(path) for path in outputs)]
+    paths = [str(path) for path in written]
     lines.append(f"wrote {', '.join(paths[:-1])} and {paths[-1]}")
     return "\n".join(lines) + "\n"

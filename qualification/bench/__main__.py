@@ -27,6 +27,11 @@ def main() -> None:
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--skip-replay", action="store_true", help="only the resolve benchmark")
     parser.add_argument("--skip-sweep", action="store_true", help="no sweep or memory figures")
+    parser.add_argument(
+        "--scale-sizes",
+        default="10000,100000,1000000",
+        help="request counts of the replay-at-scale figures (bench_scale; '' skips them)",
+    )
     args = parser.parse_args()
 
     resolve = compare_builds(
@@ -60,6 +65,10 @@ def main() -> None:
     if not args.skip_sweep:
         print(run_child_output("qualification.bench.bench_sweep", ["sweep"], pure=False), end="")
         print(run_child_output("qualification.bench.bench_sweep", ["rss100k"], pure=False), end="")
+    if args.scale_sizes:
+        # Peak RSS and CPU of 10k/100k/1M-request replays, each in its own process.
+        scale = ["--sizes", args.scale_sizes]
+        print(run_child_output("qualification.bench.bench_scale", scale, pure=False), end="")
 
 
 def warm_versus_aisimulate(repetitions: int) -> None:

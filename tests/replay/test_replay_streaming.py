@@ -199,3 +199,69 @@ def test_per_token_must_be_a_boolean(value: object) -> None:
     document["simulation"] = {"per_token": value}
     with pytest.raises(ConfigError, match=r"^simulation\.per_token: expected true or false"):
         run_replay(document)
+
+
+def trace_config(tmp_path: Path, trace: Path) -> Path:
+    import yaml
+
+    document = config([{"input_length": 1, "output_length": 1}])
+    document["traffic"] = {"source": {"type": "trace", "path": trace.name}}
+    path = tmp_path / "replay.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "bad_line", "message"),
+    [
+        ("trace.csv", "12.5,100", "trace.csv:40000: expected 3 columns, got 2"),
+        (
+            "trace.jsonl",
+            '{"timestamp": 12.5, "input_length": 10',
+            "trace.jsonl:40000: not valid JSON",
+        ),
+        ("trace.csv", "12.5,100,x", "trace.csv:40000.output_tokens: expected an integer"),
+    ],
+)
+def test_bad_line_deep_in_a_trace_is_one_line_and_leaves_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, bad_line: str, message: str
+) -> None:
+    """Line 40,000 of a 50,000-line trace is truncated or malformed."""
+    trace = tmp_path / name
+    if name.endswith(".csv"):
+        rows = ["arrival_s,prompt_tokens,output_tokens"]
+        rows += [f"{i / 100},{10 + i % 7},{1 + i % 3}" for i in range(49_999)]
+    else:
+        rows = [
+            f'{{"timestamp": {i * 10}, "input_length": {10 + i % 7}, "output_length": 2}}'
+            for i in range(50_000)
+        ]
+    rows[39_999] = bad_line
+    trace.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "out"
+    assert main(["replay", str(trace_config(tmp_path, trace)), "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and message in error, error
+    assert not out.exists()
+
+
+def test_a_run_that_fails_midway_leaves_no_partial_output(tmp_path: Path) -> None:
+    """Row groups already streamed to the temp files are deleted when the run fails later."""
+    from aisim.cli._replay import write_replay
+
+    trace = tmp_path / "trace.csv"
+    rows = ["arrival_s,prompt_tokens,output_tokens"]
+    rows += [f"{i / 10},{20 + i % 5},{3 + i % 4}" for i in range(40_000)]
+    trace.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "out"
+    seen: list[int] = []
+
+    def interrupt(events: int, completed: int, now_ms: float) -> None:
+        if completed > 20_000:  # more than one chunk of 16,384 rows is on disk by now
+            seen.extend(p.stat().st_size for p in out.iterdir())
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write_replay(str(trace_config(tmp_path, trace)), out, False, True, interrupt, 1000)
+    assert seen and max(seen) > 0  # the temp files held data
+    assert not out.exists()
