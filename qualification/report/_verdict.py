@@ -9,13 +9,12 @@ evidence is judged by some criterion.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 from qualification.plan import CHECKS, Criterion, Plan, anchor
-from qualification.plan._metrics import ENGINE_PATHS
+from qualification.plan._metrics import ENGINE_FIGURES
 
 PASS, FAIL, NOT_RUN = "PASS", "FAIL", "NOT RUN"
 
@@ -78,24 +77,37 @@ def _figure(criterion: Criterion, report: dict[str, Any], root: Path) -> dict[st
         if cost["status"] != "run":
             raise _Broken(f"cost model not evaluated: {cost['reason']}")
         return {"estimate": float(cost["figures"][metric])}
-    return _engine_figure(criterion, root)
+    return _engine_figure(criterion, report, root)
 
 
-def _engine_figure(criterion: Criterion, root: Path) -> dict[str, Any]:
-    """A figure from the ``engine.json`` that ``aisim qualify engine ... --out DIR`` writes."""
-    path = root / str(criterion.input)
-    if not path.is_file():
-        raise _Absent(f"{criterion.input} not found under {root}")
-    try:
-        value: Any = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _Broken(f"{criterion.input}: not readable JSON: {exc}") from None
-    keys, scale = ENGINE_PATHS[criterion.metric]
+def _dig(mapping: Any, keys: tuple[str, ...]) -> float | None:
     for key in keys:
-        value = value.get(key) if isinstance(value, dict) else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _Broken(f"{criterion.input}: no number at {'.'.join(keys)}")
-    return {"estimate": float(value) * scale}
+        mapping = mapping.get(key) if isinstance(mapping, dict) else None
+    if isinstance(mapping, bool) or not isinstance(mapping, (int, float)):
+        return None
+    return float(mapping)
+
+
+def _engine_figure(criterion: Criterion, report: dict[str, Any], root: Path) -> dict[str, Any]:
+    """A figure of the committed engine recording ``criterion.input`` (a directory under the
+    repository), replayed and scored by the report."""
+    wanted = (root / str(criterion.input)).resolve()
+    for section in report.get("engine_comparisons", []):
+        if Path(section["path"]).resolve() != wanted:
+            continue
+        if section["status"] != "scored":
+            raise _Broken(f"engine recording {section['name']} refused: {section['reason']}")
+        figure_keys, noise_keys = ENGINE_FIGURES[criterion.metric]
+        value = _dig(section["summary"], figure_keys)
+        if value is None:
+            raise _Broken(f"{section['name']}: no figure {'.'.join(figure_keys)}")
+        if noise_keys is None:
+            return {"estimate": value / 100}
+        noise = _dig(section.get("noise_floor"), noise_keys)
+        if noise is None or noise <= 0:
+            raise _Broken(f"{section['name']}: no repeat-noise figure (one served run?)")
+        return {"estimate": value / noise, "noise_pct": noise, "error_pct": value}
+    raise _Absent(f"no engine recording at {criterion.input}")
 
 
 def compared_value(criterion: Criterion, figure: dict[str, Any]) -> float | None:
@@ -165,11 +177,23 @@ def judge(
     refused = [s["name"] for s in report["datasets"] if s["status"] == "refused"]
     judged = {c.dataset for c in plan.criteria if c.dataset is not None}
     unjudged = [name for name in scored + refused if name not in judged]
+    engines = report.get("engine_comparisons", [])
+    engine_inputs = {
+        (root / str(c.input)).resolve() for c in plan.criteria if c.check == "engine_comparison"
+    }
     problems = []
     if not scored:
         problems.append(f"no dataset scored under {report['evidence_directory']}")
     problems += [f"dataset {name} refused" for name in refused]
     problems += [f"dataset {name} has no criterion in the plan" for name in unjudged]
+    problems += [
+        f"engine recording {e['name']} refused" for e in engines if e["status"] != "scored"
+    ]
+    problems += [
+        f"engine recording {e['name']} has no criterion in the plan"
+        for e in engines
+        if Path(e["path"]).resolve() not in engine_inputs
+    ]
     failed = [r["id"] for r in results if r["status"] == FAIL]
     missing = [r["id"] for r in results if r["status"] == NOT_RUN and r["required"]]
     verdict = {

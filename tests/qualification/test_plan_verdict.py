@@ -131,7 +131,7 @@ def test_absent_inputs_are_not_run_and_fail_only_when_required(
     engine = {
         "id": "engine",
         "check": "engine_comparison",
-        "input": "engine.json",
+        "input": "evidence/engine/none",
         "metric": "e2e_median_ape",
         "threshold": 0.05,
         "use": "point",
@@ -145,13 +145,86 @@ def test_absent_inputs_are_not_run_and_fail_only_when_required(
     required = plan_file(tmp_path, [rule(1.0), engine])
     code, written = report(tmp_path, evidence, required, "required")
     assert code == 1 and written["verdict"]["required_not_run"] == ["engine"]
-    # Present, the results file is judged: the checks run under the evidence's parent.
-    # the shape `aisim qualify engine --out` writes: percentages under summary.<metric>
-    engine_json = {"summary": {"e2e": {"median_abs_error_pct": 7.0}}}
-    (evidence.parent / "engine.json").write_text(json.dumps(engine_json))
-    code, written = report(tmp_path, evidence, required, "present")
-    assert code == 1 and written["criteria"][1]["status"] == "FAIL"
-    assert written["criteria"][1]["estimate"] == pytest.approx(0.07)
+
+
+def engine_report(root: Path, sections: list[dict[str, Any]]) -> dict[str, Any]:
+    """The parts of a report an engine criterion reads (hand-built: no replay needed)."""
+    return {
+        "evidence_directory": "evidence",
+        "datasets": [{"name": MTP, "status": "scored"}],
+        "engine_comparisons": sections,
+    }
+
+
+def engine_section(root: Path, error_pct: float, noise_pct: float) -> dict[str, Any]:
+    return {
+        "name": "rec",
+        "path": (root / "evidence" / "engine" / "rec").as_posix(),
+        "status": "scored",
+        "summary": {"e2e": {"median_abs_error_pct": error_pct}, "throughput_error_pct": -12.0},
+        "noise_floor": {"e2e": {"median_abs_error_pct": noise_pct}},
+    }
+
+
+def test_engine_criteria_judge_the_error_against_the_engines_repeat_noise(tmp_path: Path) -> None:
+    from qualification.plan import parse_plan
+    from qualification.report import judge
+
+    def criterion(metric: str, threshold: float) -> dict[str, Any]:
+        return {
+            "id": metric,
+            "check": "engine_comparison",
+            "input": "evidence/engine/rec",
+            "metric": metric,
+            "threshold": threshold,
+            "use": "point",
+            "rationale": "test",
+        }
+
+    plan = parse_plan(
+        {
+            "format": 1,
+            "name": "t",
+            "version": 1,
+            "bootstrap": {"resamples": 100, "confidence": 0.95, "seed": 0, "method": "BCa"},
+            "datasets": {MTP: {"drafter": "mtp", "description": "x"}},
+            "criteria": [
+                {**rule(1.0)},
+                criterion("e2e_median_ape_vs_noise", 1.0),
+                criterion("throughput_error", 0.10),
+                criterion("e2e_median_ape", 0.05),
+            ],
+        }
+    )
+    report_dict = engine_report(tmp_path, [engine_section(tmp_path, 30.0, 60.0)])
+    report_dict["datasets"][0]["statistics"] = {
+        "rule": {"metrics": {"equal_config_mape": {"estimate": 0.5}}}
+    }
+    results, verdict = judge(plan, report_dict, tmp_path)
+    by_id = {r["id"]: r for r in results}
+    # 30 % error against 60 % repeat noise: half the noise, passes a bound of 1
+    assert by_id["e2e_median_ape_vs_noise"]["estimate"] == pytest.approx(0.5)
+    assert by_id["e2e_median_ape_vs_noise"]["status"] == "PASS"
+    # -12 % throughput error is judged on its magnitude: 0.12 > 0.10 fails
+    assert by_id["throughput_error"]["value"] == pytest.approx(0.12)
+    assert by_id["throughput_error"]["status"] == "FAIL"
+    assert by_id["e2e_median_ape"]["status"] == "FAIL"
+    assert verdict["problems"] == []
+    noisy_model = engine_report(tmp_path, [engine_section(tmp_path, 90.0, 60.0)])
+    noisy_model["datasets"] = report_dict["datasets"]
+    results, _ = judge(plan, noisy_model, tmp_path)
+    assert results[1]["estimate"] == pytest.approx(1.5) and results[1]["status"] == "FAIL"
+    # A recording no criterion names, or one that was refused, fails the plan.
+    other = {**engine_section(tmp_path, 1.0, 1.0), "name": "other", "path": "/elsewhere/other"}
+    refused = {**engine_section(tmp_path, 1.0, 1.0), "status": "refused", "reason": "tampered"}
+    both = engine_report(tmp_path, [refused, other])
+    both["datasets"] = report_dict["datasets"]
+    results, verdict = judge(plan, both, tmp_path)
+    assert results[1]["status"] == "FAIL" and "refused: tampered" in results[1]["reason"]
+    assert verdict["problems"] == [
+        "engine recording rec refused",
+        "engine recording other has no criterion in the plan",
+    ]
 
 
 def test_a_dataset_without_criteria_fails_the_plan(tmp_path: Path, evidence: Path) -> None:
