@@ -11,6 +11,7 @@ Loads (``traffic.load.type``): ``trace_timestamps``, ``poisson``, ``constant``, 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 from pathlib import Path
 from typing import Any, Final
@@ -215,9 +216,31 @@ def _read_jsonl(file: Path, path: str) -> list[tuple[object, str]]:
     return rows
 
 
+#: Parsed CSV traces by content: (file, SHA-256 of its bytes) -> (arrival_ms, prompt, output)
+#: rows. A sweep replays one trace for hundreds of points and parsing it (every number checked)
+#: cost more than a short replay; the rows are immutable, each call builds fresh requests.
+_CSV_ROWS: dict[tuple[str, str], list[tuple[float, int, int]]] = {}
+_CSV_CACHE_FILES = 4
+
+
 def _read_csv(file: Path, path: str) -> list[RequestSpec]:
-    requests: list[RequestSpec] = []
-    reader = csv.reader(io.StringIO(_read_text(file, path), newline=""))
+    text = _read_text(file, path)
+    key = (str(file), hashlib.sha256(text.encode("utf-8")).hexdigest())
+    rows = _CSV_ROWS.get(key)
+    if rows is None:
+        rows = _parse_csv(text, file)
+        if len(_CSV_ROWS) >= _CSV_CACHE_FILES:
+            _CSV_ROWS.pop(next(iter(_CSV_ROWS)))
+        _CSV_ROWS[key] = rows
+    return [
+        RequestSpec(index, str(index), prompt, output, arrival_ms, [], 0.0, [], 0)
+        for index, (arrival_ms, prompt, output) in enumerate(rows)
+    ]
+
+
+def _parse_csv(text: str, file: Path) -> list[tuple[float, int, int]]:
+    rows: list[tuple[float, int, int]] = []
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader, None)
         if header is None or tuple(column.strip() for column in header) != CSV_COLUMNS:
@@ -237,13 +260,10 @@ def _read_csv(file: Path, path: str) -> list[RequestSpec]:
             prompt = as_int(parse_int_text(row[1], prompt_path), prompt_path, 1, MAX_TOKENS)
             output_path = join_path(where, "output_tokens")
             output = as_int(parse_int_text(row[2], output_path), output_path, 1, MAX_TOKENS)
-            index = len(requests)
-            requests.append(
-                RequestSpec(index, str(index), prompt, output, arrival_ms, [], 0.0, [], 0)
-            )
+            rows.append((arrival_ms, prompt, output))
     except csv.Error as exc:
         raise ConfigError(f"{file.name}:{reader.line_num}: not valid CSV: {exc}") from None
-    return requests
+    return rows
 
 
 def _row_request(

@@ -229,3 +229,24 @@ def test_horizon_reports_unfinished_requests_with_a_reason() -> None:
         "not finished by simulation.horizon_ms (50.0 ms)": 1
     }
     assert list(result.requests["status"]) == ["completed", "not_completed"]
+
+
+def test_csv_trace_cache_follows_the_content_and_hands_out_fresh_requests(tmp_path: Path) -> None:
+    """Parsed CSV rows are reused across replays (sweeps), keyed by the file's content: a
+    rewritten file is read again, and a load applied to one replay never leaks into the next."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n0,10,3\n1,20,4\n", encoding="utf-8")
+    source = {"type": "trace", "path": str(trace)}
+    paced = run_replay(
+        {
+            "traffic": {"source": source, "load": {"type": "constant", "rate_rps": 4}},
+            "engine": engine(),
+        }
+    )
+    assert paced.columns["arrival_ms"] == [0.0, 250.0]
+    again = run_replay({"traffic": {"source": source}, "engine": engine()})
+    assert again.columns["arrival_ms"] == [0.0, 1000.0]
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n0,10,3\n2,30,5\n", encoding="utf-8")
+    rewritten = run_replay({"traffic": {"source": source}, "engine": engine()})
+    assert rewritten.columns["arrival_ms"] == [0.0, 2000.0]
+    assert rewritten.columns["prompt_tokens"] == [10, 30]
