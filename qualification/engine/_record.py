@@ -387,8 +387,7 @@ def record_served(
         "metrics_file": METRICS_FILE,
     }
     write_table(run_dir, SERVED_REQUESTS, requests_columns, sidecar, overwrite=overwrite)
-    steps_side = write_table(run_dir, SERVED_STEPS, steps_columns, sidecar, overwrite=overwrite)
-    del steps_side
+    write_table(run_dir, SERVED_STEPS, steps_columns, sidecar, overwrite=overwrite)
     atomic_write_text(
         run_dir / METRICS_FILE,
         counter_delta(metrics_before, metrics_after),

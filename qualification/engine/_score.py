@@ -258,21 +258,17 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def write_outputs(
     report: dict[str, Any], per_request: dict[str, Any], out: Path, *, overwrite: bool
 ) -> list[Path]:
-    from aisim._io import atomic_write_text, canonical_json, check_writable
+    """Write engine.json, engine.md and the plots under ``out`` atomically; every target is
+    checked before anything is written (nothing is replaced without ``overwrite``)."""
+    from aisim._io import atomic_write_bytes, atomic_write_text, canonical_json, check_writable
     from qualification.engine._render import plots, to_markdown
 
-    targets = [out / "engine.json", out / "engine.md"]
+    images = plots(per_request)
+    targets = [out / "engine.json", out / "engine.md", *(out / name for name in images)]
     for path in targets:
         check_writable(path, overwrite)
-    images = plots(per_request)
-    written = []
     for name, data in images.items():
-        path = out / name
-        check_writable(path, overwrite)
-        from aisim._io import atomic_write_bytes
-
-        atomic_write_bytes(path, data, overwrite=overwrite)
-        written.append(path)
+        atomic_write_bytes(out / name, data, overwrite=overwrite)
     atomic_write_text(targets[0], canonical_json(report), overwrite=overwrite)
     atomic_write_text(targets[1], to_markdown(report, sorted(images)), overwrite=overwrite)
-    return targets + written
+    return targets
