@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -178,7 +178,9 @@ def _agentic(source: dict[str, Any], base_dir: Path | None, path: str) -> list[R
         raise ConfigError(f"{path}: give exactly one of path (a JSONL file) or requests (a list)")
     rows: list[tuple[object, str]]
     if source.get("path") is not None:
-        rows = _read_jsonl(_resolve_file(source["path"], base_dir, join_path(path, "path")), path)
+        rows = list(
+            _read_jsonl(_resolve_file(source["path"], base_dir, join_path(path, "path")), path)
+        )
     else:
         items = as_list(source["requests"], join_path(path, "requests"))
         rows = [(item, join_path(path, f"requests[{i}]")) for i, item in enumerate(items)]
@@ -206,41 +208,82 @@ def _read_text(file: Path, path: str) -> str:
         ) from None
 
 
-def _read_jsonl(file: Path, path: str) -> list[tuple[object, str]]:
-    rows: list[tuple[object, str]] = []
-    for number, line in enumerate(io.StringIO(_read_text(file, path), newline=None), start=1):
+def _text_lines(file: Path, path: str, newline: str | None) -> Iterator[str]:
+    """The file's lines as UTF-8 text, read incrementally (a trace is never held whole; a
+    leading byte-order mark is dropped). Errors as ``_read_text``: bytes that are not UTF-8
+    are located by reading the file again, on that error path only."""
+    try:
+        handle = file.open("r", encoding="utf-8-sig", newline=newline)
+    except OSError as exc:
+        raise ConfigError(f"{path}.path: cannot read {str(file)!r}: {exc}") from None
+    with handle:
+        try:
+            yield from handle
+        except UnicodeDecodeError:
+            _read_text(file, path)
+            raise
+        except OSError as exc:
+            raise ConfigError(f"{path}.path: cannot read {str(file)!r}: {exc}") from None
+
+
+def _read_jsonl(file: Path, path: str) -> Iterator[tuple[object, str]]:
+    """``(row, "FILE:LINE")`` per non-blank line, parsed as the file is read."""
+    for number, line in enumerate(_text_lines(file, path, None), start=1):
         if not line.strip():
             continue
         where = f"{file.name}:{number}"
-        rows.append((parse_json_text(line, where), where))
-    return rows
+        yield parse_json_text(line, where), where
+
+
+def _file_sha256(file: Path, path: str) -> str:
+    """SHA-256 of the file's bytes, read in chunks."""
+    digest = hashlib.sha256()
+    try:
+        with file.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError as exc:
+        raise ConfigError(f"{path}.path: cannot read {str(file)!r}: {exc}") from None
+    return digest.hexdigest()
 
 
 #: Parsed CSV traces by content: (file, SHA-256 of its bytes) -> (arrival_ms, prompt, output)
 #: rows. A sweep replays one trace for hundreds of points and parsing it (every number checked)
 #: cost more than a short replay; the rows are immutable, each call builds fresh requests.
+#: Only traces of at most ``_CSV_CACHE_ROWS`` rows are kept, so a large trace is streamed and
+#: never held twice (rows and requests) for the whole run.
 _CSV_ROWS: dict[tuple[str, str], list[tuple[float, int, int]]] = {}
 _CSV_CACHE_FILES = 4
+_CSV_CACHE_ROWS = 100_000
 
 
 def _read_csv(file: Path, path: str) -> list[RequestSpec]:
-    text = _read_text(file, path)
-    key = (str(file), hashlib.sha256(text.encode("utf-8")).hexdigest())
+    key = (str(file), _file_sha256(file, path))
     rows = _CSV_ROWS.get(key)
-    if rows is None:
-        rows = _parse_csv(text, file)
+    if rows is not None:
+        return [
+            RequestSpec(index, str(index), prompt, output, arrival_ms, [], 0.0, [], 0)
+            for index, (arrival_ms, prompt, output) in enumerate(rows)
+        ]
+    requests: list[RequestSpec] = []
+    kept: list[tuple[float, int, int]] | None = []
+    for arrival_ms, prompt, output in _parse_csv(file, path):
+        index = len(requests)
+        requests.append(RequestSpec(index, str(index), prompt, output, arrival_ms, [], 0.0, [], 0))
+        if kept is not None:
+            kept.append((arrival_ms, prompt, output))
+            if len(kept) > _CSV_CACHE_ROWS:
+                kept = None
+    if kept is not None:
         if len(_CSV_ROWS) >= _CSV_CACHE_FILES:
             _CSV_ROWS.pop(next(iter(_CSV_ROWS)))
-        _CSV_ROWS[key] = rows
-    return [
-        RequestSpec(index, str(index), prompt, output, arrival_ms, [], 0.0, [], 0)
-        for index, (arrival_ms, prompt, output) in enumerate(rows)
-    ]
+        _CSV_ROWS[key] = kept
+    return requests
 
 
-def _parse_csv(text: str, file: Path) -> list[tuple[float, int, int]]:
-    rows: list[tuple[float, int, int]] = []
-    reader = csv.reader(io.StringIO(text, newline=""))
+def _parse_csv(file: Path, path: str) -> Iterator[tuple[float, int, int]]:
+    """``(arrival_ms, prompt, output)`` per data row, checked as the file is read."""
+    reader = csv.reader(_text_lines(file, path, ""))
     try:
         header = next(reader, None)
         if header is None or tuple(column.strip() for column in header) != CSV_COLUMNS:
@@ -260,10 +303,9 @@ def _parse_csv(text: str, file: Path) -> list[tuple[float, int, int]]:
             prompt = as_int(parse_int_text(row[1], prompt_path), prompt_path, 1, MAX_TOKENS)
             output_path = join_path(where, "output_tokens")
             output = as_int(parse_int_text(row[2], output_path), output_path, 1, MAX_TOKENS)
-            rows.append((arrival_ms, prompt, output))
+            yield arrival_ms, prompt, output
     except csv.Error as exc:
         raise ConfigError(f"{file.name}:{reader.line_num}: not valid CSV: {exc}") from None
-    return rows
 
 
 def _row_request(
