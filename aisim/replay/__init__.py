@@ -9,5 +9,6 @@ simulation core is compiled by mypyc; ``run`` and the result (numpy summary, pan
 from __future__ import annotations
 
 from aisim.replay._run import ReplayResult, run
+from aisim.replay._sketch import QuantileSketch
 
-__all__ = ["ReplayResult", "run"]
+__all__ = ["QuantileSketch", "ReplayResult", "run"]

@@ -111,7 +111,7 @@ def test_progress_callback_and_event_bound() -> None:
 def test_public_names() -> None:
     import aisim.replay
 
-    assert sorted(aisim.replay.__all__) == ["ReplayResult", "run"]  # as docs/replay.md shows
+    assert sorted(aisim.replay.__all__) == ["QuantileSketch", "ReplayResult", "run"]  # docs/api.md
 
 
 def test_the_core_run_takes_a_plan_and_points_configs_to_the_edge() -> None:
