@@ -17,14 +17,13 @@ from typing import Any, Final
 
 from aisim._fields import describe
 from aisim.errors import ConfigError, UnsupportedQuery
+from aisim.fpm._grid import GridModel
 from aisim.fpm._interpolate import (
-    InterpolationGrid,
     check_identity,
     points_identity,
     read_points,
 )
 from aisim.fpm._metrics import ForwardPassMetrics
-from aisim.fpm._model import ForwardPassModel
 
 MEASURED_IDENTITY_KEYS: Final = ("kind", "draft_length", "draft_identity", "timing_scope", "role")
 OPTIONAL_IDENTITY_KEYS: Final = ("model", "hardware", "backend", "tensor_parallel")
@@ -71,7 +70,7 @@ def identity_mismatch(recorded: dict[str, Any], expected: dict[str, Any]) -> str
     return "; ".join(reasons)
 
 
-class MeasuredRoundModel(ForwardPassModel):
+class MeasuredRoundModel(GridModel):
     """Whole-round prices at (B logical requests, K_total past KV) for one identity."""
 
     def __init__(
@@ -83,21 +82,18 @@ class MeasuredRoundModel(ForwardPassModel):
     ) -> None:
         check_measured_identity(identity, "identity")
         super().__init__(
-            name="measured_round",
-            prices_speculation_natively=True,
-            supports_draft_length=False,
-            model_spec=None,
-            data_identity=data_identity,
-            speculation=f"{identity['kind']} d={identity['draft_length']} (measured rounds)",
-            draft_length_refusal=(
-                "already prices whole SD rounds (draft + verification); applying the scaling "
-                "rule on top would double count"
-            ),
+            "measured_round",
+            points,
+            identity,
+            data_identity,
+            source,
+            True,
+            False,
+            None,
+            f"{identity['kind']} d={identity['draft_length']} (measured rounds)",
+            "already prices whole SD rounds (draft + verification); applying the scaling "
+            "rule on top would double count",
         )
-        self.points = points
-        self.identity = identity
-        self.source = source
-        self.grid = InterpolationGrid(points)
 
     def _rank_ms(self, rank: ForwardPassMetrics, path: str) -> float:
         if rank.has_prefill:
@@ -106,12 +102,7 @@ class MeasuredRoundModel(ForwardPassModel):
                 f"{path}: measured SD rounds are decode-only; a {composition} pass "
                 f"({rank.num_prefill_requests} prefill request(s)) was never recorded"
             )
-        return self.grid.latency_ms(rank.num_decode_requests, rank.sum_decode_kv_tokens, path)
-
-    def _rank_coverage(self, rank: ForwardPassMetrics) -> str:
-        if self.grid.is_exact(rank.num_decode_requests, rank.sum_decode_kv_tokens):
-            return "measured"
-        return "interpolated"
+        return self._grid_ms(rank, path)
 
     def _notes(self) -> list[str]:
         return [

@@ -13,9 +13,9 @@ import math
 from typing import Any
 
 from aisim.errors import ConfigError, UnsupportedQuery
+from aisim.fpm._grid import GridModel
 from aisim.fpm._interpolate import check_identity, points_identity, read_points
 from aisim.fpm._metrics import ForwardPassMetrics
-from aisim.fpm._model import ForwardPassModel
 
 #: Relative pivot below which the design is declared singular (collinear B and K_total).
 SINGULAR_PIVOT = 1e-9
@@ -48,7 +48,7 @@ def solve_3x3(matrix: list[list[float]], rhs: list[float]) -> list[float] | None
     return solution
 
 
-class RegressionModel(ForwardPassModel):
+class RegressionModel(GridModel):
     """Linear STP model in B and K_total with its fit statistics.
 
     Attributes: ``intercept_ms``, ``ms_per_request``, ``ms_per_kv_token``, ``fit_mape_percent``,
@@ -62,20 +62,11 @@ class RegressionModel(ForwardPassModel):
         data_identity: str,
         source: str,
     ) -> None:
-        super().__init__(
-            name="regression",
-            prices_speculation_natively=False,
-            supports_draft_length=True,
-            model_spec=None,
-            data_identity=data_identity,
-        )
+        super().__init__("regression", points, identity, data_identity, source, False, True)
         if len(points) < 3:
             raise ConfigError(
                 f"points: a linear fit in B and K_total needs >= 3 points, got {len(points)}"
             )
-        self.points = points
-        self.identity = identity
-        self.source = source
         self.num_points = len(points)
         coefficients = _fit(points)
         self.intercept_ms = coefficients[0]

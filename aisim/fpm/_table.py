@@ -12,17 +12,16 @@ from typing import Any
 
 from aisim.catalogue._specs import ModelSpec
 from aisim.errors import UnsupportedQuery
+from aisim.fpm._grid import GridModel
 from aisim.fpm._interpolate import (
-    InterpolationGrid,
     check_identity,
     points_identity,
     read_points,
 )
 from aisim.fpm._metrics import ForwardPassMetrics
-from aisim.fpm._model import ForwardPassModel
 
 
-class TableModel(ForwardPassModel):
+class TableModel(GridModel):
     """STP table over validated points; build with ``table_from_points`` or the file loader.
 
     ``identity`` is the table's declared identity (model, hardware, backend, ... as recorded);
@@ -38,17 +37,7 @@ class TableModel(ForwardPassModel):
         source: str,
         model_spec: ModelSpec | None = None,
     ) -> None:
-        super().__init__(
-            name="table",
-            prices_speculation_natively=False,
-            supports_draft_length=True,
-            model_spec=model_spec,
-            data_identity=data_identity,
-        )
-        self.points = points
-        self.identity = identity
-        self.source = source
-        self.grid = InterpolationGrid(points)
+        super().__init__("table", points, identity, data_identity, source, False, True, model_spec)
 
     def _rank_ms(self, rank: ForwardPassMetrics, path: str) -> float:
         if rank.has_prefill:
@@ -56,12 +45,7 @@ class TableModel(ForwardPassModel):
                 f"{path}: the table estimator holds decode STP passes only; this rank carries "
                 f"{rank.num_prefill_requests} prefill request(s)"
             )
-        return self.grid.latency_ms(rank.num_decode_requests, rank.sum_decode_kv_tokens, path)
-
-    def _rank_coverage(self, rank: ForwardPassMetrics) -> str:
-        if self.grid.is_exact(rank.num_decode_requests, rank.sum_decode_kv_tokens):
-            return "measured"
-        return "interpolated"
+        return self._grid_ms(rank, path)
 
     def _notes(self) -> list[str]:
         return [f"STP table from {self.source} ({self.grid.num_points} points)"]
