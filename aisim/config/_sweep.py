@@ -14,6 +14,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Final
 
+from pydantic import Field, WithJsonSchema
+
 from aisim._fields import describe
 from aisim.config._edge import EdgeModel, Number, validate
 from aisim.config._replay import (
@@ -72,7 +74,8 @@ assert set(_WORKER) == set(WORKER_KEYS)
 _SPECULATION_ROOTS: Final = ("engine.speculation", "engine.nextn", "engine.nextn_accepted")
 
 
-Limit = Annotated[float, Number(0.0)]
+#: A limit must be > 0 (checked in ``load_sweep``); the schema says so too.
+Limit = Annotated[float, Number(0.0), Field(json_schema_extra={"exclusiveMinimum": 0})]
 
 
 class AxisRange(EdgeModel):
@@ -81,7 +84,7 @@ class AxisRange(EdgeModel):
 
     start: Annotated[float, Number()]
     stop: Annotated[float, Number()]
-    step: Annotated[float, Number(0.0)]
+    step: Annotated[float, Number(0.0), Field(json_schema_extra={"exclusiveMinimum": 0})]
 
 
 class SloLimits(EdgeModel):
@@ -104,14 +107,52 @@ class Slos(EdgeModel):
     e2e_ms: SloLimits | None = None
 
 
+#: A dotted config path (``engine.workers.aggregated.scheduler.max_sequences``).
+AXIS_PATH_PATTERN: Final = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
+
+
+def _axes_schema() -> dict[str, Any]:
+    """JSON Schema of ``axes``: dotted config path -> a non-empty list of distinct values or
+    a range (``AxisRange``, inlined: the axes are validated in ``load_sweep``, not by pydantic,
+    so the model holds no reference to it)."""
+    axis_range = AxisRange.model_json_schema()
+    return {
+        "type": "object",
+        "minProperties": 1,
+        "propertyNames": {"pattern": AXIS_PATH_PATTERN},
+        "additionalProperties": {
+            "anyOf": [
+                {
+                    "type": "array",
+                    "minItems": 1,
+                    "uniqueItems": True,
+                    "description": "the values of the axis (null sets the field to null)",
+                },
+                axis_range,
+            ]
+        },
+        "description": "config path -> a list of values or a range {start, stop, step}; the "
+        "axes are crossed, first axis slowest",
+    }
+
+
 class SweepFile(EdgeModel):
     """The sweep file: a base replay config (a file path, relative to the sweep file, or the
     config inline), the axes (config path -> a list of values or a range ``{start, stop,
     step}``; crossed, first axis slowest), the SLOs."""
 
-    # Shapes checked in ``load_sweep`` (a pydantic union would name its members in the path).
-    base: Any
-    axes: dict[str, Any]
+    # Shapes checked in ``load_sweep`` (a pydantic union would name its members in the path);
+    # the JSON Schema still describes them, for editors and docs examples.
+    base: Annotated[
+        Any,
+        WithJsonSchema(
+            {
+                "anyOf": [{"type": "string"}, {"type": "object"}],
+                "description": "a replay config file (relative to this file) or the config inline",
+            }
+        ),
+    ]
+    axes: Annotated[dict[str, Any], WithJsonSchema(_axes_schema())]
     slos: Slos = Slos()
     name: str | None = None
 
