@@ -36,3 +36,40 @@ def test_the_edge_imports_the_core_not_the_cli() -> None:
     for module in sorted((ROOT / "aisim" / "config").rglob("*.py")):
         imported = _imports(module)
         assert not any(name.startswith(("aisim.cli", "qualification")) for name in imported), module
+
+
+def _compiled_modules() -> list[str]:
+    """setup.py's compiled list, read without running setup()."""
+    source = (ROOT / "setup.py").read_text(encoding="utf-8").split("ext_modules = []")[0]
+    namespace: dict[str, object] = {"__name__": "setup_list"}
+    exec(compile(source, "setup.py", "exec"), namespace)
+    compiled = namespace["compiled_modules"]
+    assert callable(compiled)
+    import os
+
+    here = os.getcwd()
+    try:
+        os.chdir(ROOT)
+        return list(compiled())
+    finally:
+        os.chdir(here)
+
+
+NO_IO_OR_PARSING = ("pydantic", "yaml", "aisim._io", "aisim._yaml", "pathlib", "aisim.config")
+
+
+def test_compiled_modules_do_no_parsing_library_or_file_io() -> None:
+    """The compiled core takes frozen specs: no pydantic/YAML, no file reads (issue 13)."""
+    modules = _compiled_modules()
+    assert "aisim/catalogue/_specs.py" in modules
+    offenders = []
+    for module in modules:
+        path = ROOT / module
+        for name in sorted(_imports(path)):
+            if any(name == top or name.startswith(top + ".") for top in NO_IO_OR_PARSING):
+                offenders.append(f"{module} imports {name}")
+        text = path.read_text(encoding="utf-8")
+        for call in ("open(", ".read_text(", ".read_bytes("):
+            if call in text:
+                offenders.append(f"{module} calls {call}")
+    assert offenders == []

@@ -1,16 +1,13 @@
-"""Plain, frozen model-geometry and GPU records, and their construction from config mappings.
+"""Plain, frozen model-geometry and GPU records (compiled; no parsing, no I/O).
 
-``ModelSpec.from_hf_config`` reads a Hugging Face style ``config.json`` mapping (the same fields
-the built-in catalogue holds), so a user's own model file and the catalogue share one path.
+The config edge (``aisim.config.get_model`` / ``get_gpu``) builds them from users' files and
+mappings; ``aisim.catalogue._data`` holds the built-in ones.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
-
-from aisim._fields import as_bool, as_float, as_int, as_mapping, as_str, join_path
-from aisim.errors import ConfigError
+from typing import Final
 
 # Dense decoders with the Llama block shape (RMSNorm, GQA attention, SwiGLU MLP).
 LLAMA_LIKE_MODEL_TYPES: Final = ("llama", "qwen2", "qwen3", "mistral", "mimo")
@@ -21,7 +18,8 @@ MAX_GEOMETRY: Final = 1 << 24
 #: Largest GPU figure (FLOP/s, bytes/s, bytes, watts): 1e20, above any accelerator's.
 MAX_GPU_FIGURE: Final = 1e20
 
-_DTYPE_BYTES: Final = {"bfloat16": 2, "float16": 2, "float32": 4, "fp8": 1, "float8": 1}
+#: Bytes per element of each ``torch_dtype`` a model file may name.
+DTYPE_BYTES: Final = {"bfloat16": 2, "float16": 2, "float32": 4, "fp8": 1, "float8": 1}
 
 
 @dataclass(frozen=True)
@@ -174,85 +172,6 @@ class ModelSpec:
             f"vocab={self.vocab_size}, family={self.family!r})"
         )
 
-    @staticmethod
-    def from_hf_config(mapping: object, name: str, path: str = "model") -> ModelSpec:
-        """Build from a ``config.json`` mapping (JSON numbers and booleans; a numeric string
-        such as ``"8"`` is an error, not an integer).
-
-        Sizes are integers in 1..``MAX_GEOMETRY`` where a zero is meaningless (layers, hidden
-        size, heads, KV heads, head_dim, intermediate size, vocabulary) and in
-        0..``MAX_GEOMETRY`` where zero means "absent" (experts, MLA ranks, MTP layers); the
-        bound keeps every derived byte and FLOP count finite as a float.
-        """
-        config = as_mapping(mapping, path)
-
-        def integer(key: str, default: int | None = None, minimum: int = 1) -> int:
-            raw = config.get(key)
-            if raw is None:
-                if default is None:
-                    raise ConfigError(f"{join_path(path, key)}: required field is missing")
-                return default
-            return as_int(raw, join_path(path, key), minimum, MAX_GEOMETRY)
-
-        model_type = as_str(config.get("model_type", "llama"), join_path(path, "model_type"))
-        hidden = integer("hidden_size")
-        heads = integer("num_attention_heads")
-        if config.get("head_dim") is None and hidden % heads != 0:
-            raise ConfigError(
-                f"{join_path(path, 'head_dim')}: required when hidden_size ({hidden}) is not "
-                f"divisible by num_attention_heads ({heads})"
-            )
-        head_dim = integer("head_dim", hidden // heads)
-        experts = max(
-            integer("num_experts", 0, 0),
-            integer("num_local_experts", 0, 0),
-            integer("n_routed_experts", 0, 0),
-        )
-        tie_raw = config.get("tie_word_embeddings")
-        tie = False
-        if tie_raw is not None:
-            tie = as_bool(tie_raw, join_path(path, "tie_word_embeddings"))
-        dtype_raw = config.get("torch_dtype", "bfloat16")
-        dtype = as_str(
-            dtype_raw if dtype_raw is not None else "bfloat16", join_path(path, "torch_dtype")
-        )
-        if dtype not in _DTYPE_BYTES:
-            raise ConfigError(
-                f"{join_path(path, 'torch_dtype')}: expected one of "
-                f"{', '.join(sorted(_DTYPE_BYTES))}, got {dtype!r}"
-            )
-        spec = ModelSpec(
-            name=name,
-            model_type=model_type,
-            num_layers=integer("num_hidden_layers"),
-            hidden_size=hidden,
-            intermediate_size=integer("intermediate_size", 4 * hidden),
-            num_attention_heads=heads,
-            num_kv_heads=integer("num_key_value_heads", heads),
-            head_dim=head_dim,
-            vocab_size=integer("vocab_size"),
-            tie_word_embeddings=tie,
-            num_experts=experts,
-            experts_per_token=integer("num_experts_per_tok", 0, 0),
-            # Mixtral-style configs size experts with intermediate_size.
-            moe_intermediate_size=integer(
-                "moe_intermediate_size",
-                integer("intermediate_size", 4 * hidden) if experts else 0,
-                0,
-            ),
-            num_shared_experts=integer("n_shared_experts", 0, 0),
-            first_dense_layers=integer("first_k_dense_replace", 0, 0),
-            kv_lora_rank=integer("kv_lora_rank", 0, 0),
-            q_lora_rank=integer("q_lora_rank", 0, 0),
-            qk_nope_head_dim=integer("qk_nope_head_dim", 0, 0),
-            qk_rope_head_dim=integer("qk_rope_head_dim", 0, 0),
-            v_head_dim=integer("v_head_dim", 0, 0),
-            num_nextn_predict_layers=integer("num_nextn_predict_layers", 0, 0),
-            dtype_bytes=_DTYPE_BYTES[dtype],
-            max_position_embeddings=integer("max_position_embeddings", 0, 0),
-        )
-        return spec
-
 
 @dataclass(frozen=True)
 class GpuSpec:
@@ -272,33 +191,3 @@ class GpuSpec:
 
     def __repr__(self) -> str:
         return f"GpuSpec({self.name!r}, bf16={self.bf16_flops:.3g} FLOP/s, hbm={self.hbm_bytes_per_s:.3g} B/s)"
-
-    @staticmethod
-    def from_mapping(mapping: object, name: str, path: str = "hardware") -> GpuSpec:
-        """Build from a mapping with the ``gpus.csv`` columns (JSON/YAML numbers; a numeric
-        string is an error). Each is finite and at most ``MAX_GPU_FIGURE`` (1e20), so the
-        times priced from them stay finite."""
-        config = as_mapping(mapping, path)
-
-        def number(key: str, required: bool) -> float:
-            raw: Any = config.get(key)
-            if raw is None:
-                if required:
-                    raise ConfigError(f"{join_path(path, key)}: required field is missing")
-                return 0.0
-            return as_float(raw, join_path(path, key), 0.0, MAX_GPU_FIGURE)
-
-        bf16 = number("bf16_dense_flops", True)
-        hbm = number("hbm_bytes_per_s", True)
-        if bf16 < 1.0 or hbm < 1.0:
-            raise ConfigError(f"{path}: bf16_dense_flops and hbm_bytes_per_s must be >= 1")
-        return GpuSpec(
-            name=name,
-            bf16_flops=bf16,
-            fp8_flops=number("fp8_dense_flops", False),
-            hbm_bytes_per_s=hbm,
-            hbm_capacity_bytes=int(number("hbm_capacity_bytes", True)),
-            nvlink_bytes_per_s=number("nvlink_bytes_per_s_per_gpu", False),
-            tdp_w=number("tdp_w", False),
-            sm_version=int(number("sm_version", False)),
-        )

@@ -278,7 +278,7 @@ def report_command(args: argparse.Namespace) -> int:
 
 
 def rulecheck_command(args: argparse.Namespace) -> int:
-    from aisim.catalogue import get_gpu, get_model
+    from aisim.config import get_gpu, get_model
     from qualification.public import rulecheck, rulecheck_markdown
 
     model = get_model(args.model, "--model").name

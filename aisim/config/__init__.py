@@ -8,6 +8,7 @@ core (``aisim.speculation``, ``aisim.fpm``, ``aisim.replay``) never imports this
 
 from __future__ import annotations
 
+from aisim.config._catalogue import HardwareFile, ModelFile, get_gpu, get_model
 from aisim.config._edge import Choice, EdgeModel, Integer, Number, check, validate
 from aisim.config._estimator import EstimatorConfig, best_available
 from aisim.config._run_replay import run_replay
@@ -19,11 +20,15 @@ __all__ = [
     "Choice",
     "EdgeModel",
     "EstimatorConfig",
+    "HardwareFile",
+    "ModelFile",
     "Integer",
     "Number",
     "SpeculationConfig",
     "best_available",
     "check",
+    "get_gpu",
+    "get_model",
     "json_schema",
     "register_schema",
     "resolve_speculation",

@@ -1,7 +1,7 @@
 """The typed edge: one pydantic base and field types that keep aisim's one-line error contract.
 
-The speculation, estimator, sweep and qualification-plan inputs are ``EdgeModel`` subclasses
-(the replay config and model/hardware files are still read by the typed readers of
+The speculation, estimator, sweep, model-file, hardware-file and qualification-plan inputs are
+``EdgeModel`` subclasses (parts of the replay config are still read by the typed readers of
 ``aisim._fields``, with the same error contract). What the base guarantees, so each config kind
 only declares its fields:
 
@@ -22,6 +22,7 @@ the core takes the frozen objects these models build, never the models.
 
 from __future__ import annotations
 
+import abc
 import math
 from collections.abc import Mapping
 from typing import Any, ClassVar, TypeVar
@@ -53,12 +54,13 @@ def edge_error(message: str, label: str = "") -> PydanticCustomError:
     return PydanticCustomError(EDGE_ERROR, "{message}", {"message": message, "label": label})
 
 
-class BeforeCheck:
+class BeforeCheck(abc.ABC):
     """Base of the field types: ``check`` runs before pydantic's own (strict) validation and
     raises ``edge_error``; ``json_extra`` adds what the check enforces to the JSON Schema."""
 
+    @abc.abstractmethod
     def check(self, value: object) -> Any:
-        raise NotImplementedError
+        """``value`` converted for pydantic's strict check, or an ``edge_error``."""
 
     def json_extra(self) -> dict[str, Any]:
         return {}
@@ -156,6 +158,20 @@ class Choice(BeforeCheck):
         return {"enum": list(self.choices)}
 
 
+class OrNone(BeforeCheck):
+    """``Annotated[int | None, OrNone(Integer(1, 64))] = None``: ``None`` (a JSON ``null``, or
+    the field left out) passes; anything else must pass ``inner``."""
+
+    def __init__(self, inner: BeforeCheck) -> None:
+        self.inner = inner
+
+    def check(self, value: object) -> Any:
+        return None if value is None else self.inner.check(value)
+
+    def json_extra(self) -> dict[str, Any]:
+        return self.inner.json_extra()
+
+
 def check_mapping(value: object) -> dict[str, Any]:
     """``value`` as a ``dict`` with string keys, or an edge error."""
     if not isinstance(value, Mapping):
@@ -170,11 +186,18 @@ class EdgeModel(BaseModel):
     """Base of every config model: frozen, strict, unknown fields rejected with the allowed list.
 
     ``edge_label`` follows the path in the unknown-field message (``" (kind mtp)"``).
+    ``edge_ignores_unknown`` is for files written by other tools (a Hugging Face
+    ``config.json`` carries dozens of fields aisim does not read): their unknown fields are
+    dropped, not rejected; such a model also sets ``extra="ignore"`` so its schema says so.
+    ``edge_null_is_absent``: a ``null`` value counts as the field left out (its default, or
+    ``required field is missing``), as Hugging Face configs write absent fields.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     edge_label: ClassVar[str] = ""
+    edge_ignores_unknown: ClassVar[bool] = False
+    edge_null_is_absent: ClassVar[bool] = False
 
     @model_validator(mode="before")
     @classmethod
@@ -186,6 +209,10 @@ class EdgeModel(BaseModel):
         if allowed is None:
             allowed = frozenset(field.alias or name for name, field in cls.model_fields.items())
             _ALLOWED_FIELDS[cls] = allowed
+        if cls.edge_null_is_absent:
+            mapping = {key: item for key, item in mapping.items() if item is not None}
+        if cls.edge_ignores_unknown:
+            return {key: item for key, item in mapping.items() if key in allowed}
         unknown = sorted(key for key in mapping if key not in allowed)
         if unknown:
             raise edge_error(

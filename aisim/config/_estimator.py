@@ -26,7 +26,8 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, WithJsonSchema
 
 from aisim._io import check_path_text
-from aisim.catalogue import GpuSpec, ModelSpec, get_gpu, get_model
+from aisim.catalogue import GpuSpec, ModelSpec
+from aisim.config._catalogue import get_gpu, get_model
 from aisim.config._edge import Choice, EdgeModel, Integer, validate
 from aisim.config._speculation import resolve_speculation
 from aisim.errors import ConfigError

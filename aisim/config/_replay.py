@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from aisim._fields import as_bool, as_float, as_int, as_mapping, as_str, join_path, reject_unknown
-from aisim.catalogue import GpuSpec, ModelSpec, get_gpu, get_model
+from aisim.catalogue import GpuSpec, ModelSpec
+from aisim.config._catalogue import get_gpu, get_model
 from aisim.config._replay_capacity import (
     Hardware,
     check_requests_fit,

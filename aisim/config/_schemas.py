@@ -20,6 +20,8 @@ SCHEMA_KINDS: dict[str, str] = {
     "estimator": "aisim.config._estimator:EstimatorConfig",
     "sweep": "aisim.config._sweep:SweepFile",
     "plan": "qualification.plan._model:Plan",
+    "model": "aisim.config._catalogue:ModelFile",
+    "hardware": "aisim.config._catalogue:HardwareFile",
 }
 
 

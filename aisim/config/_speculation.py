@@ -18,7 +18,8 @@ from typing import Annotated, Any, Final
 from pydantic import WithJsonSchema
 
 from aisim._fields import describe
-from aisim.catalogue import ModelSpec, get_model
+from aisim.catalogue import ModelSpec
+from aisim.config._catalogue import get_model, model_spec
 from aisim.config._edge import (
     BeforeCheck,
     Choice,
@@ -358,7 +359,7 @@ def resolve_speculation(
     draft_model: ModelSpec | None = None
     if draft_config is not None:
         name = draft_path if draft_path is not None else f"{spec.kind}-draft"
-        draft_model = ModelSpec.from_hf_config(draft_config, name, f"{path}.draft_config")
+        draft_model = model_spec(draft_config, name, f"{path}.draft_config")
     geometry = _normalize_params(spec, params, draft_config, draft_model, tp, path)
     check_gates(spec, target, draft_model, backend_name, role_name, path)
     acceptance: AcceptanceProfile | None = None

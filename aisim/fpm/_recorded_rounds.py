@@ -148,11 +148,10 @@ def _target_model(preset: object, geometry: object, target_hash: str) -> str:
     fallback = f"recorded-target:{target_hash}"
     if not isinstance(preset, str) or not isinstance(geometry, dict):
         return fallback
-    from aisim.catalogue import get_model
+    from aisim.catalogue import builtin_model
 
-    try:
-        spec = get_model(preset)
-    except ConfigError:
+    spec = builtin_model(preset)
+    if spec is None:
         return fallback
     catalogue = dict(spec.geometry_items())
     if all(key in geometry and catalogue.get(key) == geometry[key] for key in GEOMETRY_KEYS):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from aisim._fields import join_path
-from aisim.catalogue import get_gpu, get_model
+from aisim.catalogue import builtin_gpu, builtin_model
 from aisim.catalogue._costs import IDEAL_TERMS, MEASURED_TERMS
 from aisim.catalogue._specs import GpuSpec, ModelSpec
 from aisim.errors import ConfigError
@@ -102,19 +102,15 @@ def select_estimator(
 def _canonical_model(name: object) -> object:
     if not isinstance(name, str):
         return name
-    try:
-        return get_model(name).name
-    except ConfigError:
-        return name
+    spec = builtin_model(name)
+    return name if spec is None else spec.name
 
 
 def _canonical_gpu(name: object) -> object:
     if not isinstance(name, str):
         return name
-    try:
-        return get_gpu(name).name
-    except ConfigError:
-        return name
+    spec = builtin_gpu(name)
+    return name if spec is None else spec.name
 
 
 def _recorded(identity: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aisim.catalogue import get_gpu, get_model, gpu_names, model_names
+from aisim.catalogue import gpu_names, model_names
+from aisim.config import get_gpu, get_model
 from qualification.cases._suite import Suite, make_cases
 
 _MODELS = model_names()

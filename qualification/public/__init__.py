@@ -15,8 +15,8 @@ import statistics
 from importlib import resources
 from typing import Any, Final
 
-from aisim.catalogue import get_gpu, get_model, gpu_names
-from aisim.config import best_available
+from aisim.catalogue import gpu_names
+from aisim.config import best_available, get_gpu, get_model
 from aisim.fpm import ForwardPassMetrics, scaling_factor
 from qualification.cases._drafts import draft_config
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from aisim.catalogue import get_gpu, get_model, gpu_names, model_names
+from aisim.catalogue import gpu_names, model_names
+from aisim.config import get_gpu, get_model
 from aisim.errors import ConfigError
 
 
@@ -120,8 +121,6 @@ def test_catalogue_specs_are_frozen_and_never_shared_mutable() -> None:
     # A newcomer's trial: this assignment used to change every later estimate in the process.
     import dataclasses
 
-    from aisim.catalogue import get_gpu, get_model
-
     model = get_model("Qwen/Qwen3-8B")
     with pytest.raises(dataclasses.FrozenInstanceError):
         model.num_layers = 1  # type: ignore[misc]
@@ -199,3 +198,41 @@ def test_an_integer_beyond_any_float_is_a_range_error(tmp_path: Path) -> None:
     assert str(info.value) == (
         "hardware.bf16_dense_flops: expected a finite number in 0.0..1e+20, got 1e+400"
     )
+
+
+def test_builtin_specs_are_what_the_file_parser_makes_of_the_published_rows() -> None:
+    """The built-in specs are typed in aisim/catalogue/_data.py; the published config.json /
+    gpus.csv rows they came from are kept as data, and the edge's parser must turn each into
+    exactly the built-in spec (an independent path: the parser fills the Hugging Face defaults)."""
+    from aisim.catalogue import builtin_gpu, builtin_model
+
+    sources = json.loads((Path(__file__).parent / "data" / "builtin_sources.json").read_text())
+    assert sorted(row["model"] for row in sources["models"]) == model_names()
+    assert sorted(row["system"] for row in sources["gpus"]) == gpu_names()
+    for row in sources["models"]:
+        assert get_model({**row, "name": row["model"]}) == builtin_model(row["model"])
+    for row in sources["gpus"]:
+        assert get_gpu(row) == builtin_gpu(row["system"])
+
+
+def test_hardware_files_reject_unknown_fields() -> None:
+    with pytest.raises(ConfigError) as info:
+        get_gpu({"bf16_dense_flops": 1e15, "hbm_bytes_per_s": 3e12, "hbm_capacity": 8e10})
+    assert str(info.value) == (
+        "hardware: unknown field(s) hbm_capacity; allowed: bf16_dense_flops, fp8_dense_flops, "
+        "hbm_bytes_per_s, hbm_capacity_bytes, nvlink_bytes_per_s_per_gpu, sm_version, system, "
+        "tdp_w"
+    )
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_binary_model_and_hardware_files_are_one_line_errors(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"blob{suffix}"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00")
+    with pytest.raises(ConfigError) as info:
+        get_gpu(str(path))
+    assert str(info.value).startswith(f"hardware: cannot read hardware file {str(path)!r}: ")
+    assert "\n" not in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        get_model(str(path))
+    assert str(info.value).startswith(f"model: cannot read model config {str(path)!r}: ")

@@ -85,3 +85,21 @@ def test_speculation_guide_blocks_validate() -> None:
 def test_speculation_schema_rejects_what_aisim_rejects(bad: object) -> None:
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, json_schema("speculation"), cls=jsonschema.Draft202012Validator)
+
+
+def test_model_file_example_validates_and_loads() -> None:
+    """docs/examples/model/config.json (JSON has no language-server comment) against the
+    ``model`` schema, and through the parser to the geometry written in it."""
+    from aisim.config import get_gpu, get_model
+
+    example = DOCS / "examples" / "model" / "config.json"
+    jsonschema.validate(
+        json.loads(example.read_text(encoding="utf-8")),
+        json_schema("model"),
+        cls=jsonschema.Draft202012Validator,
+    )
+    spec = get_model(str(example))
+    assert (spec.num_layers, spec.head_dim, spec.num_kv_heads) == (16, 2048 // 32, 8)
+    assert spec.kv_bytes_per_token == 16 * 2 * 8 * 64 * 2
+    gpu = get_gpu(str(DOCS / "examples" / "hardware" / "my_gpu.yaml"))
+    assert (gpu.name, gpu.hbm_bytes_per_s) == ("my_gpu", 3.35e12)

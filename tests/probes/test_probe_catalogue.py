@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import json_structures, mapping_with_mutation, non_string_keys
 
-from aisim.catalogue import get_gpu, get_model
+from aisim.config import get_gpu, get_model
 from aisim.errors import AisimError
 
 TINY = {

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from aisim import ConfigError, resolve_speculation
-from aisim.catalogue import get_model
+from aisim.config import get_model
 
 LLAMA_8B = "meta-llama/Meta-Llama-3.1-8B"
 

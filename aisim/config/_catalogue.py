@@ -1,0 +1,238 @@
+"""Model and hardware inputs: a catalogue name, a file, or a mapping -> a frozen spec.
+
+``ModelFile`` is a Hugging Face style ``config.json`` (the fields aisim prices; the many others
+such a file carries are ignored) and ``HardwareFile`` a GPU's ``gpus.csv`` columns as a YAML or
+JSON mapping (unknown fields rejected). ``get_model`` / ``get_gpu`` resolve what a user gives
+(``--model``, ``engine.hardware``, ...): a built-in name from ``aisim.catalogue``, a file path
+(read here: the catalogue does no I/O) or a mapping. ``aisim schema model|hardware`` prints the
+JSON Schemas.
+
+Sizes are integers in 1..``MAX_GEOMETRY`` where a zero is meaningless (layers, hidden size,
+heads, KV heads, head_dim, intermediate size, vocabulary) and in 0..``MAX_GEOMETRY`` where zero
+means "absent" (experts, MLA ranks, MTP layers); the bound keeps every derived byte and FLOP
+count finite as a float. GPU figures are finite and at most ``MAX_GPU_FIGURE``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, ClassVar, TypeVar
+
+from pydantic import ConfigDict, Field
+
+from aisim._fields import describe, join_path
+from aisim._io import check_path_text, parse_json_text, parse_yaml_text
+from aisim.catalogue import (
+    DTYPE_BYTES,
+    MAX_GEOMETRY,
+    MAX_GPU_FIGURE,
+    GpuSpec,
+    ModelSpec,
+    builtin_gpu,
+    builtin_model,
+    gpu_names,
+    model_names,
+)
+from aisim.config._edge import Choice, EdgeModel, Integer, Number, OrNone, validate
+from aisim.errors import ConfigError
+
+T = TypeVar("T")
+
+Size = Annotated[int, Integer(1, MAX_GEOMETRY)]
+MaybeSize = Annotated[int | None, OrNone(Integer(1, MAX_GEOMETRY))]
+MaybeCount = Annotated[int | None, OrNone(Integer(0, MAX_GEOMETRY))]
+Figure = Annotated[float, Number(0.0, MAX_GPU_FIGURE)]
+MaybeFigure = Annotated[float | None, OrNone(Number(0.0, MAX_GPU_FIGURE))]
+Dtype = Annotated[str | None, OrNone(Choice(*sorted(DTYPE_BYTES)))]
+
+
+class ModelFile(EdgeModel):
+    """The ``config.json`` fields that set a decoder's cost (JSON numbers and booleans; a numeric
+    string such as ``"8"`` is an error). A ``null`` or absent optional field takes its
+    Hugging Face default."""
+
+    model_config = ConfigDict(
+        extra="ignore", frozen=True, strict=True, allow_inf_nan=False, protected_namespaces=()
+    )
+    edge_ignores_unknown: ClassVar[bool] = True
+    edge_null_is_absent: ClassVar[bool] = True
+
+    model_type: Annotated[str | None, Field(description="architecture family")] = None
+    hidden_size: Size
+    num_attention_heads: Size
+    head_dim: MaybeSize = Field(None, description="default hidden_size / num_attention_heads")
+    num_experts: MaybeCount = None
+    num_local_experts: MaybeCount = None
+    n_routed_experts: MaybeCount = None
+    tie_word_embeddings: bool | None = None
+    torch_dtype: Dtype = Field(None, description="default bfloat16")
+    num_hidden_layers: Size
+    intermediate_size: MaybeSize = Field(None, description="default 4 x hidden_size")
+    num_key_value_heads: MaybeSize = Field(None, description="default num_attention_heads")
+    vocab_size: Size
+    num_experts_per_tok: MaybeCount = None
+    moe_intermediate_size: MaybeCount = None
+    n_shared_experts: MaybeCount = None
+    first_k_dense_replace: MaybeCount = None
+    kv_lora_rank: MaybeCount = None
+    q_lora_rank: MaybeCount = None
+    qk_nope_head_dim: MaybeCount = None
+    qk_rope_head_dim: MaybeCount = None
+    v_head_dim: MaybeCount = None
+    num_nextn_predict_layers: MaybeCount = None
+    max_position_embeddings: MaybeCount = None
+    name: Annotated[str | None, Field(description="the model's name in results")] = None
+
+    def to_spec(self, name: str, path: str) -> ModelSpec:
+        """The frozen ``ModelSpec`` (Hugging Face defaults filled in)."""
+        hidden = self.hidden_size
+        heads = self.num_attention_heads
+        if self.head_dim is None and hidden % heads != 0:
+            raise ConfigError(
+                f"{join_path(path, 'head_dim')}: required when hidden_size ({hidden}) is not "
+                f"divisible by num_attention_heads ({heads})"
+            )
+        intermediate = _or(self.intermediate_size, 4 * hidden)
+        experts = max(
+            _or(self.num_experts, 0), _or(self.num_local_experts, 0), _or(self.n_routed_experts, 0)
+        )
+        return ModelSpec(
+            name=name,
+            model_type=_or(self.model_type, "llama"),
+            num_layers=self.num_hidden_layers,
+            hidden_size=hidden,
+            intermediate_size=intermediate,
+            num_attention_heads=heads,
+            num_kv_heads=_or(self.num_key_value_heads, heads),
+            head_dim=_or(self.head_dim, hidden // heads),
+            vocab_size=self.vocab_size,
+            tie_word_embeddings=_or(self.tie_word_embeddings, False),
+            num_experts=experts,
+            experts_per_token=_or(self.num_experts_per_tok, 0),
+            # Mixtral-style configs size experts with intermediate_size.
+            moe_intermediate_size=_or(self.moe_intermediate_size, intermediate if experts else 0),
+            num_shared_experts=_or(self.n_shared_experts, 0),
+            first_dense_layers=_or(self.first_k_dense_replace, 0),
+            kv_lora_rank=_or(self.kv_lora_rank, 0),
+            q_lora_rank=_or(self.q_lora_rank, 0),
+            qk_nope_head_dim=_or(self.qk_nope_head_dim, 0),
+            qk_rope_head_dim=_or(self.qk_rope_head_dim, 0),
+            v_head_dim=_or(self.v_head_dim, 0),
+            num_nextn_predict_layers=_or(self.num_nextn_predict_layers, 0),
+            dtype_bytes=DTYPE_BYTES[_or(self.torch_dtype, "bfloat16")],
+            max_position_embeddings=_or(self.max_position_embeddings, 0),
+        )
+
+
+class HardwareFile(EdgeModel):
+    """One accelerator's vendor peak figures: the ``gpus.csv`` columns as a YAML/JSON mapping
+    (numbers; a numeric string is an error; ``null`` is a field left out)."""
+
+    edge_null_is_absent: ClassVar[bool] = True
+
+    system: Annotated[str | None, Field(description="the GPU's name in results")] = None
+    bf16_dense_flops: Figure
+    fp8_dense_flops: MaybeFigure = None
+    hbm_bytes_per_s: Figure
+    hbm_capacity_bytes: Figure
+    nvlink_bytes_per_s_per_gpu: MaybeFigure = None
+    tdp_w: MaybeFigure = None
+    sm_version: MaybeFigure = None
+
+    def to_spec(self, name: str, path: str) -> GpuSpec:
+        """The frozen ``GpuSpec``; FLOP/s and bandwidth of at least 1 keep every time finite."""
+        if self.bf16_dense_flops < 1.0 or self.hbm_bytes_per_s < 1.0:
+            raise ConfigError(f"{path}: bf16_dense_flops and hbm_bytes_per_s must be >= 1")
+        return GpuSpec(
+            name=name,
+            bf16_flops=self.bf16_dense_flops,
+            fp8_flops=_or(self.fp8_dense_flops, 0.0),
+            hbm_bytes_per_s=self.hbm_bytes_per_s,
+            hbm_capacity_bytes=int(self.hbm_capacity_bytes),
+            nvlink_bytes_per_s=_or(self.nvlink_bytes_per_s_per_gpu, 0.0),
+            tdp_w=_or(self.tdp_w, 0.0),
+            sm_version=int(_or(self.sm_version, 0.0)),
+        )
+
+
+def _or(value: T | None, default: T) -> T:
+    return default if value is None else value
+
+
+def model_spec(mapping: object, name: str, path: str = "model") -> ModelSpec:
+    """A ``ModelSpec`` from a ``config.json`` mapping; one ``ConfigError`` under ``path``."""
+    return validate(ModelFile, mapping, path).to_spec(name, path)
+
+
+def gpu_spec(mapping: object, name: str, path: str = "hardware") -> GpuSpec:
+    """A ``GpuSpec`` from a mapping of the ``gpus.csv`` columns; one ``ConfigError``."""
+    return validate(HardwareFile, mapping, path).to_spec(name, path)
+
+
+def _read_text(file: Path, path: str, what: str) -> str:
+    """The file's UTF-8 text; a missing, unreadable or binary file is one ``ConfigError``
+    (``what`` names it: ``"model config"``)."""
+    try:
+        return file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: {what} file not found: {str(file)!r}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"{path}: cannot read {what} {str(file)!r}: {' '.join(str(exc).split())}"
+        ) from None
+
+
+def get_model(name_or_path: object, path: str = "model") -> ModelSpec:
+    """A built-in model by name (case-insensitive short names allowed), a ``config.json`` path
+    (or the folder holding one), a config mapping, or a ``ModelSpec`` as is."""
+    if isinstance(name_or_path, ModelSpec):
+        return name_or_path
+    if isinstance(name_or_path, dict):
+        name = name_or_path.get("name")
+        return model_spec(name_or_path, name if isinstance(name, str) else "custom", path)
+    if not isinstance(name_or_path, str):
+        raise ConfigError(
+            f"{path}: expected a model name or config.json path, got {describe(name_or_path)}"
+        )
+    builtin = builtin_model(name_or_path)
+    if builtin is not None:
+        return builtin
+    file = check_path_text(name_or_path, path)
+    if file.suffix == ".json" or file.is_file() or file.is_dir():
+        if file.is_dir():
+            file = file / "config.json"
+        text = _read_text(file, path, "model config")
+        mapping = parse_json_text(text, f"{path}: model config {str(file)!r}")
+        return model_spec(mapping, name_or_path, path)
+    raise ConfigError(
+        f"{path}: unknown model {name_or_path!r}; built-in models: {', '.join(model_names())} "
+        "(or give a path to a config.json)"
+    )
+
+
+def get_gpu(name_or_path: object, path: str = "hardware") -> GpuSpec:
+    """A built-in GPU by name (``h100`` == ``h100_sxm``), a JSON/YAML file path, a mapping, or a
+    ``GpuSpec`` as is."""
+    if isinstance(name_or_path, GpuSpec):
+        return name_or_path
+    if isinstance(name_or_path, dict):
+        name = name_or_path.get("system")
+        return gpu_spec(name_or_path, name if isinstance(name, str) else "custom", path)
+    if not isinstance(name_or_path, str):
+        raise ConfigError(f"{path}: expected a GPU name or file path, got {describe(name_or_path)}")
+    builtin = builtin_gpu(name_or_path)
+    if builtin is not None:
+        return builtin
+    file = check_path_text(name_or_path, path)
+    if file.is_file():
+        text = _read_text(file, path, "hardware file")
+        source = f"{path}: hardware file {str(file)!r}"
+        if file.suffix.lower() == ".json":
+            mapping = parse_json_text(text, source)
+        else:
+            mapping = parse_yaml_text(text, source)
+        return gpu_spec(mapping, file.stem, path)
+    raise ConfigError(
+        f"{path}: unknown hardware {name_or_path!r}; built-in: {', '.join(gpu_names())} "
+        "(or give a path to a YAML/JSON file with the gpus.csv columns)"
+    )
