@@ -11,7 +11,6 @@ Loads (``traffic.load.type``): ``trace_timestamps``, ``poisson``, ``constant``, 
 from __future__ import annotations
 
 import csv
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -27,6 +26,7 @@ from aisim._fields import (
     reject_unknown,
 )
 from aisim._io import check_path_text, parse_float_text, parse_int_text, parse_json_text
+from aisim.config._trace_cache import TRACES
 from aisim.errors import ConfigError
 from aisim.replay._plan import RequestSpec
 from aisim.replay._traffic import (
@@ -161,12 +161,15 @@ def _trace(source: dict[str, Any], base_dir: Path | None, path: str) -> list[Req
         source.get("hash_block_tokens", 16), join_path(path, "hash_block_tokens"), 1, MAX_TOKENS
     )
     if fmt == "csv":
-        return _read_csv(file, path)
-    rows = _read_jsonl(file, path)
-    return [
-        _row_request(index, row, where, block_tokens, False)
-        for index, (row, where) in enumerate(rows)
-    ]
+        return TRACES.requests(file, path, ("csv",), lambda: _read_csv(file, path))
+
+    def read_mooncake() -> list[RequestSpec]:
+        return [
+            _row_request(index, row, where, block_tokens, False)
+            for index, (row, where) in enumerate(_read_jsonl(file, path))
+        ]
+
+    return TRACES.requests(file, path, ("mooncake", block_tokens), read_mooncake)
 
 
 def _agentic(source: dict[str, Any], base_dir: Path | None, path: str) -> list[RequestSpec]:
@@ -176,14 +179,21 @@ def _agentic(source: dict[str, Any], base_dir: Path | None, path: str) -> list[R
     )
     if (source.get("path") is None) == (source.get("requests") is None):
         raise ConfigError(f"{path}: give exactly one of path (a JSONL file) or requests (a list)")
-    rows: list[tuple[object, str]]
-    if source.get("path") is not None:
-        rows = list(
-            _read_jsonl(_resolve_file(source["path"], base_dir, join_path(path, "path")), path)
-        )
-    else:
+    if source.get("path") is None:
         items = as_list(source["requests"], join_path(path, "requests"))
         rows = [(item, join_path(path, f"requests[{i}]")) for i, item in enumerate(items)]
+        return _graph(rows, block_tokens)
+    file = _resolve_file(source["path"], base_dir, join_path(path, "path"))
+    return TRACES.requests(
+        file,
+        path,
+        ("agentic", block_tokens),
+        lambda: _graph(list(_read_jsonl(file, path)), block_tokens),
+    )
+
+
+def _graph(rows: list[tuple[object, str]], block_tokens: int) -> list[RequestSpec]:
+    """Agentic requests from ``(row, where)`` pairs, dependencies linked and checked."""
     requests = [
         _row_request(i, row, where, block_tokens, True) for i, (row, where) in enumerate(rows)
     ]
@@ -235,50 +245,11 @@ def _read_jsonl(file: Path, path: str) -> Iterator[tuple[object, str]]:
         yield parse_json_text(line, where), where
 
 
-def _file_sha256(file: Path, path: str) -> str:
-    """SHA-256 of the file's bytes, read in chunks."""
-    digest = hashlib.sha256()
-    try:
-        with file.open("rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(chunk)
-    except OSError as exc:
-        raise ConfigError(f"{path}.path: cannot read {str(file)!r}: {exc}") from None
-    return digest.hexdigest()
-
-
-#: Parsed CSV traces by content: (file, SHA-256 of its bytes) -> (arrival_ms, prompt, output)
-#: rows. A sweep replays one trace for hundreds of points and parsing it (every number checked)
-#: cost more than a short replay; the rows are immutable, each call builds fresh requests.
-#: Only traces of at most ``_CSV_CACHE_ROWS`` rows are kept, so a large trace is streamed and
-#: never held twice (rows and requests) for the whole run.
-_CSV_ROWS: dict[tuple[str, str], list[tuple[float, int, int]]] = {}
-_CSV_CACHE_FILES = 4
-_CSV_CACHE_ROWS = 100_000
-
-
 def _read_csv(file: Path, path: str) -> list[RequestSpec]:
-    key = (str(file), _file_sha256(file, path))
-    rows = _CSV_ROWS.get(key)
-    if rows is not None:
-        return [
-            RequestSpec(index, str(index), prompt, output, arrival_ms, [], 0.0, [], 0)
-            for index, (arrival_ms, prompt, output) in enumerate(rows)
-        ]
-    requests: list[RequestSpec] = []
-    kept: list[tuple[float, int, int]] | None = []
-    for arrival_ms, prompt, output in _parse_csv(file, path):
-        index = len(requests)
-        requests.append(RequestSpec(index, str(index), prompt, output, arrival_ms, [], 0.0, [], 0))
-        if kept is not None:
-            kept.append((arrival_ms, prompt, output))
-            if len(kept) > _CSV_CACHE_ROWS:
-                kept = None
-    if kept is not None:
-        if len(_CSV_ROWS) >= _CSV_CACHE_FILES:
-            _CSV_ROWS.pop(next(iter(_CSV_ROWS)))
-        _CSV_ROWS[key] = kept
-    return requests
+    return [
+        RequestSpec(index, str(index), prompt, output, arrival_ms, [], 0.0, [], 0)
+        for index, (arrival_ms, prompt, output) in enumerate(_parse_csv(file, path))
+    ]
 
 
 def _parse_csv(file: Path, path: str) -> Iterator[tuple[float, int, int]]:

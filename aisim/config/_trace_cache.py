@@ -1,0 +1,102 @@
+"""Parsed trace files by content, per process (CSV, Mooncake JSONL and agentic JSONL alike).
+
+A sweep replays one trace for hundreds of points, and parsing it (every line validated) cost
+more than a short replay. So the checked requests of a trace file are kept, keyed by what
+determines them: the SHA-256 of the file's bytes and the reading options (format,
+``hash_block_tokens``). A rewritten file has another digest and is read again. Each call hands
+out fresh ``RequestSpec`` objects (fresh lists too): the load, a closed loop's ``wait_for`` and
+the engine change a replay's requests, and none of that may reach the next replay.
+
+Only traces of at most ``MAX_ROWS`` requests are kept (a large trace is streamed and never
+held twice), at most ``MAX_FILES`` of them (the oldest goes first). Interpreted (the config
+edge): the compiled core never sees the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final
+
+from aisim.errors import ConfigError
+from aisim.replay._plan import RequestSpec
+
+MAX_FILES: Final = 4
+MAX_ROWS: Final = 100_000
+
+#: A request without its index: (request_id, prompt, output, arrival_ms, wait_for, delay_ms,
+#: hash_ids, hash_block_tokens), immutable.
+Snapshot = tuple[str, int, int, float, tuple[int, ...], float, tuple[int, ...], int]
+CacheKey = tuple[object, ...]
+
+
+class TraceCache:
+    """The checked requests of recently read trace files; ``hits``/``misses`` count lookups
+    (what the tests observe)."""
+
+    def __init__(self, max_files: int = MAX_FILES, max_rows: int = MAX_ROWS) -> None:
+        self.max_files = max_files
+        self.max_rows = max_rows
+        self.hits = 0
+        self.misses = 0
+        self._entries: dict[CacheKey, list[Snapshot]] = {}
+
+    def requests(
+        self, file: Path, path: str, options: CacheKey, read: Callable[[], list[RequestSpec]]
+    ) -> list[RequestSpec]:
+        """The requests of ``file`` read with ``options``: from the cache when its content was
+        read before with the same options, else ``read()`` (which validates and may raise
+        ``ConfigError``; nothing is kept then). ``path`` is the config path for errors."""
+        key = (file_sha256(file, path), *options)
+        kept = self._entries.get(key)
+        if kept is not None:
+            self.hits += 1
+            return [
+                RequestSpec(
+                    index, rid, prompt, output, arrival, list(wait), delay, list(ids), block
+                )
+                for index, (rid, prompt, output, arrival, wait, delay, ids, block) in enumerate(
+                    kept
+                )
+            ]
+        self.misses += 1
+        requests = read()
+        if len(requests) <= self.max_rows:
+            if len(self._entries) >= self.max_files:
+                self._entries.pop(next(iter(self._entries)))
+            self._entries[key] = [_snapshot(request) for request in requests]
+        return requests
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self.hits = self.misses = 0
+
+
+def _snapshot(request: RequestSpec) -> Snapshot:
+    return (
+        request.request_id,
+        request.prompt_tokens,
+        request.output_tokens,
+        request.arrival_ms,
+        tuple(request.wait_for),
+        request.delay_ms,
+        tuple(request.hash_ids),
+        request.hash_block_tokens,
+    )
+
+
+def file_sha256(file: Path, path: str) -> str:
+    """SHA-256 of the file's bytes, read in chunks (``path``: the config path for errors)."""
+    digest = hashlib.sha256()
+    try:
+        with file.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError as exc:
+        raise ConfigError(f"{path}.path: cannot read {str(file)!r}: {exc}") from None
+    return digest.hexdigest()
+
+
+#: The process's cache, used by the traffic edge.
+TRACES: Final = TraceCache()
