@@ -3,11 +3,15 @@ simulated by the core (``aisim.replay.run``), returned as a ``ReplayResult``."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from aisim.config._replay import build_plan
+from aisim.errors import ConfigError
 from aisim.replay import ReplayResult, run
 from aisim.replay._run import RequestSink, TokenRows
 
@@ -21,6 +25,7 @@ def run_replay(
     per_token: bool | None = None,
     request_sink: RequestSink | None = None,
     token_sink: TokenRows | None = None,
+    forward_pass_model: object | None = None,
 ) -> ReplayResult:
     """Replay ``config`` (a mapping of the docs/design.md#replay shape, or a YAML/JSON file path;
     relative trace paths in a file resolve against the file's folder, in a mapping against
@@ -30,6 +35,13 @@ def run_replay(
     ``per_token``, ``request_sink`` and ``token_sink`` stream the outputs (``aisim.replay.run``).
     Raises ``ConfigError`` for invalid configs (before the first event) and ``SimulationError``
     if a run makes no progress.
+
+    ``forward_pass_model`` prices every worker's passes instead of the config's ``timing``
+    blocks: any object with ``estimate_forward_pass_time_ms(metrics)`` (one
+    ``aisim.fpm.ForwardPassMetrics`` per rank, or a list of them) and a boolean
+    ``prices_speculation_natively`` (True: it prices whole SD rounds; False: it also needs
+    ``supports_draft_length`` and a ``draft_length`` argument). ``aisim qualify engine`` prices
+    with a recorded engine step table this way.
     """
     if isinstance(config, (str, os.PathLike)):
         from aisim._io import load_config_file
@@ -38,6 +50,8 @@ def run_replay(
         config = load_config_file(source, "config")
         base_dir = Path(source).resolve().parent
     plan, description = build_plan(config, base_dir)
+    if forward_pass_model is not None:
+        plan, description = _with_model(plan, description, forward_pass_model)
     return run(
         plan,
         description,
@@ -47,3 +61,35 @@ def run_replay(
         request_sink=request_sink,
         token_sink=token_sink,
     )
+
+
+def _with_model(
+    plan: Any, description: dict[str, Any], model: object
+) -> tuple[Any, dict[str, Any]]:
+    """``plan`` with every worker priced by ``model`` (see ``run_replay``)."""
+    from aisim.fpm import ForwardPassMetrics
+    from aisim.replay._pricing import PassPricer
+
+    if not callable(getattr(model, "estimate_forward_pass_time_ms", None)):
+        raise ConfigError(
+            f"forward_pass_model: expected an object with estimate_forward_pass_time_ms(metrics), "
+            f"got {type(model).__name__}"
+        )
+    native = getattr(model, "prices_speculation_natively", None)
+    if not isinstance(native, bool):
+        raise ConfigError(
+            f"forward_pass_model.prices_speculation_natively: expected True or False, got "
+            f"{native!r}"
+        )
+    speculating = any(worker.speculation.enabled for worker in plan.workers)
+    if speculating and not native and getattr(model, "supports_draft_length", False) is not True:
+        raise ConfigError(
+            "forward_pass_model: the config speculates, and this model neither prices SD rounds "
+            "natively nor applies the STP->SD scaling rule (supports_draft_length)"
+        )
+    pricer = PassPricer.from_model(model, ForwardPassMetrics, native)
+    workers = [dataclasses.replace(worker, pricer=pricer) for worker in plan.workers]
+    name = getattr(model, "name", type(model).__name__)
+    description = copy.deepcopy(description)
+    description["forward_pass_model"] = str(name)
+    return dataclasses.replace(plan, workers=workers), description

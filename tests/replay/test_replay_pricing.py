@@ -113,3 +113,37 @@ def test_an_estimator_that_cannot_price_a_pass_names_the_worker() -> None:
         r"replay \(rank 0: 1 prefill requests / 100 tokens, 0 decode requests",
     ):
         Simulation(plan).run()
+
+
+class TenPerPass:
+    """Every pass costs 10 ms: a forward-pass model passed in through ``run_replay``."""
+
+    name = "ten-per-pass"
+    prices_speculation_natively = True
+
+    def estimate_forward_pass_time_ms(self, metrics: Any) -> float:
+        return 10.0
+
+
+def test_run_replay_prices_with_a_given_forward_pass_model() -> None:
+    # One request, 100-token prompt (one prefill pass, which emits token 1), output 4 tokens:
+    # passes at 0-10 (prefill + token 1), 10-20, 20-30, 30-40 -> TTFT 10 ms, E2E 40 ms, even
+    # though the config's own timing is fixed at 1000 ms per pass.
+    config = roofline_config(None)
+    config["engine"]["workers"]["aggregated"]["timing"] = {
+        "type": "fixed",
+        "prefill_ms": 1000.0,
+        "decode_ms": 1000.0,
+    }
+    result = run_replay(config, forward_pass_model=TenPerPass())
+    row = result.requests.iloc[0]
+    assert row["ttft_ms"] == pytest.approx(10.0)
+    assert row["e2e_latency_ms"] == pytest.approx(40.0)
+    assert result.summary["config"]["forward_pass_model"] == "ten-per-pass"
+
+
+def test_run_replay_refuses_a_model_that_cannot_price() -> None:
+    from aisim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"forward_pass_model: expected an object with"):
+        run_replay(roofline_config(None), forward_pass_model=object())
