@@ -16,7 +16,7 @@ def _pct(value: Any) -> str:
 
 def headline_rows(report: dict[str, Any], key: str | None = None) -> list[list[str]]:
     """One row per metric: the mean over served runs next to the noise floor (``key``:
-    ``load_adjusted`` for the diagnostic replay)."""
+    ``drift_adjusted`` for the diagnostic replay)."""
     noise = report.get("noise_floor") or {}
     summary = report["summary"] if key is None else report["summary"][key]
     rows = []
@@ -82,20 +82,22 @@ def to_markdown(report: dict[str, Any], images: list[str]) -> str:
         markdown_table(HEADERS, headline_rows(report)),
         "",
     ]
-    if "load_adjusted" in report["summary"]:
+    if "drift_adjusted" in report["summary"]:
         lines += [
-            "Diagnostic, not the headline: the same replay priced by the step table's CPU "
-            "times multiplied by each served run's measured host slowdown (median wall / CPU "
-            f"time of its steps; the step table's own is {report['step_table_host_slowdown']:.2f}"
-            "). It separates the scheduler model from the shared host's varying load.",
+            "Diagnostic, not the headline (it borrows one number from each served run): the "
+            "same replay with the step table's prices multiplied by the run's step-cost drift "
+            "(median measured / table price of its decode-only steps). It separates the "
+            "scheduler and SD model from the engine running faster or slower than when its "
+            "step table was recorded.",
             "",
-            markdown_table(HEADERS, headline_rows(report, "load_adjusted")),
+            markdown_table(HEADERS, headline_rows(report, "drift_adjusted")),
             "",
         ]
     lines += [
         "| run | E2E median | E2E P90 | mean TTFT err | throughput err | AL observed | "
-        "AL predicted | host slowdown | load before -> after |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "AL predicted | tokens/decode step observed | predicted | step-cost drift | "
+        "host slowdown | load before -> after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for run in report["runs"]:
         load = run.get("host_load") or {}
@@ -107,6 +109,9 @@ def to_markdown(report: dict[str, Any], images: list[str]) -> str:
             f"{_pct(run['e2e'].get('p90_abs_error_pct'))} | "
             f"{_pct(run['ttft'].get('mean_error_pct'))} | {_pct(run['throughput']['error_pct'])} | "
             f"{_num(accept['observed'])} | {_num(accept['predicted'])} | "
+            f"{_num(run['tokens_per_decode_step']['observed'])} | "
+            f"{_num(run['tokens_per_decode_step']['predicted'])} | "
+            f"{_num(run.get('step_cost_drift'))} | "
             f"{_num(run.get('host_slowdown'))} | {before} -> {after} |"
         )
     model = report["runs"][0]["step_model"]

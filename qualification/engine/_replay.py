@@ -10,13 +10,11 @@ SHA-256).
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
 from aisim.errors import ConfigError, DataIntegrityError
 from aisim.speculation import measure_engine_acceptance
-from qualification.engine._prometheus import sum_samples
 from qualification.engine._recording import ServedRun, StepTable
 from qualification.engine._schema import ENGINE_SETTINGS, METRICS_FILE
 from qualification.engine._step_model import EngineStepModel
@@ -39,30 +37,67 @@ def recorded_settings(run: ServedRun) -> dict[str, Any]:
     return settings
 
 
-def observed_acceptance(metrics: dict[str, float]) -> dict[str, Any] | None:
-    """vLLM's SD counters: drafts, draft tokens, accepted tokens and per-position acceptances,
-    with acceptance length = 1 + accepted / drafts (vLLM's convention); None without SD."""
-    drafts = sum_samples(metrics, "vllm:spec_decode_num_drafts_total")
-    if drafts is None:
-        drafts = sum_samples(metrics, "vllm:spec_decode_num_drafts")
-    if not drafts:
+#: vLLM records one inter-token latency per request per engine step after its first token
+#: (``vllm/v1/metrics/stats.py``, ``IterationStats.update_from_output``), so this histogram's
+#: count is the number of decode rounds, drafted or not.
+DECODE_ROUNDS = "vllm:inter_token_latency_seconds_count"
+
+
+def _read_counters(path: Path) -> tuple[Any, int] | None:
+    """(aisim's ``MeasuredAcceptance`` of the file, decode rounds), or None without SD drafts;
+    DataIntegrityError naming the file when it is unreadable or inconsistent."""
+    from aisim.speculation._engine_series import prometheus_samples
+    from aisim.speculation._engine_vllm import VLLM_COUNTERS, VLLM_DRAFTS
+
+    where = repr(str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+        series, _ = prometheus_samples(text, (*VLLM_COUNTERS, DECODE_ROUNDS), str(path), "")
+        if not any(values.get(VLLM_DRAFTS) for values in series.values()):
+            return None
+        measured = measure_engine_acceptance(path, "vllm-prometheus")
+    except OSError as exc:
+        raise DataIntegrityError(f"{where}: engine counters unreadable ({exc.strerror})") from None
+    except ConfigError as exc:
+        raise DataIntegrityError(f"engine counters: {exc}") from None
+    drafts = int(measured.drafts or 0)
+    rounds = sum(values.get(DECODE_ROUNDS, 0.0) for values in series.values())
+    if rounds < drafts:
+        raise DataIntegrityError(
+            f"{where}: {DECODE_ROUNDS}: {rounds:g} decode rounds, fewer than the {drafts} "
+            f"drafts (every drafted round is a decode round); not one engine's counters"
+        )
+    return measured, int(rounds)
+
+
+def engine_counters(path: Path) -> dict[str, Any] | None:
+    """vLLM's SD counters in a metrics file (``path``), read by aisim's engine-metrics reader:
+    drafts, draft tokens, accepted tokens, rounds accepting at least i drafts, and the decode
+    rounds (``DECODE_ROUNDS``); None without SD. Acceptance length in vLLM's convention is
+    1 + accepted / drafts (rounds that drafted nothing are not counted); tokens per decode round
+    is 1 + accepted / decode rounds (``ngram`` drafts nothing when no n-gram matches)."""
+    read = _read_counters(path)
+    if read is None:
         return None
-    draft_tokens = sum_samples(metrics, "vllm:spec_decode_num_draft_tokens_total") or 0.0
-    accepted = sum_samples(metrics, "vllm:spec_decode_num_accepted_tokens_total") or 0.0
-    per_position: dict[int, float] = {}
-    prefix = "vllm:spec_decode_num_accepted_tokens_per_pos_total{"
-    for key, value in metrics.items():
-        if key.startswith(prefix) and 'position="' in key:
-            position = int(key.split('position="', 1)[1].split('"', 1)[0])
-            per_position[position] = per_position.get(position, 0.0) + value
-    rates = [per_position[p] / drafts for p in sorted(per_position)]
+    measured, rounds = read
+    drafts = int(measured.drafts)
+    accepted = int(measured.accepted_tokens or 0)
+    at_least = list(measured.accepted_at_least or ())
     return {
         "num_drafts": drafts,
-        "num_draft_tokens": draft_tokens,
+        "num_draft_tokens": measured.draft_tokens,
         "num_accepted_tokens": accepted,
-        "unconditional_rates": rates,
+        "num_decode_rounds": rounds,
+        "accepted_at_least": at_least,
+        "unconditional_rates": [count / drafts for count in at_least],
         "acceptance_length": 1.0 + accepted / drafts,
+        "tokens_per_decode_round": 1.0 + accepted / rounds,
     }
+
+
+def observed_acceptance(run: ServedRun) -> dict[str, Any] | None:
+    """A served run's SD counters (``engine_counters`` of its metrics file)."""
+    return engine_counters(run.directory / METRICS_FILE)
 
 
 def replay_config(run: ServedRun, table: StepTable) -> dict[str, Any]:
@@ -105,7 +140,7 @@ def replay_config(run: ServedRun, table: StepTable) -> dict[str, Any]:
         speculation: dict[str, Any] = {
             "kind": kind,
             "params": {"num_speculative_tokens": depth},
-            "acceptance_from": _grid_acceptance(table, depth),
+            "unconditional_acceptance_rates": _grid_rates_per_round(table, depth),
             "seed": 0,
         }
         if kind == "draft_model":
@@ -117,16 +152,24 @@ def replay_config(run: ServedRun, table: StepTable) -> dict[str, Any]:
     }
 
 
-def _grid_acceptance(table: StepTable, depth: int) -> dict[str, Any]:
-    """The grid's counters as an ``acceptance_from`` block, checked here (zero drafts, a
-    per-position series of another depth, inconsistent counters) so a bad recording is a
-    DataIntegrityError naming the file before any replay."""
+def _grid_rates_per_round(table: StepTable, depth: int) -> list[float]:
+    """Per draft position, the share of the grid's decode rounds that accepted at least that
+    many drafts: rounds that drafted nothing count as accepting none, so replay's tokens per
+    round is the engine's. (Per drafted round, vLLM's acceptance-length convention, ``ngram``
+    would over-state tokens per round: it drafts nothing until an n-gram matches,
+    ``vllm/v1/spec_decode/ngram_proposer.py``.) A grid without SD counters, or with a
+    per-position series of another depth, is refused naming the file."""
     path = table.directory / METRICS_FILE
+    read = _read_counters(path)
+    if read is None:
+        raise DataIntegrityError(f"{str(path)!r}: the grid's engine counters show no SD drafts")
+    measured, rounds = read
     try:
-        measure_engine_acceptance(path, "vllm-prometheus").profile(depth, repr(str(path)))
+        counts = measured.counts(depth, repr(str(path)))
     except ConfigError as exc:
         raise DataIntegrityError(f"grid engine counters: {exc}") from None
-    return {"path": str(path), "format": "vllm-prometheus"}
+    assert counts is not None  # vLLM counters always carry the per-position series
+    return [count / rounds for count in counts]
 
 
 def check_same_engine(run: ServedRun, table: StepTable) -> None:
@@ -148,12 +191,7 @@ def replay_run(
     run: ServedRun, table: StepTable, *, latency_column: str = "wall_ms", scale: float = 1.0
 ) -> tuple[Any, EngineStepModel, dict[str, Any]]:
     """Replay ``run`` priced by ``table``; returns (ReplayResult, step model, config)."""
-    from aisim.config._replay import build_plan
-    from aisim.fpm import ForwardPassMetrics
-    from aisim.replay._engine import Simulation
-    from aisim.replay._pricing import PassPricer
-    from aisim.replay._run import ReplayResult
-    from aisim.replay._summary import distributions, request_columns, summarize
+    from aisim import run_replay
 
     check_same_engine(run, table)
     config = replay_config(run, table)
@@ -164,12 +202,5 @@ def replay_run(
         latency_column=latency_column,
         scale=scale,
     )
-    plan, description = build_plan(config, Path("."))
-    pricer = PassPricer.from_model(model, ForwardPassMetrics, True)
-    plan = dataclasses.replace(
-        plan, workers=[dataclasses.replace(worker, pricer=pricer) for worker in plan.workers]
-    )
-    result = Simulation(plan, None, 50_000).run()
-    columns = request_columns(result.log.records)
-    summary = summarize(result, description)
-    return ReplayResult(summary, columns, None, distributions(result)), model, config
+    result = run_replay(config, base_dir=Path("."), forward_pass_model=model)
+    return result, model, config

@@ -151,23 +151,55 @@ def host_slowdown(steps: Any) -> float:
     return float(np.median(ratios)) if ratios else math.nan
 
 
-def acceptance_figures(
-    config: dict[str, Any], summary: dict[str, Any], observed: dict[str, Any] | None
-) -> dict[str, Any]:
-    """Acceptance length in vLLM's convention, 1 + accepted drafts / drafts, predicted and
-    observed. vLLM verifies all d drafts even in a request's last round and counts every
-    accepted one (tokens past max_tokens are dropped afterwards), so the prediction is 1 + the
-    sum of the per-position rates replay samples from; replay's own figure (tokens emitted per
-    round, last rounds cut at the requested output) is kept beside it."""
-    speculation = config["engine"].get("speculation")
-    predicted = None
-    if speculation is not None:
-        from aisim.speculation import measure_engine_acceptance
+def step_cost_drift(steps: Any, model: Any) -> float:
+    """Median over a served run's decode-only steps of measured wall time / the step table's
+    price for the same batch and context: how much faster or slower the engine ran during
+    the run than while its step table was recorded (1.0: the same). On a shared host the same
+    step's CPU time moves by 10-30 % between minutes (docs/replay.md, "Against a real
+    engine"), which no model of the engine can predict; this figure shows it per run."""
+    from collections import Counter
 
-        source = speculation["acceptance_from"]
-        depth = int(speculation["params"]["num_speculative_tokens"])
-        profile = measure_engine_acceptance(source["path"], source["format"]).profile(depth)
-        predicted = float(profile.acceptance_length)
+    decode = steps[(steps["num_prefill_requests"] == 0) & (steps["num_decode_requests"] > 0)]
+    scratch: Counter[str] = Counter()
+    ratios = [
+        (float(end) - float(start)) / model.decode.price(int(count), int(kv), scratch)
+        for start, end, count, kv in zip(
+            decode["start_ms"].tolist(),
+            decode["end_ms"].tolist(),
+            decode["num_decode_requests"].tolist(),
+            decode["decode_kv_tokens"].tolist(),
+            strict=True,
+        )
+    ]
+    return float(np.median(ratios)) if ratios else math.nan
+
+
+def tokens_per_decode_round(run: ServedRun) -> float:
+    """Observed: output tokens after each request's first / decode rounds (one per request per
+    step it decoded in; drafted or not), from the served run's step table."""
+    outputs = int(run.requests["output_tokens"].sum()) - len(run.requests)
+    rounds = int(run.steps["num_decode_requests"].sum())
+    return outputs / rounds if rounds else math.nan
+
+
+def acceptance_figures(
+    config: dict[str, Any],
+    summary: dict[str, Any],
+    observed: dict[str, Any] | None,
+    table: StepTable,
+) -> dict[str, Any]:
+    """Acceptance length in vLLM's convention, 1 + accepted drafts / drafts, predicted (the
+    grid's engine counters) and observed (the served run's). vLLM verifies all d drafts even in
+    a request's last round and counts every accepted one (tokens past max_tokens are dropped
+    afterwards), so the prediction is 1 + accepted / drafts of the grid; replay's own figure
+    (tokens emitted per round, last rounds cut at the requested output) is kept beside it."""
+    from qualification.engine._replay import engine_counters
+    from qualification.engine._schema import METRICS_FILE
+
+    predicted = None
+    if config["engine"].get("speculation") is not None:
+        grid = engine_counters(table.directory / METRICS_FILE)
+        predicted = None if grid is None else float(grid["acceptance_length"])
     return {
         "observed": None if observed is None else observed["acceptance_length"],
         "predicted": predicted,
@@ -193,12 +225,18 @@ def score_recording(
         measured_all.append(measured)
         predicted_all = predicted
         figures = compare(predicted, measured)
-        observed = observed_acceptance(run.metrics)
-        figures["acceptance_length"] = acceptance_figures(config, result.summary, observed)
-        slowdown = host_slowdown(run.steps)
-        adjusted, _, _ = replay_run(run, table, latency_column="cpu_ms", scale=slowdown)
-        figures["host_slowdown"] = slowdown
-        figures["load_adjusted"] = compare(_predicted(adjusted, measured["request_id"]), measured)
+        observed = observed_acceptance(run)
+        figures["acceptance_length"] = acceptance_figures(config, result.summary, observed, table)
+        emitted = result.summary.get("mean_acceptance_length")
+        figures["tokens_per_decode_step"] = {
+            "observed": tokens_per_decode_round(run),
+            "predicted": 1.0 if emitted is None else float(emitted),
+        }
+        figures["host_slowdown"] = host_slowdown(run.steps)
+        drift = step_cost_drift(run.steps, model)
+        adjusted, _, _ = replay_run(run, table, scale=drift)
+        figures["step_cost_drift"] = drift
+        figures["drift_adjusted"] = compare(_predicted(adjusted, measured["request_id"]), measured)
         figures["run"] = run.name
         figures["host_load"] = run.sidecar.get("host")
         figures["step_model"] = model.describe()
@@ -218,6 +256,10 @@ def score_recording(
         "runs": runs,
         "summary": _summary(runs),
         "acceptance_length": _mean_acceptance(runs),
+        "tokens_per_decode_step": {
+            key: float(np.mean([run["tokens_per_decode_step"][key] for run in runs]))
+            for key in ("observed", "predicted")
+        },
         "noise_floor": noise_floor(measured_all),
         "replay_config_settings": {k: v for k, v in config["engine"].items() if k != "workers"}
         | {"worker": config["engine"]["workers"]["aggregated"]},
@@ -250,8 +292,8 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
             if all(key in run[metric] for run in runs)
         }
     out["throughput_error_pct"] = float(np.mean([run["throughput"]["error_pct"] for run in runs]))
-    if runs and "load_adjusted" in runs[0]:
-        out["load_adjusted"] = _summary([run["load_adjusted"] for run in runs])
+    if runs and "drift_adjusted" in runs[0]:
+        out["drift_adjusted"] = _summary([run["drift_adjusted"] for run in runs])
     return out
 
 

@@ -11,7 +11,7 @@ is priced as:
 * prefill only: the same over (requests, prompt tokens per request);
 * mixed (chunked prefill beside decodes, one engine step): decode part + prefill part. (A first
   version subtracted the per-step overhead both parts contain, the smallest decode step; on
-  ``evidence/engine/vllm-cpu-llama-4x256`` the served mixed steps' CPU time was 1.18-1.35 x that
+  the first (loaded-host) ``llama-4x256`` recording the served mixed steps' CPU time was 1.18-1.35 x that
   and 0.90-0.95 x the plain sum, so the CPU engine's mixed step costs about both parts.)
 
 Every answer's coverage is counted, so a report says how much of a replay was clamped.

@@ -69,6 +69,12 @@ CHECKS: Final[dict[str, dict[str, Metric]]] = {
         "e2e_p90_ape_vs_noise": Metric(
             "error", False, "P90 E2E |error| / the engine's repeat noise of the same figure"
         ),
+        "drift_adjusted_e2e_median_ape_vs_noise": Metric(
+            "error",
+            False,
+            "median E2E |error| of the replay priced at each served run's step-cost drift "
+            "(a diagnostic borrowing one number per run) / the engine's repeat noise",
+        ),
         "ttft_mean_relative_error": Metric("signed", False, "mean TTFT relative error"),
         "throughput_error": Metric("signed", False, "relative throughput error"),
     },
@@ -94,6 +100,10 @@ ENGINE_FIGURES: Final = {
     "e2e_p90_ape": (("e2e", "p90_abs_error_pct"), None),
     "e2e_median_ape_vs_noise": (("e2e", "median_abs_error_pct"), ("e2e", "median_abs_error_pct")),
     "e2e_p90_ape_vs_noise": (("e2e", "p90_abs_error_pct"), ("e2e", "p90_abs_error_pct")),
+    "drift_adjusted_e2e_median_ape_vs_noise": (
+        ("drift_adjusted", "e2e", "median_abs_error_pct"),
+        ("e2e", "median_abs_error_pct"),
+    ),
     "ttft_mean_relative_error": (("ttft", "mean_error_pct"), None),
     "throughput_error": (("throughput_error_pct",), None),
 }

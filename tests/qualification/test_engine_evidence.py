@@ -11,6 +11,8 @@ import pytest
 
 from qualification.engine import load_recording, load_step_table, score_recording
 from qualification.engine._report_section import engine_sections, find_engine_recordings
+from qualification.engine.evidence_table import main as evidence_table
+from qualification.engine.evidence_table import table_row
 from qualification.plan import parse_plan
 from qualification.report import build_report
 
@@ -52,6 +54,7 @@ def test_committed_recording_verifies_and_matches_its_documentation(name: str) -
         round(noise["e2e"]["median_abs_error_pct"], 1),
     ]
     assert computed == documented(name)
+    assert table_row(report) in (ROOT / "evidence" / "README.md").read_text(encoding="utf-8")
     if name.endswith("-draft_model"):
         accept = report["acceptance_length"]
         assert accept["observed"] == pytest.approx(4.0)  # dummy weights: every draft accepted
@@ -60,6 +63,15 @@ def test_committed_recording_verifies_and_matches_its_documentation(name: str) -
         accept = report["acceptance_length"]
         assert 1.0 < accept["observed"] < 4.0
         assert accept["predicted"] == pytest.approx(accept["observed"], rel=0.05)
+        # ngram drafts nothing until an n-gram matches: fewer tokens per decode round than
+        # its acceptance length, and replay (rates per decode round) predicts that figure
+        tokens = report["tokens_per_decode_step"]
+        assert tokens["observed"] < accept["observed"] - 0.5
+        assert tokens["predicted"] == pytest.approx(tokens["observed"], rel=0.05)
+
+
+def test_the_readme_table_is_what_the_recordings_score() -> None:
+    assert evidence_table(["--root", str(ROOT), "--check"]) == 0
 
 
 def test_step_table_loads_on_its_own() -> None:

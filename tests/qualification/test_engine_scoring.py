@@ -15,7 +15,7 @@ from aisim.errors import DataIntegrityError
 from qualification.engine import ENGINE_SETTINGS, ServedRun, compare, error_figures, noise_floor
 from qualification.engine._prometheus import counter_delta, read_samples
 from qualification.engine._recording import StepTable
-from qualification.engine._replay import observed_acceptance, recorded_settings, replay_config
+from qualification.engine._replay import engine_counters, recorded_settings, replay_config
 
 # Four requests, hand-computed (docs: relative error = (predicted - measured) / measured):
 # E2E measured 100, 200, 400, 1000; predicted 110, 180, 400, 1300
@@ -131,7 +131,10 @@ def test_replay_config_speculation_uses_the_grid_counters(tmp_path: Path) -> Non
         "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter\n"
         'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0"} 8.0\n'
         'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="1"} 5.0\n'
-        'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="2"} 2.0\n',
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="2"} 2.0\n'
+        "# TYPE vllm:inter_token_latency_seconds histogram\n"
+        "vllm:inter_token_latency_seconds_count 20.0\n"
+        "vllm:inter_token_latency_seconds_sum 0.4\n",
         encoding="utf-8",
     )
     settings = {**SETTINGS, "speculative_method": "draft_model", "num_speculative_tokens": 3}
@@ -139,14 +142,29 @@ def test_replay_config_speculation_uses_the_grid_counters(tmp_path: Path) -> Non
     speculation = config["engine"]["speculation"]
     assert speculation["kind"] == "draft_model"
     assert speculation["params"] == {"num_speculative_tokens": 3}
-    # Read by aisim's engine-metrics reader: per position 8, 5, 2 of 10 drafts.
-    assert speculation["acceptance_from"] == {
-        "path": str(tmp_path / "metrics.prom"),
-        "format": "vllm-prometheus",
-    }
+    # Per position 8, 5, 2 accepted of 10 drafted rounds, over 20 decode rounds (10 drafted
+    # nothing, as ngram does before an n-gram matches): rates per decode round 0.4, 0.25, 0.1.
+    assert speculation["unconditional_acceptance_rates"] == [0.4, 0.25, 0.1]
     acceptance = resolve_speculation(speculation).acceptance
     assert acceptance is not None
-    assert acceptance.unconditional_rates == (0.8, 0.5, 0.2)
+    assert acceptance.unconditional_rates == (0.4, 0.25, 0.1)
+    counters = engine_counters(tmp_path / "metrics.prom")
+    assert counters is not None
+    assert counters["acceptance_length"] == pytest.approx(2.5)  # vLLM's: 1 + 15 / 10
+    assert counters["tokens_per_decode_round"] == pytest.approx(1.75)  # 1 + 15 / 20
+
+
+def test_grid_counters_without_decode_rounds_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "metrics.prom").write_text(
+        "vllm:spec_decode_num_drafts_total 10.0\n"
+        "vllm:spec_decode_num_draft_tokens_total 10.0\n"
+        "vllm:spec_decode_num_accepted_tokens_total 5.0\n"
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0"} 5.0\n',
+        encoding="utf-8",
+    )
+    settings = {**SETTINGS, "speculative_method": "ngram", "num_speculative_tokens": 1}
+    with pytest.raises(DataIntegrityError, match="0 decode rounds, fewer than the 10 drafts"):
+        replay_config(_run(settings, tmp_path), StepTable(tmp_path, pd.DataFrame(), {}))
 
 
 def test_replay_config_refuses_grid_counters_of_another_depth(tmp_path: Path) -> None:
@@ -155,7 +173,8 @@ def test_replay_config_refuses_grid_counters_of_another_depth(tmp_path: Path) ->
         "vllm:spec_decode_num_draft_tokens_total 20.0\n"
         "vllm:spec_decode_num_accepted_tokens_total 12.0\n"
         'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0"} 8.0\n'
-        'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="1"} 4.0\n',
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="1"} 4.0\n'
+        "vllm:inter_token_latency_seconds_count 10.0\n",
         encoding="utf-8",
     )
     settings = {**SETTINGS, "speculative_method": "draft_model", "num_speculative_tokens": 3}
@@ -187,10 +206,6 @@ def test_counter_delta_differences_counters_and_keeps_gauges(tmp_path: Path) -> 
     path.write_text(counter_delta(before, after), encoding="utf-8")
     samples = read_samples(path)
     assert samples == {"vllm:num_requests_running": 1.0, "vllm:spec_decode_num_drafts_total": 6.0}
-    accepted = observed_acceptance(
-        {
-            "vllm:spec_decode_num_drafts_total": 4.0,
-            "vllm:spec_decode_num_accepted_tokens_total": 6.0,
-        }
-    )
-    assert accepted is not None and accepted["acceptance_length"] == pytest.approx(2.5)
+    # drafts counted but no draft-token / accepted-token counters: refused, naming what lacks
+    with pytest.raises(DataIntegrityError, match="lacks vllm:spec_decode_num_draft_tokens"):
+        engine_counters(path)
