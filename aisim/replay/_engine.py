@@ -54,6 +54,11 @@ class Simulation:
     arrivals enter the event heap one at a time in (arrival, traffic order), so the state held
     is O(in-flight requests). ``per_token`` keeps every emission event (``token_sink``). Sinks
     are called with ``chunk_rows`` rows at a time (the last chunk may be shorter).
+
+    ``step_by_step``: the reference path, kept as the oracle of the fast one (tests compare
+    them): every cache unit gets its entry when it fills and every inter-token gap is added on
+    its own. The default fast path counts unique units lazily and adds equal gaps of one pass as
+    one run; outputs are identical (tests/replay/test_replay_fast_path.py).
     """
 
     def __init__(
@@ -65,6 +70,7 @@ class Simulation:
         token_sink: TokenSink | None = None,
         per_token: bool = False,
         chunk_rows: int = CHUNK_ROWS,
+        step_by_step: bool = False,
     ) -> None:
         self.plan = plan
         self.progress = progress
@@ -72,9 +78,10 @@ class Simulation:
         max_draft = 0
         for worker_plan in plan.workers:
             max_draft = max(max_draft, worker_plan.speculation.draft_length)
-        self.recorder = Recorder(max_draft, per_token, token_sink, chunk_rows)
+        fast = not step_by_step
+        self.recorder = Recorder(max_draft, per_token, token_sink, chunk_rows, batch_gaps=fast)
         self.log = RequestLog(request_sink, chunk_rows)
-        self.workers = [Worker(i, w, self.recorder) for i, w in enumerate(plan.workers)]
+        self.workers = [Worker(i, w, self.recorder, fast) for i, w in enumerate(plan.workers)]
         decode_plan = plan.workers[-1].speculation
         self._sd_seed = decode_plan.seed if decode_plan.enabled else -1
         specs = plan.requests
@@ -140,6 +147,7 @@ class Simulation:
                 self._wake(target)
             if self.progress is not None and events % self.progress_every == 0:
                 self.progress(events, self.recorder.completed, self.now_ms)
+        self.recorder.flush_gaps()
         self._label_unfinished(horizon)
         self.log.close()
         self.recorder.flush_tokens()

@@ -5,6 +5,14 @@ caching is on, a prefix of shared ``CacheEntry`` units (``unit_pages`` pages eac
 identity is interned from (parent unit, content), so two requests share a unit only when their
 whole prefix up to it matches, like vLLM's block-hash chains. Entries no request references stay
 cached and are evicted least-recently-released first when pages run out.
+
+Fast path (``lazy_units``): units whose content is unique to one request (no trace ``hash_ids``
+cover them) can only ever be matched by that request's own recompute. The pool counts them
+(``KvHolding.lazy_units``) instead of interning an entry per unit; the owner turns them into
+entries (``materialize``) before a release it may recompute from, and a final release (the
+request finished or left the pool for good) puts them in the LRU as one anonymous run of units,
+evicted unit by unit like the entries it stands for. Page counts, eviction order and every match
+are the same as with one entry per unit (the step-by-step path, ``lazy_units=False``).
 """
 
 from __future__ import annotations
@@ -13,12 +21,14 @@ from collections import OrderedDict
 
 
 class CacheEntry:
-    """One cached unit: its interned key, a sequential id and how many requests hold it."""
+    """One cached unit: its interned key, a sequential id and how many requests hold it; or, in
+    the LRU only, an anonymous run of ``units`` unique units nobody can match (``units`` > 0)."""
 
-    def __init__(self, entry_id: int, key: tuple[int, ...]) -> None:
+    def __init__(self, entry_id: int, key: tuple[int, ...], units: int = 0) -> None:
         self.entry_id = entry_id
         self.key = key
         self.refcount = 0
+        self.units = units
 
 
 class KvHolding:
@@ -27,6 +37,8 @@ class KvHolding:
     def __init__(self) -> None:
         self.shared: list[CacheEntry] = []
         self.private_pages = 0
+        # Full units after ``shared`` that count as registered but have no entry yet (fast path).
+        self.lazy_units = 0
 
 
 class KvPool:
@@ -34,13 +46,19 @@ class KvPool:
     ``used + free + evictable == total`` with every count >= 0."""
 
     def __init__(
-        self, total_pages: int, page_tokens: int, unit_tokens: int, prefix_caching: bool
+        self,
+        total_pages: int,
+        page_tokens: int,
+        unit_tokens: int,
+        prefix_caching: bool,
+        lazy_units: bool = False,
     ) -> None:
         self.total_pages = total_pages
         self.page_tokens = page_tokens
         self.unit_tokens = unit_tokens
         self.unit_pages = unit_tokens // page_tokens
         self.prefix_caching = prefix_caching
+        self.lazy_units = lazy_units and prefix_caching
         self.free_pages = total_pages
         self.evictable_pages = 0
         self.peak_used_pages = 0
@@ -63,8 +81,10 @@ class KvPool:
 
     def extra_pages_needed(self, holding: KvHolding, tokens: int) -> int:
         """Pages ``holding`` must add to cover ``tokens`` tokens (0 when it already does)."""
-        private_tokens = tokens - len(holding.shared) * self.unit_tokens
-        needed = self.pages_for(private_tokens) - holding.private_pages if private_tokens > 0 else 0
+        private_tokens = tokens - (len(holding.shared) + holding.lazy_units) * self.unit_tokens
+        if private_tokens <= 0:
+            return 0
+        needed = (private_tokens + self.page_tokens - 1) // self.page_tokens - holding.private_pages
         return needed if needed > 0 else 0
 
     def grow(self, holding: KvHolding, tokens: int) -> bool:
@@ -75,7 +95,8 @@ class KvPool:
             return True
         if needed > self.free_pages + self.evictable_pages:
             return False
-        self._evict_until_free(needed)
+        if self.free_pages < needed:
+            self._evict_until_free(needed)
         self.free_pages -= needed
         holding.private_pages += needed
         used = self.used_pages
@@ -85,8 +106,10 @@ class KvPool:
 
     def shrink(self, holding: KvHolding, tokens: int) -> None:
         """Release private pages beyond those covering ``tokens`` tokens (rejected SD slots)."""
-        private_tokens = tokens - len(holding.shared) * self.unit_tokens
-        keep = self.pages_for(private_tokens) if private_tokens > 0 else 0
+        private_tokens = tokens - (len(holding.shared) + holding.lazy_units) * self.unit_tokens
+        keep = (
+            (private_tokens + self.page_tokens - 1) // self.page_tokens if private_tokens > 0 else 0
+        )
         if holding.private_pages > keep:
             self.free_pages += holding.private_pages - keep
             holding.private_pages = keep
@@ -144,11 +167,33 @@ class KvPool:
         self._ref(entry)
         holding.shared.append(entry)
 
+    def register_lazy(self, holding: KvHolding, units: int) -> None:
+        """Fast path: ``units`` more full units of ``holding`` (unique content, following its
+        shared ones) count as registered without an entry (see the module docstring)."""
+        holding.private_pages -= units * self.unit_pages
+        holding.lazy_units += units
+
+    def materialize(self, holding: KvHolding, contents: list[tuple[int, ...]]) -> None:
+        """Give ``holding``'s lazy units their entries (``contents``: one key per lazy unit, in
+        order), as ``register`` would have one by one."""
+        assert len(contents) == holding.lazy_units, "one content key per lazy unit"
+        holding.private_pages += holding.lazy_units * self.unit_pages
+        holding.lazy_units = 0
+        for content in contents:
+            self.register(holding, content)
+
     def release(self, holding: KvHolding) -> None:
         """Give back everything ``holding`` has; its cached units become evictable, the last
-        unit first in line (as vLLM frees a request's blocks in reverse order)."""
+        unit first in line (as vLLM frees a request's blocks in reverse order). Lazy units
+        (unmatchable once their owner is done with this pool) go first, as one anonymous run."""
         self.free_pages += holding.private_pages
         holding.private_pages = 0
+        if holding.lazy_units > 0:
+            run = CacheEntry(self._next_entry_id, (), holding.lazy_units)
+            self._next_entry_id += 1
+            self._evictable[run.entry_id] = run
+            self.evictable_pages += holding.lazy_units * self.unit_pages
+            holding.lazy_units = 0
         index = len(holding.shared) - 1
         while index >= 0:
             entry = holding.shared[index]
@@ -168,11 +213,23 @@ class KvPool:
     def _evict_until_free(self, needed: int) -> None:
         """Evict least recently released entries until ``needed`` pages are free (bounded by
         the number of evictable entries)."""
+        unit_pages = self.unit_pages
         while self.free_pages < needed and self._evictable:
             _, entry = self._evictable.popitem(last=False)
+            if entry.units > 0:
+                # An anonymous run: evict as many of its units as are still needed.
+                wanted = (needed - self.free_pages + unit_pages - 1) // unit_pages
+                taken = wanted if wanted < entry.units else entry.units
+                entry.units -= taken
+                self.evictable_pages -= taken * unit_pages
+                self.free_pages += taken * unit_pages
+                if entry.units > 0:
+                    self._evictable[entry.entry_id] = entry
+                    self._evictable.move_to_end(entry.entry_id, last=False)
+                continue
             del self._entries[entry.key]
-            self.evictable_pages -= self.unit_pages
-            self.free_pages += self.unit_pages
+            self.evictable_pages -= unit_pages
+            self.free_pages += unit_pages
 
 
 def _chain_key(parent: int, content: tuple[int, ...]) -> tuple[int, ...]:

@@ -21,8 +21,14 @@ class Recorder:
         per_token: bool = False,
         token_sink: TokenSink | None = None,
         chunk_rows: int = CHUNK_ROWS,
+        batch_gaps: bool = False,
     ) -> None:
         self.itl = Distribution()
+        # Fast path: consecutive equal gaps (every request of a pass that also emitted in the
+        # previous one) are added to ``itl`` as one run (``flush_gaps`` before reading it).
+        self.batch_gaps = batch_gaps
+        self._gap_value = 0.0
+        self._gap_run = 0
         # accepted_histogram[k] = SD rounds that accepted k drafts (bonus token excluded).
         self.accepted_histogram: list[int] = [0] * (max_draft_length + 1)
         self.passes = 0
@@ -44,7 +50,14 @@ class Recorder:
             request.first_token_ms = now_ms
         else:
             gap = now_ms - request.last_token_ms
-            self.itl.add(gap)
+            if not self.batch_gaps:
+                self.itl.add(gap)
+            elif self._gap_run > 0 and gap == self._gap_value:
+                self._gap_run += 1
+            else:
+                self.flush_gaps()
+                self._gap_value = gap
+                self._gap_run = 1
             if gap > request.max_itl_ms:
                 request.max_itl_ms = gap
         if request.emitted < 2 <= request.emitted + count:
@@ -67,6 +80,12 @@ class Recorder:
         request.emissions += 1
         if self.per_token:
             self._token(request, 1, now_ms)
+
+    def flush_gaps(self) -> None:
+        """Add the pending run of equal gaps to ``itl`` (the simulation calls it at its end)."""
+        if self._gap_run > 0:
+            self.itl.add_repeated(self._gap_value, self._gap_run)
+            self._gap_run = 0
 
     def flush_tokens(self) -> None:
         """Hand the kept emission events to the token sink (if any)."""

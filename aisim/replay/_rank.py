@@ -21,18 +21,28 @@ from aisim.replay._request import (
     WORK_PREFILL,
     SimRequest,
 )
-from aisim.replay._sd_round import finish_decode_round, register_full_units, round_width
+from aisim.replay._sd_round import (
+    finish_decode_round,
+    match_units,
+    materialize_units,
+    register_full_units,
+    round_width,
+)
 
 
 class RankState:
     """Queues and pool of one rank. ``running`` is in admission order (the first is the last to
     be preempted); ``batch`` is the work of the pass in flight."""
 
-    def __init__(self, rank: int, worker: WorkerPlan, recorder: Recorder, lists: bool) -> None:
+    def __init__(
+        self, rank: int, worker: WorkerPlan, recorder: Recorder, lists: bool, fast: bool = True
+    ) -> None:
         self.rank = rank
         self.is_prefill_pool = worker.role == ROLE_PREFILL
         kv = worker.kv
-        self.pool = KvPool(kv.blocks, kv.block_size, kv.prefix_unit_tokens, kv.prefix_caching)
+        self.pool = KvPool(
+            kv.blocks, kv.block_size, kv.prefix_unit_tokens, kv.prefix_caching, lazy_units=fast
+        )
         self.scheduler = worker.scheduler
         self.speculation = worker.speculation
         # KV slots reserved per running request per step beyond its scheduled tokens.
@@ -85,7 +95,7 @@ class RankState:
         pool = self.pool
         known = request.known_tokens
         present = request.prompt_tokens if request.kv_transferred else 0
-        hits = pool.match(request.unit_keys((known - 1) // pool.unit_tokens, pool.unit_tokens))
+        hits = match_units(pool, request, (known - 1) // pool.unit_tokens)
         hit_tokens = len(hits) * pool.unit_tokens
         computed = hit_tokens if hit_tokens > present else present
         if request.kv_transferred:
@@ -132,7 +142,7 @@ class RankState:
         (nothing taken) when they do not fit. The request stays queued until the load ends."""
         pool = self.pool
         prompt = request.prompt_tokens
-        hits = pool.match(request.unit_keys((prompt - 1) // pool.unit_tokens, pool.unit_tokens))
+        hits = match_units(pool, request, (prompt - 1) // pool.unit_tokens)
         if not pool.can_start(hits, prompt):
             return False
         pool.acquire(request.kv, hits)
@@ -184,6 +194,7 @@ class RankState:
         for index in range(len(self.waiting) - 1, -1, -1):
             request = self.waiting[index]
             if request.kv_transferred:
+                materialize_units(self.pool, request)
                 self.pool.release(request.kv)
                 request.kv_transferred = False
                 request.computed = 0
@@ -203,6 +214,7 @@ class RankState:
         """Free all of ``request``'s KV and queue it first for recompute (vLLM preemption,
         SGLang retraction). ``by_sd_reservation``: a plain decode step would not have needed
         it (counted separately)."""
+        materialize_units(self.pool, request)
         self.pool.release(request.kv)
         request.computed = 0
         request.prefill_target = 0

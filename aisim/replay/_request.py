@@ -74,6 +74,9 @@ class SimRequest:
         self.max_itl_ms = 0.0
         self._unit_keys: list[tuple[int, ...]] = []
         self._unit_tokens = 0
+        # Whether a pool holds cache entries of this request's unique units (fast path: until
+        # then no match can hit them, so admission matches only the trace-hashed units).
+        self.unique_entries = False
 
     def retire(self) -> None:
         """Drop the simulation state of a finished request (its record has been taken)."""
@@ -118,6 +121,19 @@ class SimRequest:
         while len(keys) <= unit:
             keys.append(self.unit_content(len(keys), unit_tokens))
         return keys[unit]
+
+    def first_unique_unit(self, unit_tokens: int) -> int:
+        """The first unit whose content is unique to this request (``unit_content``): units
+        before it lie inside the prompt and are covered by trace ``hash_ids``; every unit from
+        it on is unique (so only this request can ever match it)."""
+        spec = self.spec
+        block = spec.hash_block_tokens
+        if block <= 0:
+            return 0
+        covered = len(spec.hash_ids) * block
+        if covered > spec.prompt_tokens:
+            covered = spec.prompt_tokens
+        return covered // unit_tokens
 
     def unit_content(self, unit: int, unit_tokens: int) -> tuple[int, ...]:
         """Content key of KV unit ``unit`` (tokens ``[unit * unit_tokens, +unit_tokens)``).

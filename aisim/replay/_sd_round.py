@@ -8,7 +8,7 @@ emitted without passing the requested output length.
 
 from __future__ import annotations
 
-from aisim.replay._kv_pool import KvPool
+from aisim.replay._kv_pool import CacheEntry, KvPool
 from aisim.replay._metrics import Recorder
 from aisim.replay._plan import SpeculationPlan
 from aisim.replay._request import SimRequest
@@ -37,16 +37,60 @@ def sample_accepted(rng: RandomStream, thresholds: list[int], max_drafts: int) -
 
 
 def register_full_units(pool: KvPool, request: SimRequest) -> None:
-    """Share every fully computed unit of ``request`` not shared yet (prefix caching)."""
+    """Share every fully computed unit of ``request`` not shared yet (prefix caching). On the
+    fast path a unit with unique content is counted, not interned (``KvPool.register_lazy``)."""
     if not pool.prefix_caching:
         return
-    full = request.computed // pool.unit_tokens
-    have = len(request.kv.shared)
+    unit_tokens = pool.unit_tokens
+    kv = request.kv
+    full = request.computed // unit_tokens
+    have = len(kv.shared) + kv.lazy_units
     if full <= have:
         return
+    unit = have
+    if pool.lazy_units:
+        eager_end = request.first_unique_unit(unit_tokens)
+        if eager_end > full:
+            eager_end = full
+        while unit < eager_end:
+            pool.register(kv, request.unit_key(unit, unit_tokens))
+            unit += 1
+        if unit < full:
+            pool.register_lazy(kv, full - unit)
+        return
+    while unit < full:
+        pool.register(kv, request.unit_key(unit, unit_tokens))
+        unit += 1
+
+
+def materialize_units(pool: KvPool, request: SimRequest) -> None:
+    """Give ``request``'s lazy units their cache entries before a release it may recompute
+    from (a preemption, dropped landed KV): its recompute can then hit them, as it would have
+    with the step-by-step path."""
+    kv = request.kv
+    if kv.lazy_units == 0:
+        return
     unit_tokens = pool.unit_tokens
-    for unit in range(have, full):
-        pool.register(request.kv, request.unit_key(unit, unit_tokens))
+    start = len(kv.shared)
+    contents = [request.unit_key(unit, unit_tokens) for unit in range(start, start + kv.lazy_units)]
+    pool.materialize(kv, contents)
+    request.unique_entries = True
+
+
+def match_units(pool: KvPool, request: SimRequest, count: int) -> list[CacheEntry]:
+    """Cached entries for the longest prefix of ``request``'s first ``count`` units. On the fast
+    path, units with unique content are looked up only once the request has entries for them
+    (nobody else can have created them), so a trace without ``hash_ids`` builds no keys."""
+    if not pool.prefix_caching:
+        return []
+    unit_tokens = pool.unit_tokens
+    if pool.lazy_units and not request.unique_entries:
+        first_unique = request.first_unique_unit(unit_tokens)
+        if first_unique < count:
+            count = first_unique
+    if count <= 0:
+        return []
+    return pool.match(request.unit_keys(count, unit_tokens))
 
 
 def finish_decode_round(

@@ -55,6 +55,22 @@ class QuantileSketch:
         buckets = self.buckets
         buckets[key] = buckets.get(key, 0) + 1
 
+    def add_repeated(self, value: float, count: int) -> None:
+        """Count ``value`` ``count`` times (as many ``add(value)`` calls)."""
+        if count <= 0:
+            return
+        self.count += count
+        if value < self.minimum:
+            self.minimum = value
+        if value > self.maximum:
+            self.maximum = value
+        if value <= 0.0:
+            self.zero_count += count
+            return
+        key = math.ceil(math.log(value) / self._log_gamma)
+        buckets = self.buckets
+        buckets[key] = buckets.get(key, 0) + count
+
     def merge(self, other: QuantileSketch) -> None:
         """Add ``other``'s counts (both must have the same relative accuracy)."""
         if other.relative_accuracy != self.relative_accuracy:
@@ -150,6 +166,30 @@ class Distribution:
         if len(self.values) > self.exact_limit:
             sketch = QuantileSketch()
             for kept in self.values:
+                sketch.add(kept)
+            self.sketch = sketch
+            self.values = []
+
+    def add_repeated(self, value: float, count: int) -> None:
+        """``count`` times ``add(value)``: the same values, count and total (summed one by one,
+        so the float total is bit-identical)."""
+        if count <= 0:
+            return
+        self.count += count
+        total = self.total
+        for _ in range(count):
+            total += value
+        self.total = total
+        sketch = self.sketch
+        if sketch is not None:
+            sketch.add_repeated(value, count)
+            return
+        values = self.values
+        for _ in range(count):
+            values.append(value)
+        if len(values) > self.exact_limit:
+            sketch = QuantileSketch()
+            for kept in values:
                 sketch.add(kept)
             self.sketch = sketch
             self.values = []

@@ -16,13 +16,17 @@ from aisim.replay._scheduler_vllm import schedule_vllm
 class Worker:
     """Scheduling state of one worker; the engine owns its clock and events."""
 
-    def __init__(self, worker_index: int, plan: WorkerPlan, recorder: Recorder) -> None:
+    def __init__(
+        self, worker_index: int, plan: WorkerPlan, recorder: Recorder, fast: bool = True
+    ) -> None:
         self.worker_index = worker_index
         self.plan = plan
         self.role = plan.role
         self.is_sglang = plan.scheduler.kind == SCHEDULER_SGLANG
         lists = plan.pricer.wants_request_lists
-        self.ranks = [RankState(rank, plan, recorder, lists) for rank in range(plan.attention_data)]
+        self.ranks = [
+            RankState(rank, plan, recorder, lists, fast) for rank in range(plan.attention_data)
+        ]
         self.busy = False
         self.wake_pending = False
         self.draft_length = plan.speculation.draft_length
