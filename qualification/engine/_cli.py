@@ -6,6 +6,7 @@ Also ``python -m qualification.engine`` with the same arguments (what ``tox -e e
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shlex
 import sys
@@ -27,6 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--num-speculative-tokens", type=int, default=3, help="d (SD on)")
     add("--part", default="all", choices=("all", "grid", "served"))
     add("--served-runs", type=int, default=2, help="served repeats of the trace (noise)")
+    add(
+        "--no-interleave",
+        action="store_true",
+        help="--part all: serve after the whole grid (default: one served run after each grid "
+        "pass, so the step table and the served runs share the same minutes)",
+    )
     add("--block-size", type=int, default=32, help="KV block (CPU backend: multiple of 32)")
     add("--max-num-seqs", type=int, default=8)
     add("--max-num-batched-tokens", type=int, default=512)
@@ -176,7 +183,29 @@ def run(args: argparse.Namespace) -> int:
     }
     vocab = int(target["vocab_size"])
     _warm(engine, vocab)
+    trace = make_trace(trace_spec, vocab)
+    served_common = {**common, "trace": json.loads(json.dumps(trace_spec.__dict__))}
+    served = 0
+
+    def serve_next(_rep: int = -1) -> None:
+        nonlocal served
+        if served >= args.served_runs:
+            return
+        served += 1
+        engine.reset_prefix_cache()
+        record_served(
+            engine,
+            trace,
+            out / f"{SERVED_PREFIX}{served}",
+            served_common,
+            overwrite=args.overwrite,
+            progress=progress,
+        )
+
     if args.part in ("all", "grid"):
+        # The grid's SD counters come from a sample of the served trace's kind of requests
+        # (another seed), not from the grid's own requests (whose lengths are set by the grid).
+        sample = make_trace(dataclasses.replace(trace_spec, seed=args.seed + 1), vocab)
         record_grid(
             engine,
             spec,
@@ -186,20 +215,12 @@ def run(args: argparse.Namespace) -> int:
             vocab=vocab,
             overwrite=args.overwrite,
             progress=progress,
+            between_passes=serve_next if args.part == "all" and not args.no_interleave else None,
+            acceptance_sample=sample if speculative else (),
         )
     if args.part in ("all", "served"):
-        trace = make_trace(trace_spec, vocab)
-        served_common = {**common, "trace": json.loads(json.dumps(trace_spec.__dict__))}
-        for index in range(1, args.served_runs + 1):
-            engine.reset_prefix_cache()
-            record_served(
-                engine,
-                trace,
-                out / f"{SERVED_PREFIX}{index}",
-                served_common,
-                overwrite=args.overwrite,
-                progress=progress,
-            )
+        while served < args.served_runs:
+            serve_next()
     print(f"recorded {out} in {time.monotonic() - started:.1f} s")
     return 0
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from aisim.errors import DataIntegrityError
@@ -49,11 +50,13 @@ def _values(text: str) -> dict[str, float]:
     return values
 
 
-def counter_delta(before: str, after: str) -> str:
-    """``after`` with every accumulating sample replaced by ``after - before``; ``_created``
-    timestamps are dropped (they are not counts)."""
+def counter_delta(before: str, after: str, excluded: Sequence[tuple[str, str]] = ()) -> str:
+    """``after`` with every accumulating sample replaced by ``after - before`` minus, for each
+    ``(start, end)`` scrape pair in ``excluded``, ``end - start`` (work done between them that
+    is not part of this window); ``_created`` timestamps are dropped (they are not counts)."""
     lines, types = _parse(after)
     previous = _values(before)
+    gaps = [(_values(start), _values(end)) for start, end in excluded]
     out: list[str] = []
     for line in lines:
         if not line or line.startswith("#"):
@@ -69,7 +72,9 @@ def counter_delta(before: str, after: str) -> str:
         kind = types.get(_family(name, types), "untyped")
         value = float(raw)
         if kind in _ACCUMULATING:
-            value -= previous.get(name + labels, 0.0)
+            key = name + labels
+            value -= previous.get(key, 0.0)
+            value -= sum(end.get(key, 0.0) - start.get(key, 0.0) for start, end in gaps)
         out.append(f"{name}{labels} {_format(value)}")
     return "\n".join(out) + "\n"
 

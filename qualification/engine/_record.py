@@ -34,6 +34,11 @@ from qualification.engine._vllm import Clock, Engine, StepRecord
 
 EVIDENCE_TYPE = "engine-measurement"
 Progress = Callable[[str], None]
+#: Extra decode rounds given to every grid request under ``ngram``: vLLM's n-gram proposer
+#: drafts nothing until the context's suffix matches an earlier n-gram
+#: (``vllm/v1/spec_decode/ngram_proposer.py``), which with dummy weights takes a few generated
+#: tokens, and an SD round is timed only once every request in the batch drafted d tokens.
+NGRAM_SETTLE_ROUNDS = 12
 
 
 @dataclass(frozen=True)
@@ -101,8 +106,17 @@ def record_grid(
     vocab: int,
     overwrite: bool,
     progress: Progress,
+    between_passes: Callable[[int], None] | None = None,
+    acceptance_sample: Sequence[TraceRequest] = (),
 ) -> Path:
-    """Time the grid; write ``out/grid/`` (grid steps, STP points, measured SD rounds)."""
+    """Time the grid; write ``out/grid/`` (grid steps, STP points, measured SD rounds).
+
+    ``between_passes(rep)`` runs after every grid pass but the last (the CLI serves the trace
+    there, so the step table's repetitions and the served runs share the same minutes: the same
+    engine step's cost moves by 10-30 % between minutes even on an idle shared host). The
+    ``metrics.prom`` written is the engine's counters over ``acceptance_sample`` only (requests
+    like the served trace's, another seed, served back to back), so the grid's acceptance does
+    not depend on the grid's own request lengths; without a sample, over the grid passes."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -112,7 +126,9 @@ def record_grid(
     rows: dict[str, list[Any]] = {name: [] for name in GRID_STEPS.column_names}
     host_before = host_snapshot()
     metrics_before = engine.prometheus_text()
+    paused: list[tuple[str, str]] = []
     counter = 0
+    drafted_only = engine.options.speculative_method == "ngram"
 
     def add_row(
         point: str, batch: int, context: int, rep: int, step: StepRecord, kind: str, warmup: bool
@@ -143,7 +159,8 @@ def record_grid(
         # request enough output to still be decoding when the whole batch is.
         budget = engine.options.max_num_batched_tokens
         prefill_steps = -(-batch * context // budget) + 1
-        output = 1 + (spec.warmup + 2 + prefill_steps) * (draft_length + 1)
+        settle = NGRAM_SETTLE_ROUNDS if drafted_only else 0
+        output = 1 + (spec.warmup + 2 + prefill_steps + settle) * (draft_length + 1)
         for _ in range(batch):
             counter += 1
             engine.add(f"grid-{counter}", _prompt(rng, context, vocab), output)
@@ -156,6 +173,8 @@ def record_grid(
             record.emitted = {rid: n - last.get(rid, 0) for rid, (n, _) in state.items()}
             last.update({rid: n for rid, (n, _) in state.items()})
             full = record.num_prefill_requests == 0 and record.num_decode_requests == batch
+            if drafted_only:  # an SD round of d drafts per request, not an undrafted step
+                full = full and record.draft_tokens == batch * draft_length
             if full and seen <= spec.warmup:
                 add_row(point, batch, context, rep, record, phase, seen < spec.warmup)
                 seen += 1
@@ -193,6 +212,20 @@ def record_grid(
                 for _ in range(spec.warmup if rep == 0 else 0):
                     prefill_point(batch, length, rep, True)
                 prefill_point(batch, length, rep, False)
+        if between_passes is not None and rep < spec.repetitions - 1:
+            pause = engine.prometheus_text()
+            between_passes(rep)
+            paused.append((pause, engine.prometheus_text()))
+    metrics_after = engine.prometheus_text()
+    if acceptance_sample:
+        progress(f"acceptance sample: {len(acceptance_sample)} requests")
+        metrics_before = engine.prometheus_text()
+        paused = []
+        for request in acceptance_sample:
+            engine.add(f"sample-{request.request_id}", request.prompt, request.output_tokens)
+        _run_until_idle(engine, clock)
+        engine.reset_prefix_cache()
+        metrics_after = engine.prometheus_text()
     grid_dir = out / GRID_DIR
     sidecar = {
         **common,
@@ -204,6 +237,12 @@ def record_grid(
             "prefill_lengths": list(spec.prefill_lengths),
             "repetitions": spec.repetitions,
             "warmup": spec.warmup,
+            "interleaved_with_served_runs": between_passes is not None,
+            "metrics": (
+                f"engine counters over an acceptance sample of {len(acceptance_sample)} requests"
+                if acceptance_sample
+                else "engine counters over the grid passes"
+            ),
         },
         "host": {"before": host_before, "after": host_snapshot()},
         "timing_metric": "wall",
@@ -211,7 +250,7 @@ def record_grid(
     write_table(grid_dir, GRID_STEPS, rows, sidecar, overwrite=overwrite)
     atomic_write_text(
         grid_dir / METRICS_FILE,
-        counter_delta(metrics_before, engine.prometheus_text()),
+        counter_delta(metrics_before, metrics_after, excluded=paused),
         overwrite=overwrite,
     )
     _write_derived_tables(grid_dir, rows, sidecar, draft_length, overwrite=overwrite)

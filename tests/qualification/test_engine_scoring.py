@@ -209,3 +209,25 @@ def test_counter_delta_differences_counters_and_keeps_gauges(tmp_path: Path) -> 
     # drafts counted but no draft-token / accepted-token counters: refused, naming what lacks
     with pytest.raises(DataIntegrityError, match="lacks vllm:spec_decode_num_draft_tokens"):
         engine_counters(path)
+
+
+def test_counter_delta_leaves_out_the_excluded_windows(tmp_path: Path) -> None:
+    # Grid passes with a served run between them: counters 4 -> 10 over the whole window, of
+    # which 5 -> 8 happened during the served run; the grid's own count is 10 - 4 - 3 = 3.
+    def scrape(drafts: float, running: float) -> str:
+        return (
+            "# TYPE vllm:num_requests_running gauge\n"
+            f"vllm:num_requests_running {running}\n"
+            "# TYPE vllm:spec_decode_num_drafts counter\n"
+            f"vllm:spec_decode_num_drafts_total {drafts}\n"
+        )
+
+    path = tmp_path / "metrics.prom"
+    path.write_text(
+        counter_delta(scrape(4, 0), scrape(10, 2), excluded=[(scrape(5, 1), scrape(8, 3))]),
+        encoding="utf-8",
+    )
+    assert read_samples(path) == {
+        "vllm:num_requests_running": 2.0,  # a gauge: the value at the end
+        "vllm:spec_decode_num_drafts_total": 3.0,
+    }
