@@ -194,6 +194,8 @@ def render_text(summary: dict[str, Any], *written: Path) -> str:
             f"percentiles of {', '.join(sketch['sketched'])}: from a sketch, within "
             f"{sketch['relative_accuracy']:.1%} of exact (over {sketch['exact_limit']} samples)"
         )
+    if "arrival_order" in summary:
+        lines.append(f"arrival order: {summary['arrival_order']}")
     paths = [str(path) for path in written]
     lines.append(f"wrote {', '.join(paths[:-1])} and {paths[-1]}")
     return "\n".join(lines) + "\n"

@@ -7,6 +7,7 @@ capacity.blocks``), the speculation kind where it matters, and what is allowed.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -15,11 +16,12 @@ from aisim.catalogue import GpuSpec, ModelSpec
 from aisim.config._catalogue import get_gpu, get_model
 from aisim.config._replay_capacity import (
     Hardware,
+    check_request_fits,
     check_requests_fit,
     kv_cache_plan,
     transfer_price,
 )
-from aisim.config._replay_traffic import MAX_TIME_MS, build_traffic
+from aisim.config._replay_traffic import MAX_TIME_MS, TraceStream, build_traffic
 from aisim.errors import ConfigError
 from aisim.replay._plan import (
     ROLE_AGGREGATED,
@@ -28,6 +30,8 @@ from aisim.replay._plan import (
     SCHEDULER_SGLANG,
     SCHEDULER_VLLM,
     ReplayPlan,
+    RequestSpec,
+    RequestStream,
     SchedulerPlan,
     SpeculationPlan,
     WorkerPlan,
@@ -88,7 +92,7 @@ def build_plan(config: object, base_dir: Path | None = None) -> tuple[ReplayPlan
     engine = as_mapping(root.get("engine"), "engine")
     reject_unknown(engine, ENGINE_KEYS, "engine")
     context = EngineContext(engine, base_dir)
-    requests = build_traffic(root["traffic"], base_dir)
+    traffic = build_traffic(root["traffic"], base_dir)
     workers_raw = as_mapping(engine.get("workers"), "engine.workers")
     roles = sorted(workers_raw)
     if roles == [ROLE_AGGREGATED]:
@@ -104,15 +108,22 @@ def build_plan(config: object, base_dir: Path | None = None) -> tuple[ReplayPlan
     described: list[dict[str, Any]] = []
     for role in order:
         worker, info = _worker(workers_raw[role], role, context)
-        check_requests_fit(worker, requests)
+        if not isinstance(traffic, TraceStream):
+            check_requests_fit(worker, traffic)
         workers.append(worker)
         described.append(info)
     transfer_ms_per_token, transfer_latency_ms = transfer_price(
         engine.get("kv_transfer"), context, workers
     )
     horizon_ms, per_token = _simulation(root.get("simulation"))
-    total_tokens = sum(request.prompt_tokens + request.output_tokens for request in requests)
-    max_events = 20 * total_tokens + 100 * len(requests) + 10_000
+    stream: RequestStream | None = None
+    if isinstance(traffic, TraceStream):
+        requests, stream, count, total_tokens = _scan(traffic, workers)
+    else:
+        requests = traffic
+        count = len(requests)
+        total_tokens = sum(request.prompt_tokens + request.output_tokens for request in requests)
+    max_events = 20 * total_tokens + 100 * count + 10_000
     plan = ReplayPlan(
         requests,
         workers,
@@ -121,6 +132,7 @@ def build_plan(config: object, base_dir: Path | None = None) -> tuple[ReplayPlan
         horizon_ms,
         max_events,
         per_token,
+        stream,
     )
     description = {
         "backend": context.backend,
@@ -130,6 +142,45 @@ def build_plan(config: object, base_dir: Path | None = None) -> tuple[ReplayPlan
         "kv_transfer_ms_per_token": transfer_ms_per_token if len(workers) == 2 else None,
     }
     return plan, description
+
+
+def _scan(
+    trace: TraceStream, workers: list[WorkerPlan]
+) -> tuple[list[RequestSpec], RequestStream | None, int, int]:
+    """Read the trace once, checking every request (and that each fits every worker) before
+    the first event, in O(1) memory: ``(requests, stream, count, total tokens)``. A trace in
+    arrival order is streamed (``requests`` empty); one that is not is held whole, so the
+    simulation can take its arrivals in order (the summary says so: ``arrival_order``)."""
+    count = 0
+    total_tokens = 0
+    in_order = True
+    last_ms = 0.0
+    for request in trace.requests():
+        for worker in workers:
+            check_request_fits(worker, request)
+        count += 1
+        total_tokens += request.prompt_tokens + request.output_tokens
+        if request.arrival_ms < last_ms:
+            in_order = False
+        last_ms = request.arrival_ms
+    if count == 0:
+        raise ConfigError(f"{trace.source_path}: the traffic has no requests")
+    if not in_order:
+        return list(trace.requests()), None, count, total_tokens
+
+    def reread() -> Iterator[RequestSpec]:
+        """The trace again; a file that changed since ``_scan`` read it is an error."""
+        previous_ms = 0.0
+        for request in trace.requests():
+            if request.index >= count or request.arrival_ms < previous_ms:
+                raise ConfigError(
+                    f"{trace.source_path}.path: {trace.file.name!r} changed while it was "
+                    f"replayed (request {request.index} differs from the first reading)"
+                )
+            previous_ms = request.arrival_ms
+            yield request
+
+    return [], RequestStream(reread, count), count, total_tokens
 
 
 def _worker(raw: object, role: str, context: EngineContext) -> tuple[WorkerPlan, dict[str, Any]]:

@@ -121,35 +121,40 @@ def kv_bytes_per_token_per_gpu(model: ModelSpec, tensor: int) -> float:
 def check_requests_fit(worker: WorkerPlan, requests: list[RequestSpec]) -> None:
     """A request that can never fit the pool (or, without chunked prefill, the token budget)
     is an error before the first event."""
+    for request in requests:
+        check_request_fits(worker, request)
+
+
+def check_request_fits(worker: WorkerPlan, request: RequestSpec) -> None:
+    """``check_requests_fit`` for one request."""
     kv = worker.kv
     scheduler = worker.scheduler
     capacity_tokens = kv.blocks * kv.block_size
     budget_field = (
         "max_batched_tokens" if scheduler.kind == SCHEDULER_VLLM else "chunked_prefill_size"
     )
-    for request in requests:
-        peak = request.prompt_tokens
-        if worker.role != ROLE_PREFILL:
-            peak = request.prompt_tokens + request.output_tokens - 1
-        # The engine reserves its SD lookahead on top of the last round's slots.
-        reserved = peak + worker.speculation.lookahead_tokens
-        pages = -(-reserved // kv.block_size)
-        if pages > kv.blocks:
-            lookahead = worker.speculation.lookahead_tokens
-            lookahead_note = f" + {lookahead} SD lookahead slots" if lookahead else ""
-            raise ConfigError(
-                f"{worker.path}.kv_cache.capacity: request {request.request_id!r} "
-                f"({request.prompt_tokens} prompt + {request.output_tokens} output tokens"
-                f"{lookahead_note}) needs {pages} blocks of {kv.block_size} tokens but the "
-                f"capacity is {kv.blocks} blocks "
-                f"({capacity_tokens} tokens); it can never fit"
-            )
-        if not scheduler.chunked_prefill and peak > scheduler.token_budget:
-            raise ConfigError(
-                f"{worker.path}.scheduler.{budget_field}: request {request.request_id!r} needs "
-                f"{peak} tokens in one prefill (recompute included) but chunked_prefill is false "
-                f"and the budget is {scheduler.token_budget}"
-            )
+    peak = request.prompt_tokens
+    if worker.role != ROLE_PREFILL:
+        peak = request.prompt_tokens + request.output_tokens - 1
+    # The engine reserves its SD lookahead on top of the last round's slots.
+    reserved = peak + worker.speculation.lookahead_tokens
+    pages = -(-reserved // kv.block_size)
+    if pages > kv.blocks:
+        lookahead = worker.speculation.lookahead_tokens
+        lookahead_note = f" + {lookahead} SD lookahead slots" if lookahead else ""
+        raise ConfigError(
+            f"{worker.path}.kv_cache.capacity: request {request.request_id!r} "
+            f"({request.prompt_tokens} prompt + {request.output_tokens} output tokens"
+            f"{lookahead_note}) needs {pages} blocks of {kv.block_size} tokens but the "
+            f"capacity is {kv.blocks} blocks "
+            f"({capacity_tokens} tokens); it can never fit"
+        )
+    if not scheduler.chunked_prefill and peak > scheduler.token_budget:
+        raise ConfigError(
+            f"{worker.path}.scheduler.{budget_field}: request {request.request_id!r} needs "
+            f"{peak} tokens in one prefill (recompute included) but chunked_prefill is false "
+            f"and the budget is {scheduler.token_budget}"
+        )
 
 
 def transfer_price(

@@ -71,10 +71,50 @@ ROW_KEYS: Final = (
 CSV_COLUMNS: Final = ("arrival_s", "prompt_tokens", "output_tokens")
 
 
+class TraceStream:
+    """A trace file (CSV or Mooncake JSONL) replayed at its own timestamps, read lazily:
+    ``requests()`` reads and checks it afresh on every call (the first ``max_requests`` rows,
+    arrivals scaled by ``time_scale`` and bounded by ``MAX_TIME_MS``), so neither its text nor
+    its requests are ever held whole (small traces come from the trace cache).
+    ``build_plan`` reads it once to check every request against the workers and to learn its
+    size and order, then the simulation reads it again."""
+
+    def __init__(
+        self,
+        file: Path,
+        fmt: str,
+        block_tokens: int,
+        source_path: str,
+        time_scale: float,
+        max_requests: int | None,
+        load_path: str,
+    ) -> None:
+        self.file = file
+        self.fmt = fmt
+        self.block_tokens = block_tokens
+        self.source_path = source_path
+        self.time_scale = time_scale
+        self.max_requests = max_requests
+        self.load_path = load_path
+
+    def requests(self) -> Iterator[RequestSpec]:
+        limit = self.max_requests if self.max_requests is not None else MAX_REQUESTS
+        scale = self.time_scale
+        rows = _trace_rows(self.file, self.fmt, self.block_tokens, self.source_path)
+        for spec in rows:
+            if spec.index >= limit:
+                return
+            spec.arrival_ms = spec.arrival_ms * scale
+            if not spec.arrival_ms <= MAX_TIME_MS:
+                raise ConfigError(_late_arrival(self.load_path, spec))
+            yield spec
+
+
 def build_traffic(
     config: object, base_dir: Path | None, path: str = "traffic"
-) -> list[RequestSpec]:
-    """Validate ``traffic`` and return its requests (arrivals set, dependencies as indices)."""
+) -> list[RequestSpec] | TraceStream:
+    """Validate ``traffic`` and return its requests (arrivals set, dependencies as indices), or,
+    for a trace file replayed at its own timestamps, a ``TraceStream`` that reads them lazily."""
     block = as_mapping(config, path)
     reject_unknown(block, ("source", "load", "seed", "max_requests"), path)
     seed = as_int(block.get("seed", 0), join_path(path, "seed"), 0, MAX_SEED)
@@ -89,7 +129,15 @@ def build_traffic(
     if kind == "synthetic":
         requests = _synthetic(source, seed, source_path)
     elif kind == "trace":
-        requests = _trace(source, base_dir, source_path)
+        trace = _trace(source, base_dir, source_path)
+        load_path = join_path(path, "load")
+        raw_load = block.get("load")
+        load = as_mapping(raw_load if raw_load is not None else {"type": LOAD_TRACE}, load_path)
+        if load.get("type") == LOAD_TRACE:
+            _load(load, [], kind, seed, load_path)  # checks the load block
+            scale = _time_scale(load, load_path)
+            return TraceStream(*trace, source_path, scale, max_requests, load_path)
+        requests = list(_trace_rows(*trace, source_path))
     else:
         requests = _agentic(source, base_dir, source_path)
     if max_requests is not None and len(requests) > max_requests:
@@ -152,7 +200,8 @@ def _resolve_file(value: object, base_dir: Path | None, path: str) -> Path:
     return file
 
 
-def _trace(source: dict[str, Any], base_dir: Path | None, path: str) -> list[RequestSpec]:
+def _trace(source: dict[str, Any], base_dir: Path | None, path: str) -> tuple[Path, str, int]:
+    """``(file, format, hash_block_tokens)`` of a ``trace`` source."""
     reject_unknown(source, ("type", "path", "format", "hash_block_tokens"), path)
     file = _resolve_file(source.get("path"), base_dir, join_path(path, "path"))
     default_format = "csv" if file.suffix.lower() == ".csv" else "mooncake"
@@ -160,16 +209,20 @@ def _trace(source: dict[str, Any], base_dir: Path | None, path: str) -> list[Req
     block_tokens = as_int(
         source.get("hash_block_tokens", 16), join_path(path, "hash_block_tokens"), 1, MAX_TOKENS
     )
+    return file, fmt, block_tokens
+
+
+def _trace_rows(file: Path, fmt: str, block_tokens: int, path: str) -> Iterator[RequestSpec]:
+    """The trace's requests in file order, each checked as its line is read (or from the trace
+    cache, for a small trace read before)."""
     if fmt == "csv":
-        return TRACES.requests(file, path, ("csv",), lambda: _read_csv(file, path))
+        return TRACES.stream(file, path, ("csv",), lambda: _read_csv(file, path))
 
-    def read_mooncake() -> list[RequestSpec]:
-        return [
-            _row_request(index, row, where, block_tokens, False)
-            for index, (row, where) in enumerate(_read_jsonl(file, path))
-        ]
+    def read_mooncake() -> Iterator[RequestSpec]:
+        for index, (row, where) in enumerate(_read_jsonl(file, path)):
+            yield _row_request(index, row, where, block_tokens, False)
 
-    return TRACES.requests(file, path, ("mooncake", block_tokens), read_mooncake)
+    return TRACES.stream(file, path, ("mooncake", block_tokens), read_mooncake)
 
 
 def _agentic(source: dict[str, Any], base_dir: Path | None, path: str) -> list[RequestSpec]:
@@ -245,11 +298,9 @@ def _read_jsonl(file: Path, path: str) -> Iterator[tuple[object, str]]:
         yield parse_json_text(line, where), where
 
 
-def _read_csv(file: Path, path: str) -> list[RequestSpec]:
-    return [
-        RequestSpec(index, str(index), prompt, output, arrival_ms, [], 0.0, [], 0)
-        for index, (arrival_ms, prompt, output) in enumerate(_parse_csv(file, path))
-    ]
+def _read_csv(file: Path, path: str) -> Iterator[RequestSpec]:
+    for index, (arrival_ms, prompt, output) in enumerate(_parse_csv(file, path)):
+        yield RequestSpec(index, str(index), prompt, output, arrival_ms, [], 0.0, [], 0)
 
 
 def _parse_csv(file: Path, path: str) -> Iterator[tuple[float, int, int]]:
@@ -315,7 +366,8 @@ def _hash_ids(value: object, path: str) -> list[int]:
     if value is None:
         return []
     items = as_list(value, path)
-    if all(type(item) is int and 0 <= item < (1 << 62) for item in items):
+    # The common case checked in C (a Mooncake row carries one id per prompt block).
+    if not items or (set(map(type, items)) == {int} and min(items) >= 0 and max(items) < 1 << 62):
         return items
     for position, item in enumerate(items):
         as_int(item, f"{path}[{position}]", 0, (1 << 62) - 1)
@@ -389,9 +441,7 @@ def _load(value: object, requests: list[RequestSpec], source: str, seed: int, pa
                 f"{join_path(path, 'type')}: synthetic traffic has no timestamps; "
                 f"use one of {', '.join(LOADS[1:])}"
             )
-        scale = as_float(
-            block.get("time_scale", 1.0), join_path(path, "time_scale"), 0.0, MAX_TIME_SCALE
-        )
+        scale = _time_scale(block, path)
         for request in requests:
             # time_scale stretches timestamps only; delay_ms stays a duration (as for children).
             delay = request.delay_ms if not request.wait_for else 0.0
@@ -414,6 +464,22 @@ def _load(value: object, requests: list[RequestSpec], source: str, seed: int, pa
     apply_load(requests, kind, rate, users, think, seed)
 
 
+def _time_scale(block: dict[str, Any], path: str) -> float:
+    return as_float(
+        block.get("time_scale", 1.0), join_path(path, "time_scale"), 0.0, MAX_TIME_SCALE
+    )
+
+
+def _late_arrival(path: str, request: RequestSpec, arrival_ms: float | None = None) -> str:
+    at = request.arrival_ms if arrival_ms is None else arrival_ms
+    return (
+        f"{path}: request {request.request_id!r} would arrive at "
+        f"{at:.6g} ms or later, after the limit of {MAX_TIME_MS:.0f} ms "
+        "(2**32 ms, about 49.7 days); shorten the trace, its time_scale or its delays, "
+        "or raise the rate"
+    )
+
+
 def _check_arrivals(requests: list[RequestSpec], path: str) -> None:
     """Every arrival the load produced (scaled timestamps, Poisson or constant gaps), and every
     agentic child's earliest arrival (the sum of ``delay_ms`` along its longest chain, before
@@ -430,13 +496,7 @@ def _check_arrivals(requests: list[RequestSpec], path: str) -> None:
     while ready:
         node = ready.pop()
         if not earliest[node] <= MAX_TIME_MS:
-            request = requests[node]
-            raise ConfigError(
-                f"{path}: request {request.request_id!r} would arrive at "
-                f"{earliest[node]:.6g} ms or later, after the limit of {MAX_TIME_MS:.0f} ms "
-                "(2**32 ms, about 49.7 days); shorten the trace, its time_scale or its delays, "
-                "or raise the rate"
-            )
+            raise ConfigError(_late_arrival(path, requests[node], earliest[node]))
         for child in children[node]:
             earliest[child] = max(earliest[child], earliest[node] + requests[child].delay_ms)
             waiting[child] -= 1

@@ -15,7 +15,7 @@ edge): the compiled core never sees the cache.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
@@ -24,6 +24,10 @@ from aisim.replay._plan import RequestSpec
 
 MAX_FILES: Final = 4
 MAX_ROWS: Final = 100_000
+#: Largest trace kept when it is streamed (``TraceCache.stream``): a replay of a streamed trace
+#: holds O(in-flight) requests, and keeping 100,000 Mooncake rows (a hash id per prompt block)
+#: would hold hundreds of MB; sweeps replay small traces.
+STREAM_ROWS: Final = 20_000
 
 #: A request without its index: (request_id, prompt, output, arrival_ms, wait_for, delay_ms,
 #: hash_ids, hash_block_tokens), immutable.
@@ -52,14 +56,7 @@ class TraceCache:
         kept = self._entries.get(key)
         if kept is not None:
             self.hits += 1
-            return [
-                RequestSpec(
-                    index, rid, prompt, output, arrival, list(wait), delay, list(ids), block
-                )
-                for index, (rid, prompt, output, arrival, wait, delay, ids, block) in enumerate(
-                    kept
-                )
-            ]
+            return [_request(index, snapshot) for index, snapshot in enumerate(kept)]
         self.misses += 1
         requests = read()
         if len(requests) <= self.max_rows:
@@ -68,9 +65,49 @@ class TraceCache:
             self._entries[key] = [_snapshot(request) for request in requests]
         return requests
 
+    def stream(
+        self,
+        file: Path,
+        path: str,
+        options: CacheKey,
+        read: Callable[[], Iterable[RequestSpec]],
+        max_rows: int = STREAM_ROWS,
+    ) -> Iterator[RequestSpec]:
+        """``requests`` for a trace read lazily: the requests one at a time, from the cache or
+        from ``read()`` as it yields them. A trace read whole is kept when it has at most
+        ``max_rows`` requests (and ``max_rows <= self.max_rows``); a larger one is never held."""
+        key = (file_sha256(file, path), *options)
+        kept = self._entries.get(key)
+        if kept is not None:
+            self.hits += 1
+            return (_request(index, snapshot) for index, snapshot in enumerate(kept))
+        self.misses += 1
+        return self._read_through(key, read(), min(max_rows, self.max_rows))
+
+    def _read_through(
+        self, key: CacheKey, requests: Iterable[RequestSpec], max_rows: int
+    ) -> Iterator[RequestSpec]:
+        snapshots: list[Snapshot] | None = []
+        for request in requests:
+            if snapshots is not None:
+                snapshots.append(_snapshot(request))
+                if len(snapshots) > max_rows:
+                    snapshots = None
+            yield request
+        if snapshots is not None:
+            if len(self._entries) >= self.max_files:
+                self._entries.pop(next(iter(self._entries)))
+            self._entries[key] = snapshots
+
     def clear(self) -> None:
         self._entries.clear()
         self.hits = self.misses = 0
+
+
+def _request(index: int, snapshot: Snapshot) -> RequestSpec:
+    """A fresh request (fresh lists) from a kept snapshot."""
+    rid, prompt, output, arrival, wait, delay, ids, block = snapshot
+    return RequestSpec(index, rid, prompt, output, arrival, list(wait), delay, list(ids), block)
 
 
 def _snapshot(request: RequestSpec) -> Snapshot:

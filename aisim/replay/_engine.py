@@ -9,13 +9,13 @@ wake and plan their next pass (so every request that arrived at that instant can
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Final
 
 from aisim.errors import SimulationError
 from aisim.replay._metrics import Recorder
 from aisim.replay._outcome import CHUNK_ROWS, RequestLog, RequestRecord, RequestSink, TokenSink
-from aisim.replay._plan import ReplayPlan
+from aisim.replay._plan import ReplayPlan, RequestSpec
 from aisim.replay._request import PHASE_DONE, PHASE_FAILED, SimRequest
 from aisim.replay._rng import RandomStream
 from aisim.replay._worker import Worker
@@ -38,12 +38,15 @@ class SimulationResult:
         workers: list[Worker],
         end_ms: float,
         events: int,
+        sorted_arrivals: bool = False,
     ) -> None:
         self.log = log
         self.recorder = recorder
         self.workers = workers
         self.end_ms = end_ms
         self.events = events
+        #: The traffic listed its arrivals out of order; the simulation took them in order.
+        self.sorted_arrivals = sorted_arrivals
 
 
 class Simulation:
@@ -52,7 +55,10 @@ class Simulation:
     Requests exist as ``SimRequest`` only from their arrival until they finish (then their
     ``RequestRecord`` goes to the log, to ``request_sink`` in chunks when one is given), and
     arrivals enter the event heap one at a time in (arrival, traffic order), so the state held
-    is O(in-flight requests). ``per_token`` keeps every emission event (``token_sink``). Sinks
+    is O(in-flight requests). A streamed traffic (``plan.stream``, arrivals in traffic order) is
+    read one request ahead of the clock: the next one is read when the previous one arrives, so
+    it is never held whole either. A held traffic whose roots are listed out of arrival order
+    is taken in arrival order (``sorted_arrivals``). ``per_token`` keeps every emission event (``token_sink``). Sinks
     are called with ``chunk_rows`` rows at a time (the last chunk may be shorter).
 
     ``step_by_step``: the reference path, kept as the oracle of the fast one (tests compare
@@ -84,12 +90,25 @@ class Simulation:
         self.workers = [Worker(i, w, self.recorder, fast) for i, w in enumerate(plan.workers)]
         decode_plan = plan.workers[-1].speculation
         self._sd_seed = decode_plan.seed if decode_plan.enabled else -1
-        specs = plan.requests
         # Live requests (arrived, not finished) by index.
         self.requests: dict[int, SimRequest] = {}
         # Agentic graphs: children of each parent, and how many parents each child waits for.
         self._children: dict[int, list[int]] = {}
         self._waiting_on: dict[int, int] = {}
+        # A streamed traffic (``plan.stream``): the reader, and the requests read from it that
+        # have not arrived yet (the next root arrival). Arrivals are in traffic order there.
+        self._reader: Iterator[RequestSpec] | None = None
+        self._unarrived: dict[int, RequestSpec] = {}
+        # Whether the roots had to be put in arrival order (the traffic lists them otherwise).
+        self.sorted_arrivals = False
+        # Roots in (arrival, traffic order); None: traffic order already is (no list kept).
+        self._root_order: list[int] | None = None
+        self._root_cursor = 0
+        specs = plan.requests
+        count = len(specs)
+        if plan.stream is not None:
+            count = plan.stream.count
+            self._reader = plan.stream.open()
         roots_sorted = True
         last_root_ms = -1.0
         for spec in specs:
@@ -101,17 +120,15 @@ class Simulation:
                 if spec.arrival_ms < last_root_ms:
                     roots_sorted = False
                 last_root_ms = spec.arrival_ms
-        # Roots in (arrival, traffic order); None: traffic order already is (no list kept).
-        self._root_order: list[int] | None = None
         if not roots_sorted:
             order = [spec.index for spec in specs if not spec.wait_for]
             order.sort(key=lambda index: (specs[index].arrival_ms, index))
             self._root_order = order
-        self._root_cursor = 0
+            self.sorted_arrivals = True
         self._heap: list[tuple[float, int, int, int, int]] = []
         # Root arrivals take sequence index + 1 and every other event a later one, so events
         # pop in the order they did when every root arrival was pushed up front.
-        self._sequence = len(specs)
+        self._sequence = count
         self.now_ms = 0.0
         self._ran = False
 
@@ -153,33 +170,51 @@ class Simulation:
         self.recorder.flush_tokens()
         if self.progress is not None:
             self.progress(events, self.recorder.completed, self.now_ms)
-        return SimulationResult(self.log, self.recorder, self.workers, last_ms, events)
+        return SimulationResult(
+            self.log, self.recorder, self.workers, last_ms, events, self.sorted_arrivals
+        )
 
     def _push_next_root(self) -> None:
         """Push the next root arrival (in (arrival, traffic order)), if any is left."""
+        reader = self._reader
+        if reader is not None:
+            spec = next(reader, None)
+            if spec is not None:
+                self._unarrived[spec.index] = spec
+                self._push_root(spec)
+            return
         specs = self.plan.requests
         order = self._root_order
         if order is not None:
             if self._root_cursor < len(order):
                 index = order[self._root_cursor]
                 self._root_cursor += 1
-                self._push_root(index)
+                self._push_root(specs[index])
             return
         while self._root_cursor < len(specs):
             spec = specs[self._root_cursor]
             self._root_cursor += 1
             if not spec.wait_for:
-                self._push_root(spec.index)
+                self._push_root(spec)
                 return
 
-    def _push_root(self, index: int) -> None:
-        arrival_ms = self.plan.requests[index].arrival_ms
-        heapq.heappush(self._heap, (arrival_ms, EVENT_ARRIVAL, index + 1, EVENT_ARRIVAL, index))
+    def _push_root(self, spec: RequestSpec) -> None:
+        index = spec.index
+        heapq.heappush(
+            self._heap, (spec.arrival_ms, EVENT_ARRIVAL, index + 1, EVENT_ARRIVAL, index)
+        )
 
-    def _new_request(self, index: int) -> SimRequest:
+    def _spec(self, index: int) -> RequestSpec:
+        """The spec of request ``index``, which is arriving now (a streamed one is let go)."""
+        if self._reader is not None:
+            return self._unarrived.pop(index)
+        return self.plan.requests[index]
+
+    def _new_request(self, spec: RequestSpec) -> SimRequest:
         seed = self._sd_seed
+        index = spec.index
         rng = RandomStream(seed, index) if seed >= 0 else None
-        request = SimRequest(self.plan.requests[index], rng)
+        request = SimRequest(spec, rng)
         self.requests[index] = request
         return request
 
@@ -196,9 +231,10 @@ class Simulation:
         heapq.heappush(self._heap, (time_ms, kind, self._sequence, kind, target))
 
     def _arrival(self, index: int) -> None:
-        if not self.plan.requests[index].wait_for:
+        spec = self._spec(index)
+        if not spec.wait_for:
             self._push_next_root()
-        request = self._new_request(index)
+        request = self._new_request(spec)
         request.arrival_ms = self.now_ms
         worker = self.workers[0]
         worker.route(request)
@@ -287,7 +323,7 @@ class Simulation:
     def _label_unfinished(self, horizon: float) -> None:
         """Record every request that did not finish, in traffic order: live ones, and those
         that never arrived (waiting for a parent, or released after the horizon)."""
-        for spec in self.plan.requests:
+        for spec in self._all_specs():
             index = spec.index
             request = self.requests.get(index)
             if request is None:
@@ -306,3 +342,17 @@ class Simulation:
             request.phase = PHASE_FAILED
             self.log.add(RequestRecord(request))
         self.requests = {}
+
+    def _all_specs(self) -> Iterator[RequestSpec]:
+        """Every request that may lack a record, in traffic order: all of a held traffic; of a
+        streamed one, the live requests, the one read but not arrived, and the unread rest."""
+        reader = self._reader
+        if reader is None:
+            yield from self.plan.requests
+            return
+        for index in sorted(self.requests):
+            yield self.requests[index].spec
+        for index in sorted(self._unarrived):
+            yield self._unarrived[index]
+        self._unarrived = {}
+        yield from reader

@@ -11,7 +11,7 @@ from aisim.replay._sketch import Distribution
 class Recorder:
     """Shared by every rank of one simulation (never global: each run owns its own).
 
-    ``per_token``: keep one entry per emission event (request index, time, tokens), handed to
+    ``per_token``: keep one entry per emission event (request id, time, tokens), handed to
     ``token_sink`` in chunks when one is given, else kept in ``token_*``.
     """
 
@@ -40,7 +40,7 @@ class Recorder:
         self.per_token = per_token
         self.token_sink = token_sink
         self.chunk_rows = chunk_rows if chunk_rows > 0 else CHUNK_ROWS
-        self.token_request: list[int] = []
+        self.token_request: list[str] = []
         self.token_time_ms: list[float] = []
         self.token_count: list[int] = []
 
@@ -97,7 +97,7 @@ class Recorder:
             self.token_count = []
 
     def _token(self, request: SimRequest, count: int, now_ms: float) -> None:
-        self.token_request.append(request.index)
+        self.token_request.append(request.spec.request_id)
         self.token_time_ms.append(now_ms)
         self.token_count.append(count)
         if self.token_sink is not None and len(self.token_request) >= self.chunk_rows:

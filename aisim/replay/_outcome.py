@@ -19,8 +19,8 @@ from aisim.replay._sketch import Distribution
 CHUNK_ROWS: Final = 16_384
 
 RequestSink = Callable[[list["RequestRecord"]], None]
-#: ``(request indices, times in ms, tokens)`` of emission events, one entry per event.
-TokenSink = Callable[[list[int], list[float], list[int]], None]
+#: ``(request ids, times in ms, tokens)`` of emission events, one entry per event.
+TokenSink = Callable[[list[str], list[float], list[int]], None]
 
 
 class RequestRecord:

@@ -6,6 +6,7 @@ trust them. Lengths are tokens, times are milliseconds.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -49,6 +50,21 @@ class RequestSpec:
         self.delay_ms = delay_ms
         self.hash_ids = hash_ids
         self.hash_block_tokens = hash_block_tokens
+
+
+class RequestStream:
+    """A traffic read lazily, one validated request at a time (a trace file): ``open()`` starts
+    a fresh pass over it (each simulation of a plan reads it again), yielding ``count``
+    requests in traffic order (``index`` 0, 1, ...) whose arrivals never decrease and that wait
+    for nothing. The edge checked every request in a first pass, so the simulation holds only
+    the requests in flight plus the next arrival, never the whole traffic."""
+
+    def __init__(self, opener: Callable[[], Iterator[RequestSpec]], count: int) -> None:
+        self.opener = opener
+        self.count = count
+
+    def open(self) -> Iterator[RequestSpec]:
+        return self.opener()
 
 
 @dataclass(frozen=True, eq=False)
@@ -161,6 +177,8 @@ class ReplayPlan:
     ``transfer_ms_per_token`` and ``transfer_latency_ms`` price the P/D KV hand-off;
     ``horizon_ms < 0`` means run to completion; ``max_events`` bounds the event loop;
     ``per_token`` asks for every emission event (an output option: it never changes results).
+    The traffic is ``requests`` (held whole), or, when ``stream`` is given, read from it while
+    the simulation runs (``requests`` is then empty).
     """
 
     requests: list[RequestSpec]
@@ -170,3 +188,4 @@ class ReplayPlan:
     horizon_ms: float
     max_events: int
     per_token: bool
+    stream: RequestStream | None = None

@@ -120,13 +120,11 @@ def run(
             "(a mapping or a YAML/JSON file) with aisim.run_replay(config)"
         )
     keep_tokens = plan.per_token if per_token is None else per_token
-    specs = plan.requests
     kept: dict[str, list[Any]] | None = None
     if keep_tokens and token_sink is None:
         kept = {"request_id": [], "time_ms": [], "tokens": []}
 
-    def tokens(indices: list[int], times_ms: list[float], counts: list[int]) -> None:
-        ids = [specs[index].request_id for index in indices]
+    def tokens(ids: list[str], times_ms: list[float], counts: list[int]) -> None:
         if token_sink is not None:
             token_sink(ids, times_ms, counts)
         elif kept is not None:

@@ -91,6 +91,13 @@ def summarize(result: SimulationResult, description: dict[str, Any]) -> dict[str
             "config": description,
         }
     )
+    if result.sorted_arrivals:
+        # Only present when the traffic was out of order, so other summaries are unchanged.
+        summary["arrival_order"] = (
+            "sorted: the traffic lists requests out of arrival order; they were replayed in "
+            "(arrival, traffic order), rows stay in traffic order, and the traffic was held "
+            "whole in memory instead of streamed"
+        )
     if sketched:
         # Only present when a sketch was used, so summaries of smaller runs are unchanged.
         summary["latency_percentiles"] = {
