@@ -68,10 +68,12 @@ def summarize(result: SimulationResult, description: dict[str, Any]) -> dict[str
         "input_throughput_tok_s": log.input_tokens / seconds if seconds > 0 else 0.0,
     }
     sketched: list[str] = []
+    exact_limit = EXACT_LIMIT
     for name, distribution in distributions(result).items():
         _statistics(summary, name, distribution)
         if not distribution.exact:
             sketched.append(name)
+            exact_limit = distribution.exact_limit
     histogram = recorder.accepted_histogram
     sd_rounds = sum(histogram)
     accepted = sum(count * k for k, count in enumerate(histogram))
@@ -104,7 +106,7 @@ def summarize(result: SimulationResult, description: dict[str, Any]) -> dict[str
             "method": "sketch",
             "sketch": SKETCH_KIND,
             "relative_accuracy": RELATIVE_ACCURACY,
-            "exact_limit": EXACT_LIMIT,
+            "exact_limit": exact_limit,
             "sketched": sketched,
         }
     return summary

@@ -3,6 +3,9 @@ error of numpy's exact percentiles, merges exactly, and the summary says when it
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -95,7 +98,7 @@ def test_summary_states_the_sketch_when_it_is_used() -> None:
         "method": "sketch",
         "sketch": "ddsketch-logarithmic",
         "relative_accuracy": RELATIVE_ACCURACY,
-        "exact_limit": 200_000,
+        "exact_limit": 10,
         "sketched": ["itl"],
     }
     for label, percentile in (("median", 50), ("p90", 90), ("p99", 99)):
@@ -103,3 +106,104 @@ def test_summary_states_the_sketch_when_it_is_used() -> None:
         assert abs(sketched[f"{label}_itl_ms"] - reference) <= RELATIVE_ACCURACY * reference
     assert sketched["mean_itl_ms"] == pytest.approx(exact["mean_itl_ms"], rel=1e-12)
     assert sketched["p99_ttft_ms"] == exact["p99_ttft_ms"]  # TTFT stayed exact
+
+
+#: Canonical JSON of a replay whose five latency statistics all went through the sketch: the
+#: summary and every sketch's buckets. Both builds must reproduce it byte for byte (tox ``py``
+#: and ``compiled`` run this test), so the sketch path is compiled == pure. Regenerate with
+#: ``AISIM_UPDATE_SKETCH_GOLDEN=1 pytest tests/replay/test_replay_sketch.py -k golden`` and
+#: review the diff.
+SKETCH_GOLDEN = Path(__file__).parent / "data" / "sketched_replay.json"
+#: Samples kept exactly before the forced switch to the sketch (the run has 120 requests).
+FORCED_LIMIT = 16
+
+
+def sketch_document() -> dict[str, Any]:
+    requests = [
+        {
+            "timestamp": 37 * i,
+            "input_length": 40 + (97 * i) % 600,
+            "output_length": 5 + (31 * i) % 90,
+        }
+        for i in range(120)
+    ]
+    worker = {
+        "kv_cache": {"capacity": {"type": "fixed", "blocks": 300}},
+        "timing": {"type": "fixed", "prefill_ms": 7.3, "decode_ms": 3.1},
+    }
+    return {
+        "traffic": {"source": {"type": "agentic", "requests": requests}},
+        "engine": {
+            "workers": {"aggregated": worker},
+            "speculation": {
+                "kind": "mtp",
+                "params": {"depth": 3},
+                "acceptance_rates": [0.8, 0.6, 0.4],
+                "seed": 5,
+            },
+        },
+    }
+
+
+def forced_sketch_run(limit: int) -> tuple[Any, dict[str, Any]]:
+    from aisim.config._replay import build_plan
+    from aisim.replay._engine import Simulation
+    from aisim.replay._summary import summarize
+
+    plan, description = build_plan(sketch_document())
+    simulation = Simulation(plan)
+    log = simulation.log
+    for distribution in (
+        log.ttft,
+        log.time_to_second_token,
+        log.tpot,
+        log.e2e_latency,
+        simulation.recorder.itl,
+    ):
+        distribution.exact_limit = limit
+    result = simulation.run()
+    return result, summarize(result, description)
+
+
+def test_sketched_replay_matches_its_golden_in_both_builds() -> None:
+    import os
+
+    from aisim._io import canonical_json
+    from aisim.replay._summary import distributions
+
+    result, summary = forced_sketch_run(FORCED_LIMIT)
+    document = {
+        "summary": summary,
+        "sketches": {name: d.to_sketch().to_dict() for name, d in distributions(result).items()},
+    }
+    text = canonical_json(document)
+    if os.environ.get("AISIM_UPDATE_SKETCH_GOLDEN") == "1":
+        SKETCH_GOLDEN.write_text(text, encoding="utf-8")
+    assert summary["latency_percentiles"]["sketched"] == [
+        "ttft",
+        "time_to_second_token",
+        "tpot",
+        "e2e_latency",
+        "itl",
+    ]
+    assert text == SKETCH_GOLDEN.read_text(encoding="utf-8")
+
+
+def test_sketched_replay_percentiles_within_the_stated_error_of_exact() -> None:
+    """The same replay with exact buffers: every sketched percentile is within the relative
+    accuracy the summary states of numpy's exact percentile of the same samples."""
+    exact_result, exact = forced_sketch_run(10**9)
+    _, sketched = forced_sketch_run(FORCED_LIMIT)
+    assert "latency_percentiles" not in exact
+    accuracy = sketched["latency_percentiles"]["relative_accuracy"]
+    assert accuracy == RELATIVE_ACCURACY
+    from aisim.replay._summary import distributions
+
+    for name, distribution in distributions(exact_result).items():
+        samples = np.asarray(distribution.values)
+        assert samples.size > FORCED_LIMIT, name
+        for label, percentile in (("median", 50), ("p90", 90), ("p95", 95), ("p99", 99)):
+            reference = float(np.percentile(samples, percentile))
+            value = sketched[f"{label}_{name}_ms"]
+            assert abs(value - reference) <= accuracy * reference + 1e-9, (name, label)
+        assert sketched[f"mean_{name}_ms"] == pytest.approx(exact[f"mean_{name}_ms"], rel=1e-12)
