@@ -9,6 +9,10 @@ hash ids, so no prefix is shared: aisim's CSV reader shares none either). Each c
 time is reported. The last line is JSON.
 
     python -m qualification.bench.bench_aisimulate --trace TRACE.csv [--repeat 3]
+
+``--once MOONCAKE.jsonl`` instead replays that Mooncake trace once (ngram K=3), cold, in this
+process, and prints its CPU seconds (the replay only, imports excluded) and peak RSS: the
+reference side of ``bench_side_by_side``.
 """
 
 from __future__ import annotations
@@ -74,9 +78,12 @@ def config(trace: str, case: str) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m qualification.bench.bench_aisimulate")
-    parser.add_argument("--trace", required=True, help="the CSV trace")
+    parser.add_argument("--trace", help="the CSV trace")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--once", metavar="MOONCAKE", help="one cold ngram replay of this trace")
     args = parser.parse_args()
+    if args.trace is None and args.once is None:
+        parser.error("give --trace CSV or --once MOONCAKE")
     import aisimulate
     from aisimulate.config.cli import CorePredictionConfig
     from aisimulate.config.common import split_config_sections
@@ -98,6 +105,24 @@ def main() -> None:
         return dict(prediction.summary)
 
     report: dict[str, Any] = {"version": getattr(aisimulate, "__version__", "unknown")}
+    if args.once is not None:
+        import resource
+
+        raw = config(args.once, "ngram")
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        summary = replay(raw)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        report.update(
+            {
+                "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+                "peak_rss_mib": after.ru_maxrss / 1024.0,
+                "completed": summary.get("completed_requests"),
+                "mean_ttft_ms": summary.get("mean_ttft_ms"),
+                "mean_e2e_latency_ms": summary.get("mean_e2e_latency_ms"),
+            }
+        )
+        print(json.dumps(report, sort_keys=True))
+        return
     with tempfile.TemporaryDirectory(prefix="aisim-bench-") as folder:
         trace = mooncake_from_csv(args.trace, folder)
         _measure(replay, trace, args.repeat, report)

@@ -83,6 +83,8 @@ def replay_child(trace: str, out: str, per_token: bool) -> dict[str, Any]:
         "peak_rss_mib": after.ru_maxrss / 1024.0,
         "sketched": summary.get("latency_percentiles", {}).get("sketched", []),
         "p99_itl_ms": summary["p99_itl_ms"],
+        "mean_ttft_ms": summary["mean_ttft_ms"],
+        "mean_e2e_latency_ms": summary["mean_e2e_latency_ms"],
         "requests_parquet_mib": os.path.getsize(Path(out) / "requests.parquet") / 2**20,
     }
 
