@@ -108,7 +108,7 @@ class Simulation:
         count = len(specs)
         if plan.stream is not None:
             count = plan.stream.count
-            self._reader = plan.stream.open()
+            self._reader = plan.stream.requests()
         roots_sorted = True
         last_root_ms = -1.0
         for spec in specs:

@@ -53,7 +53,7 @@ class RequestSpec:
 
 
 class RequestStream:
-    """A traffic read lazily, one validated request at a time (a trace file): ``open()`` starts
+    """A traffic read lazily, one validated request at a time (a trace file): ``requests()`` starts
     a fresh pass over it (each simulation of a plan reads it again), yielding ``count``
     requests in traffic order (``index`` 0, 1, ...) whose arrivals never decrease and that wait
     for nothing. The edge checked every request in a first pass, so the simulation holds only
@@ -63,7 +63,7 @@ class RequestStream:
         self.opener = opener
         self.count = count
 
-    def open(self) -> Iterator[RequestSpec]:
+    def requests(self) -> Iterator[RequestSpec]:
         return self.opener()
 
 

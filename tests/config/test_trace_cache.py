@@ -66,13 +66,22 @@ def _replay(source: dict[str, Any], load: dict[str, Any] | None = None) -> dict[
     return run_replay({"traffic": traffic, "engine": ENGINE}).columns
 
 
+def _lookups(kind: str, load: dict[str, Any] | None = None) -> int:
+    """Cache lookups of one replay: a trace file replayed at its own timestamps is streamed,
+    read once before the first event and again while it runs (docs/replay.md "Streaming and
+    memory"); other traffic is read once."""
+    streamed = kind != "agentic" and (load is None or load["type"] == "trace_timestamps")
+    return 2 if streamed else 1
+
+
 @pytest.mark.parametrize("kind", ["csv", "mooncake", "agentic"])
 def test_a_trace_is_parsed_once_and_replays_the_same(kind: str, tmp_path: Path) -> None:
     source = _files(tmp_path)[kind]
+    reads = _lookups(kind)
     first = _replay(source)
-    assert (TRACES.misses, TRACES.hits) == (1, 0)
+    assert (TRACES.misses, TRACES.hits) == (1, reads - 1)
     second = _replay(source)
-    assert (TRACES.misses, TRACES.hits) == (1, 1)
+    assert (TRACES.misses, TRACES.hits) == (1, 2 * reads - 1)
     assert second == first
 
 
@@ -96,7 +105,8 @@ def test_a_replay_never_leaks_into_the_next(
     changed = _replay(source, load)
     assert changed["arrival_ms"] != fresh["arrival_ms"] or changed["ttft_ms"] != fresh["ttft_ms"]
     assert _replay(source) == fresh
-    assert TRACES.misses == 1 and TRACES.hits == 2
+    assert TRACES.misses == 1
+    assert TRACES.hits == 2 * _lookups(kind) - 1 + _lookups(kind, load)
 
 
 def test_a_rewritten_file_is_read_again(tmp_path: Path) -> None:
@@ -105,7 +115,7 @@ def test_a_rewritten_file_is_read_again(tmp_path: Path) -> None:
     _jsonl(Path(source["path"]), [{**MOONCAKE[0], "output_length": 9}])
     columns = _replay(source)
     assert columns["output_tokens"] == [9]
-    assert TRACES.misses == 2 and TRACES.hits == 0
+    assert TRACES.misses == 2 and TRACES.hits == 2  # each replay: a parse, then the cache
 
 
 def test_reading_options_are_part_of_the_key(tmp_path: Path) -> None:
@@ -115,7 +125,7 @@ def test_reading_options_are_part_of_the_key(tmp_path: Path) -> None:
     _replay(source)
     with pytest.raises(ConfigError, match=r"m\.jsonl:1\.hash_ids: 3 block hashes"):
         _replay({**source, "hash_block_tokens": 32})
-    assert TRACES.misses == 2 and TRACES.hits == 0
+    assert TRACES.misses == 2 and TRACES.hits == 1  # the hit: the first replay's second read
 
 
 def test_a_file_that_fails_is_not_kept(tmp_path: Path) -> None:
@@ -159,3 +169,27 @@ def test_handed_out_requests_are_fresh_objects(tmp_path: Path) -> None:
     first[0].arrival_ms = 123.0
     (again,) = cache.requests(file, "p", (), lambda: [_spec(0)])
     assert (again.hash_ids, again.wait_for, again.arrival_ms) == ([0], [], 0.0)
+
+
+def test_a_streamed_trace_is_kept_only_when_small_and_read_to_the_end(tmp_path: Path) -> None:
+    cache = TraceCache()
+    small, big = tmp_path / "small", tmp_path / "big"
+    small.write_text("small", encoding="utf-8")
+    big.write_text("big", encoding="utf-8")
+    three = [_spec(0), _spec(1), _spec(2)]
+    assert [r.index for r in cache.stream(big, "p", (), lambda: iter(three), max_rows=2)] == [
+        0,
+        1,
+        2,
+    ]
+    list(cache.stream(big, "p", (), lambda: iter(three), max_rows=2))
+    assert (cache.misses, cache.hits) == (2, 0)  # 3 rows > 2: never kept
+    partial = cache.stream(small, "p", (), lambda: iter(three[:2]), max_rows=2)
+    next(partial)
+    partial.close()  # a reader stopped early (max_requests) keeps nothing
+    read = list(cache.stream(small, "p", (), lambda: iter(three[:2]), max_rows=2))
+    assert cache.misses == 4
+    again = list(cache.stream(small, "p", (), lambda: iter([]), max_rows=2))
+    assert cache.hits == 1
+    assert [(r.index, r.hash_ids) for r in again] == [(r.index, r.hash_ids) for r in read]
+    assert again[0] is not read[0] and again[0].hash_ids is not read[0].hash_ids

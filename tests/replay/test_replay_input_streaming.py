@@ -79,7 +79,7 @@ def same(left: list[Any], right: list[Any]) -> bool:
 def held(plan: Any) -> Any:
     """The same plan with its streamed requests read into a list (the engine's held path)."""
     assert plan.stream is not None
-    return dataclasses.replace(plan, requests=list(plan.stream.open()), stream=None)
+    return dataclasses.replace(plan, requests=list(plan.stream.requests()), stream=None)
 
 
 @given(
@@ -123,7 +123,7 @@ def counting(stream: RequestStream, read: list[int]) -> RequestStream:
     """``stream`` that counts the requests the simulation reads from it."""
 
     def opener() -> Iterator[RequestSpec]:
-        for request in stream.open():
+        for request in stream.requests():
             read[0] += 1
             yield request
 
