@@ -58,8 +58,9 @@ class Simulation:
     is O(in-flight requests). A streamed traffic (``plan.stream``, arrivals in traffic order) is
     read one request ahead of the clock: the next one is read when the previous one arrives, so
     it is never held whole either. A held traffic whose roots are listed out of arrival order
-    is taken in arrival order (``sorted_arrivals``). ``per_token`` keeps every emission event (``token_sink``). Sinks
-    are called with ``chunk_rows`` rows at a time (the last chunk may be shorter).
+    is taken in arrival order (``sorted_arrivals``). ``per_token`` keeps every emission event
+    (``token_sink``). Sinks are called with ``chunk_rows`` rows at a time (the last chunk may be
+    shorter).
 
     ``step_by_step``: the reference path, kept as the oracle of the fast one (tests compare
     them): every cache unit gets its entry when it fills and every inter-token gap is added on
