@@ -29,10 +29,26 @@ def main() -> None:
     parser.add_argument("--skip-sweep", action="store_true", help="no sweep or memory figures")
     parser.add_argument(
         "--scale-sizes",
-        default="10000,100000,1000000",
-        help="request counts of the replay-at-scale figures (bench_scale; '' skips them)",
+        default="10000,100000",
+        help="request counts of the replay-at-scale figures (bench_scale; '' skips them; add "
+        "1000000 for the 1M case, about 7 CPU-minutes)",
+    )
+    parser.add_argument(
+        "--side-by-side-size",
+        type=int,
+        default=100_000,
+        help="requests of the aisim vs AISimulate replay of one trace (bench_side_by_side; "
+        "needs AISIM_BENCH_AISIMULATE_PYTHON; 0 skips it)",
+    )
+    parser.add_argument(
+        "--only-scale",
+        action="store_true",
+        help="only the replay-at-scale figures and the side-by-side replay",
     )
     args = parser.parse_args()
+    if args.only_scale:
+        scale_figures(args.scale_sizes, args.side_by_side_size)
+        return
 
     resolve = compare_builds(
         "qualification.bench.bench_resolve",
@@ -65,10 +81,22 @@ def main() -> None:
     if not args.skip_sweep:
         print(run_child_output("qualification.bench.bench_sweep", ["sweep"], pure=False), end="")
         print(run_child_output("qualification.bench.bench_sweep", ["rss100k"], pure=False), end="")
-    if args.scale_sizes:
-        # Peak RSS and CPU of 10k/100k/1M-request replays, each in its own process.
-        scale = ["--sizes", args.scale_sizes]
+    scale_figures(args.scale_sizes, args.side_by_side_size)
+
+
+def scale_figures(sizes: str, side_by_side_size: int) -> None:
+    """Peak RSS and CPU of 10k/100k/1M-request replays, each in its own process; then one
+    trace replayed by aisim and by AISimulate, side by side (when AISimulate is installed)."""
+    if sizes:
+        scale = ["--sizes", sizes]
         print(run_child_output("qualification.bench.bench_scale", scale, pure=False), end="")
+    if side_by_side_size <= 0:
+        return
+    if not os.environ.get("AISIM_BENCH_AISIMULATE_PYTHON"):
+        print("side by side with AISimulate: skipped (set AISIM_BENCH_AISIMULATE_PYTHON)")
+        return
+    side = ["--size", str(side_by_side_size)]
+    print(run_child_output("qualification.bench.bench_side_by_side", side, pure=False), end="")
 
 
 def warm_versus_aisimulate(repetitions: int) -> None:
