@@ -49,15 +49,18 @@ class RandomStream:
         s1 = self._s1
         s2 = self._s2
         s3 = self._s3
-        scaled = (s1 * 5) & _MASK32
-        result = ((((scaled << 7) | (scaled >> 25)) & _MASK32) * 9) & _MASK32
+        # x * 5 and x * 9 as shifts and adds: mypyc compiles integer multiplication to a call
+        # (~4x slower per draw, measured), shifts and adds inline.
+        scaled = ((s1 << 2) + s1) & _MASK32
+        rotated = ((scaled << 7) & _MASK32) | (scaled >> 25)
+        result = ((rotated << 3) + rotated) & _MASK32
         shifted = (s1 << 9) & _MASK32
         s2 ^= s0
         s3 ^= s1
         s1 ^= s2
         s0 ^= s3
         s2 ^= shifted
-        s3 = ((s3 << 11) | (s3 >> 21)) & _MASK32
+        s3 = ((s3 << 11) & _MASK32) | (s3 >> 21)
         self._s0 = s0
         self._s1 = s1
         self._s2 = s2
