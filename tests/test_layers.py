@@ -73,3 +73,14 @@ def test_compiled_modules_do_no_parsing_library_or_file_io() -> None:
             if call in text:
                 offenders.append(f"{module} calls {call}")
     assert offenders == []
+
+
+def test_the_harness_uses_only_the_public_cli() -> None:
+    """qualification/ calls aisim.cli's public names (main, build_parser, the argument
+    converters), never its private subcommand modules."""
+    offenders = []
+    for module in sorted((ROOT / "qualification").rglob("*.py")):
+        for name in sorted(_imports(module)):
+            if name.startswith("aisim.cli._"):
+                offenders.append(f"{module.relative_to(ROOT)} imports {name}")
+    assert offenders == []

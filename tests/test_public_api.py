@@ -44,6 +44,7 @@ def test_every_public_package_is_documented() -> None:
         "aisim.replay",
         "aisim.sweep",
         "aisim.catalogue",
+        "aisim.cli",
     }
 
 

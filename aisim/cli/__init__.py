@@ -1,4 +1,9 @@
-"""The ``aisim`` command: one subcommand per capability, each in its own module."""
+"""The ``aisim`` command: one subcommand per capability, each in its own module.
+
+Public: ``main(argv)`` (what the ``aisim`` script runs), ``build_parser()`` and the strict
+``type=`` converters ``integer_argument`` / ``number_argument`` that the harness's commands
+share (``aisim record``'s flags); the subcommand modules are private.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,11 @@ import os
 import sys
 from collections.abc import Sequence
 
+from aisim.cli._args import integer as integer_argument
+from aisim.cli._args import number as number_argument
 from aisim.errors import AisimError
+
+__all__ = ["build_parser", "integer_argument", "main", "number_argument"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -172,6 +172,32 @@ class OrNone(BeforeCheck):
         return self.inner.json_extra()
 
 
+class Section:
+    """``Annotated[Any, Section(Model)] = None``: a block validated later, by the code that has
+    its context (a scheduler's fields depend on the engine's backend, a KV capacity's on the
+    speculation); here it passes as is, and the JSON Schema shows ``Model`` (any type pydantic
+    can describe: ``A | B``, ``str | Model``), or ``null`` (the block left out) unless
+    ``nullable=False``."""
+
+    def __init__(self, schema_type: Any, nullable: bool = True) -> None:
+        self.schema_type = schema_type
+        self.nullable = nullable
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        shown = handler.generate_schema(self.schema_type)
+        if self.nullable:
+            shown = core_schema.nullable_schema(shown)
+        return core_schema.no_info_plain_validator_function(
+            _unchanged, json_schema_input_schema=shown
+        )
+
+
+def _unchanged(value: object) -> object:
+    return value
+
+
 def check_mapping(value: object) -> dict[str, Any]:
     """``value`` as a ``dict`` with string keys, or an edge error."""
     if not isinstance(value, Mapping):
@@ -180,6 +206,16 @@ def check_mapping(value: object) -> dict[str, Any]:
         if not isinstance(key, str):
             raise edge_error(f"mapping keys must be strings, got key {describe(key)}")
     return dict(value)
+
+
+def check_mapping_at(value: object, path: str) -> dict[str, Any]:
+    """``check_mapping`` for a block read outside a model: one ``ConfigError`` at ``path``."""
+    try:
+        return check_mapping(value)
+    except PydanticCustomError as exc:
+        raise ConfigError(
+            f"{path or '<root>'}: {exc.context['message'] if exc.context else exc}"
+        ) from None
 
 
 class EdgeModel(BaseModel):
@@ -196,6 +232,8 @@ class EdgeModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     edge_label: ClassVar[str] = ""
+    #: Follows the unknown names in that message (``" for backend vllm"``).
+    edge_unknown_note: ClassVar[str] = ""
     edge_ignores_unknown: ClassVar[bool] = False
     edge_null_is_absent: ClassVar[bool] = False
 
@@ -216,7 +254,8 @@ class EdgeModel(BaseModel):
         unknown = sorted(key for key in mapping if key not in allowed)
         if unknown:
             raise edge_error(
-                f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}",
+                f"unknown field(s) {', '.join(unknown)}{cls.edge_unknown_note}; "
+                f"allowed: {', '.join(sorted(allowed))}",
                 cls.edge_label,
             )
         return mapping

@@ -11,9 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
-from aisim._fields import as_bool, as_float, as_int, as_mapping, as_str, join_path, reject_unknown
+from aisim._fields import join_path
 from aisim.catalogue import GpuSpec, ModelSpec
 from aisim.config._catalogue import get_gpu, get_model
+from aisim.config._edge import check_mapping_at, choice, number, validate
 from aisim.config._replay_capacity import (
     Hardware,
     check_request_fits,
@@ -21,7 +22,16 @@ from aisim.config._replay_capacity import (
     kv_cache_plan,
     transfer_price,
 )
-from aisim.config._replay_traffic import MAX_TIME_MS, TraceStream, build_traffic
+from aisim.config._replay_models import (
+    Engine,
+    FixedTiming,
+    ReplayFile,
+    SglangScheduler,
+    Simulation,
+    VllmScheduler,
+    Worker,
+)
+from aisim.config._replay_traffic import TraceStream, build_traffic
 from aisim.errors import ConfigError
 from aisim.replay._plan import (
     ROLE_AGGREGATED,
@@ -40,43 +50,22 @@ from aisim.replay._plan import (
 )
 from aisim.replay._pricing import PassPricer
 
-TOP_KEYS: Final = ("traffic", "engine", "simulation")
-ENGINE_KEYS: Final = (
-    "model",
-    "hardware",
-    "backend",
-    "speculation",
-    "nextn",
-    "nextn_accepted",
-    "workers",
-    "kv_transfer",
-)
-WORKER_KEYS: Final = ("parallelism", "scheduler", "kv_cache", "timing", "speculation")
-BACKENDS: Final = (SCHEDULER_VLLM, SCHEDULER_SGLANG)
-VLLM_SCHEDULER_KEYS: Final = ("max_batched_tokens", "max_sequences", "chunked_prefill")
-SGLANG_SCHEDULER_KEYS: Final = (
-    "chunked_prefill_size",
-    "max_running_requests",
-    "chunked_prefill",
-    "init_new_token_ratio",
-    "min_new_token_ratio",
-    "new_token_ratio_decay",
-)
-MAX_COUNT: Final = 1 << 40
+TIMING_TYPES: Final = ("fixed", "estimator")
 
 
 class EngineContext(Hardware):
     """What every worker's validation needs from the ``engine`` block."""
 
     def __init__(self, engine: dict[str, Any], base_dir: Path | None = None) -> None:
-        backend = as_str(engine.get("backend", "vllm"), "engine.backend", BACKENDS)
+        block = validate(Engine, engine, "engine")
         model: ModelSpec | None = None
-        if engine.get("model") is not None:
-            model = get_model(engine["model"], "engine.model")
+        if block.model is not None:
+            model = get_model(block.model, "engine.model")
         gpu: GpuSpec | None = None
-        if engine.get("hardware") is not None:
-            gpu = get_gpu(engine["hardware"], "engine.hardware")
-        super().__init__(backend, model, gpu)
+        if block.hardware is not None:
+            gpu = get_gpu(block.hardware, "engine.hardware")
+        super().__init__(block.backend, model, gpu)
+        self.block = block
         self.raw = engine
         #: Where relative paths in the config (``acceptance_from.path``) are taken from.
         self.base_dir = base_dir
@@ -85,15 +74,11 @@ class EngineContext(Hardware):
 def build_plan(config: object, base_dir: Path | None = None) -> tuple[ReplayPlan, dict[str, Any]]:
     """Validate a replay config; returns the plan and a JSON-ready description of the resolved
     configuration (capacities, pricing, speculation) for the summary."""
-    root = as_mapping(config, "")
-    reject_unknown(root, TOP_KEYS, "")
-    if root.get("traffic") is None:
-        raise ConfigError("traffic: required (source and load of the requests)")
-    engine = as_mapping(root.get("engine"), "engine")
-    reject_unknown(engine, ENGINE_KEYS, "engine")
+    root = validate(ReplayFile, config, "")
+    engine = check_mapping_at(root.engine, "engine")
     context = EngineContext(engine, base_dir)
-    traffic = build_traffic(root["traffic"], base_dir)
-    workers_raw = as_mapping(engine.get("workers"), "engine.workers")
+    traffic = build_traffic(root.traffic, base_dir)
+    workers_raw = check_mapping_at(context.block.workers, "engine.workers")
     roles = sorted(workers_raw)
     if roles == [ROLE_AGGREGATED]:
         order = [ROLE_AGGREGATED]
@@ -113,9 +98,9 @@ def build_plan(config: object, base_dir: Path | None = None) -> tuple[ReplayPlan
         workers.append(worker)
         described.append(info)
     transfer_ms_per_token, transfer_latency_ms = transfer_price(
-        engine.get("kv_transfer"), context, workers
+        context.block.kv_transfer, context, workers
     )
-    horizon_ms, per_token = _simulation(root.get("simulation"))
+    horizon_ms, per_token = _simulation(root.simulation)
     stream: RequestStream | None = None
     if isinstance(traffic, TraceStream):
         requests, stream, count, total_tokens = _scan(traffic, workers)
@@ -185,25 +170,18 @@ def _scan(
 
 def _worker(raw: object, role: str, context: EngineContext) -> tuple[WorkerPlan, dict[str, Any]]:
     path = f"engine.workers.{role}"
-    block = as_mapping(raw, path)
-    reject_unknown(block, WORKER_KEYS, path)
-    parallelism = as_mapping(block.get("parallelism", {}), join_path(path, "parallelism"))
-    reject_unknown(parallelism, ("tensor", "attention_data"), join_path(path, "parallelism"))
-    tensor = as_int(parallelism.get("tensor", 1), join_path(path, "parallelism.tensor"), 1, 1024)
-    ranks = as_int(
-        parallelism.get("attention_data", 1), join_path(path, "parallelism.attention_data"), 1, 1024
-    )
+    block = validate(Worker, raw, path)
+    tensor = block.parallelism.tensor
+    ranks = block.parallelism.attention_data
     resolved, speculation = _speculation(block, role, tensor, context, path)
-    scheduler = _scheduler(
-        block.get("scheduler", {}), context.backend, join_path(path, "scheduler")
-    )
+    scheduler = _scheduler(block.scheduler, context.backend, join_path(path, "scheduler"))
     if speculation.verify_width > scheduler.token_budget and scheduler.kind == SCHEDULER_VLLM:
         raise ConfigError(
             f"{path}.scheduler.max_batched_tokens: {scheduler.token_budget} cannot hold one "
             f"{speculation.kind} round of verify width {speculation.verify_width}"
         )
-    kv = kv_cache_plan(block.get("kv_cache", {}), context, tensor, speculation, path)
-    pricer = _timing(block.get("timing"), context, role, tensor, resolved, speculation, path)
+    kv = kv_cache_plan(block.kv_cache, context, tensor, speculation, path)
+    pricer = _timing(block.timing, context, role, tensor, resolved, speculation, path)
     worker = WorkerPlan(role, path, ranks, tensor, scheduler, kv, pricer, speculation)
     info = {
         "role": role,
@@ -224,15 +202,15 @@ def _worker(raw: object, role: str, context: EngineContext) -> tuple[WorkerPlan,
 
 
 def _speculation(
-    block: dict[str, Any], role: str, tensor: int, context: EngineContext, path: str
+    block: Worker, role: str, tensor: int, context: EngineContext, path: str
 ) -> tuple[Any, SpeculationPlan]:
     """Resolve the worker's speculation (its own block, else the engine's, with the legacy
     ``engine.nextn``/``nextn_accepted`` folded in). Prefill pools never speculate."""
     from aisim.config._speculation import resolve_speculation
 
     engine = context.raw
-    if block.get("speculation") is not None:
-        mapping: Any = block["speculation"]
+    if block.speculation is not None:
+        mapping: Any = block.speculation
         spec_path = join_path(path, "speculation")
     else:
         legacy = {key: engine[key] for key in ("nextn", "nextn_accepted") if key in engine}
@@ -242,7 +220,7 @@ def _speculation(
             if mapping is None:
                 mapping, spec_path = legacy, "engine"
             else:
-                mapping = {**as_mapping(mapping, spec_path), **legacy}
+                mapping = {**check_mapping_at(mapping, spec_path), **legacy}
     resolved = resolve_speculation(
         mapping,
         model=context.model,
@@ -269,51 +247,32 @@ def _speculation(
 
 
 def _scheduler(raw: object, backend: str, path: str) -> SchedulerPlan:
-    block = as_mapping(raw, path)
-    allowed = VLLM_SCHEDULER_KEYS if backend == SCHEDULER_VLLM else SGLANG_SCHEDULER_KEYS
-    unknown = sorted(key for key in block if key not in allowed)
-    if unknown:
-        raise ConfigError(
-            f"{path}: unknown field(s) {', '.join(unknown)} for backend {backend}; "
-            f"allowed: {', '.join(sorted(allowed))}"
-        )
-    chunked = as_bool(block.get("chunked_prefill", True), join_path(path, "chunked_prefill"))
+    """The worker's scheduler block, by the engine's backend (absent: every default)."""
+    block = {} if raw is None else raw
     if backend == SCHEDULER_VLLM:
-        budget = as_int(
-            block.get("max_batched_tokens", 8192),
-            join_path(path, "max_batched_tokens"),
-            1,
-            MAX_COUNT,
+        vllm = validate(VllmScheduler, block, path)
+        return SchedulerPlan(
+            SCHEDULER_VLLM,
+            vllm.max_batched_tokens,
+            vllm.max_sequences,
+            vllm.chunked_prefill,
+            0.0,
+            0.0,
+            0.0,
         )
-        sequences = as_int(
-            block.get("max_sequences", 256), join_path(path, "max_sequences"), 1, MAX_COUNT
-        )
-        return SchedulerPlan(SCHEDULER_VLLM, budget, sequences, chunked, 0.0, 0.0, 0.0)
-    budget = as_int(
-        block.get("chunked_prefill_size", 8192),
-        join_path(path, "chunked_prefill_size"),
-        1,
-        MAX_COUNT,
+    sglang = validate(SglangScheduler, block, path)
+    init = sglang.init_new_token_ratio
+    # The floor is bounded by the start of the decay: the model checks 0..1, this its maximum.
+    low = number(sglang.min_new_token_ratio, join_path(path, "min_new_token_ratio"), 0.0, init)
+    return SchedulerPlan(
+        SCHEDULER_SGLANG,
+        sglang.chunked_prefill_size,
+        sglang.max_running_requests,
+        sglang.chunked_prefill,
+        init,
+        low,
+        sglang.new_token_ratio_decay,
     )
-    sequences = as_int(
-        block.get("max_running_requests", 256),
-        join_path(path, "max_running_requests"),
-        1,
-        MAX_COUNT,
-    )
-    init = as_float(
-        block.get("init_new_token_ratio", 0.7), join_path(path, "init_new_token_ratio"), 0.0, 1.0
-    )
-    low = as_float(
-        block.get("min_new_token_ratio", 0.1), join_path(path, "min_new_token_ratio"), 0.0, init
-    )
-    decay = as_float(
-        block.get("new_token_ratio_decay", 0.001),
-        join_path(path, "new_token_ratio_decay"),
-        0.0,
-        1.0,
-    )
-    return SchedulerPlan(SCHEDULER_SGLANG, budget, sequences, chunked, init, low, decay)
 
 
 def _timing(
@@ -326,19 +285,11 @@ def _timing(
     path: str,
 ) -> PassPricer:
     timing_path = join_path(path, "timing")
-    block = as_mapping(raw if raw is not None else {}, timing_path)
-    kind = as_str(
-        block.get("type", "estimator"), join_path(timing_path, "type"), ("fixed", "estimator")
-    )
+    block = check_mapping_at(raw if raw is not None else {}, timing_path)
+    kind = choice(block.get("type", "estimator"), join_path(timing_path, "type"), TIMING_TYPES)
     if kind == "fixed":
-        reject_unknown(block, ("type", "prefill_ms", "decode_ms"), timing_path)
-        prefill = as_float(
-            block.get("prefill_ms"), join_path(timing_path, "prefill_ms"), 0.0, MAX_TIME_MS
-        )
-        decode = as_float(
-            block.get("decode_ms"), join_path(timing_path, "decode_ms"), 0.0, MAX_TIME_MS
-        )
-        return PassPricer.fixed(prefill, decode)
+        fixed = validate(FixedTiming, block, timing_path)
+        return PassPricer.fixed(fixed.prefill_ms, fixed.decode_ms)
     from aisim import fpm
 
     config = {key: value for key, value in block.items() if key != "type"}
@@ -377,10 +328,6 @@ def _speculation_mapping(resolved: Any) -> dict[str, Any]:
 
 def _simulation(raw: object) -> tuple[float, bool]:
     """``(horizon_ms, per_token)``: ``horizon_ms`` -1 when absent (run to completion)."""
-    block = as_mapping(raw if raw is not None else {}, "simulation")
-    reject_unknown(block, ("horizon_ms", "per_token"), "simulation")
-    horizon = -1.0
-    if block.get("horizon_ms") is not None:
-        horizon = as_float(block["horizon_ms"], "simulation.horizon_ms", 0.0, MAX_TIME_MS)
-    per_token = as_bool(block.get("per_token", False), "simulation.per_token")
-    return horizon, per_token
+    block = validate(Simulation, {} if raw is None else raw, "simulation")
+    horizon = -1.0 if block.horizon_ms is None else block.horizon_ms
+    return horizon, block.per_token

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from aisim._fields import as_bool, as_float, as_int, as_mapping, as_str, join_path, reject_unknown
+from aisim._fields import join_path
 from aisim.catalogue import GpuSpec, ModelSpec
+from aisim.config._edge import check_mapping_at, choice, validate
+from aisim.config._replay_models import DefaultCapacity, FixedCapacity, KvCache, KvTransfer
 from aisim.errors import ConfigError
 from aisim.replay._plan import (
     ROLE_PREFILL,
@@ -18,17 +20,7 @@ from aisim.replay._plan import (
 )
 
 CAPACITY_TYPES: Final = ("fixed", "default")
-#: Default share of GPU memory the engine may use (vLLM's gpu_memory_utilization default).
-DEFAULT_MEMORY_FRACTION: Final = 0.9
-#: Default activation/workspace reserve per GPU, GiB (a documented round number, not profiled).
-DEFAULT_ACTIVATION_RESERVE_GIB: Final = 2.0
 GIB: Final = 1 << 30
-MAX_COUNT: Final = 1 << 40
-#: P/D hand-off limits: a fixed latency within the traffic time limit (2**32 ms), a bandwidth
-#: of 1 byte/s to 1e20 bytes/s, at most 2**40 KV bytes per token: transfer times stay finite.
-MAX_TRANSFER_MS: Final = float(1 << 32)
-MAX_BANDWIDTH_BYTES_PER_S: Final = 1e20
-MAX_KV_BYTES_PER_TOKEN: Final = 1 << 40
 
 
 class Hardware:
@@ -54,47 +46,33 @@ def kv_cache_plan(
     raw: object, context: Hardware, tensor: int, speculation: SpeculationPlan, path: str
 ) -> KvPlan:
     kv_path = join_path(path, "kv_cache")
-    block = as_mapping(raw, kv_path)
-    reject_unknown(
-        block, ("block_size", "prefix_caching", "prefix_unit_tokens", "capacity"), kv_path
-    )
+    block = validate(KvCache, {} if raw is None else raw, kv_path)
     default_block = 16 if context.backend == SCHEDULER_VLLM else 1
-    block_size = as_int(
-        block.get("block_size", default_block), join_path(kv_path, "block_size"), 1, 1 << 20
-    )
-    caching = as_bool(block.get("prefix_caching", True), join_path(kv_path, "prefix_caching"))
+    block_size = default_block if block.block_size is None else block.block_size
+    caching = block.prefix_caching
     default_unit = block_size if block_size >= 16 else block_size * (-(-16 // block_size))
     unit_path = join_path(kv_path, "prefix_unit_tokens")
-    unit = as_int(block.get("prefix_unit_tokens", default_unit), unit_path, 1, 1 << 20)
+    unit = default_unit if block.prefix_unit_tokens is None else block.prefix_unit_tokens
     if unit % block_size:
         raise ConfigError(
             f"{unit_path}: expected a multiple of block_size {block_size}, got {unit}"
         )
     capacity_path = join_path(kv_path, "capacity")
-    capacity = as_mapping(block.get("capacity", {"type": "default"}), capacity_path)
-    kind = as_str(capacity.get("type"), join_path(capacity_path, "type"), CAPACITY_TYPES)
+    raw_capacity = {"type": "default"} if block.capacity is None else block.capacity
+    capacity = check_mapping_at(raw_capacity, capacity_path)
+    kind = choice(capacity.get("type"), join_path(capacity_path, "type"), CAPACITY_TYPES)
     if kind == "fixed":
-        reject_unknown(capacity, ("type", "blocks"), capacity_path)
-        blocks = as_int(capacity.get("blocks"), join_path(capacity_path, "blocks"), 1, MAX_COUNT)
-        return KvPlan(blocks, block_size, unit, caching)
-    reject_unknown(capacity, ("type", "memory_fraction", "activation_reserve_gib"), capacity_path)
+        fixed = validate(FixedCapacity, capacity, capacity_path)
+        return KvPlan(fixed.blocks, block_size, unit, caching)
+    default = validate(DefaultCapacity, capacity, capacity_path)
     if speculation.enabled and speculation.kind != "ngram":
         raise ConfigError(
             f"{capacity_path}: kind {speculation.kind}: speculation with a drafter needs an explicit "
             f"capacity {{type: fixed, blocks: N}} (reserve the draft weights and draft KV yourself); "
             f"type default is allowed only without speculation or with ngram"
         )
-    fraction = as_float(
-        capacity.get("memory_fraction", DEFAULT_MEMORY_FRACTION),
-        join_path(capacity_path, "memory_fraction"),
-        0.0,
-        1.0,
-    )
-    reserve_gib = as_float(
-        capacity.get("activation_reserve_gib", DEFAULT_ACTIVATION_RESERVE_GIB),
-        join_path(capacity_path, "activation_reserve_gib"),
-        0.0,
-    )
+    fraction = default.memory_fraction
+    reserve_gib = default.activation_reserve_gib
     model = context.need_model(f"{capacity_path} type default")
     gpu = context.need_gpu(f"{capacity_path} type default")
     free_bytes = gpu.hbm_capacity_bytes * fraction - model.weight_bytes / tensor - reserve_gib * GIB
@@ -163,27 +141,10 @@ def transfer_price(
     """(ms per prompt token, fixed latency ms) of the P/D KV hand-off; (0, 0) for an aggregated
     deployment, whose ``kv_transfer`` fields are still checked."""
     path = "engine.kv_transfer"
-    block = as_mapping(raw if raw is not None else {}, path)
-    reject_unknown(block, ("bandwidth_bytes_per_s", "latency_ms", "kv_bytes_per_token"), path)
-    latency = as_float(
-        block.get("latency_ms", 0.0), join_path(path, "latency_ms"), 0.0, MAX_TRANSFER_MS
-    )
-    bandwidth: float | None = None
-    if block.get("bandwidth_bytes_per_s") is not None:
-        bandwidth = as_float(
-            block["bandwidth_bytes_per_s"],
-            join_path(path, "bandwidth_bytes_per_s"),
-            1.0,
-            MAX_BANDWIDTH_BYTES_PER_S,
-        )
-    per_token: float | None = None
-    if block.get("kv_bytes_per_token") is not None:
-        per_token = as_float(
-            block["kv_bytes_per_token"],
-            join_path(path, "kv_bytes_per_token"),
-            0.0,
-            float(MAX_KV_BYTES_PER_TOKEN),
-        )
+    block = validate(KvTransfer, {} if raw is None else raw, path)
+    latency = block.latency_ms
+    bandwidth = block.bandwidth_bytes_per_s
+    per_token = block.kv_bytes_per_token
     if len(workers) == 1:
         return 0.0, 0.0
     if bandwidth is None:

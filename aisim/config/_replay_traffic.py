@@ -26,6 +26,15 @@ from aisim._fields import (
     reject_unknown,
 )
 from aisim._io import check_path_text, parse_float_text, parse_int_text, parse_json_text
+from aisim.config._replay_limits import (
+    MAX_RATE_RPS,
+    MAX_REQUESTS,
+    MAX_SEED,
+    MAX_TIME_MS,
+    MAX_TIME_SCALE,
+    MAX_TOKENS,
+    MIN_RATE_RPS,
+)
 from aisim.config._trace_cache import TRACES
 from aisim.errors import ConfigError
 from aisim.replay._plan import RequestSpec
@@ -43,22 +52,6 @@ from aisim.replay._traffic import (
 
 SOURCES: Final = ("synthetic", "trace", "agentic")
 TRACE_FORMATS: Final = ("mooncake", "csv")
-MAX_TOKENS: Final = 1 << 24
-MAX_REQUESTS: Final = 10_000_000
-#: Largest time any traffic input may give, and the latest any request may arrive once the
-#: load is applied: 2**32 ms (about 49.7 days). At that magnitude float64 still resolves
-#: 2**-20 ms (under a nanosecond), so latencies measured from an arrival (TTFT = first token -
-#: arrival) keep their value instead of rounding away; and a sum over the largest trace
-#: (10**7 < 2**24 requests) stays below 2**56 ms, far from overflow (integer-millisecond values
-#: add exactly while a running sum is below 2**53). See docs/replay.md "Limits".
-MAX_TIME_MS: Final = float(1 << 32)
-#: Largest ``time_scale`` (the scaled arrivals must still be within ``MAX_TIME_MS``).
-MAX_TIME_SCALE: Final = float(1 << 20)
-#: Poisson/constant rates, requests per second: at most one request per ~11.6 days and a
-#: billion per second.
-MIN_RATE_RPS: Final = 1e-6
-MAX_RATE_RPS: Final = 1e9
-MAX_SEED: Final = (1 << 63) - 1
 ROW_KEYS: Final = (
     "timestamp",
     "input_length",

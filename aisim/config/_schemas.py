@@ -20,6 +20,7 @@ SCHEMA_KINDS: dict[str, str] = {
     "estimator": "aisim.config._estimator:EstimatorConfig",
     "sweep": "aisim.config._sweep:SweepFile",
     "plan": "qualification.plan._model:Plan",
+    "replay": "aisim.config._replay_models:replay_schema",
     "model": "aisim.config._catalogue:ModelFile",
     "hardware": "aisim.config._catalogue:HardwareFile",
 }

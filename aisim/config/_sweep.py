@@ -18,7 +18,7 @@ from pydantic import Field, WithJsonSchema
 
 from aisim._fields import describe
 from aisim.config._edge import EdgeModel, Number, validate
-from aisim.config._replay import (
+from aisim.config._replay_models import (
     ENGINE_KEYS,
     SGLANG_SCHEDULER_KEYS,
     TOP_KEYS,

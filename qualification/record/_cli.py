@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from aisim.cli._args import integer
+from aisim.cli import integer_argument as integer
 from aisim.errors import ConfigError
 from qualification.record._geometry import DRAFTER_KINDS, PRESETS, Grid, get_preset
 

@@ -103,3 +103,52 @@ def test_model_file_example_validates_and_loads() -> None:
     assert spec.kv_bytes_per_token == 16 * 2 * 8 * 64 * 2
     gpu = get_gpu(str(DOCS / "examples" / "hardware" / "my_gpu.yaml"))
     assert (gpu.name, gpu.hbm_bytes_per_s) == ("my_gpu", 3.35e12)
+
+
+def test_every_config_kind_has_a_docs_example_checked_against_its_schema() -> None:
+    """Each kind ``aisim schema`` knows has at least one example in the repo that the tests
+    above validate against its schema (YAML with the language-server line; the model kind's
+    config.json by test_model_file_example_validates_and_loads)."""
+    kinds = set()
+    for example in _examples_with_schema_comment():
+        match = LANGUAGE_SERVER.match(example.read_text(encoding="utf-8").splitlines()[0])
+        assert match is not None
+        kinds.add(Path(match.group(1)).name.removesuffix(".schema.json"))
+    assert kinds | {"model"} == set(SCHEMA_KINDS)
+
+
+def test_replay_guide_block_validates() -> None:
+    schema = json_schema("replay")
+    text = (DOCS / "replay.md").read_text(encoding="utf-8")
+    blocks = [
+        yaml.safe_load(block)
+        for block in re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL)
+        if block.startswith("traffic:")
+    ]
+    assert blocks
+    for block in blocks:
+        jsonschema.validate(block, schema, cls=jsonschema.Draft202012Validator)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"engine": {"workers": {"aggregated": {}}}},
+        {"traffic": {"source": {"type": "poisson"}}, "engine": {"workers": {}}},
+        {
+            "traffic": {"source": {"type": "trace", "path": "t.csv"}},
+            "engine": {"workers": {"aggregated": {"kv_cache": {"capacity": {"type": "elastic"}}}}},
+        },
+        {
+            "traffic": {"source": {"type": "trace", "path": "t.csv"}},
+            "engine": {"workers": {"aggregated": {"parallelism": {"tensor": 0}}}},
+        },
+        {
+            "traffic": {"source": {"type": "trace", "path": "t.csv"}},
+            "engine": {"backend": "trt", "workers": {}},
+        },
+    ],
+)
+def test_replay_schema_rejects_what_aisim_rejects(bad: object) -> None:
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, json_schema("replay"), cls=jsonschema.Draft202012Validator)

@@ -29,7 +29,9 @@ def _documented_sweeps() -> list[tuple[str, Any]]:
     found = [
         (str(path.relative_to(ROOT)), yaml.safe_load(path.read_text(encoding="utf-8")))
         for path in sorted((DOCS / "examples" / "sweep").glob("*.yaml"))
-        if path.read_text(encoding="utf-8").startswith("# yaml-language-server")
+        if path.read_text(encoding="utf-8").startswith(
+            "# yaml-language-server: $schema=../../schemas/sweep.schema.json"
+        )
     ]
     guide = (DOCS / "sweep.md").read_text(encoding="utf-8")
     for number, block in enumerate(re.findall(r"```yaml\n(.*?)```", guide, flags=re.DOTALL)):

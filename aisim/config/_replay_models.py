@@ -1,0 +1,311 @@
+"""The replay config as pydantic models (docs/replay.md, docs/design.md#replay).
+
+Each block is an ``EdgeModel`` with today's one-line errors; ``aisim schema replay`` prints the
+tree from ``ReplayFile``. A block whose rules depend on another block (a scheduler's fields on
+``engine.backend``, a KV capacity on the worker's speculation, a distribution's ``max`` on its
+``min``) is a ``Section`` of its parent: the parent's model checks only its own fields and the
+reader that has the context validates the block with its model (``_replay``,
+``_replay_capacity``, ``_replay_traffic``), so errors come in the order the config is read.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Final, Literal
+
+from pydantic import ConfigDict, Field
+
+from aisim.config._catalogue import HardwareFile, ModelFile
+from aisim.config._edge import Choice, EdgeModel, Integer, Number, OrNone, Section
+from aisim.config._estimator import EstimatorConfig
+from aisim.config._replay_limits import (
+    DEFAULT_ACTIVATION_RESERVE_GIB,
+    DEFAULT_MEMORY_FRACTION,
+    MAX_BANDWIDTH_BYTES_PER_S,
+    MAX_BLOCK_TOKENS,
+    MAX_COUNT,
+    MAX_KV_BYTES_PER_TOKEN,
+    MAX_PARALLEL,
+    MAX_RATE_RPS,
+    MAX_REQUESTS,
+    MAX_SEED,
+    MAX_TIME_MS,
+    MAX_TIME_SCALE,
+    MAX_TOKENS,
+    MAX_TRANSFER_MS,
+    MIN_RATE_RPS,
+)
+from aisim.config._speculation import SpeculationConfig
+
+Count = Annotated[int, Integer(1, MAX_COUNT)]
+Ratio = Annotated[float, Number(0.0, 1.0)]
+Milliseconds = Annotated[float, Number(0.0, MAX_TIME_MS)]
+Tokens = Annotated[int, Integer(1, MAX_TOKENS)]
+BlockTokens = Annotated[int | None, OrNone(Integer(1, MAX_BLOCK_TOKENS))]
+
+
+# -- engine: workers -----------------------------------------------------------------------
+
+
+class Parallelism(EdgeModel):
+    """A worker's GPUs: ``attention_data`` ranks in lockstep, each a ``tensor``-parallel group."""
+
+    tensor: Annotated[int, Integer(1, MAX_PARALLEL)] = 1
+    attention_data: Annotated[int, Integer(1, MAX_PARALLEL)] = 1
+
+
+class VllmScheduler(EdgeModel):
+    """vLLM's scheduler limits (``--max-num-batched-tokens``, ``--max-num-seqs``)."""
+
+    edge_unknown_note: ClassVar[str] = " for backend vllm"
+
+    max_batched_tokens: Count = 8192
+    max_sequences: Count = 256
+    chunked_prefill: bool = True
+
+
+class SglangScheduler(EdgeModel):
+    """SGLang's scheduler limits and its new-token-ratio admission estimate."""
+
+    edge_unknown_note: ClassVar[str] = " for backend sglang"
+
+    chunked_prefill_size: Count = 8192
+    max_running_requests: Count = 256
+    chunked_prefill: bool = True
+    init_new_token_ratio: Ratio = 0.7
+    min_new_token_ratio: Annotated[
+        float, Number(0.0, 1.0), Field(description="at most init_new_token_ratio")
+    ] = 0.1
+    new_token_ratio_decay: Ratio = 0.001
+
+
+class FixedCapacity(EdgeModel):
+    """A KV pool of ``blocks`` blocks per rank."""
+
+    type: Literal["fixed"]
+    blocks: Count
+
+
+class DefaultCapacity(EdgeModel):
+    """The KV pool the GPU's memory leaves after the weights and a reserve (no drafter)."""
+
+    type: Literal["default"]
+    memory_fraction: Ratio = DEFAULT_MEMORY_FRACTION
+    activation_reserve_gib: Annotated[float, Number(0.0)] = DEFAULT_ACTIVATION_RESERVE_GIB
+
+
+class KvCache(EdgeModel):
+    """A worker's KV cache: block size (default 16 on vLLM, 1 on SGLang), prefix caching and
+    its unit (a multiple of the block size), and the capacity."""
+
+    block_size: BlockTokens = None
+    prefix_caching: bool = True
+    prefix_unit_tokens: BlockTokens = None
+    capacity: Annotated[Any, Section(FixedCapacity | DefaultCapacity)] = None
+
+
+class FixedTiming(EdgeModel):
+    """Every prefill pass and every decode pass takes a fixed time."""
+
+    type: Literal["fixed"]
+    prefill_ms: Milliseconds
+    decode_ms: Milliseconds
+
+
+class EstimatorTiming(EstimatorConfig):
+    """Passes priced by an estimator (``best_available``; model, hardware and backend default
+    to the engine's)."""
+
+    type: Literal["estimator"] = "estimator"
+
+
+_SPECULATION = Section(SpeculationConfig)
+
+
+class Worker(EdgeModel):
+    """One pool of identical workers (``aggregated``, ``prefill`` or ``decode``)."""
+
+    parallelism: Parallelism = Parallelism()
+    scheduler: Annotated[Any, Section(VllmScheduler | SglangScheduler)] = None
+    kv_cache: Annotated[Any, Section(KvCache)] = None
+    timing: Annotated[Any, Section(FixedTiming | EstimatorTiming)] = None
+    speculation: Annotated[Any, _SPECULATION] = None
+
+
+class Workers(EdgeModel):
+    """``aggregated`` alone, or ``prefill`` and ``decode`` (disaggregated)."""
+
+    aggregated: Annotated[Any, Section(Worker)] = None
+    prefill: Annotated[Any, Section(Worker)] = None
+    decode: Annotated[Any, Section(Worker)] = None
+
+
+class KvTransfer(EdgeModel):
+    """The P/D KV hand-off: bandwidth (default the GPU's NVLink), fixed latency, KV bytes per
+    token (default the model's, per GPU of the prefill group)."""
+
+    bandwidth_bytes_per_s: Annotated[
+        float | None, OrNone(Number(1.0, MAX_BANDWIDTH_BYTES_PER_S))
+    ] = None
+    latency_ms: Annotated[float, Number(0.0, MAX_TRANSFER_MS)] = 0.0
+    kv_bytes_per_token: Annotated[
+        float | None, OrNone(Number(0.0, float(MAX_KV_BYTES_PER_TOKEN)))
+    ] = None
+
+
+class Engine(EdgeModel):
+    """The served deployment."""
+
+    # ``workers`` is checked after the traffic (errors come in the order the config is read),
+    # so it has a default here; the schema still says it is required.
+    model_config = ConfigDict(**EdgeModel.model_config, json_schema_extra={"required": ["workers"]})
+
+    model: Annotated[Any, Section(str | ModelFile)] = None
+    hardware: Annotated[Any, Section(str | HardwareFile)] = None
+    backend: Annotated[str, Choice("vllm", "sglang")] = "vllm"
+    speculation: Annotated[Any, _SPECULATION] = None
+    nextn: Annotated[Any, Field(description="legacy: speculation {kind: mtp, depth}")] = None
+    nextn_accepted: Annotated[Any, Field(description="legacy: the MTP acceptance")] = None
+    workers: Annotated[Any, Section(Workers, False)] = None
+    kv_transfer: Annotated[Any, Section(KvTransfer)] = None
+
+
+class Simulation(EdgeModel):
+    """Where the run stops (default: when every request completes) and per-token outputs."""
+
+    horizon_ms: Annotated[float | None, OrNone(Number(0.0, MAX_TIME_MS))] = None
+    per_token: bool = False
+
+
+# -- traffic --------------------------------------------------------------------------------
+
+
+class FixedLength(EdgeModel):
+    type: Literal["fixed"]
+    value: Tokens
+
+
+class UniformLength(EdgeModel):
+    type: Literal["uniform"]
+    min: Tokens
+    max: Annotated[Tokens, Field(description="at least min")]
+
+
+class NormalLength(EdgeModel):
+    """``normal`` or ``lognormal`` (the mean and std of the length itself), clipped to
+    ``min``..``max``."""
+
+    type: Literal["normal", "lognormal"]
+    mean: Annotated[float, Number(1.0, float(MAX_TOKENS))]
+    std: Annotated[float, Number(0.0, float(MAX_TOKENS))]
+    min: Tokens = 1
+    max: Annotated[Tokens, Field(description="at least min")] = MAX_TOKENS
+
+
+_LENGTH = Section(Tokens | FixedLength | UniformLength | NormalLength, False)
+_BLOCK_HASH_TOKENS = Annotated[int, Integer(1, MAX_TOKENS)]
+
+
+class SyntheticSource(EdgeModel):
+    """``num_requests`` requests with drawn prompt and output lengths."""
+
+    type: Literal["synthetic"]
+    num_requests: Annotated[int, Integer(1, MAX_REQUESTS)]
+    prompt_tokens: Annotated[Any, _LENGTH]
+    output_tokens: Annotated[Any, _LENGTH]
+
+
+class TraceSource(EdgeModel):
+    """A trace file: Mooncake JSONL (``timestamp`` ms, ``input_length``, ``output_length``,
+    optional ``hash_ids``) or CSV (``arrival_s,prompt_tokens,output_tokens``); the format
+    defaults from the file name. A relative path is taken from the config file's folder."""
+
+    type: Literal["trace"]
+    path: str
+    format: Annotated[str | None, OrNone(Choice("mooncake", "csv"))] = None
+    hash_block_tokens: _BLOCK_HASH_TOKENS = 16
+
+
+class AgenticRequest(EdgeModel):
+    """One request of an agentic graph (also one JSONL line of its file)."""
+
+    request_id: str | int | None = None
+    timestamp: Milliseconds = 0.0
+    input_length: Tokens
+    output_length: Tokens
+    hash_ids: list[Annotated[int, Integer(0, (1 << 62) - 1)]] | None = None
+    wait_for: list[str | int] | None = None
+    delay_ms: Milliseconds = 0.0
+
+
+class AgenticSource(EdgeModel):
+    """Request graphs (``wait_for``, ``delay_ms``): exactly one of a JSONL ``path`` or inline
+    ``requests``."""
+
+    type: Literal["agentic"]
+    path: str | None = None
+    requests: Annotated[Any, Section(list[AgenticRequest])] = None
+    hash_block_tokens: _BLOCK_HASH_TOKENS = 16
+
+
+class TraceTimestampsLoad(EdgeModel):
+    """Arrivals at the trace's timestamps, stretched by ``time_scale``."""
+
+    type: Literal["trace_timestamps"]
+    time_scale: Annotated[float, Number(0.0, MAX_TIME_SCALE)] = 1.0
+
+
+class RateLoad(EdgeModel):
+    """Poisson or evenly spaced arrivals at ``rate_rps``."""
+
+    type: Literal["poisson", "constant"]
+    rate_rps: Annotated[float, Number(MIN_RATE_RPS, MAX_RATE_RPS)]
+
+
+class ConcurrencyLoad(EdgeModel):
+    """``users`` closed-loop users, each sending its next request ``think_ms`` after the last
+    one completes."""
+
+    type: Literal["concurrency"]
+    users: Annotated[int, Integer(1, MAX_REQUESTS)]
+    think_ms: Milliseconds = 0.0
+
+
+class Traffic(EdgeModel):
+    """Where the requests come from and when they arrive."""
+
+    source: Annotated[Any, Section(SyntheticSource | TraceSource | AgenticSource, False)]
+    load: Annotated[
+        Any,
+        Section(TraceTimestampsLoad | RateLoad | ConcurrencyLoad),
+        Field(description="default {type: trace_timestamps}"),
+    ] = None
+    seed: Annotated[int, Integer(0, MAX_SEED)] = 0
+    max_requests: Annotated[int | None, OrNone(Integer(1, MAX_REQUESTS))] = None
+
+
+class ReplayFile(EdgeModel):
+    """A replay config: ``aisim replay CONFIG`` / ``aisim.run_replay(config)``."""
+
+    traffic: Annotated[Any, Section(Traffic, False)]
+    engine: Annotated[Any, Section(Engine, False)]
+    simulation: Annotated[Any, Section(Simulation)] = None
+
+
+def replay_schema() -> dict[str, Any]:
+    """JSON Schema of a replay config (``aisim schema replay``); speculation blocks carry the
+    per-kind ``params`` rules of ``aisim schema speculation``."""
+    from aisim.config._speculation import speculation_schema
+
+    schema = ReplayFile.model_json_schema()
+    definitions: dict[str, Any] = schema.setdefault("$defs", {})
+    speculation = speculation_schema()
+    definitions.update(speculation["$defs"])
+    return schema
+
+
+#: Field names of the blocks (the sweep's axis paths are checked against them).
+TOP_KEYS: Final = tuple(ReplayFile.model_fields)
+ENGINE_KEYS: Final = tuple(Engine.model_fields)
+WORKER_KEYS: Final = tuple(Worker.model_fields)
+VLLM_SCHEDULER_KEYS: Final = tuple(VllmScheduler.model_fields)
+SGLANG_SCHEDULER_KEYS: Final = tuple(SglangScheduler.model_fields)
