@@ -1,8 +1,9 @@
 """The typed edge: one pydantic base and field types that keep aisim's one-line error contract.
 
-The speculation, estimator, sweep, model-file, hardware-file and qualification-plan inputs are
-``EdgeModel`` subclasses (parts of the replay config are still read by the typed readers of
-``aisim._fields``, with the same error contract). What the base guarantees, so each config kind
+Every config file kind is an ``EdgeModel`` tree: speculation, estimator, replay
+(``_replay_models``), sweep, model and hardware files, the qualification plan. The rows of trace
+files (CSV/JSONL lines, read as they stream) are checked by the typed readers of
+``aisim._fields``, with the same error contract. What the base guarantees, so each config kind
 only declares its fields:
 
 * a non-mapping, a non-string key or an unknown field is rejected before any field is read, with

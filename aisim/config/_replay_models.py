@@ -219,8 +219,13 @@ class TraceSource(EdgeModel):
     optional ``hash_ids``) or CSV (``arrival_s,prompt_tokens,output_tokens``); the format
     defaults from the file name. A relative path is taken from the config file's folder."""
 
+    # ``path`` is checked with the file itself (``expected a string``, ``file not found``).
+    model_config = ConfigDict(
+        **EdgeModel.model_config, json_schema_extra={"required": ["type", "path"]}
+    )
+
     type: Literal["trace"]
-    path: str
+    path: Annotated[str | None, Field(description="the trace file")] = None
     format: Annotated[str | None, OrNone(Choice("mooncake", "csv"))] = None
     hash_block_tokens: _BLOCK_HASH_TOKENS = 16
 

@@ -26,14 +26,23 @@ from aisim._fields import (
     reject_unknown,
 )
 from aisim._io import check_path_text, parse_float_text, parse_int_text, parse_json_text
+from aisim.config._edge import check_mapping_at, choice, integer, validate
 from aisim.config._replay_limits import (
-    MAX_RATE_RPS,
     MAX_REQUESTS,
-    MAX_SEED,
     MAX_TIME_MS,
-    MAX_TIME_SCALE,
     MAX_TOKENS,
-    MIN_RATE_RPS,
+)
+from aisim.config._replay_models import (
+    AgenticSource,
+    ConcurrencyLoad,
+    FixedLength,
+    NormalLength,
+    RateLoad,
+    SyntheticSource,
+    TraceSource,
+    TraceTimestampsLoad,
+    Traffic,
+    UniformLength,
 )
 from aisim.config._trace_cache import TRACES
 from aisim.errors import ConfigError
@@ -108,27 +117,23 @@ def build_traffic(
 ) -> list[RequestSpec] | TraceStream:
     """Validate ``traffic`` and return its requests (arrivals set, dependencies as indices), or,
     for a trace file replayed at its own timestamps, a ``TraceStream`` that reads them lazily."""
-    block = as_mapping(config, path)
-    reject_unknown(block, ("source", "load", "seed", "max_requests"), path)
-    seed = as_int(block.get("seed", 0), join_path(path, "seed"), 0, MAX_SEED)
+    block = validate(Traffic, config, path)
+    seed = block.seed
     source_path = join_path(path, "source")
-    source = as_mapping(block.get("source"), source_path)
-    kind = as_str(source.get("type"), join_path(source_path, "type"), SOURCES)
-    max_requests: int | None = None
-    if block.get("max_requests") is not None:
-        max_requests = as_int(
-            block["max_requests"], join_path(path, "max_requests"), 1, MAX_REQUESTS
-        )
+    source = check_mapping_at(block.source, source_path)
+    kind = choice(source.get("type"), join_path(source_path, "type"), SOURCES)
+    max_requests = block.max_requests
     if kind == "synthetic":
         requests = _synthetic(source, seed, source_path)
     elif kind == "trace":
         trace = _trace(source, base_dir, source_path)
         load_path = join_path(path, "load")
-        raw_load = block.get("load")
-        load = as_mapping(raw_load if raw_load is not None else {"type": LOAD_TRACE}, load_path)
+        raw_load = block.load
+        load = check_mapping_at(
+            raw_load if raw_load is not None else {"type": LOAD_TRACE}, load_path
+        )
         if load.get("type") == LOAD_TRACE:
-            _load(load, [], kind, seed, load_path)  # checks the load block
-            scale = _time_scale(load, load_path)
+            scale = validate(TraceTimestampsLoad, load, load_path).time_scale
             return TraceStream(*trace, source_path, scale, max_requests, load_path)
         requests = list(_trace_rows(*trace, source_path))
     else:
@@ -143,17 +148,16 @@ def build_traffic(
                 )
     if not requests:
         raise ConfigError(f"{source_path}: the traffic has no requests")
-    _load(block.get("load"), requests, kind, seed, join_path(path, "load"))
+    _load(block.load, requests, kind, seed, join_path(path, "load"))
     _check_arrivals(requests, join_path(path, "load"))
     return requests
 
 
 def _synthetic(source: dict[str, Any], seed: int, path: str) -> list[RequestSpec]:
-    reject_unknown(source, ("type", "num_requests", "prompt_tokens", "output_tokens"), path)
-    count = as_int(source.get("num_requests"), join_path(path, "num_requests"), 1, MAX_REQUESTS)
-    prompt = _distribution(source.get("prompt_tokens"), join_path(path, "prompt_tokens"))
-    output = _distribution(source.get("output_tokens"), join_path(path, "output_tokens"))
-    pairs = synthetic_lengths(count, prompt, output, seed)
+    block = validate(SyntheticSource, source, path)
+    prompt = _distribution(block.prompt_tokens, join_path(path, "prompt_tokens"))
+    output = _distribution(block.output_tokens, join_path(path, "output_tokens"))
+    pairs = synthetic_lengths(block.num_requests, prompt, output, seed)
     return [
         RequestSpec(index, str(index), prompt_tokens, output_tokens, 0.0, [], 0.0, [], 0)
         for index, (prompt_tokens, output_tokens) in enumerate(pairs)
@@ -163,25 +167,20 @@ def _synthetic(source: dict[str, Any], seed: int, path: str) -> list[RequestSpec
 def _distribution(value: object, path: str) -> LengthDistribution:
     """An integer (fixed) or ``{type: fixed|uniform|normal|lognormal, ...}``."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        fixed = as_int(value, path, 1, MAX_TOKENS)
+        fixed = integer(value, path, 1, MAX_TOKENS)
         return LengthDistribution(DIST_FIXED, fixed, 0.0, 0.0, fixed, fixed)
-    block = as_mapping(value, path)
-    kind = as_str(block.get("type"), join_path(path, "type"), DISTRIBUTIONS)
+    block = check_mapping_at(value, path)
+    kind = choice(block.get("type"), join_path(path, "type"), DISTRIBUTIONS)
     if kind == DIST_FIXED:
-        reject_unknown(block, ("type", "value"), path)
-        fixed = as_int(block.get("value"), join_path(path, "value"), 1, MAX_TOKENS)
+        fixed = validate(FixedLength, block, path).value
         return LengthDistribution(DIST_FIXED, fixed, 0.0, 0.0, fixed, fixed)
     if kind == DIST_UNIFORM:
-        reject_unknown(block, ("type", "min", "max"), path)
-        low = as_int(block.get("min"), join_path(path, "min"), 1, MAX_TOKENS)
-        high = as_int(block.get("max"), join_path(path, "max"), low, MAX_TOKENS)
-        return LengthDistribution(DIST_UNIFORM, 0, 0.0, 0.0, low, high)
-    reject_unknown(block, ("type", "mean", "std", "min", "max"), path)
-    mean = as_float(block.get("mean"), join_path(path, "mean"), 1.0, float(MAX_TOKENS))
-    std = as_float(block.get("std"), join_path(path, "std"), 0.0, float(MAX_TOKENS))
-    low = as_int(block.get("min", 1), join_path(path, "min"), 1, MAX_TOKENS)
-    high = as_int(block.get("max", MAX_TOKENS), join_path(path, "max"), low, MAX_TOKENS)
-    return LengthDistribution(kind, 0, mean, std, low, high)
+        uniform = validate(UniformLength, block, path)
+        high = integer(uniform.max, join_path(path, "max"), uniform.min, MAX_TOKENS)
+        return LengthDistribution(DIST_UNIFORM, 0, 0.0, 0.0, uniform.min, high)
+    normal = validate(NormalLength, block, path)
+    high = integer(normal.max, join_path(path, "max"), normal.min, MAX_TOKENS)
+    return LengthDistribution(kind, 0, normal.mean, normal.std, normal.min, high)
 
 
 def _resolve_file(value: object, base_dir: Path | None, path: str) -> Path:
@@ -195,14 +194,11 @@ def _resolve_file(value: object, base_dir: Path | None, path: str) -> Path:
 
 def _trace(source: dict[str, Any], base_dir: Path | None, path: str) -> tuple[Path, str, int]:
     """``(file, format, hash_block_tokens)`` of a ``trace`` source."""
-    reject_unknown(source, ("type", "path", "format", "hash_block_tokens"), path)
-    file = _resolve_file(source.get("path"), base_dir, join_path(path, "path"))
+    block = validate(TraceSource, source, path)
+    file = _resolve_file(block.path, base_dir, join_path(path, "path"))
     default_format = "csv" if file.suffix.lower() == ".csv" else "mooncake"
-    fmt = as_str(source.get("format", default_format), join_path(path, "format"), TRACE_FORMATS)
-    block_tokens = as_int(
-        source.get("hash_block_tokens", 16), join_path(path, "hash_block_tokens"), 1, MAX_TOKENS
-    )
-    return file, fmt, block_tokens
+    fmt = default_format if block.format is None else block.format
+    return file, fmt, block.hash_block_tokens
 
 
 def _trace_rows(file: Path, fmt: str, block_tokens: int, path: str) -> Iterator[RequestSpec]:
@@ -219,17 +215,16 @@ def _trace_rows(file: Path, fmt: str, block_tokens: int, path: str) -> Iterator[
 
 
 def _agentic(source: dict[str, Any], base_dir: Path | None, path: str) -> list[RequestSpec]:
-    reject_unknown(source, ("type", "path", "requests", "hash_block_tokens"), path)
-    block_tokens = as_int(
-        source.get("hash_block_tokens", 16), join_path(path, "hash_block_tokens"), 1, MAX_TOKENS
-    )
-    if (source.get("path") is None) == (source.get("requests") is None):
+    block = validate(AgenticSource, source, path)
+    block_tokens = block.hash_block_tokens
+    if (block.path is None) == (block.requests is None):
         raise ConfigError(f"{path}: give exactly one of path (a JSONL file) or requests (a list)")
-    if source.get("path") is None:
-        items = as_list(source["requests"], join_path(path, "requests"))
+    if block.path is None:
+        # Inline requests are read by the trace-row reader, as the lines of a JSONL file are.
+        items = as_list(block.requests, join_path(path, "requests"))
         rows = [(item, join_path(path, f"requests[{i}]")) for i, item in enumerate(items)]
         return _graph(rows, block_tokens)
-    file = _resolve_file(source["path"], base_dir, join_path(path, "path"))
+    file = _resolve_file(block.path, base_dir, join_path(path, "path"))
     return TRACES.requests(
         file,
         path,
@@ -421,20 +416,19 @@ def _check_acyclic(requests: list[RequestSpec], wheres: list[str]) -> None:
 
 
 def _load(value: object, requests: list[RequestSpec], source: str, seed: int, path: str) -> None:
-    block = as_mapping(value if value is not None else {"type": LOAD_TRACE}, path)
-    kind = as_str(block.get("type"), join_path(path, "type"), LOADS)
+    block = check_mapping_at(value if value is not None else {"type": LOAD_TRACE}, path)
+    kind = choice(block.get("type"), join_path(path, "type"), LOADS)
     has_graph = any(request.wait_for for request in requests)
     rate = 0.0
     users = 0
     think = 0.0
     if kind == LOAD_TRACE:
-        reject_unknown(block, ("type", "time_scale"), path)
+        scale = validate(TraceTimestampsLoad, block, path).time_scale
         if source == "synthetic":
             raise ConfigError(
                 f"{join_path(path, 'type')}: synthetic traffic has no timestamps; "
                 f"use one of {', '.join(LOADS[1:])}"
             )
-        scale = _time_scale(block, path)
         for request in requests:
             # time_scale stretches timestamps only; delay_ms stays a duration (as for children).
             delay = request.delay_ms if not request.wait_for else 0.0
@@ -446,21 +440,12 @@ def _load(value: object, requests: list[RequestSpec], source: str, seed: int, pa
             f"use {LOAD_TRACE}, got {kind!r}"
         )
     if kind == LOAD_CONCURRENCY:
-        reject_unknown(block, ("type", "users", "think_ms"), path)
-        users = as_int(block.get("users"), join_path(path, "users"), 1, MAX_REQUESTS)
-        think = as_float(block.get("think_ms", 0.0), join_path(path, "think_ms"), 0.0, MAX_TIME_MS)
+        concurrency = validate(ConcurrencyLoad, block, path)
+        users = concurrency.users
+        think = concurrency.think_ms
     else:
-        reject_unknown(block, ("type", "rate_rps"), path)
-        rate = as_float(
-            block.get("rate_rps"), join_path(path, "rate_rps"), MIN_RATE_RPS, MAX_RATE_RPS
-        )
+        rate = validate(RateLoad, block, path).rate_rps
     apply_load(requests, kind, rate, users, think, seed)
-
-
-def _time_scale(block: dict[str, Any], path: str) -> float:
-    return as_float(
-        block.get("time_scale", 1.0), join_path(path, "time_scale"), 0.0, MAX_TIME_SCALE
-    )
 
 
 def _late_arrival(path: str, request: RequestSpec, arrival_ms: float | None = None) -> str:
