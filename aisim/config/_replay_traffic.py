@@ -135,9 +135,9 @@ def build_traffic(
         if load.get("type") == LOAD_TRACE:
             scale = validate(TraceTimestampsLoad, load, load_path).time_scale
             return TraceStream(*trace, source_path, scale, max_requests, load_path)
-        requests = list(_trace_rows(*trace, source_path))
+        requests = list(_trace_rows(*trace, source_path, max_requests))
     else:
-        requests = _agentic(source, base_dir, source_path)
+        requests = _agentic(source, base_dir, source_path, max_requests)
     if max_requests is not None and len(requests) > max_requests:
         requests = requests[:max_requests]
         for request in requests:
@@ -187,7 +187,7 @@ def _resolve_file(value: object, base_dir: Path | None, path: str) -> Path:
     file = check_path_text(as_str(value, path), path)
     if not file.is_absolute() and base_dir is not None:
         file = base_dir / file
-    if not file.is_file():
+    if not file.is_file() and not TRACES.is_pinned(file):
         raise ConfigError(f"{path}: trace file not found: {str(file)!r}")
     return file
 
@@ -201,20 +201,24 @@ def _trace(source: dict[str, Any], base_dir: Path | None, path: str) -> tuple[Pa
     return file, fmt, block.hash_block_tokens
 
 
-def _trace_rows(file: Path, fmt: str, block_tokens: int, path: str) -> Iterator[RequestSpec]:
+def _trace_rows(
+    file: Path, fmt: str, block_tokens: int, path: str, limit: int | None = None
+) -> Iterator[RequestSpec]:
     """The trace's requests in file order, each checked as its line is read (or from the trace
-    cache, for a small trace read before)."""
+    cache, for a small trace read before: then only the first ``limit``)."""
     if fmt == "csv":
-        return TRACES.stream(file, path, ("csv",), lambda: _read_csv(file, path))
+        return TRACES.stream(file, path, ("csv",), lambda: _read_csv(file, path), limit=limit)
 
     def read_mooncake() -> Iterator[RequestSpec]:
         for index, (row, where) in enumerate(_read_jsonl(file, path)):
             yield _row_request(index, row, where, block_tokens, False)
 
-    return TRACES.stream(file, path, ("mooncake", block_tokens), read_mooncake)
+    return TRACES.stream(file, path, ("mooncake", block_tokens), read_mooncake, limit=limit)
 
 
-def _agentic(source: dict[str, Any], base_dir: Path | None, path: str) -> list[RequestSpec]:
+def _agentic(
+    source: dict[str, Any], base_dir: Path | None, path: str, limit: int | None
+) -> list[RequestSpec]:
     block = validate(AgenticSource, source, path)
     block_tokens = block.hash_block_tokens
     if (block.path is None) == (block.requests is None):
@@ -230,6 +234,7 @@ def _agentic(source: dict[str, Any], base_dir: Path | None, path: str) -> list[R
         path,
         ("agentic", block_tokens),
         lambda: _graph(list(_read_jsonl(file, path)), block_tokens),
+        limit,
     )
 
 
@@ -246,7 +251,7 @@ def _read_text(file: Path, path: str) -> str:
     """The whole file as UTF-8 text (a leading byte-order mark is dropped); unreadable files
     and bytes that are not UTF-8 are ``ConfigError`` (the latter naming the line)."""
     try:
-        data = file.read_bytes()
+        data = TRACES.read_bytes(file)
     except OSError as exc:
         raise ConfigError(f"{path}.path: cannot read {str(file)!r}: {exc}") from None
     try:
@@ -264,7 +269,7 @@ def _text_lines(file: Path, path: str, newline: str | None) -> Iterator[str]:
     leading byte-order mark is dropped). Errors as ``_read_text``: bytes that are not UTF-8
     are located by reading the file again, on that error path only."""
     try:
-        handle = file.open("r", encoding="utf-8-sig", newline=newline)
+        handle = TRACES.open_text(file, newline)
     except OSError as exc:
         raise ConfigError(f"{path}.path: cannot read {str(file)!r}: {exc}") from None
     with handle:

@@ -10,14 +10,23 @@ the engine change a replay's requests, and none of that may reach the next repla
 Only traces of at most ``MAX_ROWS`` requests are kept (a large trace is streamed and never
 held twice), at most ``MAX_FILES`` of them (the oldest goes first). Interpreted (the config
 edge): the compiled core never sees the cache.
+
+A sweep *pins* its traces (``pinned``): the driver reads each trace file once, ships the bytes
+to each worker once (a pool worker's start, Ray's object store), and inside ``pinned`` a read of
+that path uses those bytes, not the file system. So no point reads or hashes the file, every
+point of a sweep replays the same content even if the file changes meanwhile, and a Ray node
+needs no copy of the trace.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator
+import io
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Final
+from typing import Final, TextIO
 
 from aisim.errors import ConfigError
 from aisim.replay._plan import RequestSpec
@@ -33,6 +42,21 @@ STREAM_ROWS: Final = 20_000
 #: hash_ids, hash_block_tokens), immutable.
 Snapshot = tuple[str, int, int, float, tuple[int, ...], float, tuple[int, ...], int]
 CacheKey = tuple[object, ...]
+#: A trace file's content as shipped to sweep workers: (SHA-256 hex digest, bytes).
+Contents = tuple[str, bytes]
+
+
+def read_contents(file: Path, path: str = "traffic.source") -> Contents:
+    """A trace file's (digest, bytes), read once (``path``: the config path for errors)."""
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}.path: cannot read {str(file)!r}: {exc}") from None
+    return hashlib.sha256(data).hexdigest(), data
+
+
+def _pin_key(file: Path | str) -> str:
+    return os.path.abspath(os.fspath(file))
 
 
 class TraceCache:
@@ -45,18 +69,57 @@ class TraceCache:
         self.hits = 0
         self.misses = 0
         self._entries: dict[CacheKey, list[Snapshot]] = {}
+        self._pinned: dict[str, Contents] = {}
+
+    @contextmanager
+    def pinned(self, contents: Mapping[str, Contents]) -> Iterator[None]:
+        """Within the block, reading a file named in ``contents`` (path -> (digest, bytes))
+        uses those bytes; the previous pins come back afterwards."""
+        previous = self._pinned
+        self._pinned = {**previous, **{_pin_key(file): item for file, item in contents.items()}}
+        try:
+            yield
+        finally:
+            self._pinned = previous
+
+    def is_pinned(self, file: Path) -> bool:
+        return _pin_key(file) in self._pinned
+
+    def read_bytes(self, file: Path) -> bytes:
+        """The file's bytes: the pinned content, else read from disk (``OSError`` as
+        ``Path.read_bytes``)."""
+        pinned = self._pinned.get(_pin_key(file))
+        return pinned[1] if pinned is not None else file.read_bytes()
+
+    def open_text(self, file: Path, newline: str | None) -> TextIO:
+        """The file as UTF-8 text (a leading byte-order mark dropped), pinned or on disk."""
+        pinned = self._pinned.get(_pin_key(file))
+        if pinned is None:
+            return file.open("r", encoding="utf-8-sig", newline=newline)
+        return io.TextIOWrapper(io.BytesIO(pinned[1]), encoding="utf-8-sig", newline=newline)
+
+    def _key(self, file: Path, path: str, options: CacheKey) -> CacheKey:
+        pinned = self._pinned.get(_pin_key(file))
+        return (pinned[0] if pinned is not None else file_sha256(file, path), *options)
 
     def requests(
-        self, file: Path, path: str, options: CacheKey, read: Callable[[], list[RequestSpec]]
+        self,
+        file: Path,
+        path: str,
+        options: CacheKey,
+        read: Callable[[], list[RequestSpec]],
+        limit: int | None = None,
     ) -> list[RequestSpec]:
         """The requests of ``file`` read with ``options``: from the cache when its content was
         read before with the same options, else ``read()`` (which validates and may raise
-        ``ConfigError``; nothing is kept then). ``path`` is the config path for errors."""
-        key = (file_sha256(file, path), *options)
+        ``ConfigError``; nothing is kept then). ``path`` is the config path for errors. From
+        the cache only the first ``limit`` requests are built (``traffic.max_requests``: the
+        whole file was checked when it was read)."""
+        key = self._key(file, path, options)
         kept = self._entries.get(key)
         if kept is not None:
             self.hits += 1
-            return [_request(index, snapshot) for index, snapshot in enumerate(kept)]
+            return [_request(index, snapshot) for index, snapshot in enumerate(kept[:limit])]
         self.misses += 1
         requests = read()
         if len(requests) <= self.max_rows:
@@ -72,15 +135,17 @@ class TraceCache:
         options: CacheKey,
         read: Callable[[], Iterable[RequestSpec]],
         max_rows: int = STREAM_ROWS,
+        limit: int | None = None,
     ) -> Iterator[RequestSpec]:
         """``requests`` for a trace read lazily: the requests one at a time, from the cache or
         from ``read()`` as it yields them. A trace read whole is kept when it has at most
-        ``max_rows`` requests (and ``max_rows <= self.max_rows``); a larger one is never held."""
-        key = (file_sha256(file, path), *options)
+        ``max_rows`` requests (and ``max_rows <= self.max_rows``); a larger one is never held.
+        From the cache at most ``limit`` requests come (as ``requests``)."""
+        key = self._key(file, path, options)
         kept = self._entries.get(key)
         if kept is not None:
             self.hits += 1
-            return (_request(index, snapshot) for index, snapshot in enumerate(kept))
+            return (_request(index, snapshot) for index, snapshot in enumerate(kept[:limit]))
         self.misses += 1
         return self._read_through(key, read(), min(max_rows, self.max_rows))
 
@@ -100,6 +165,7 @@ class TraceCache:
             self._entries[key] = snapshots
 
     def clear(self) -> None:
+        """Forget every parsed trace and reset the counters (pins are left as they are)."""
         self._entries.clear()
         self.hits = self.misses = 0
 

@@ -2,24 +2,33 @@
 
 Both take the same ``Task`` list and call ``on_row(point, row)`` in the calling process as rows
 arrive (in completion order; the caller orders them). Tasks carry configs, never simulators.
-On Ray every trace file the points read is put into the object store once and each worker
-process writes it to a local cache file once, so a cluster node needs no copy of the trace.
+
+Every trace file the points read is read once by the driver and shipped once per worker (a pool
+worker receives it when it starts) or once per node (Ray's object store); points replay it
+*pinned* (``aisim/config/_trace_cache.py``): no point reads or hashes the file, and all see the
+content the sweep started with. On the pool the calling process evaluates points too: with
+``workers`` N it starts N - 1 helper processes, so while a helper starts (interpreter, imports)
+points are already being evaluated, and ``--workers 2`` on two cores runs two points at a time.
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import os
-import tempfile
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from aisim.errors import ConfigError
+from aisim.config._trace_cache import TRACES, Contents, read_contents
+from aisim.errors import ConfigError, SimulationError
 from aisim.sweep._evaluate import evaluate_point
 
 RowCallback = Callable[[int, dict[str, Any]], None]
 BACKENDS = ("pool", "ray")
+#: Points queued per helper process: one running, one ready, so a helper never waits for the
+#: calling process (busy with its own point) to hand it the next one.
+IN_FLIGHT_PER_WORKER: Final = 2
 
 
 class Task:
@@ -61,31 +70,158 @@ def _run_pool(
     on_row: RowCallback,
     workers: int | None,
 ) -> None:
+    """Points on ``workers`` processes: this one and ``workers - 1`` helpers it starts.
+
+    Each helper has its own pipe and up to ``IN_FLIGHT_PER_WORKER`` points queued in it; this
+    process evaluates the next point itself, then passes on the helpers' rows and tops their
+    queues up. No thread is involved: a compiled replay holds the GIL for its whole run, so a
+    thread feeding the helpers (as ``concurrent.futures`` uses) would stall behind it.
+    """
     count = workers if workers is not None else default_workers()
     if count < 1:
         raise ConfigError(f"--workers: expected an integer >= 1, got {count}")
-    if count == 1 or len(tasks) <= 1:
-        for task in tasks:
-            on_row(task.point, evaluate_point(task.config, base_dir, slos))
+    traces = trace_contents(tasks, base_dir)
+    queue = deque(tasks)
+    helpers = _start_helpers(min(count, len(tasks)) - 1, traces, base_dir, slos)
+    try:
+        for helper in helpers:
+            helper.top_up(queue)
+        while queue or any(helper.queued for helper in helpers):
+            if queue:
+                task = queue.popleft()
+                on_row(task.point, evaluate_pinned(task.config, base_dir, slos, traces))
+            _collect(helpers, queue, on_row, block=not queue)
+    finally:
+        for helper in helpers:
+            helper.stop()
+
+
+def _collect(helpers: list[_Helper], queue: deque[Task], on_row: RowCallback, block: bool) -> None:
+    """Pass on every row the helpers have sent (waiting for one if ``block``) and refill them."""
+    from multiprocessing.connection import wait
+
+    busy = {helper.connection: helper for helper in helpers if helper.queued}
+    if not busy:
         return
+    for connection in wait(list(busy), timeout=None if block else 0):
+        helper = busy[connection]
+        point, row = helper.receive()
+        on_row(point, row)
+        helper.top_up(queue)
+
+
+class _Helper:
+    """One helper process, its end of the pipe and the points queued in it."""
+
+    def __init__(self, process: Any, connection: Any) -> None:
+        self.process = process
+        self.connection = connection
+        self.queued: deque[int] = deque()
+
+    def top_up(self, queue: deque[Task]) -> None:
+        while queue and len(self.queued) < IN_FLIGHT_PER_WORKER:
+            task = queue.popleft()
+            self.connection.send((task.point, task.config))
+            self.queued.append(task.point)
+
+    def receive(self) -> tuple[int, dict[str, Any]]:
+        try:
+            point, row, failure = self.connection.recv()
+        except (EOFError, OSError):
+            self.process.join(timeout=5)
+            raise SimulationError(
+                f"sweep: a worker process exited (exit code {self.process.exitcode}) while "
+                f"evaluating point {self.queued[0]}; finished points are kept, run the sweep "
+                "again with --out to resume"
+            ) from None
+        if failure is not None:
+            raise SimulationError(f"sweep: point {point} failed in a worker process: {failure}")
+        self.queued.remove(point)
+        return point, row
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.connection.send(None)
+        self.process.join(timeout=0 if self.queued else 5)
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join()
+        self.connection.close()
+
+
+def _start_helpers(
+    count: int, traces: dict[str, Contents], base_dir: str, slos: dict[str, dict[str, float]]
+) -> list[_Helper]:
+    if count < 1:
+        return []
     import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
     # spawn: a fresh interpreter per worker (fork is unsafe beside threads, e.g. a progress bar).
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(count, len(tasks)), mp_context=context) as pool:
-        pending: dict[Future[dict[str, Any]], int] = {
-            pool.submit(evaluate_point, task.config, base_dir, slos): task.point for task in tasks
-        }
+    helpers: list[_Helper] = []
+    try:
+        for _ in range(count):
+            ours, theirs = context.Pipe(duplex=True)
+            process = context.Process(
+                target=_helper_main, args=(theirs, traces, base_dir, slos), daemon=True
+            )
+            process.start()
+            theirs.close()
+            helpers.append(_Helper(process, ours))
+    except BaseException:
+        for helper in helpers:
+            helper.stop()
+        raise
+    return helpers
+
+
+def _helper_main(
+    connection: Any, traces: dict[str, Contents], base_dir: str, slos: dict[str, dict[str, float]]
+) -> None:
+    """A helper process: evaluate the points that arrive on ``connection`` until ``None``
+    (or the pipe closes: the calling process is gone)."""
+    import traceback
+
+    while True:
         try:
-            while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in sorted(done, key=lambda f: pending[f]):
-                    on_row(pending.pop(future), future.result())
-        except BaseException:
-            for future in pending:
-                future.cancel()
-            raise
+            message = connection.recv()
+        except (EOFError, OSError, KeyboardInterrupt):
+            return
+        if message is None:
+            return
+        point, config = message
+        try:
+            connection.send((point, evaluate_pinned(config, base_dir, slos, traces), None))
+        except KeyboardInterrupt:
+            return
+        except Exception:
+            connection.send((point, None, traceback.format_exc(limit=-3).strip()))
+
+
+def trace_contents(tasks: list[Task], base_dir: str) -> dict[str, Contents]:
+    """Each trace file the tasks read, read once: path -> (SHA-256, bytes). A file that cannot
+    be read is left out (its points fail with the replay edge's own message)."""
+    contents: dict[str, Contents] = {}
+    for task in tasks:
+        path = trace_path(task.config, base_dir)
+        if path is None or str(path) in contents or not path.is_file():
+            continue
+        try:
+            contents[str(path)] = read_contents(path)
+        except ConfigError:
+            continue
+    return contents
+
+
+def evaluate_pinned(
+    config: dict[str, Any],
+    base_dir: str,
+    slos: dict[str, dict[str, float]],
+    traces: dict[str, Contents],
+) -> dict[str, Any]:
+    """``evaluate_point`` with the sweep's trace contents pinned."""
+    with TRACES.pinned(traces):
+        return evaluate_point(config, base_dir, slos)
 
 
 def _run_ray(
@@ -110,16 +246,12 @@ def _run_ray(
         else:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
     evaluate = ray.remote(num_cpus=1)(_evaluate_with_files)
-    shipped: dict[str, Any] = {}
+    # Each trace once into the object store; a node fetches it once, its tasks read it there.
+    shipped = {path: ray.put(item) for path, item in trace_contents(tasks, base_dir).items()}
     pending: dict[Any, int] = {}
     for task in tasks:
-        files: dict[str, Any] = {}
         path = trace_path(task.config, base_dir)
-        if path is not None and path.is_file():
-            key = str(path)
-            if key not in shipped:
-                shipped[key] = ray.put((path.name, path.read_bytes()))
-            files[key] = shipped[key]
+        files = {str(path): shipped[str(path)]} if str(path) in shipped else {}
         pending[evaluate.remote(task.config, base_dir, slos, files)] = task.point
     try:
         while pending:
@@ -148,24 +280,9 @@ def _evaluate_with_files(
     slos: dict[str, dict[str, float]],
     files: dict[str, Any],
 ) -> dict[str, Any]:
-    """The Ray task body: fetch the shipped trace (once per worker process), point the config
-    at the local copy, evaluate."""
+    """The Ray task body: the shipped traces (object references) pinned, evaluate."""
     import ray
 
-    for original, ref in files.items():
-        name, data = ray.get(ref)
-        local = _local_copy(name, data)
-        if trace_path(config, base_dir) == Path(original):
-            config = {**config, "traffic": {**config["traffic"]}}
-            config["traffic"]["source"] = {**config["traffic"]["source"], "path": str(local)}
-    return evaluate_point(config, base_dir, slos)
-
-
-def _local_copy(name: str, data: bytes) -> Path:
-    digest = hashlib.sha256(data).hexdigest()[:32]
-    target = Path(tempfile.gettempdir()) / "aisim-sweep-traces" / digest / name
-    if not target.is_file():
-        from aisim._io import atomic_write_bytes
-
-        atomic_write_bytes(target, data, overwrite=True)
-    return target
+    return evaluate_pinned(
+        config, base_dir, slos, {path: ray.get(ref) for path, ref in files.items()}
+    )

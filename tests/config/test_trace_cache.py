@@ -193,3 +193,34 @@ def test_a_streamed_trace_is_kept_only_when_small_and_read_to_the_end(tmp_path: 
     assert cache.hits == 1
     assert [(r.index, r.hash_ids) for r in again] == [(r.index, r.hash_ids) for r in read]
     assert again[0] is not read[0] and again[0].hash_ids is not read[0].hash_ids
+
+
+def test_a_pinned_file_is_read_from_its_bytes_only_inside_the_block(tmp_path: Path) -> None:
+    from aisim.config._trace_cache import read_contents
+
+    real = _jsonl(tmp_path / "real.jsonl", MOONCAKE)
+    absent = tmp_path / "elsewhere" / "m.jsonl"
+    source = {"type": "trace", "path": str(absent)}
+    with TRACES.pinned({str(absent): read_contents(real)}):
+        pinned = _replay(source)
+    assert pinned == _replay({"type": "trace", "path": str(real)})
+    assert TRACES.misses == 1  # the same content: parsed once, whichever path it came under
+    with pytest.raises(ConfigError, match="trace file not found"):
+        _replay(source)
+
+
+@pytest.mark.parametrize("load", [None, {"type": "constant", "rate_rps": 4}])
+def test_max_requests_from_the_cache_equals_a_fresh_read(
+    tmp_path: Path, load: dict[str, Any] | None
+) -> None:
+    source = _files(tmp_path)["mooncake"]
+    traffic: dict[str, Any] = {"source": source, "max_requests": 2}
+    if load is not None:
+        traffic["load"] = load
+    _replay(source)
+    limited = run_replay({"traffic": traffic, "engine": ENGINE})
+    assert TRACES.misses == 1
+    TRACES.clear()
+    fresh = run_replay({"traffic": traffic, "engine": ENGINE})
+    assert limited.columns == fresh.columns
+    assert limited.columns["prompt_tokens"] == [40, 40]

@@ -1,24 +1,36 @@
-"""The same sweep gives the same rows in process, on a process pool and on a local Ray."""
+"""The same sweep gives the same rows in process, on a process pool and on a local Ray, from
+synthetic traffic and from a trace file the backends ship to their workers (pinned: no point
+reads the file, so a trace rewritten mid-sweep changes no row)."""
 
 from __future__ import annotations
 
+import copy
+import json
+import multiprocessing
+import os
+import random
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
+from aisim.config._trace_cache import read_contents
 from aisim.sweep import run
+from aisim.sweep._backends import evaluate_pinned
+from aisim.sweep._evaluate import evaluate_point
 
+SYNTHETIC: dict[str, Any] = {
+    "type": "synthetic",
+    "num_requests": 60,
+    "prompt_tokens": {"type": "uniform", "min": 20, "max": 400},
+    "output_tokens": {"type": "uniform", "min": 5, "max": 100},
+}
 SWEEP: dict[str, Any] = {
     "base": {
         "traffic": {
             "seed": 5,
-            "source": {
-                "type": "synthetic",
-                "num_requests": 60,
-                "prompt_tokens": {"type": "uniform", "min": 20, "max": 400},
-                "output_tokens": {"type": "uniform", "min": 5, "max": 100},
-            },
+            "source": SYNTHETIC,
             "load": {"type": "poisson", "rate_rps": 5},
         },
         "engine": {
@@ -47,25 +59,100 @@ SWEEP: dict[str, Any] = {
 }
 
 
+TRACE_HEADER = "arrival_s,prompt_tokens,output_tokens\n"
+
+
+def _write_trace(file: Path) -> None:
+    draw = random.Random(11)
+    lines = [f"{i * 0.1:.1f},{draw.randint(20, 400)},{draw.randint(5, 100)}\n" for i in range(50)]
+    file.write_text(TRACE_HEADER + "".join(lines), encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
-def serial() -> pd.DataFrame:
-    return run(SWEEP, workers=1)
+def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    file = tmp_path_factory.mktemp("trace") / "fifty.csv"
+    _write_trace(file)
+    return file
+
+
+def _with_trace_axis(trace: Path) -> dict[str, Any]:
+    """SWEEP crossed with the traffic source: synthetic, and the CSV trace."""
+    sweep = copy.deepcopy(SWEEP)
+    sweep["axes"] = {
+        "traffic.source": [SYNTHETIC, {"type": "trace", "path": str(trace)}],
+        **sweep["axes"],
+    }
+    return sweep
+
+
+@pytest.fixture(scope="module")
+def serial(trace: Path) -> pd.DataFrame:
+    return run(_with_trace_axis(trace), workers=1)
 
 
 def test_serial_rows_are_complete(serial: pd.DataFrame) -> None:
-    assert list(serial["point"]) == list(range(6))
-    assert list(serial["status"]) == ["ok", "ok", "error"] * 2
+    assert list(serial["point"]) == list(range(12))
+    assert list(serial["status"]) == ["ok", "ok", "error"] * 4
     assert set(serial["sd_kind"].dropna()) == {"none", "ngram"}
+    assert list(serial["total_requests"].dropna()) == [60] * 4 + [50] * 4
 
 
-def test_process_pool_rows_equal_serial(serial: pd.DataFrame) -> None:
-    pd.testing.assert_frame_equal(run(SWEEP, workers=2), serial)
+def test_process_pool_rows_equal_serial(serial: pd.DataFrame, trace: Path) -> None:
+    pd.testing.assert_frame_equal(run(_with_trace_axis(trace), workers=2), serial)
+    pd.testing.assert_frame_equal(run(_with_trace_axis(trace), workers=3), serial)
+    # the helper processes are stopped and joined
+    assert multiprocessing.active_children() == []
 
 
-def test_ray_rows_equal_process_pool(serial: pd.DataFrame) -> None:
-    ray = pytest.importorskip("ray")
+def test_ray_rows_equal_process_pool(serial: pd.DataFrame, trace: Path) -> None:
+    # tox -e py installs the ray extra and sets AISIM_TEST_RAY=1: there the check cannot skip.
+    if os.environ.get("AISIM_TEST_RAY") == "1":
+        import ray
+    else:
+        ray = pytest.importorskip("ray")
     try:
-        frame = run(SWEEP, backend="ray", workers=2)
+        frame = run(_with_trace_axis(trace), backend="ray", workers=2)
     finally:
         ray.shutdown()
     pd.testing.assert_frame_equal(frame, serial)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_trace_rewritten_mid_sweep_changes_no_row(
+    serial: pd.DataFrame, tmp_path: Path, workers: int
+) -> None:
+    """The driver reads the trace once and the points replay that content: after the first row
+    the file is overwritten with an invalid trace, and every later point still replays the
+    original (reading the file per point, they would fail)."""
+    trace = tmp_path / "fifty.csv"
+    _write_trace(trace)
+    sweep = _with_trace_axis(trace)
+
+    def spoil(done: int, total: int) -> None:
+        if done == 1:
+            trace.write_text(TRACE_HEADER + "not,a,row\n", encoding="utf-8")
+
+    frame = run(sweep, workers=workers, progress=spoil)
+    assert trace.read_text(encoding="utf-8").endswith("not,a,row\n")
+    # The trace's path (another folder) is in the source axis and the point ids; all else equal.
+    paths = ["point_id", "traffic.source"]
+    pd.testing.assert_frame_equal(frame.drop(columns=paths), serial.drop(columns=paths))
+
+
+def test_a_pinned_trace_needs_no_file(trace: Path, tmp_path: Path) -> None:
+    """What a Ray node without the trace does: the shipped content, pinned at the driver's
+    path, replays exactly as the file."""
+    slos = SWEEP["slos"]
+    present = copy.deepcopy(SWEEP["base"])
+    present["traffic"]["source"] = {"type": "trace", "path": str(trace)}
+    from_file = evaluate_point(present, str(tmp_path), slos)
+    assert from_file["status"] == "ok" and from_file["total_requests"] == 50
+    absent = tmp_path / "elsewhere" / "fifty.csv"
+    config = copy.deepcopy(present)
+    config["traffic"]["source"]["path"] = str(absent)
+    assert evaluate_point(config, str(tmp_path), slos)["error"].startswith(
+        "ConfigError: traffic.source.path: trace file not found"
+    )
+    pinned = evaluate_pinned(config, str(tmp_path), slos, {str(absent): read_contents(trace)})
+    # (json: NaN statistics, e.g. no acceptance length with SD off, compare equal as text)
+    assert json.dumps(pinned, sort_keys=True) == json.dumps(from_file, sort_keys=True)

@@ -146,9 +146,20 @@ def test_an_invalid_point_is_a_row_and_the_others_run() -> None:
     assert frame.loc[1, "traffic.load.rate_rps"] == -2
 
 
-def test_cli_prints_one_line_and_exits_2(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("axes", "message"),
+    [
+        ({"traffic.bogus": [1]}, "axes.traffic.bogus: unknown config path"),
+        ({"traffic.load.rate_rps": []}, "axes.traffic.load.rate_rps: empty axis"),
+        (
+            {"traffic.load": [{"type": "poisson", "rate_rps": 1}], "traffic.load.rate_rps": [1]},
+            "axes: traffic.load and traffic.load.rate_rps conflict",
+        ),
+    ],
+)
+def test_cli_prints_one_line_and_exits_2(tmp_path: Path, axes: Any, message: str) -> None:
     sweep = tmp_path / "sweep.yaml"
-    sweep.write_text(yaml.safe_dump(_sweep(axes={"traffic.bogus": [1]})), encoding="utf-8")
+    sweep.write_text(yaml.safe_dump(_sweep(axes=axes)), encoding="utf-8")
     completed = subprocess.run(
         [sys.executable, "-m", "aisim", "sweep", str(sweep), "--out", str(tmp_path / "out")],
         capture_output=True,
@@ -157,5 +168,5 @@ def test_cli_prints_one_line_and_exits_2(tmp_path: Path) -> None:
     )
     assert completed.returncode == 2
     assert completed.stderr.count("\n") == 1
-    assert completed.stderr.startswith("aisim: error: axes.traffic.bogus: unknown config path")
+    assert completed.stderr.startswith(f"aisim: error: {message}"), completed.stderr
     assert not (tmp_path / "out").exists()
