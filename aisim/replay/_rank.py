@@ -79,8 +79,9 @@ class RankState:
         self.waiting.append(request)
 
     def width(self, request: SimRequest) -> int:
-        """Verification slots of ``request``'s next decode round."""
-        return round_width(self.speculation, request)
+        """Verification slots of ``request``'s next decode round (vLLM: every draft, even in a
+        request's last round; SGLang-like: clamped to the remaining output)."""
+        return round_width(self.speculation, request, self.is_sglang)
 
     # -- admission and eviction --------------------------------------------------------------
 

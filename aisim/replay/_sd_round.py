@@ -1,9 +1,13 @@
 """One decode round of one request: reserve, sample acceptance, emit, release, hash (docs/design.md#replay).
 
-The round's verification width ``w`` (KV slots reserved, tokens priced) is ``min(d + 1,
-remaining output)``; the accepted drafts ``a`` are sampled separately from the request's own
-seeded stream, stop at the first rejection and never exceed ``w - 1``, so ``1 + a`` tokens are
-emitted without passing the requested output length.
+The round's verification width ``w`` (KV slots reserved, token budget used) is ``d + 1``; on the
+SGLang-like scheduler it is clamped to the remaining output, ``min(d + 1, remaining output)``,
+while vLLM schedules every draft of a running request even past its ``max_tokens``
+(``vllm/v1/core/sched/scheduler.py``, ``Scheduler.schedule``: ``num_new_tokens`` is capped by the
+token budget and ``max_model_len`` only) and drops the extra tokens afterwards. The accepted
+drafts ``a`` are sampled separately from the request's own seeded stream, stop at the first
+rejection and never exceed ``min(w, remaining output) - 1``, so ``1 + a`` tokens are emitted
+without passing the requested output length.
 """
 
 from __future__ import annotations
@@ -15,11 +19,14 @@ from aisim.replay._request import SimRequest
 from aisim.replay._rng import RandomStream
 
 
-def round_width(speculation: SpeculationPlan, request: SimRequest) -> int:
-    """Verification slots of the request's next round, clamped to its remaining output."""
+def round_width(speculation: SpeculationPlan, request: SimRequest, clamp: bool) -> int:
+    """Verification slots of the request's next round: ``d + 1``, clamped to its remaining
+    output when ``clamp`` (SGLang-like; vLLM verifies every draft, see the module docstring)."""
     remaining = request.remaining_output
     width = speculation.verify_width
-    return width if width < remaining else remaining
+    if width < remaining or (not clamp and remaining > 0):
+        return width
+    return remaining
 
 
 def sample_accepted(rng: RandomStream, thresholds: list[int], max_drafts: int) -> int:
@@ -106,7 +113,9 @@ def finish_decode_round(
     if speculation.enabled:
         rng = request.rng
         assert rng is not None
-        accepted = sample_accepted(rng, speculation.acceptance_thresholds, width - 1)
+        remaining = request.remaining_output
+        usable = width if width < remaining else remaining
+        accepted = sample_accepted(rng, speculation.acceptance_thresholds, usable - 1)
         request.sd_rounds += 1
         request.accepted_drafts += accepted
         recorder.accepted_histogram[accepted] += 1

@@ -86,19 +86,26 @@ def _format(value: float) -> str:
 
 
 def read_samples(path: Path) -> dict[str, float]:
-    """Sample ``name{labels}`` -> value of a text-exposition file; DataIntegrityError when the
-    file is missing or a sample line does not parse (naming the line)."""
+    """Sample ``name{labels}`` -> value of a text-exposition file, read by ``prometheus_client``'s
+    parser (counters keep their ``_total`` name; ``_created`` timestamps are left out);
+    DataIntegrityError naming the file when it is missing or does not parse."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise DataIntegrityError(f"{str(path)!r}: metrics file is missing") from None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line and not line.startswith("#") and _SAMPLE.match(line) is None:
-            raise DataIntegrityError(f"{str(path)!r}:{number}: not a Prometheus sample line")
-    return _values(text)
-
-
-def sum_samples(samples: dict[str, float], name: str) -> float | None:
-    """The sum of every sample of ``name`` over its label sets (None when there is none)."""
-    found = [value for key, value in samples.items() if key == name or key.startswith(name + "{")]
-    return sum(found) if found else None
+    samples: dict[str, float] = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name.endswith("_created"):
+                    continue
+                labels = ",".join(f'{key}="{value}"' for key, value in sample.labels.items())
+                samples[sample.name + (f"{{{labels}}}" if labels else "")] = float(sample.value)
+    except (ValueError, TypeError, IndexError, KeyError) as exc:
+        detail = " ".join(str(exc).split())[:120]
+        raise DataIntegrityError(
+            f"{str(path)!r}: not Prometheus text exposition format ({detail})"
+        ) from None
+    return samples

@@ -172,3 +172,13 @@ def _replace_data(data: Path, content: bytes) -> None:
     sidecar["bytes"] = len(content)
     data.write_bytes(content)
     side.write_text(json.dumps(sidecar), encoding="utf-8")
+
+
+def test_a_metrics_file_that_is_not_prometheus_text_is_refused(tmp_path: Path) -> None:
+    directory = write_run(tmp_path)
+    (directory / METRICS_FILE).write_text("vllm:num_requests_running zero\n", encoding="utf-8")
+    with pytest.raises(DataIntegrityError) as caught:
+        load_served_run(directory)
+    message = str(caught.value)
+    assert str(directory / METRICS_FILE) in message and "not Prometheus text" in message
+    assert "\n" not in message

@@ -65,13 +65,27 @@ def test_vllm_lookahead_preempts_where_the_verify_width_fits() -> None:
 
 
 def test_vllm_ngram_has_no_lookahead() -> None:
-    # ngram d = 2: step 2 needs 8 + 3 = 11 tokens (3 blocks) each, one more block each: both fit
-    # (0 free). Rounds of w = 3, 2, 1 need 11 tokens each (3 blocks): both end at 25.
+    # ngram d = 2, drafts rejected, no lookahead: step 2 needs 8 + 3 = 11 tokens (3 blocks)
+    # each, one more block each: both fit (0 free); with MTP's lookahead of 2 they would not
+    # (the test above). Round 2 needs 9 + 3 = 12 (3 blocks): both fit again. vLLM verifies all
+    # drafts even in a request's last round, so round 3 (1 token left) needs 10 + 3 = 13 tokens
+    # (4 blocks): A takes one more, none is left for B, and B (the latest) is preempted by the
+    # SD reservation (a plain step would need 11: 3 blocks). A ends at 25; B recomputes its 11
+    # known tokens [25,35], which emits its last token.
     result = run_replay(config(TWO, backend="vllm", kind="ngram"))
     frame = result.requests
-    assert list(frame["last_token_ms"]) == [25.0, 25.0]
+    assert list(frame["last_token_ms"]) == [25.0, 35.0]
+    assert result.summary["preemptions"] == 1
+    assert result.summary["sd_reservation_preemptions"] == 1
+
+
+def test_vllm_ngram_two_rounds_fit_without_lookahead() -> None:
+    # The same with 3 output tokens: rounds 1 and 2 (11 and 12 tokens, 3 blocks each) fit for
+    # both requests: no preemption, both end at 20.
+    three = [{**request, "output_length": 3} for request in TWO]
+    result = run_replay(config(three, backend="vllm", kind="ngram"))
+    assert list(result.requests["last_token_ms"]) == [20.0, 20.0]
     assert result.summary["preemptions"] == 0
-    assert result.summary["sd_reservation_preemptions"] == 0
 
 
 def test_sglang_reserves_draft_slots_and_retracts_from_the_back() -> None:

@@ -13,9 +13,11 @@ def test_an_sd_round_is_trimmed_to_the_budget_left() -> None:
     # and A (5 / 30) gets the last token of budget for its prefill: [10,25], [25,40], [40,55],
     # [55,70], [70,85] (mixed passes cost 15); B has 21 tokens and A its first at 85. At 85 and
     # 90 B takes 4 and A runs a 1-wide round (no drafts) with the 1 left: [85,90], [90,95]
-    # -> B 29, A 3. At 95 B needs 1 and A a full round: [95,100] -> B done (30), A 7. A alone:
-    # five rounds of 4 (27) and a last one of width 3 (30): 100 + 6 x 5 = 130. (Sitting out
-    # the short rounds instead would leave A at 5 by 100 and finish it at 135.)
+    # -> B 29, A 3. At 95 B needs 1 token, but vLLM verifies all 3 drafts of a running request
+    # even in its last round (Scheduler.schedule caps num_new_tokens by the budget and
+    # max_model_len, never by max_tokens), so B's round takes 4 again and A's is 1 wide:
+    # [95,100] -> B done (30, the extra tokens dropped), A 4. A alone: 26 tokens at 4 per round
+    # is 7 rounds: 100 + 7 x 5 = 135.
     worker = {
         "scheduler": {"max_batched_tokens": 5},
         "kv_cache": {"block_size": 16, "capacity": {"type": "fixed", "blocks": 100}},
@@ -34,5 +36,5 @@ def test_an_sd_round_is_trimmed_to_the_budget_left() -> None:
     }
     frame = run_replay(config).requests
     assert list(frame["first_token_ms"]) == [10.0, 85.0]
-    assert list(frame["last_token_ms"]) == [100.0, 130.0]
+    assert list(frame["last_token_ms"]) == [100.0, 135.0]
     assert list(frame["emitted_tokens"]) == [30, 30]
