@@ -121,23 +121,29 @@ class _Helper:
     def top_up(self, queue: deque[Task]) -> None:
         while queue and len(self.queued) < IN_FLIGHT_PER_WORKER:
             task = queue.popleft()
-            self.connection.send((task.point, task.config))
             self.queued.append(task.point)
+            try:
+                self.connection.send((task.point, task.config))
+            except OSError:
+                raise self._exited() from None
 
     def receive(self) -> tuple[int, dict[str, Any]]:
         try:
             point, row, failure = self.connection.recv()
         except (EOFError, OSError):
-            self.process.join(timeout=5)
-            raise SimulationError(
-                f"sweep: a worker process exited (exit code {self.process.exitcode}) while "
-                f"evaluating point {self.queued[0]}; finished points are kept, run the sweep "
-                "again with --out to resume"
-            ) from None
+            raise self._exited() from None
         if failure is not None:
             raise SimulationError(f"sweep: point {point} failed in a worker process: {failure}")
         self.queued.remove(point)
         return point, row
+
+    def _exited(self) -> SimulationError:
+        self.process.join(timeout=5)
+        return SimulationError(
+            f"sweep: a worker process exited (exit code {self.process.exitcode}) with point "
+            f"{self.queued[0]} unfinished; finished points are kept: run the sweep again with "
+            "--out to resume"
+        )
 
     def stop(self) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -180,8 +186,6 @@ def _helper_main(
 ) -> None:
     """A helper process: evaluate the points that arrive on ``connection`` until ``None``
     (or the pipe closes: the calling process is gone)."""
-    import traceback
-
     while True:
         try:
             message = connection.recv()
@@ -194,8 +198,8 @@ def _helper_main(
             connection.send((point, evaluate_pinned(config, base_dir, slos, traces), None))
         except KeyboardInterrupt:
             return
-        except Exception:
-            connection.send((point, None, traceback.format_exc(limit=-3).strip()))
+        except Exception as exc:  # a bug, not bad input (that is an error row): say which
+            connection.send((point, None, f"{type(exc).__name__}: {exc}"))
 
 
 def trace_contents(tasks: list[Task], base_dir: str) -> dict[str, Contents]:

@@ -9,6 +9,7 @@ import json
 import multiprocessing
 import os
 import random
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pandas as pd
 import pytest
 
 from aisim.config._trace_cache import read_contents
+from aisim.errors import SimulationError
 from aisim.sweep import run
 from aisim.sweep._backends import evaluate_pinned
 from aisim.sweep._evaluate import evaluate_point
@@ -156,3 +158,23 @@ def test_a_pinned_trace_needs_no_file(trace: Path, tmp_path: Path) -> None:
     pinned = evaluate_pinned(config, str(tmp_path), slos, {str(absent): read_contents(trace)})
     # (json: NaN statistics, e.g. no acceptance length with SD off, compare equal as text)
     assert json.dumps(pinned, sort_keys=True) == json.dumps(from_file, sort_keys=True)
+
+
+def test_a_helper_killed_mid_sweep_is_one_error_and_leaves_no_process(
+    trace: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+
+    def kill_helpers(done: int, total: int) -> None:
+        if done == 2:
+            for child in multiprocessing.active_children():
+                assert child.pid is not None and child.pid > 0
+                os.kill(child.pid, signal.SIGKILL)
+
+    with pytest.raises(SimulationError) as caught:
+        run(_with_trace_axis(trace), workers=2, out=out, progress=kill_helpers)
+    message = str(caught.value)
+    assert message.startswith("sweep: a worker process exited (exit code -9) with point ")
+    assert "\n" not in message and message.endswith("run the sweep again with --out to resume")
+    assert multiprocessing.active_children() == []
+    assert len(list((out / "points").glob("*.json"))) >= 2
