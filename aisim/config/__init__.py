@@ -8,12 +8,14 @@ core (``aisim.speculation``, ``aisim.fpm``, ``aisim.replay``) never imports this
 
 from __future__ import annotations
 
+from aisim.config._acceptance import acceptance_profile
 from aisim.config._catalogue import HardwareFile, ModelFile, get_gpu, get_model
 from aisim.config._edge import Choice, EdgeModel, Integer, Number, check, validate
 from aisim.config._estimator import EstimatorConfig, best_available
 from aisim.config._run_replay import run_replay
 from aisim.config._schemas import SCHEMA_KINDS, json_schema, register_schema
-from aisim.config._speculation import SpeculationConfig, resolve_speculation
+from aisim.config._speculation import resolve_speculation
+from aisim.config._speculation_models import SpeculationConfig
 
 __all__ = [
     "SCHEMA_KINDS",
@@ -25,6 +27,7 @@ __all__ = [
     "Integer",
     "Number",
     "SpeculationConfig",
+    "acceptance_profile",
     "best_available",
     "check",
     "get_gpu",

@@ -34,7 +34,7 @@ from aisim.config._replay_limits import (
     MAX_TRANSFER_MS,
     MIN_RATE_RPS,
 )
-from aisim.config._speculation import SpeculationConfig
+from aisim.config._speculation_models import SpeculationConfig
 
 Count = Annotated[int, Integer(1, MAX_COUNT)]
 Ratio = Annotated[float, Number(0.0, 1.0)]
@@ -299,7 +299,7 @@ class ReplayFile(EdgeModel):
 def replay_schema() -> dict[str, Any]:
     """JSON Schema of a replay config (``aisim schema replay``); speculation blocks carry the
     per-kind ``params`` rules of ``aisim schema speculation``."""
-    from aisim.config._speculation import speculation_schema
+    from aisim.config._speculation_models import speculation_schema
 
     schema = ReplayFile.model_json_schema()
     definitions: dict[str, Any] = schema.setdefault("$defs", {})

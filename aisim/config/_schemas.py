@@ -16,7 +16,7 @@ from aisim.errors import ConfigError
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 SCHEMA_KINDS: dict[str, str] = {
-    "speculation": "aisim.config._speculation:speculation_schema",
+    "speculation": "aisim.config._speculation_models:speculation_schema",
     "estimator": "aisim.config._estimator:EstimatorConfig",
     "sweep": "aisim.config._sweep:SweepFile",
     "plan": "qualification.plan._model:Plan",

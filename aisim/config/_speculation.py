@@ -1,7 +1,7 @@
 """The speculation edge: a speculation block (canonical or legacy) -> ``ResolvedSpeculation``.
 
-``SpeculationConfig`` is the block's shape (what ``aisim schema speculation`` prints); one params
-model per kind (``MtpParams``, ...) holds that kind's ``params``. ``resolve_speculation`` reads a
+The block's shape is ``_speculation_models`` (``SpeculationConfig``, one params model per kind)
+and its acceptance inputs are read by ``_acceptance``. ``resolve_speculation`` reads a
 block once: legacy inputs (``nextn``/``nextn_accepted``, flat ``num_speculative_tokens``) are
 folded into the canonical form, conflicting inputs are rejected with both names in the message,
 params are validated and normalized per kind, gates are checked (``aisim.speculation``'s scheme
@@ -11,33 +11,30 @@ are docs/design.md#speculation. Interpreted: the compiled core takes the frozen 
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import Any, Final
 
-from pydantic import WithJsonSchema
-
-from aisim._fields import describe
 from aisim.catalogue import ModelSpec
+from aisim.config._acceptance import ACCEPTANCE_FROM, block_acceptance
 from aisim.config._catalogue import get_model, model_spec
 from aisim.config._edge import (
-    BeforeCheck,
-    Choice,
-    EdgeModel,
-    Integer,
-    Number,
-    check,
-    check_mapping,
     choice,
-    edge_error,
     integer,
-    number,
     validate,
+)
+from aisim.config._speculation_models import (
+    MAX_TENSOR_PARALLEL,
+    PARAMS_MODELS,
+    DflashParams,
+    DraftModelParams,
+    DsparkParams,
+    Eagle3Params,
+    MtpParams,
+    NgramParams,
+    SpeculationConfig,
 )
 from aisim.errors import ConfigError
 from aisim.speculation import AcceptanceProfile, ResolvedSpeculation
-from aisim.speculation._acceptance import MAX_ACCEPTANCE_DEPTH
-from aisim.speculation._engine_metrics import FORMATS as ENGINE_METRICS_FORMATS
 from aisim.speculation._resolved import sha256_of_json
 from aisim.speculation._schemes import (
     ACCEPTANCE_KEYS,
@@ -45,7 +42,6 @@ from aisim.speculation._schemes import (
     DRAFT_CONFIG,
     DRAFT_NONE,
     DRAFT_PATH,
-    KINDS,
     MAX_DRAFT_TOKENS,
     ROLES,
     SCHEMES,
@@ -53,262 +49,6 @@ from aisim.speculation._schemes import (
     SchemeSpec,
     check_gates,
 )
-
-#: Nesting and size limits for a draft config mapping (bounds every walk over it).
-MAX_CONFIG_DEPTH: Final = 16
-MAX_CONFIG_ITEMS: Final = 10_000
-MAX_SEED: Final = (1 << 63) - 1
-MAX_TENSOR_PARALLEL: Final = 1024
-
-
-class KindName(BeforeCheck):
-    """``Annotated[str, KindName()]``: a registered speculation kind."""
-
-    def check(self, value: object) -> str:
-        if not isinstance(value, str) or value not in SCHEMES:
-            raise edge_error(
-                f"unknown speculation kind {describe(value)}; registered kinds: {', '.join(KINDS)}"
-            )
-        return value
-
-    def json_extra(self) -> dict[str, Any]:
-        return {"enum": list(KINDS)}
-
-
-class JsonObject(BeforeCheck):
-    """``Annotated[dict[str, Any], JsonObject()]``: a mapping with string keys (a shallow copy).
-
-    With ``deep=True`` every value must be JSON-shaped (numbers finite), at most
-    ``MAX_CONFIG_DEPTH`` levels and ``MAX_CONFIG_ITEMS`` values deep; the copy is deep.
-    """
-
-    def __init__(self, deep: bool = False) -> None:
-        self.deep = deep
-
-    def check(self, value: object) -> dict[str, Any]:
-        if not self.deep:
-            return check_mapping(value)
-        counter = [0]
-        return _json_mapping(value, "", 0, counter)
-
-
-def _json_mapping(value: object, where: str, depth: int, counter: list[int]) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise edge_error(f"expected a mapping, got {describe(value)}", where)
-    for key in value:
-        if not isinstance(key, str):
-            raise edge_error(f"mapping keys must be strings, got key {describe(key)}", where)
-    mapping: dict[str, Any] = value
-    return {
-        key: _json_value(item, f"{where}.{key}", depth + 1, counter)
-        for key, item in mapping.items()
-    }
-
-
-def _json_value(value: object, where: str, depth: int, counter: list[int]) -> Any:
-    counter[0] += 1
-    if depth > MAX_CONFIG_DEPTH or counter[0] > MAX_CONFIG_ITEMS:
-        raise edge_error(
-            f"draft config too deep or too large (limits: {MAX_CONFIG_DEPTH} levels, "
-            f"{MAX_CONFIG_ITEMS} values)",
-            where,
-        )
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise edge_error(f"expected a finite number, got {describe(value)}", where)
-        return float(value)
-    if isinstance(value, (list, tuple)):
-        return [
-            _json_value(item, f"{where}[{index}]", depth + 1, counter)
-            for index, item in enumerate(value)
-        ]
-    if isinstance(value, dict):
-        return _json_mapping(value, where, depth, counter)
-    raise edge_error(
-        f"expected a JSON value (number, string, bool, null, list, mapping), got {describe(value)}",
-        where,
-    )
-
-
-_NUMBER: Final = {"type": "number"}
-_RATES: Final = {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 1}}
-#: A value whose allowed range depends on other fields (checked once those are known).
-AcceptanceNumber = Annotated[Any, WithJsonSchema(_NUMBER)]
-AcceptanceRates = Annotated[Any, WithJsonSchema(_RATES)]
-FlatCount = Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 64})]
-
-
-class LabelValue(BeforeCheck):
-    """``Annotated[str, LabelValue()]``: a metric label value; YAML integers (``engine: 0``)
-    are read as their text, since Prometheus label values are strings."""
-
-    def check(self, value: object) -> str:
-        if isinstance(value, bool) or not isinstance(value, (str, int)):
-            raise edge_error(f"expected a label value (a string), got {describe(value)}")
-        return str(value)
-
-    def json_extra(self) -> dict[str, Any]:
-        return {"type": ["string", "integer"]}
-
-
-class AcceptanceFromConfig(EdgeModel):
-    """``acceptance_from``: acceptance read from an engine's metrics file when the block is
-    resolved (docs/speculation.md, "Acceptance from engine metrics")."""
-
-    path: str
-    format: Annotated[str, Choice(*ENGINE_METRICS_FORMATS)]
-    labels: dict[str, Annotated[str, LabelValue()]] | None = None
-    baseline: str | None = None
-
-
-class SpeculationConfig(EdgeModel):
-    """One speculation block: ``kind`` + ``params``, an optional draft, one acceptance form.
-
-    Legacy spellings (``nextn``, ``nextn_accepted``, a flat ``num_speculative_tokens``) are
-    accepted and folded into the canonical form by ``resolve_speculation``.
-    """
-
-    nextn: Annotated[int, Integer(0, 64)] | None = None
-    kind: Annotated[str, KindName()] | None = None
-    params: Annotated[dict[str, Any], JsonObject()] | None = None
-    num_speculative_tokens: FlatCount = None
-    draft_model_path: str | None = None
-    draft_config: Annotated[dict[str, Any], JsonObject(deep=True)] | None = None
-    seed: Annotated[int, Integer(0, MAX_SEED)] | None = None
-    expected_accepted_tokens: AcceptanceNumber = None
-    acceptance_rates: AcceptanceRates = None
-    unconditional_acceptance_rates: AcceptanceRates = None
-    acceptance_length: AcceptanceNumber = None
-    acceptance_rate: AcceptanceNumber = None
-    acceptance_from: AcceptanceFromConfig | None = None
-    nextn_accepted: AcceptanceNumber = None
-
-
-# Draft counts: 1..64, errors labelled with the kind (``params.depth (kind mtp): ...``).
-MtpCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind mtp)")]
-NgramCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind ngram)")]
-Eagle3Count = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind eagle3)")]
-DflashCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind dflash)")]
-DsparkCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind dspark)")]
-DraftModelCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind draft_model)")]
-
-
-class NoParams(EdgeModel):
-    """kind none takes no params."""
-
-    edge_label = " (kind none)"
-
-
-class MtpParams(EdgeModel):
-    """mtp: a chain of ``depth`` drafts from the target's own MTP heads."""
-
-    edge_label = " (kind mtp)"
-    depth: MtpCount | None = None
-    num_speculative_tokens: MtpCount | None = None
-
-
-class NgramParams(EdgeModel):
-    """ngram: prompt-lookup drafts, one every round."""
-
-    edge_label = " (kind ngram)"
-    num_speculative_tokens: NgramCount | None = None
-    trigger_rate: Annotated[float, Number(0.0, 1.0)] = 1.0
-
-
-class TreeShape(BeforeCheck):
-    """``tree_shape``: 1..64 step widths (checked before the widths themselves)."""
-
-    def check(self, value: object) -> object:
-        if not isinstance(value, (list, tuple)):
-            raise edge_error(f"expected a list, got {describe(value)}")
-        if not value or len(value) > MAX_DRAFT_TOKENS:
-            raise edge_error(
-                f"kind eagle3 expects 1..{MAX_DRAFT_TOKENS} step widths, got {describe(value)}"
-            )
-        return list(value)
-
-
-class Eagle3Params(EdgeModel):
-    """eagle3: a chain (``num_speculative_tokens``) or a tree (``tree_shape``) of drafts."""
-
-    edge_label = " (kind eagle3)"
-    num_speculative_tokens: Eagle3Count | None = None
-    tree_shape: (
-        Annotated[list[Annotated[int, Integer(1, MAX_DRAFT_TOKENS)]], TreeShape()] | None
-    ) = None
-    verify_token_budget: Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 2})] = None
-
-
-class DflashParams(EdgeModel):
-    """dflash: one parallel draft forward proposes ``num_draft_tokens`` (<= block_size - 1)."""
-
-    edge_label = " (kind dflash)"
-    num_draft_tokens: DflashCount | None = None
-
-
-class DsparkParams(EdgeModel):
-    """dspark: a block drafter with its own draft layers."""
-
-    edge_label = " (kind dspark)"
-    num_draft_tokens: DsparkCount | None = None
-    num_draft_layers: DsparkCount | None = None
-
-
-class DraftModelParams(EdgeModel):
-    """draft_model: a separate small model drafting ``num_speculative_tokens`` sequentially."""
-
-    edge_label = " (kind draft_model)"
-    num_speculative_tokens: DraftModelCount | None = None
-    draft_tp_size: Annotated[int, Integer(1, MAX_TENSOR_PARALLEL)] | None = None
-
-
-PARAMS_MODELS: Final[dict[str, type[EdgeModel]]] = {
-    "none": NoParams,
-    "mtp": MtpParams,
-    "ngram": NgramParams,
-    "eagle3": Eagle3Params,
-    "dflash": DflashParams,
-    "dspark": DsparkParams,
-    "draft_model": DraftModelParams,
-}
-
-
-def speculation_schema() -> dict[str, Any]:
-    """JSON Schema of a speculation file: the block itself, or the block under ``speculation:``.
-
-    Each kind's ``params`` are checked by its own model (if ``kind`` is X, then ``params`` is
-    ``XParams``).
-    """
-    block = SpeculationConfig.model_json_schema()
-    definitions: dict[str, Any] = block.pop("$defs", {})
-    rules: list[dict[str, Any]] = []
-    for kind, model in PARAMS_MODELS.items():
-        definitions[model.__name__] = model.model_json_schema()
-        rules.append(
-            {
-                "if": {"properties": {"kind": {"const": kind}}, "required": ["kind"]},
-                "then": {"properties": {"params": {"$ref": f"#/$defs/{model.__name__}"}}},
-            }
-        )
-    block["allOf"] = rules
-    definitions["SpeculationConfig"] = block
-    reference = {"$ref": "#/$defs/SpeculationConfig"}
-    return {
-        "$defs": definitions,
-        "anyOf": [
-            reference,
-            {
-                "type": "object",
-                "properties": {"speculation": reference},
-                "required": ["speculation"],
-                "additionalProperties": False,
-            },
-        ],
-    }
 
 
 def resolve_speculation(
@@ -365,7 +105,7 @@ def resolve_speculation(
     acceptance: AcceptanceProfile | None = None
     acceptance_source: dict[str, Any] | None = None
     if spec.kind != "none":
-        acceptance, acceptance_source = _acceptance(block, geometry, spec, path, base_dir)
+        acceptance, acceptance_source = block_acceptance(block, geometry, spec, path, base_dir)
     draft_vocab = _draft_vocab(draft_config, draft_model, path)
     draft_geometry: list[list[object]] | None = None
     draft_identity: str | None = None
@@ -678,90 +418,6 @@ def _draft_block_size(draft_config: dict[str, Any] | None, path: str) -> int | N
 
 
 #: Acceptance read from an engine's metrics file; one more acceptance input (at most one).
-ACCEPTANCE_FROM: Final = "acceptance_from"
-
-
-def _acceptance(
-    block: SpeculationConfig,
-    geometry: SchemeGeometry,
-    spec: SchemeSpec,
-    path: str,
-    base_dir: str | Path | None,
-) -> tuple[AcceptanceProfile | None, dict[str, Any] | None]:
-    """The one acceptance form given (``nextn_accepted`` is the legacy spelling of
-    ``expected_accepted_tokens``), converted at depth ``max_accepted_draft_tokens``, and the
-    provenance record of an ``acceptance_from`` file (else ``None``)."""
-    keys = ACCEPTANCE_KEYS + (ACCEPTANCE_FROM,)
-    given = [key for key in keys if getattr(block, key) is not None]
-    legacy = block.nextn_accepted
-    if legacy is not None:
-        if spec.kind != "mtp":
-            raise ConfigError(
-                f"{path}.nextn_accepted: the legacy MTP acceptance is only for kind "
-                f"mtp, got kind {spec.kind}; use expected_accepted_tokens"
-            )
-        canonical = block.expected_accepted_tokens
-        if canonical is None:
-            given.insert(0, "nextn_accepted")
-        elif canonical != legacy:
-            raise ConfigError(
-                f"{path}.nextn_accepted ({describe(legacy)}) and "
-                f"{path}.expected_accepted_tokens ({describe(canonical)}) disagree; give one"
-            )
-    if not given:
-        return None, None
-    if len(given) > 1:
-        raise ConfigError(
-            f"{path}.{given[0]} and {path}.{given[1]} are two acceptance "
-            f"inputs; give exactly one of {', '.join(keys)}"
-        )
-    key = given[0]
-    field = f"{path}.{key}"
-    value = getattr(block, key)
-    depth = geometry.max_accepted_draft_tokens
-    if isinstance(value, AcceptanceFromConfig):
-        from aisim.speculation._engine_metrics import acceptance_from_file
-
-        loaded: tuple[AcceptanceProfile, dict[str, Any]] = acceptance_from_file(
-            value.path, value.format, value.labels or {}, value.baseline, depth, field, base_dir
-        )
-        return loaded
-    if key in ("expected_accepted_tokens", "nextn_accepted"):
-        mean = number(value, field, 0.0, depth)
-        return AcceptanceProfile.from_mean_accepted(mean, depth, field), None
-    if key == "acceptance_length":
-        length = number(value, field, 1.0, depth + 1)
-        return AcceptanceProfile.from_acceptance_length(length, depth, field), None
-    if key == "acceptance_rate":
-        alpha = number(value, field, 0.0, 1.0)
-        return AcceptanceProfile.from_iid(alpha, depth, field), None
-    rates = check(_Rates, value, field)
-    if key == "acceptance_rates":
-        profile = AcceptanceProfile.from_conditional(rates, field)
-    else:
-        profile = AcceptanceProfile.from_unconditional(rates, field)
-    if profile.depth != depth:
-        raise ConfigError(
-            f"{field}: kind {spec.kind} accepts at most {depth} drafts per round, so exactly "
-            f"{depth} rates are expected, got {profile.depth}"
-        )
-    return profile, None
-
-
-class _RateCount(BeforeCheck):
-    """1..MAX_ACCEPTANCE_DEPTH rates (checked before the rates themselves)."""
-
-    def check(self, value: object) -> object:
-        if not isinstance(value, (list, tuple)):
-            raise edge_error(f"expected a list, got {describe(value)}")
-        if not value or len(value) > MAX_ACCEPTANCE_DEPTH:
-            raise edge_error(
-                f"expected 1..{MAX_ACCEPTANCE_DEPTH} rates, got {len(value)} ({describe(value)})"
-            )
-        return list(value)
-
-
-_Rates = Annotated[list[Annotated[float, Number(0.0, 1.0)]], _RateCount()]
 
 
 def _draft_vocab(

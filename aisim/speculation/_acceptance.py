@@ -20,9 +20,9 @@ provenance: it is never predicted and never part of a cost identity. Compiled by
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Final
 
-from aisim._fields import as_float, as_int, as_list, describe
 from aisim.errors import ConfigError
 
 #: The deepest acceptance profile accepted (bounds every loop over positions).
@@ -38,8 +38,10 @@ PROVENANCE_IID: Final = "iid"
 class AcceptanceProfile:
     """How many drafts an SD round accepts, at depth ``d`` (read-only once built).
 
-    Build it with one of the ``from_*`` constructors; each validates its input and raises
-    ``ConfigError`` naming ``path`` (the config field the numbers came from) on bad input.
+    Build it with one of the ``from_*`` constructors. They take typed numbers (a raw config
+    value goes through ``aisim.config.acceptance_profile``, which checks its type) and refuse
+    numbers outside the form's range with a ``ConfigError`` naming ``path`` (the config field
+    the numbers came from).
     """
 
     def __init__(
@@ -135,7 +137,9 @@ class AcceptanceProfile:
     # -- constructors ------------------------------------------------------------------------
 
     @staticmethod
-    def from_conditional(rates: object, path: str = "acceptance_rates") -> AcceptanceProfile:
+    def from_conditional(
+        rates: Sequence[float], path: str = "acceptance_rates"
+    ) -> AcceptanceProfile:
         """From conditional rates ``p_1..p_d`` (each in [0, 1]); ``u_i`` is the running product."""
         conditional = _rates(rates, path)
         unconditional: list[float] = []
@@ -150,7 +154,7 @@ class AcceptanceProfile:
 
     @staticmethod
     def from_unconditional(
-        rates: object, path: str = "unconditional_acceptance_rates"
+        rates: Sequence[float], path: str = "unconditional_acceptance_rates"
     ) -> AcceptanceProfile:
         """From unconditional rates ``u_1..u_d`` (in [0, 1], non-increasing); ``p_i = u_i/u_(i-1)``."""
         unconditional = _rates(rates, path)
@@ -171,27 +175,27 @@ class AcceptanceProfile:
 
     @staticmethod
     def from_mean_accepted(
-        mean: object, depth: object, path: str = "expected_accepted_tokens"
+        mean: float, depth: int, path: str = "expected_accepted_tokens"
     ) -> AcceptanceProfile:
         """From mean accepted drafts ``E`` in [0, d]: the staircase ``(1 x floor(E), frac(E), 0..)``."""
         size = _depth(depth, path)
-        value = as_float(mean, path, 0.0, float(size))
+        value = _bounded(mean, path, 0.0, float(size))
         return _staircase(value, 1.0 + value, size, PROVENANCE_MEAN_ACCEPTED)
 
     @staticmethod
     def from_acceptance_length(
-        length: object, depth: object, path: str = "acceptance_length"
+        length: float, depth: int, path: str = "acceptance_length"
     ) -> AcceptanceProfile:
         """From a mean acceptance length ``AL`` in [1, d + 1]: ``E = AL - 1``, then the staircase."""
         size = _depth(depth, path)
-        value = as_float(length, path, 1.0, float(size + 1))
+        value = _bounded(length, path, 1.0, float(size + 1))
         return _staircase(value - 1.0, value, size, PROVENANCE_ACCEPTANCE_LENGTH)
 
     @staticmethod
-    def from_iid(alpha: object, depth: object, path: str = "acceptance_rate") -> AcceptanceProfile:
+    def from_iid(alpha: float, depth: int, path: str = "acceptance_rate") -> AcceptanceProfile:
         """From one i.i.d. rate ``alpha`` in [0, 1]: ``p_i = alpha``, ``u_i = alpha^i``."""
         size = _depth(depth, path)
-        rate = as_float(alpha, path, 0.0, 1.0)
+        rate = _bounded(alpha, path, 0.0, 1.0)
         unconditional: list[float] = []
         running = 1.0
         for _ in range(size):
@@ -219,15 +223,24 @@ def _staircase(mean: float, length: float, depth: int, provenance: str) -> Accep
     return AcceptanceProfile(staircase, staircase, mean, length, provenance)
 
 
-def _depth(depth: object, path: str) -> int:
-    return as_int(depth, path + " (depth)", 1, MAX_ACCEPTANCE_DEPTH)
-
-
-def _rates(rates: object, path: str) -> tuple[float, ...]:
-    items = as_list(rates, path)
-    if not items or len(items) > MAX_ACCEPTANCE_DEPTH:
+def _depth(depth: int, path: str) -> int:
+    if not 1 <= depth <= MAX_ACCEPTANCE_DEPTH:
         raise ConfigError(
-            f"{path}: expected 1..{MAX_ACCEPTANCE_DEPTH} rates, got {len(items)} "
-            f"({describe(rates)})"
+            f"{path} (depth): expected an integer in 1..{MAX_ACCEPTANCE_DEPTH}, got {depth}"
         )
-    return tuple(as_float(item, f"{path}[{index}]", 0.0, 1.0) for index, item in enumerate(items))
+    return depth
+
+
+def _bounded(value: float, path: str, minimum: float, maximum: float) -> float:
+    """``value`` if finite and in ``minimum..maximum``; else a ``ConfigError`` at ``path``."""
+    if not (math.isfinite(value) and minimum <= value <= maximum):
+        raise ConfigError(
+            f"{path}: expected a finite number in {minimum!r}..{maximum!r}, got {value!r}"
+        )
+    return float(value)
+
+
+def _rates(rates: Sequence[float], path: str) -> tuple[float, ...]:
+    if not rates or len(rates) > MAX_ACCEPTANCE_DEPTH:
+        raise ConfigError(f"{path}: expected 1..{MAX_ACCEPTANCE_DEPTH} rates, got {len(rates)}")
+    return tuple(_bounded(rate, f"{path}[{index}]", 0.0, 1.0) for index, rate in enumerate(rates))

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aisim._io import parse_yaml_text
-from aisim.speculation import AcceptanceProfile
+from aisim.config import acceptance_profile
 from qualification.cases._suite import Suite, make_cases
 
 Row = tuple[str, dict[str, Any]]
@@ -85,17 +85,7 @@ def _rows() -> list[Row]:
 
 def evaluate(inputs: Mapping[str, Any]) -> dict[str, object]:
     value = parse_yaml_text(inputs["yaml"], "yaml") if "yaml" in inputs else inputs["value"]
-    form = inputs["form"]
-    if form == "iid":
-        profile = AcceptanceProfile.from_iid(value, inputs["depth"])
-    elif form == "mean_accepted":
-        profile = AcceptanceProfile.from_mean_accepted(value, inputs["depth"])
-    elif form == "acceptance_length":
-        profile = AcceptanceProfile.from_acceptance_length(value, inputs["depth"])
-    elif form == "conditional":
-        profile = AcceptanceProfile.from_conditional(value)
-    else:
-        profile = AcceptanceProfile.from_unconditional(value)
+    profile = acceptance_profile(inputs["form"], value, inputs.get("depth"))
     return profile.to_dict()
 
 

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aisim import AcceptanceProfile, AisimError, ConfigError
+from aisim.config import acceptance_profile
 
 RATE = st.floats(min_value=0.0, max_value=1.0, allow_nan=False, allow_subnormal=False)
 DEPTH = st.integers(min_value=1, max_value=8)
@@ -106,7 +107,8 @@ def test_acceptance_length_is_one_plus_mean() -> None:
 
 
 def test_integral_floats_accepted_for_depth() -> None:
-    assert AcceptanceProfile.from_iid(0.5, 3.0).depth == 3
+    assert acceptance_profile("iid", 0.5, 3.0).depth == 3
+    assert acceptance_profile("iid", 0.5, 3.0) == AcceptanceProfile.from_iid(0.5, 3)
 
 
 def test_profile_is_read_only() -> None:
@@ -184,21 +186,22 @@ def test_distribution_sums_to_one_and_reproduces_mean(rates: list[float]) -> Non
     [
         (lambda: AcceptanceProfile.from_conditional([0.5, 1.5], "x.rates"), "x.rates[1]"),
         (lambda: AcceptanceProfile.from_conditional([], "x.rates"), "x.rates"),
-        (lambda: AcceptanceProfile.from_conditional("0.5", "x.rates"), "x.rates"),
-        (lambda: AcceptanceProfile.from_conditional(None, "x.rates"), "x.rates"),
         (lambda: AcceptanceProfile.from_conditional([float("nan")], "x.rates"), "x.rates[0]"),
-        (lambda: AcceptanceProfile.from_conditional([True], "x.rates"), "x.rates[0]"),
         (lambda: AcceptanceProfile.from_conditional([0.5] * 65, "x.rates"), "x.rates"),
         (lambda: AcceptanceProfile.from_unconditional([0.4, 0.8], "x.u"), "x.u[1]"),
         (lambda: AcceptanceProfile.from_mean_accepted(3.5, 3, "x.mean"), "x.mean"),
         (lambda: AcceptanceProfile.from_mean_accepted(-0.1, 3, "x.mean"), "x.mean"),
         (lambda: AcceptanceProfile.from_mean_accepted(float("inf"), 3, "x.mean"), "x.mean"),
         (lambda: AcceptanceProfile.from_mean_accepted(1.0, 0, "x.mean"), "x.mean"),
-        (lambda: AcceptanceProfile.from_mean_accepted(1.0, True, "x.mean"), "x.mean"),
         (lambda: AcceptanceProfile.from_acceptance_length(0.9, 3, "x.al"), "x.al"),
         (lambda: AcceptanceProfile.from_acceptance_length(4.5, 3, "x.al"), "x.al"),
         (lambda: AcceptanceProfile.from_iid(1.01, 3, "x.alpha"), "x.alpha"),
-        (lambda: AcceptanceProfile.from_iid("0.5", 3, "x.alpha"), "x.alpha"),
+        # raw config values (wrong types) are the edge's: aisim.config.acceptance_profile
+        (lambda: acceptance_profile("conditional", "0.5", None, "x.rates"), "x.rates"),
+        (lambda: acceptance_profile("conditional", None, None, "x.rates"), "x.rates"),
+        (lambda: acceptance_profile("conditional", [True], None, "x.rates"), "x.rates[0]"),
+        (lambda: acceptance_profile("mean_accepted", 1.0, True, "x.mean"), "x.mean"),
+        (lambda: acceptance_profile("iid", "0.5", 3, "x.alpha"), "x.alpha"),
     ],
 )
 def test_bad_inputs_are_config_errors_naming_the_field(build: object, field: str) -> None:
@@ -206,6 +209,7 @@ def test_bad_inputs_are_config_errors_naming_the_field(build: object, field: str
         build()  # type: ignore[operator]
     assert isinstance(caught.value, AisimError)
     assert field in str(caught.value)
+    assert "\n" not in str(caught.value)
 
 
 def test_non_increasing_message_says_why() -> None:

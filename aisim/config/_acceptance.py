@@ -1,0 +1,139 @@
+"""Acceptance inputs at the edge: a raw config value (any JSON/YAML value) in one of the five
+published forms -> a checked ``AcceptanceProfile``.
+
+``acceptance_profile(form, value, depth, path)`` checks the value's type and range (rates: a
+list of 1..64 finite numbers in [0, 1]; a mean in [0, depth]; a length in [1, depth + 1]; an
+i.i.d. rate in [0, 1]; the depth an integer in 1..64, integral floats accepted) and raises one
+``ConfigError`` naming ``path``. The core's ``AcceptanceProfile.from_*`` take the typed numbers.
+``block_acceptance`` reads the one acceptance input of a speculation block (a form above, or an
+``acceptance_from`` engine-metrics file).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+from aisim._fields import describe
+from aisim.config._edge import BeforeCheck, Number, check, edge_error, integer, number
+from aisim.config._speculation_models import AcceptanceFromConfig, SpeculationConfig
+from aisim.errors import ConfigError
+from aisim.speculation import AcceptanceProfile
+from aisim.speculation._acceptance import MAX_ACCEPTANCE_DEPTH
+from aisim.speculation._schemes import ACCEPTANCE_KEYS, SchemeGeometry, SchemeSpec
+
+#: Each form and the config field it is read from (the default ``path``).
+FORM_FIELDS: Final = {
+    "conditional": "acceptance_rates",
+    "unconditional": "unconditional_acceptance_rates",
+    "mean_accepted": "expected_accepted_tokens",
+    "acceptance_length": "acceptance_length",
+    "iid": "acceptance_rate",
+}
+
+
+class RateCount(BeforeCheck):
+    """1..MAX_ACCEPTANCE_DEPTH rates (checked before the rates themselves)."""
+
+    def check(self, value: object) -> object:
+        if not isinstance(value, (list, tuple)):
+            raise edge_error(f"expected a list, got {describe(value)}")
+        if not value or len(value) > MAX_ACCEPTANCE_DEPTH:
+            raise edge_error(
+                f"expected 1..{MAX_ACCEPTANCE_DEPTH} rates, got {len(value)} ({describe(value)})"
+            )
+        return list(value)
+
+
+Rates = Annotated[list[Annotated[float, Number(0.0, 1.0)]], RateCount()]
+
+
+def acceptance_profile(
+    form: str, value: object, depth: object = None, path: str = ""
+) -> AcceptanceProfile:
+    """The profile of ``value`` given in ``form`` (``conditional``, ``unconditional``: a list of
+    rates; ``mean_accepted``, ``acceptance_length``, ``iid``: one number at ``depth``)."""
+    if form not in FORM_FIELDS:
+        raise ConfigError(
+            f"acceptance form: expected one of {', '.join(FORM_FIELDS)}, got {describe(form)}"
+        )
+    field = path or FORM_FIELDS[form]
+    if form in ("conditional", "unconditional"):
+        rates = tuple(check(Rates, value, field))
+        if form == "conditional":
+            return AcceptanceProfile.from_conditional(rates, field)
+        return AcceptanceProfile.from_unconditional(rates, field)
+    size = integer(depth, field + " (depth)", 1, MAX_ACCEPTANCE_DEPTH)
+    if form == "mean_accepted":
+        return AcceptanceProfile.from_mean_accepted(number(value, field, 0.0, size), size, field)
+    if form == "acceptance_length":
+        length = number(value, field, 1.0, size + 1)
+        return AcceptanceProfile.from_acceptance_length(length, size, field)
+    return AcceptanceProfile.from_iid(number(value, field, 0.0, 1.0), size, field)
+
+
+ACCEPTANCE_FROM: Final = "acceptance_from"
+
+
+def block_acceptance(
+    block: SpeculationConfig,
+    geometry: SchemeGeometry,
+    spec: SchemeSpec,
+    path: str,
+    base_dir: str | Path | None,
+) -> tuple[AcceptanceProfile | None, dict[str, Any] | None]:
+    """The one acceptance form given (``nextn_accepted`` is the legacy spelling of
+    ``expected_accepted_tokens``), converted at depth ``max_accepted_draft_tokens``, and the
+    provenance record of an ``acceptance_from`` file (else ``None``)."""
+    keys = ACCEPTANCE_KEYS + (ACCEPTANCE_FROM,)
+    given = [key for key in keys if getattr(block, key) is not None]
+    legacy = block.nextn_accepted
+    if legacy is not None:
+        if spec.kind != "mtp":
+            raise ConfigError(
+                f"{path}.nextn_accepted: the legacy MTP acceptance is only for kind "
+                f"mtp, got kind {spec.kind}; use expected_accepted_tokens"
+            )
+        canonical = block.expected_accepted_tokens
+        if canonical is None:
+            given.insert(0, "nextn_accepted")
+        elif canonical != legacy:
+            raise ConfigError(
+                f"{path}.nextn_accepted ({describe(legacy)}) and "
+                f"{path}.expected_accepted_tokens ({describe(canonical)}) disagree; give one"
+            )
+    if not given:
+        return None, None
+    if len(given) > 1:
+        raise ConfigError(
+            f"{path}.{given[0]} and {path}.{given[1]} are two acceptance "
+            f"inputs; give exactly one of {', '.join(keys)}"
+        )
+    key = given[0]
+    field = f"{path}.{key}"
+    value = getattr(block, key)
+    depth = geometry.max_accepted_draft_tokens
+    if isinstance(value, AcceptanceFromConfig):
+        from aisim.speculation._engine_metrics import acceptance_from_file
+
+        loaded: tuple[AcceptanceProfile, dict[str, Any]] = acceptance_from_file(
+            value.path, value.format, value.labels or {}, value.baseline, depth, field, base_dir
+        )
+        return loaded
+    if key in ("expected_accepted_tokens", "nextn_accepted"):
+        mean = number(value, field, 0.0, depth)
+        return AcceptanceProfile.from_mean_accepted(mean, depth, field), None
+    if key == "acceptance_length":
+        length = number(value, field, 1.0, depth + 1)
+        return AcceptanceProfile.from_acceptance_length(length, depth, field), None
+    if key == "acceptance_rate":
+        alpha = number(value, field, 0.0, 1.0)
+        return AcceptanceProfile.from_iid(alpha, depth, field), None
+    form = "conditional" if key == "acceptance_rates" else "unconditional"
+    profile = acceptance_profile(form, value, None, field)
+    if profile.depth != depth:
+        raise ConfigError(
+            f"{field}: kind {spec.kind} accepts at most {depth} drafts per round, so exactly "
+            f"{depth} rates are expected, got {profile.depth}"
+        )
+    return profile, None

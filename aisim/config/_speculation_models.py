@@ -1,0 +1,285 @@
+"""The speculation block's shape: ``SpeculationConfig`` (canonical and legacy fields), one params
+model per kind (``MtpParams``, ...), the field types they use, and ``speculation_schema()``
+(what ``aisim schema speculation`` prints). Reading a block is ``_speculation``; its acceptance
+inputs are ``_acceptance``. The semantics are docs/design.md#speculation.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Final
+
+from pydantic import WithJsonSchema
+
+from aisim._fields import describe
+from aisim.config._edge import (
+    BeforeCheck,
+    Choice,
+    EdgeModel,
+    Integer,
+    Number,
+    check_mapping,
+    edge_error,
+)
+from aisim.speculation._engine_metrics import FORMATS as ENGINE_METRICS_FORMATS
+from aisim.speculation._schemes import (
+    KINDS,
+    MAX_DRAFT_TOKENS,
+    SCHEMES,
+)
+
+#: Nesting and size limits for a draft config mapping (bounds every walk over it).
+MAX_CONFIG_DEPTH: Final = 16
+MAX_CONFIG_ITEMS: Final = 10_000
+MAX_SEED: Final = (1 << 63) - 1
+MAX_TENSOR_PARALLEL: Final = 1024
+
+
+class KindName(BeforeCheck):
+    """``Annotated[str, KindName()]``: a registered speculation kind."""
+
+    def check(self, value: object) -> str:
+        if not isinstance(value, str) or value not in SCHEMES:
+            raise edge_error(
+                f"unknown speculation kind {describe(value)}; registered kinds: {', '.join(KINDS)}"
+            )
+        return value
+
+    def json_extra(self) -> dict[str, Any]:
+        return {"enum": list(KINDS)}
+
+
+class JsonObject(BeforeCheck):
+    """``Annotated[dict[str, Any], JsonObject()]``: a mapping with string keys (a shallow copy).
+
+    With ``deep=True`` every value must be JSON-shaped (numbers finite), at most
+    ``MAX_CONFIG_DEPTH`` levels and ``MAX_CONFIG_ITEMS`` values deep; the copy is deep.
+    """
+
+    def __init__(self, deep: bool = False) -> None:
+        self.deep = deep
+
+    def check(self, value: object) -> dict[str, Any]:
+        if not self.deep:
+            return check_mapping(value)
+        counter = [0]
+        return _json_mapping(value, "", 0, counter)
+
+
+def _json_mapping(value: object, where: str, depth: int, counter: list[int]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise edge_error(f"expected a mapping, got {describe(value)}", where)
+    for key in value:
+        if not isinstance(key, str):
+            raise edge_error(f"mapping keys must be strings, got key {describe(key)}", where)
+    mapping: dict[str, Any] = value
+    return {
+        key: _json_value(item, f"{where}.{key}", depth + 1, counter)
+        for key, item in mapping.items()
+    }
+
+
+def _json_value(value: object, where: str, depth: int, counter: list[int]) -> Any:
+    counter[0] += 1
+    if depth > MAX_CONFIG_DEPTH or counter[0] > MAX_CONFIG_ITEMS:
+        raise edge_error(
+            f"draft config too deep or too large (limits: {MAX_CONFIG_DEPTH} levels, "
+            f"{MAX_CONFIG_ITEMS} values)",
+            where,
+        )
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise edge_error(f"expected a finite number, got {describe(value)}", where)
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return [
+            _json_value(item, f"{where}[{index}]", depth + 1, counter)
+            for index, item in enumerate(value)
+        ]
+    if isinstance(value, dict):
+        return _json_mapping(value, where, depth, counter)
+    raise edge_error(
+        f"expected a JSON value (number, string, bool, null, list, mapping), got {describe(value)}",
+        where,
+    )
+
+
+_NUMBER: Final = {"type": "number"}
+_RATES: Final = {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 1}}
+#: A value whose allowed range depends on other fields (checked once those are known).
+AcceptanceNumber = Annotated[Any, WithJsonSchema(_NUMBER)]
+AcceptanceRates = Annotated[Any, WithJsonSchema(_RATES)]
+FlatCount = Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 64})]
+
+
+class LabelValue(BeforeCheck):
+    """``Annotated[str, LabelValue()]``: a metric label value; YAML integers (``engine: 0``)
+    are read as their text, since Prometheus label values are strings."""
+
+    def check(self, value: object) -> str:
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise edge_error(f"expected a label value (a string), got {describe(value)}")
+        return str(value)
+
+    def json_extra(self) -> dict[str, Any]:
+        return {"type": ["string", "integer"]}
+
+
+class AcceptanceFromConfig(EdgeModel):
+    """``acceptance_from``: acceptance read from an engine's metrics file when the block is
+    resolved (docs/speculation.md, "Acceptance from engine metrics")."""
+
+    path: str
+    format: Annotated[str, Choice(*ENGINE_METRICS_FORMATS)]
+    labels: dict[str, Annotated[str, LabelValue()]] | None = None
+    baseline: str | None = None
+
+
+class SpeculationConfig(EdgeModel):
+    """One speculation block: ``kind`` + ``params``, an optional draft, one acceptance form.
+
+    Legacy spellings (``nextn``, ``nextn_accepted``, a flat ``num_speculative_tokens``) are
+    accepted and folded into the canonical form by ``resolve_speculation``.
+    """
+
+    nextn: Annotated[int, Integer(0, 64)] | None = None
+    kind: Annotated[str, KindName()] | None = None
+    params: Annotated[dict[str, Any], JsonObject()] | None = None
+    num_speculative_tokens: FlatCount = None
+    draft_model_path: str | None = None
+    draft_config: Annotated[dict[str, Any], JsonObject(deep=True)] | None = None
+    seed: Annotated[int, Integer(0, MAX_SEED)] | None = None
+    expected_accepted_tokens: AcceptanceNumber = None
+    acceptance_rates: AcceptanceRates = None
+    unconditional_acceptance_rates: AcceptanceRates = None
+    acceptance_length: AcceptanceNumber = None
+    acceptance_rate: AcceptanceNumber = None
+    acceptance_from: AcceptanceFromConfig | None = None
+    nextn_accepted: AcceptanceNumber = None
+
+
+# Draft counts: 1..64, errors labelled with the kind (``params.depth (kind mtp): ...``).
+MtpCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind mtp)")]
+NgramCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind ngram)")]
+Eagle3Count = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind eagle3)")]
+DflashCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind dflash)")]
+DsparkCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind dspark)")]
+DraftModelCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind draft_model)")]
+
+
+class NoParams(EdgeModel):
+    """kind none takes no params."""
+
+    edge_label = " (kind none)"
+
+
+class MtpParams(EdgeModel):
+    """mtp: a chain of ``depth`` drafts from the target's own MTP heads."""
+
+    edge_label = " (kind mtp)"
+    depth: MtpCount | None = None
+    num_speculative_tokens: MtpCount | None = None
+
+
+class NgramParams(EdgeModel):
+    """ngram: prompt-lookup drafts, one every round."""
+
+    edge_label = " (kind ngram)"
+    num_speculative_tokens: NgramCount | None = None
+    trigger_rate: Annotated[float, Number(0.0, 1.0)] = 1.0
+
+
+class TreeShape(BeforeCheck):
+    """``tree_shape``: 1..64 step widths (checked before the widths themselves)."""
+
+    def check(self, value: object) -> object:
+        if not isinstance(value, (list, tuple)):
+            raise edge_error(f"expected a list, got {describe(value)}")
+        if not value or len(value) > MAX_DRAFT_TOKENS:
+            raise edge_error(
+                f"kind eagle3 expects 1..{MAX_DRAFT_TOKENS} step widths, got {describe(value)}"
+            )
+        return list(value)
+
+
+class Eagle3Params(EdgeModel):
+    """eagle3: a chain (``num_speculative_tokens``) or a tree (``tree_shape``) of drafts."""
+
+    edge_label = " (kind eagle3)"
+    num_speculative_tokens: Eagle3Count | None = None
+    tree_shape: (
+        Annotated[list[Annotated[int, Integer(1, MAX_DRAFT_TOKENS)]], TreeShape()] | None
+    ) = None
+    verify_token_budget: Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 2})] = None
+
+
+class DflashParams(EdgeModel):
+    """dflash: one parallel draft forward proposes ``num_draft_tokens`` (<= block_size - 1)."""
+
+    edge_label = " (kind dflash)"
+    num_draft_tokens: DflashCount | None = None
+
+
+class DsparkParams(EdgeModel):
+    """dspark: a block drafter with its own draft layers."""
+
+    edge_label = " (kind dspark)"
+    num_draft_tokens: DsparkCount | None = None
+    num_draft_layers: DsparkCount | None = None
+
+
+class DraftModelParams(EdgeModel):
+    """draft_model: a separate small model drafting ``num_speculative_tokens`` sequentially."""
+
+    edge_label = " (kind draft_model)"
+    num_speculative_tokens: DraftModelCount | None = None
+    draft_tp_size: Annotated[int, Integer(1, MAX_TENSOR_PARALLEL)] | None = None
+
+
+PARAMS_MODELS: Final[dict[str, type[EdgeModel]]] = {
+    "none": NoParams,
+    "mtp": MtpParams,
+    "ngram": NgramParams,
+    "eagle3": Eagle3Params,
+    "dflash": DflashParams,
+    "dspark": DsparkParams,
+    "draft_model": DraftModelParams,
+}
+
+
+def speculation_schema() -> dict[str, Any]:
+    """JSON Schema of a speculation file: the block itself, or the block under ``speculation:``.
+
+    Each kind's ``params`` are checked by its own model (if ``kind`` is X, then ``params`` is
+    ``XParams``).
+    """
+    block = SpeculationConfig.model_json_schema()
+    definitions: dict[str, Any] = block.pop("$defs", {})
+    rules: list[dict[str, Any]] = []
+    for kind, model in PARAMS_MODELS.items():
+        definitions[model.__name__] = model.model_json_schema()
+        rules.append(
+            {
+                "if": {"properties": {"kind": {"const": kind}}, "required": ["kind"]},
+                "then": {"properties": {"params": {"$ref": f"#/$defs/{model.__name__}"}}},
+            }
+        )
+    block["allOf"] = rules
+    definitions["SpeculationConfig"] = block
+    reference = {"$ref": "#/$defs/SpeculationConfig"}
+    return {
+        "$defs": definitions,
+        "anyOf": [
+            reference,
+            {
+                "type": "object",
+                "properties": {"speculation": reference},
+                "required": ["speculation"],
+                "additionalProperties": False,
+            },
+        ],
+    }
