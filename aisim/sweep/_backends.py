@@ -195,11 +195,15 @@ def _helper_main(
             return
         point, config = message
         try:
-            connection.send((point, evaluate_pinned(config, base_dir, slos, traces), None))
+            reply = (point, evaluate_pinned(config, base_dir, slos, traces), None)
         except KeyboardInterrupt:
             return
         except Exception as exc:  # a bug, not bad input (that is an error row): say which
-            connection.send((point, None, f"{type(exc).__name__}: {exc}"))
+            reply = (point, None, f"{type(exc).__name__}: {exc}")
+        try:
+            connection.send(reply)
+        except (OSError, KeyboardInterrupt):  # the calling process is gone or interrupted
+            return
 
 
 def trace_contents(tasks: list[Task], base_dir: str) -> dict[str, Contents]:

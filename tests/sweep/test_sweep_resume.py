@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 import yaml
 
 SWEEP: dict[str, Any] = {
@@ -48,8 +49,25 @@ SWEEP: dict[str, Any] = {
 }
 
 
-def _cli(sweep: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "aisim", "sweep", str(sweep), "--out", str(out), "--workers", "1"]
+def _cli(sweep: Path, out: Path, workers: int = 1) -> list[str]:
+    return [
+        *(sys.executable, "-m", "aisim", "sweep", str(sweep), "--out", str(out)),
+        *("--workers", str(workers)),
+    ]
+
+
+def _children(pid: int) -> list[int]:
+    """Processes started by ``pid`` (Linux: /proc/PID/task/PID/children)."""
+    listing = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in listing.read_text().split()] if listing.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status")
+    try:
+        return "State:\tZ" not in status.read_text()
+    except OSError:
+        return False
 
 
 def _finished(out: Path) -> dict[str, tuple[int, int]]:
@@ -61,23 +79,32 @@ def _finished(out: Path) -> dict[str, tuple[int, int]]:
     }
 
 
-def test_resume_after_kill_loses_and_repeats_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_resume_after_kill_loses_and_repeats_nothing(tmp_path: Path, workers: int) -> None:
+    """Killed mid-sweep (on a pool too: its helpers stop when the calling process is gone),
+    the same command finishes the sweep without losing or rerunning a finished point."""
     sweep = tmp_path / "sweep.yaml"
     sweep.write_text(yaml.safe_dump(SWEEP), encoding="utf-8")
     out = tmp_path / "killed"
     process = subprocess.Popen(
-        _cli(sweep, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        _cli(sweep, out, workers), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     deadline = time.monotonic() + 120
     while len(_finished(out)) < 3 and time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.01)
+    helpers = _children(process.pid)
+    assert len(helpers) >= workers - 1
     process.send_signal(signal.SIGKILL)
     process.wait()
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in helpers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in helpers), "a helper outlived the killed sweep"
     before = _finished(out)
     assert 3 <= len(before) < 12, "the kill must land mid-sweep"
     assert not (out / "points.parquet").exists()
 
-    resumed = subprocess.run(_cli(sweep, out), capture_output=True, text=True, check=True)
+    resumed = subprocess.run(_cli(sweep, out, workers), capture_output=True, text=True, check=True)
     assert f"skipped {len(before)} finished points" in resumed.stdout
     after = _finished(out)
     assert len(after) == 12
