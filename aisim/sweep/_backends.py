@@ -194,6 +194,7 @@ def _helper_main(
         if message is None:
             return
         point, config = message
+        reply: tuple[int, dict[str, Any] | None, str | None]
         try:
             reply = (point, evaluate_pinned(config, base_dir, slos, traces), None)
         except KeyboardInterrupt:
