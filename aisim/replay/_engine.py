@@ -9,6 +9,7 @@ wake and plan their next pass (so every request that arrived at that instant can
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Iterator
 from typing import Final
 
@@ -18,6 +19,13 @@ from aisim.replay._outcome import CHUNK_ROWS, RequestLog, RequestRecord, Request
 from aisim.replay._plan import ReplayPlan, RequestSpec
 from aisim.replay._request import PHASE_DONE, PHASE_FAILED, SimRequest
 from aisim.replay._rng import RandomStream
+from aisim.replay._stretch import (
+    advance,
+    affordable_passes,
+    pass_ends,
+    steady_requests,
+    stretch_capable,
+)
 from aisim.replay._worker import Worker
 
 EVENT_PASS_DONE: Final = 0
@@ -63,9 +71,10 @@ class Simulation:
     shorter).
 
     ``step_by_step``: the reference path, kept as the oracle of the fast one (tests compare
-    them): every cache unit gets its entry when it fills and every inter-token gap is added on
-    its own. The default fast path counts unique units lazily and adds equal gaps of one pass as
-    one run; outputs are identical (tests/replay/test_replay_fast_path.py).
+    them): every pass is an event, every cache unit gets its entry when it fills and every
+    inter-token gap is added on its own. The default fast path counts unique units lazily, adds
+    equal gaps of one pass as one run and advances steady decode stretches in one step
+    (``_stretch``); outputs are identical (tests/replay/test_replay_fast_path.py).
     """
 
     def __init__(
@@ -89,6 +98,12 @@ class Simulation:
         self.recorder = Recorder(max_draft, per_token, token_sink, chunk_rows, batch_gaps=fast)
         self.log = RequestLog(request_sink, chunk_rows)
         self.workers = [Worker(i, w, self.recorder, fast) for i, w in enumerate(plan.workers)]
+        self._stretches = (
+            fast and len(self.workers) == 1 and stretch_capable(self.workers[0], self.recorder)
+        )
+        # Passes the fast path completed inside stretches (tests check stretches happen).
+        self.passes_advanced = 0
+        self._events = 0
         decode_plan = plan.workers[-1].speculation
         self._sd_seed = decode_plan.seed if decode_plan.enabled else -1
         # Live requests (arrived, not finished) by index.
@@ -140,21 +155,21 @@ class Simulation:
         self._push_next_root()
         horizon = self.plan.horizon_ms
         limit = self.plan.max_events
-        events = 0
         last_ms = 0.0
         while self._heap:
             time_ms, _, _, kind, target = self._heap[0]
             if horizon >= 0.0 and time_ms > horizon:
                 break
             heapq.heappop(self._heap)
-            events += 1
-            if events > limit:
+            self._events += 1
+            # This event's number (a stretch planned by it adds the events it skips).
+            popped = self._events
+            if popped > limit:
                 raise SimulationError(
                     f"replay exceeded its event bound ({limit} events at t={time_ms:.3f} ms); "
                     "the configuration makes no progress"
                 )
             self.now_ms = time_ms
-            last_ms = time_ms
             if kind == EVENT_PASS_DONE:
                 self._pass_done(target)
             elif kind == EVENT_TRANSFER_DONE:
@@ -163,16 +178,18 @@ class Simulation:
                 self._arrival(target)
             else:
                 self._wake(target)
-            if self.progress is not None and events % self.progress_every == 0:
-                self.progress(events, self.recorder.completed, self.now_ms)
+            # The time of the last event handled (after a stretch: of the last one it skipped).
+            last_ms = self.now_ms
+            if self.progress is not None and popped % self.progress_every == 0:
+                self.progress(popped, self.recorder.completed, time_ms)
         self.recorder.flush_gaps()
         self._label_unfinished(horizon)
         self.log.close()
         self.recorder.flush_tokens()
         if self.progress is not None:
-            self.progress(events, self.recorder.completed, self.now_ms)
+            self.progress(self._events, self.recorder.completed, self.now_ms)
         return SimulationResult(
-            self.log, self.recorder, self.workers, last_ms, events, self.sorted_arrivals
+            self.log, self.recorder, self.workers, last_ms, self._events, self.sorted_arrivals
         )
 
     def _push_next_root(self) -> None:
@@ -264,7 +281,43 @@ class Simulation:
         if duration >= 0.0:
             worker.busy = True
             self.recorder.passes += 1
-            self._push(self.now_ms + duration, EVENT_PASS_DONE, worker_index)
+            end_ms = self.now_ms + duration
+            if self._stretches:
+                end_ms = self._stretch(worker, duration, end_ms)
+            self._push(end_ms, EVENT_PASS_DONE, worker_index)
+
+    def _stretch(self, worker: Worker, duration: float, end_ms: float) -> float:
+        """Fast path: when the pass just planned starts a steady decode stretch (``_stretch``),
+        complete all its passes but the last at once; returns when the last one ends. The
+        events the skipped passes would have been (a pass end and a wake each) are counted."""
+        rank = worker.ranks[0]
+        passes = steady_requests(rank, self.now_ms)
+        if passes < 2:
+            return end_ms
+        events = self._events
+        room = (self.plan.max_events - events) // 2
+        if self.progress is not None:
+            every = self.progress_every
+            room = min(room, ((events // every + 1) * every - events - 1) // 2)
+        if room + 1 < passes:
+            passes = room + 1
+        if passes < 2:
+            return end_ms
+        next_event_ms = self._heap[0][0] if self._heap else math.inf
+        ends = pass_ends(worker, self.now_ms, duration, passes, next_event_ms, self.plan.horizon_ms)
+        count = len(ends) - 1
+        if count >= 2:
+            count = affordable_passes(rank, count)
+        if count < 2:
+            return end_ms
+        ends = ends[: count + 1]
+        advance(rank, self.recorder, ends)
+        skipped = count - 1
+        self._events += 2 * skipped
+        self._sequence += 2 * skipped
+        self.passes_advanced += skipped
+        self.now_ms = ends[skipped]
+        return ends[count]
 
     def _pass_done(self, worker_index: int) -> None:
         worker = self.workers[worker_index]

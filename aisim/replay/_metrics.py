@@ -81,6 +81,15 @@ class Recorder:
         if self.per_token:
             self._token(request, 1, now_ms)
 
+    def add_gaps(self, gap: float, count: int) -> None:
+        """``count`` requests emitted after the same ``gap`` (a stretch's pass; fast path)."""
+        if self._gap_run > 0 and gap == self._gap_value:
+            self._gap_run += count
+        else:
+            self.flush_gaps()
+            self._gap_value = gap
+            self._gap_run = count
+
     def flush_gaps(self) -> None:
         """Add the pending run of equal gaps to ``itl`` (the simulation calls it at its end)."""
         if self._gap_run > 0:

@@ -22,6 +22,8 @@ from aisim.config._replay import build_plan
 from aisim.replay._engine import Simulation, SimulationResult
 from aisim.replay._summary import summarize
 
+PROGRESS = "progress_every (test only)"
+
 
 def _speculation(draw: st.DrawFn, backend: str) -> dict[str, Any] | None:
     # ngram replay is vLLM-only.
@@ -51,9 +53,11 @@ def _speculation(draw: st.DrawFn, backend: str) -> dict[str, Any] | None:
 
 
 @st.composite
-def scenarios(draw: st.DrawFn) -> dict[str, Any]:
-    backend = draw(st.sampled_from(["vllm", "sglang"]))
-    disaggregated = draw(st.booleans())
+def scenarios(draw: st.DrawFn, stretchable: bool = False) -> dict[str, Any]:
+    """A small replay config; ``stretchable``: the kind whose steady decode passes the fast
+    path advances at once (vLLM, aggregated, one rank, SD off)."""
+    backend = "vllm" if stretchable else draw(st.sampled_from(["vllm", "sglang"]))
+    disaggregated = False if stretchable else draw(st.booleans())
     shared_prefix = list(range(1000, 1010))
     requests: list[dict[str, Any]] = []
     for index in range(draw(st.integers(1, 10))):
@@ -72,7 +76,7 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
             request["hash_ids"] = ids[: draw(st.integers(0, len(ids)))] or ids
         requests.append(request)
     block_size = draw(st.sampled_from([4, 16] if backend == "vllm" else [1, 4, 16]))
-    speculation = _speculation(draw, backend)
+    speculation = None if stretchable else _speculation(draw, backend)
     depth = 0 if speculation is None else len(speculation["acceptance_rates"])
     peak = max(r["input_length"] + r["output_length"] - 1 for r in requests) + depth
     # From "one request barely fits" (preemptions) to roomy.
@@ -80,7 +84,8 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     scheduler: dict[str, Any]
     if backend == "vllm":
         scheduler = {
-            "max_batched_tokens": draw(st.integers(depth + 1, 256)),
+            # Small budgets leave decoding requests out of some passes.
+            "max_batched_tokens": draw(st.one_of(st.integers(depth + 1, 8), st.integers(9, 256))),
             "max_sequences": draw(st.integers(1, 8)),
         }
     else:
@@ -91,7 +96,7 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
             "min_new_token_ratio": 0.0,
         }
     worker = {
-        "parallelism": {"attention_data": draw(st.integers(1, 2))},
+        "parallelism": {"attention_data": 1 if stretchable else draw(st.integers(1, 2))},
         "scheduler": scheduler,
         "kv_cache": {
             "block_size": block_size,
@@ -105,15 +110,25 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
         },
     }
     engine: dict[str, Any] = {"backend": backend, "workers": {"aggregated": worker}}
+    if stretchable and draw(st.booleans()):
+        # Pass prices that depend on the past KV of the batch (a stretch prices each pass).
+        engine["model"] = "meta-llama/Meta-Llama-3.1-8B"
+        engine["hardware"] = "h100_sxm"
+        worker["timing"] = {"estimator": "roofline"}
     if disaggregated:
         engine["workers"] = {"prefill": copy.deepcopy(worker), "decode": worker}
         engine["kv_transfer"] = {"bandwidth_bytes_per_s": 1e9, "kv_bytes_per_token": 1000}
     if speculation is not None:
         engine["speculation"] = speculation
+    simulation: dict[str, Any] = {"per_token": draw(st.booleans())}
+    if draw(st.booleans()):
+        simulation["horizon_ms"] = draw(st.sampled_from([0.0, 25.0, 120.0, 400.0]))
     return {
         "traffic": {"source": {"type": "agentic", "requests": requests}},
         "engine": engine,
-        "simulation": {"per_token": draw(st.booleans())},
+        "simulation": simulation,
+        # Not a config field: progress reports every this many events (0: none).
+        PROGRESS: draw(st.sampled_from([0, 0, 5, 64])),
     }
 
 
@@ -157,18 +172,38 @@ def _assert_equal(fast: dict[str, Any], step: dict[str, Any]) -> None:
     for mine, theirs in zip(fast["records"], step["records"], strict=True):
         for name, value in theirs.items():
             assert _same(mine[name], value), (mine["index"], name, mine[name], value)
-    for key in ("events", "end_ms", "counters", "tokens", "itl", "peaks"):
+    for key in ("events", "end_ms", "counters", "tokens", "itl", "peaks", "progress"):
         assert fast[key] == step[key], key
     for name, value in step["summary"].items():
         assert _same(fast["summary"][name], value), name
 
 
+class _Reports(list[tuple[int, int, float]]):
+    """A progress callback that keeps its calls."""
+
+    def __call__(self, events: int, completed: int, now_ms: float) -> None:
+        self.append((events, completed, now_ms))
+
+
 def _run_both(config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    plan, description = build_plan(config)
-    fast = _outcome(Simulation(plan).run(), description)
-    plan, description = build_plan(config)
-    step = _outcome(Simulation(plan, step_by_step=True).run(), description)
-    return fast, step
+    """Both paths' outcomes (with the progress reports when the scenario asks for them)."""
+    config = dict(config)
+    every = int(config.pop(PROGRESS, 0))
+    outcomes: list[dict[str, Any]] = []
+    for step_by_step in (False, True):
+        reports = _Reports()
+        plan, description = build_plan(config)
+        simulation = Simulation(
+            plan,
+            progress=reports if every else None,
+            progress_every=every,
+            step_by_step=step_by_step,
+        )
+        outcome = _outcome(simulation.run(), description)
+        outcome["progress"] = reports
+        outcome["passes_advanced"] = simulation.passes_advanced
+        outcomes.append(outcome)
+    return outcomes[0], outcomes[1]
 
 
 @settings(max_examples=150)
@@ -176,6 +211,49 @@ def _run_both(config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 def test_fast_path_equals_step_by_step(config: dict[str, Any]) -> None:
     fast, step = _run_both(config)
     _assert_equal(fast, step)
+
+
+@settings(max_examples=150)
+@given(scenarios(stretchable=True))
+def test_fast_path_equals_step_by_step_where_stretches_apply(config: dict[str, Any]) -> None:
+    fast, step = _run_both(config)
+    _assert_equal(fast, step)
+
+
+def _vllm_config(
+    requests: list[dict[str, Any]], blocks: int, speculation: dict[str, Any] | None
+) -> dict[str, Any]:
+    engine: dict[str, Any] = {
+        "backend": "vllm",
+        "workers": {
+            "aggregated": {
+                "scheduler": {"max_batched_tokens": 64, "max_sequences": 8},
+                "kv_cache": {
+                    "block_size": 4,
+                    "prefix_caching": True,
+                    "capacity": {"type": "fixed", "blocks": blocks},
+                },
+                "timing": {"type": "fixed", "prefill_ms": 5.0, "decode_ms": 1.0},
+            }
+        },
+    }
+    if speculation is not None:
+        engine["speculation"] = speculation
+    return {"traffic": {"source": {"type": "agentic", "requests": requests}}, "engine": engine}
+
+
+def test_steady_decode_stretches_are_advanced_and_equal_stepping() -> None:
+    # SD off, vLLM, one rank: between arrivals and finishes the running requests only decode,
+    # so the fast path completes those passes in one step. Roomy pool, then one that preempts.
+    requests = [
+        {"input_length": 30 + 5 * index, "output_length": 40 + 9 * index, "timestamp": 17 * index}
+        for index in range(6)
+    ]
+    for blocks in (400, 45):
+        fast, step = _run_both(_vllm_config(requests, blocks, None))
+        assert fast["passes_advanced"] > 20, "steady stretches must be advanced at once"
+        _assert_equal(fast, step)
+    assert step["counters"][2] > 0, "the small pool must preempt"
 
 
 def test_fast_path_equals_step_by_step_under_preemption_with_prefix_hits() -> None:
