@@ -10,6 +10,8 @@ reader that has the context validates the block with its model (``_replay``,
 
 from __future__ import annotations
 
+import types
+import typing
 from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import ConfigDict, Field
@@ -308,9 +310,54 @@ def replay_schema() -> dict[str, Any]:
     return schema
 
 
-#: Field names of the blocks (the sweep's axis paths are checked against them).
-TOP_KEYS: Final = tuple(ReplayFile.model_fields)
-ENGINE_KEYS: Final = tuple(Engine.model_fields)
-WORKER_KEYS: Final = tuple(Worker.model_fields)
-VLLM_SCHEDULER_KEYS: Final = tuple(VllmScheduler.model_fields)
-SGLANG_SCHEDULER_KEYS: Final = tuple(SglangScheduler.model_fields)
+#: ``config_paths``: below this key, any sub-path (a block whose shape depends on a kind or
+#: that holds free-form values); ``{}``: a value, no sub-path.
+ANY_PATH: Final[dict[str, Any]] = {"*": None}
+
+
+def config_paths(model: type[EdgeModel] = ReplayFile) -> dict[str, Any]:
+    """The config paths below ``model``, as nested dicts of field names (what a sweep axis may
+    name), read from the models: a nested model or a ``Section`` of models gives the union of
+    their fields; a ``Section`` that may also be a plain value (a length, a model name, a list
+    of requests) or a field of any other non-scalar type (a mapping, a list) gives
+    ``ANY_PATH``; a scalar field is a value."""
+    paths: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        sections = [item for item in field.metadata if isinstance(item, Section)]
+        if sections:
+            members = _members(sections[0].schema_type)
+            if members and all(_is_model(member) for member in members):
+                merged: dict[str, Any] = {}
+                for member in members:
+                    merged.update(config_paths(member))
+                paths[key] = merged
+            else:
+                paths[key] = ANY_PATH
+        elif _is_model(annotation := field.annotation):
+            paths[key] = config_paths(annotation)
+        elif all(_is_value(member) for member in _members(field.annotation)):
+            paths[key] = {}
+        else:
+            paths[key] = ANY_PATH
+    return paths
+
+
+def _is_value(kind: Any) -> bool:
+    """A scalar type (a number, string, bool, literal or null): nothing below it."""
+    return kind in (int, float, str, bool, type(None)) or typing.get_origin(kind) is Literal
+
+
+def _members(schema_type: Any) -> tuple[Any, ...]:
+    return (
+        typing.get_args(schema_type)
+        if typing.get_origin(schema_type) in _UNIONS
+        else (schema_type,)
+    )
+
+
+def _is_model(kind: Any) -> typing.TypeGuard[type[EdgeModel]]:
+    return isinstance(kind, type) and issubclass(kind, EdgeModel)
+
+
+_UNIONS: Final = (typing.Union, types.UnionType)

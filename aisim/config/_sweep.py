@@ -18,58 +18,14 @@ from pydantic import Field, WithJsonSchema
 
 from aisim._fields import describe
 from aisim.config._edge import EdgeModel, Number, validate
-from aisim.config._replay_models import (
-    ENGINE_KEYS,
-    SGLANG_SCHEDULER_KEYS,
-    TOP_KEYS,
-    VLLM_SCHEDULER_KEYS,
-    WORKER_KEYS,
-)
+from aisim.config._replay_models import config_paths
 from aisim.errors import ConfigError
 
 MAX_POINTS: Final = 100_000
 
-# Which config paths an axis may name. A mapping lists the known fields below a key; ``ANY``
-# accepts every sub-path (blocks whose shape depends on a kind: speculation, timing, lengths).
-ANY: Final[dict[str, Any]] = {"*": None}
-LEAF: Final[dict[str, Any]] = {}
-
-
-def _fields(*names: str) -> dict[str, Any]:
-    return {name: LEAF for name in names}
-
-
-_WORKER: Final = {
-    "parallelism": _fields("tensor", "attention_data"),
-    "scheduler": _fields(*VLLM_SCHEDULER_KEYS, *SGLANG_SCHEDULER_KEYS),
-    "kv_cache": {
-        **_fields("block_size", "prefix_caching", "prefix_unit_tokens"),
-        "capacity": _fields("type", "blocks", "memory_fraction", "activation_reserve_gib"),
-    },
-    "timing": ANY,
-    "speculation": ANY,
-}
-CONFIG_PATHS: Final[dict[str, Any]] = {
-    "traffic": {
-        **_fields("seed", "max_requests"),
-        "source": {
-            **_fields("type", "path", "format", "hash_block_tokens", "num_requests"),
-            "prompt_tokens": ANY,
-            "output_tokens": ANY,
-            "requests": ANY,
-        },
-        "load": _fields("type", "time_scale", "rate_rps", "users", "think_ms"),
-    },
-    "engine": {
-        **_fields(*ENGINE_KEYS),
-        "speculation": ANY,
-        "kv_transfer": _fields("bandwidth_bytes_per_s", "latency_ms", "kv_bytes_per_token"),
-        "workers": {role: _WORKER for role in ("aggregated", "prefill", "decode")},
-    },
-    "simulation": _fields("horizon_ms"),
-}
-assert set(CONFIG_PATHS) == set(TOP_KEYS)
-assert set(_WORKER) == set(WORKER_KEYS)
+# Which config paths an axis may name: read from the replay config's models (a mapping lists
+# the known fields below a key; ``{"*": None}`` accepts every sub-path).
+CONFIG_PATHS: Final[dict[str, Any]] = config_paths()
 #: Axis paths that set the same speculation block (the legacy spelling and the block itself).
 _SPECULATION_ROOTS: Final = ("engine.speculation", "engine.nextn", "engine.nextn_accepted")
 
