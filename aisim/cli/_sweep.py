@@ -107,11 +107,14 @@ def _progress(show: bool) -> Iterator[Callable[[int, int], None] | None]:
         TimeElapsedColumn(),
         console=Console(stderr=True),
         transient=True,
+        # Redrawn on each point, not by a refresh thread: with no thread running, the sweep
+        # pool may fork its helpers (aisim.sweep._backends.start_method).
+        auto_refresh=False,
     )
     task = progress.add_task("sweep", total=None)
 
     def update(done: int, total: int) -> None:
-        progress.update(task, completed=done, total=total)
+        progress.update(task, completed=done, total=total, refresh=True)
 
     with progress:
         yield update

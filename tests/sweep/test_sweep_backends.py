@@ -10,6 +10,8 @@ import multiprocessing
 import os
 import random
 import signal
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ import pytest
 from aisim.config._trace_cache import read_contents
 from aisim.errors import SimulationError
 from aisim.sweep import run
-from aisim.sweep._backends import evaluate_pinned
+from aisim.sweep._backends import evaluate_pinned, start_method
 from aisim.sweep._evaluate import evaluate_point
 
 SYNTHETIC: dict[str, Any] = {
@@ -178,3 +180,21 @@ def test_a_helper_killed_mid_sweep_is_one_error_and_leaves_no_process(
     assert "\n" not in message and message.endswith("run the sweep again with --out to resume")
     assert multiprocessing.active_children() == []
     assert len(list((out / "points").glob("*.json"))) >= 2
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="helpers fork on Linux only")
+def test_forked_and_spawned_helpers_give_the_same_rows(serial: pd.DataFrame, trace: Path) -> None:
+    """Helpers are forked while no other thread runs, spawned while one does (a forked helper
+    would inherit its locks); both give the serial rows."""
+    assert threading.active_count() == 1, "a thread outlived an earlier test"
+    assert start_method() == "fork"
+    pd.testing.assert_frame_equal(run(_with_trace_axis(trace), workers=2), serial)
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert start_method() == "spawn"
+        pd.testing.assert_frame_equal(run(_with_trace_axis(trace), workers=2), serial)
+    finally:
+        release.set()
+        other.join()
