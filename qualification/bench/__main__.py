@@ -45,9 +45,17 @@ def main() -> None:
         action="store_true",
         help="only the replay-at-scale figures and the side-by-side replay",
     )
+    parser.add_argument(
+        "--only-sweep",
+        action="store_true",
+        help="only the sweep figures (200 points on 1 and 2 workers, interleaved; peak RSS)",
+    )
     args = parser.parse_args()
     if args.only_scale:
         scale_figures(args.scale_sizes, args.side_by_side_size)
+        return
+    if args.only_sweep:
+        print(run_child_output("qualification.bench.bench_sweep", ["sweep"], pure=False), end="")
         return
 
     resolve = compare_builds(

@@ -46,3 +46,23 @@ def test_cli_writes_the_documented_outputs(
         assert (out / "plots" / name).read_bytes()[:4] == b"\x89PNG"
     assert len(list((out / "points").glob("*.json"))) == 9
     assert json.loads((out / "summary.json").read_text()) == summary
+
+
+def test_the_8rps_question_sweep_is_committed_and_valid() -> None:
+    """The sweep behind docs/sweep.md's "best SD config at 8 req/s under TPOT p90 <= 20 ms":
+    18 points over the committed bench trace (one command: aisim sweep FILE --out DIR)."""
+    from aisim.config._sweep import load_sweep
+    from aisim.sweep._backends import trace_path
+    from aisim.sweep._run import expand
+
+    plan = load_sweep(ROOT / "docs" / "examples" / "sweep" / "shared_trace_8rps.yaml")
+    assert len(expand(plan)) == 18
+    assert plan.base["traffic"]["load"] == {"type": "poisson", "rate_rps": 8}
+    assert plan.slos == {"tpot_ms": {"p90": 20.0}}
+    trace = trace_path(plan.base, plan.base_dir)
+    assert trace is not None and trace.resolve() == (
+        ROOT / "qualification" / "bench" / "trace_n4000_q8_s7.csv"
+    )
+    assert "aisim sweep docs/examples/sweep/shared_trace_8rps.yaml" in (
+        ROOT / "docs" / "sweep.md"
+    ).read_text(encoding="utf-8")
