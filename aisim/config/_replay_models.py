@@ -165,7 +165,9 @@ class Engine(EdgeModel):
     hardware: Annotated[Any, Section(str | HardwareFile)] = None
     backend: Annotated[str, Choice("vllm", "sglang")] = "vllm"
     speculation: Annotated[Any, _SPECULATION] = None
-    nextn: Annotated[Any, Field(description="legacy: speculation {kind: mtp, depth}")] = None
+    nextn: Annotated[
+        Any, Section(int), Field(description="legacy: speculation {kind: mtp, depth}")
+    ] = None
     nextn_accepted: Annotated[Any, Field(description="legacy: the MTP acceptance")] = None
     workers: Annotated[Any, Section(Workers, False)] = None
     kv_transfer: Annotated[Any, Section(KvTransfer)] = None
@@ -318,18 +320,22 @@ ANY_PATH: Final[dict[str, Any]] = {"*": None}
 def config_paths(model: type[EdgeModel] = ReplayFile) -> dict[str, Any]:
     """The config paths below ``model``, as nested dicts of field names (what a sweep axis may
     name), read from the models: a nested model or a ``Section`` of models gives the union of
-    their fields; a ``Section`` that may also be a plain value (a length, a model name, a list
-    of requests) or a field of any other non-scalar type (a mapping, a list) gives
-    ``ANY_PATH``; a scalar field is a value."""
+    their fields (a model name or a number allowed in its place is the key's own value); a
+    ``Section`` that may also be another type (a constrained length, a list of requests) or a
+    field of any other non-scalar type (a mapping, a list) gives ``ANY_PATH``; a scalar field
+    is a value."""
     paths: dict[str, Any] = {}
     for name, field in model.model_fields.items():
         key = field.alias or name
         sections = [item for item in field.metadata if isinstance(item, Section)]
         if sections:
             members = _members(sections[0].schema_type)
-            if members and all(_is_model(member) for member in members):
+            models = [member for member in members if _is_model(member)]
+            if members and all(_is_model(member) or _is_value(member) for member in members):
+                # A name or a number in place of the block is the key's own value; the models
+                # give what may sit below it (``engine.model``: a name or a config.json mapping).
                 merged: dict[str, Any] = {}
-                for member in members:
+                for member in models:
                     merged.update(config_paths(member))
                 paths[key] = merged
             else:
