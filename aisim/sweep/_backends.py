@@ -28,9 +28,12 @@ from aisim.sweep._evaluate import evaluate_point
 
 RowCallback = Callable[[int, dict[str, Any]], None]
 BACKENDS = ("pool", "ray")
-#: Points queued per helper process: one running, one ready, so a helper never waits for the
-#: calling process (busy with its own point) to hand it the next one.
-IN_FLIGHT_PER_WORKER: Final = 2
+#: Points queued per helper process. While many remain, four: a helper runs on while this
+#: process, busy with its own point or descheduled on a loaded host, cannot hand it more (a
+#: 200-request point is ~15 ms compiled, shorter than a scheduler wait). For the last ones, two
+#: (one running, one ready), so the last helper finishes at most a point after this process.
+IN_FLIGHT_PER_WORKER: Final = 4
+IN_FLIGHT_AT_THE_END: Final = 2
 
 
 class Task:
@@ -74,7 +77,7 @@ def _run_pool(
 ) -> None:
     """Points on ``workers`` processes: this one and ``workers - 1`` helpers it starts.
 
-    Each helper has its own pipe and up to ``IN_FLIGHT_PER_WORKER`` points queued in it; this
+    Each helper has its own pipe and a few points queued in it (``IN_FLIGHT_...``); this
     process tops the queues up, evaluates the next point itself, then passes on the helpers'
     rows. Points are not fed by a thread: a compiled replay holds the GIL for its whole run, so
     a feeding thread (as ``concurrent.futures`` uses) would stall behind it. Only the traces,
@@ -89,8 +92,9 @@ def _run_pool(
     helpers = _start_helpers(min(count, len(tasks)) - 1, traces, base_dir, slos)
     try:
         while queue or any(helper.queued for helper in helpers):
+            ending = len(queue) <= IN_FLIGHT_PER_WORKER * (len(helpers) + 1)
             for helper in helpers:
-                helper.top_up(queue)
+                helper.top_up(queue, IN_FLIGHT_AT_THE_END if ending else IN_FLIGHT_PER_WORKER)
             if queue:
                 task = queue.popleft()
                 on_row(task.point, evaluate_pinned(task.config, base_dir, slos, traces))
@@ -136,12 +140,12 @@ class _Helper:
         except OSError:
             self.greeted = False
 
-    def top_up(self, queue: deque[Task]) -> None:
+    def top_up(self, queue: deque[Task], depth: int) -> None:
         if self.sender.is_alive():
             return
         if not self.greeted:
             raise self._exited()
-        while queue and len(self.queued) < IN_FLIGHT_PER_WORKER:
+        while queue and len(self.queued) < depth:
             task = queue.popleft()
             self.queued.append(task.point)
             try:
