@@ -224,12 +224,16 @@ def start_method() -> str:
     """How helpers start: ``fork`` on Linux when no other Python thread runs (a thread holding
     a lock as we fork would leave it locked in the helper), so a helper starts at once with
     this process's modules imported; else ``spawn``, a fresh interpreter that imports aisim
-    (about 0.3-0.5 s of CPU per helper, a tenth of a 200-point sweep on two cores)."""
+    (about 0.3-0.5 s of CPU per helper, a tenth of a 200-point sweep on two cores). From Python
+    3.12, which warns when a process with any other thread forks (native ones too, such as a
+    BLAS pool), only a process with a single thread forks."""
     import threading
 
-    if sys.platform.startswith("linux") and threading.active_count() == 1:
-        return "fork"
-    return "spawn"
+    if not sys.platform.startswith("linux") or threading.active_count() != 1:
+        return "spawn"
+    if sys.version_info >= (3, 12) and len(os.listdir("/proc/self/task")) != 1:
+        return "spawn"
+    return "fork"
 
 
 def _helper_main(
