@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.machinery
 
-import aisim._fields as _probe
+import aisim._text as _probe
 
 
 def is_compiled() -> bool:

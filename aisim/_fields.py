@@ -1,8 +1,10 @@
 """Typed field readers for untrusted mappings: every failure is a ConfigError naming the path.
 
-Used by the core at its edge so a malformed mapping (a list where a mapping belongs, a bool where
-an integer belongs, NaN, non-string keys) never leaks an AttributeError/TypeError/KeyError.
-Compiled by mypyc: keep it plain and fully typed.
+Used at the edges (``aisim.config``, and the interpreted ``aisim.fpm._inputs`` that turns the
+forward-pass API's arguments into typed values) so a malformed mapping (a list where a mapping
+belongs, a bool where an integer belongs, NaN, non-string keys) never leaks an
+AttributeError/TypeError/KeyError. Not compiled: no compiled module calls these readers
+(``tests/test_layers.py``); the message helpers they share with the core are ``aisim._text``.
 """
 
 from __future__ import annotations
@@ -11,25 +13,26 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
+from aisim._text import describe, join_path
 from aisim.errors import ConfigError
+
+__all__ = [
+    "FLOAT_INT_LIMIT",
+    "as_bool",
+    "as_float",
+    "as_int",
+    "as_list",
+    "as_mapping",
+    "as_str",
+    "describe",
+    "integer_text",
+    "join_path",
+    "range_text",
+    "reject_unknown",
+]
 
 #: Integers at or past this magnitude have no float (``float(10**400)`` raises OverflowError).
 FLOAT_INT_LIMIT: Final = 10**308
-
-
-def join_path(base: str, name: str) -> str:
-    """``join_path("engine", "model") == "engine.model"``; an empty base yields ``name``."""
-    if not base:
-        return name
-    return base + "." + name
-
-
-def describe(value: object) -> str:
-    """A short, safe rendering of a user value for error messages."""
-    text = repr(value)
-    if len(text) > 80:
-        text = text[:77] + "..."
-    return f"{text} ({type(value).__name__})"
 
 
 def as_mapping(value: object, path: str) -> dict[str, Any]:

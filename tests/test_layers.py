@@ -84,3 +84,22 @@ def test_the_harness_uses_only_the_public_cli() -> None:
             if name.startswith("aisim.cli._"):
                 offenders.append(f"{module.relative_to(ROOT)} imports {name}")
     assert offenders == []
+
+
+def test_no_compiled_module_uses_the_field_readers() -> None:
+    """The ``aisim._fields`` readers check untrusted values: the edges use them (``aisim.config``,
+    the interpreted ``aisim.fpm._inputs``); compiled modules take typed values and import only
+    the message helpers of ``aisim._text``. ``_fields`` itself is not compiled."""
+    modules = _compiled_modules()
+    assert "aisim/_fields.py" not in modules
+    assert "aisim/fpm/_inputs.py" not in modules
+    assert "aisim/_text.py" in modules
+    offenders = [
+        f"{module} imports {name}"
+        for module in modules
+        for name in sorted(_imports(ROOT / module))
+        if name == "aisim._fields"
+    ]
+    assert offenders == []
+    # The edge module really is the one using them (else this test checks a renamed nothing).
+    assert "aisim._fields" in _imports(ROOT / "aisim" / "fpm" / "_inputs.py")

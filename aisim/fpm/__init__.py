@@ -23,10 +23,15 @@ from __future__ import annotations
 
 from aisim.fpm._chain import SelectedModel
 from aisim.fpm._diagnostics import Diagnostics, ForwardPassResult, StpReference
-from aisim.fpm._measured import MeasuredRoundModel, measured_rounds_from_points
+from aisim.fpm._inputs import (
+    measured_rounds_from_points,
+    regression_from_points,
+    table_from_points,
+)
+from aisim.fpm._measured import MeasuredRoundModel
 from aisim.fpm._metrics import ForwardPassMetrics, decode_metrics
 from aisim.fpm._model import ForwardPassModel, price_decode_round
-from aisim.fpm._regression import RegressionModel, regression_from_points
+from aisim.fpm._regression import RegressionModel
 from aisim.fpm._roofline import RooflineModel
 from aisim.fpm._scaling import (
     RULE_INTERCEPT,
@@ -38,7 +43,7 @@ from aisim.fpm._scaling import (
 )
 from aisim.fpm._sd_cost import SpeculationCost
 from aisim.fpm._select import ESTIMATORS, select_estimator
-from aisim.fpm._table import TableModel, table_from_points
+from aisim.fpm._table import TableModel
 from aisim.fpm._table_files import load_table_file, load_table_models, write_table_file
 from aisim.fpm._vector import estimate_many
 

@@ -18,56 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from bisect import bisect_left
 from collections.abc import Mapping
 from typing import Any
 
-from aisim._fields import as_float, as_int, as_list, as_mapping, describe
-from aisim.errors import ConfigError, UnsupportedQuery
-from aisim.fpm._metrics import MAX_COUNT
-
-#: Keys of one recorded point mapping.
-POINT_KEYS = ("batch_size", "total_kv_tokens", "latency_ms")
-
-
-def read_points(points: object, path: str) -> list[tuple[int, int, float]]:
-    """Validated ``(batch_size, total_kv_tokens, latency_ms)`` tuples from a list of mappings.
-
-    Each mapping needs ``batch_size`` (>= 1), ``total_kv_tokens`` (>= 0) and ``latency_ms``
-    (finite, > 0); other keys are ignored. Duplicate coordinates and empty lists are errors.
-    """
-    rows = as_list(points, path)
-    if not rows:
-        raise ConfigError(f"{path}: expected at least one recorded point, got []")
-    result: list[tuple[int, int, float]] = []
-    seen: set[tuple[int, int]] = set()
-    for index, raw in enumerate(rows):
-        where = f"{path}[{index}]"
-        point = as_mapping(raw, where)
-        for key in POINT_KEYS:
-            if key not in point:
-                raise ConfigError(f"{where}.{key}: required field is missing")
-        batch = as_int(_plain(point["batch_size"]), f"{where}.batch_size", 1, MAX_COUNT)
-        kv = as_int(_plain(point["total_kv_tokens"]), f"{where}.total_kv_tokens", 0, MAX_COUNT)
-        latency = as_float(_plain(point["latency_ms"]), f"{where}.latency_ms", minimum=0.0)
-        if latency <= 0.0:
-            raise ConfigError(f"{where}.latency_ms: expected a finite number > 0, got {latency!r}")
-        if (batch, kv) in seen:
-            raise ConfigError(
-                f"{where}: duplicate point at batch_size={batch}, total_kv_tokens={kv}; "
-                "each (batch_size, total_kv_tokens) may appear once"
-            )
-        seen.add((batch, kv))
-        result.append((batch, kv, latency))
-    return sorted(result)
-
-
-def _plain(value: Any) -> Any:
-    """numpy scalars -> Python scalars (compiled code type-checks at run time)."""
-    if not isinstance(value, (bool, int, float, str)) and hasattr(value, "item"):
-        return value.item()
-    return value
+from aisim.errors import UnsupportedQuery
 
 
 def points_identity(points: list[tuple[int, int, float]], identity: Mapping[str, Any]) -> str:
@@ -152,19 +107,3 @@ class InterpolationGrid:
             for batch, kvs in zip(self.batch_sizes, self.row_kv, strict=True)
         ]
         return "; ".join(rows)
-
-
-def check_identity(identity: object, path: str) -> dict[str, Any]:
-    """``None`` -> ``{}``; else a mapping of JSON scalars (str, int, float, bool, None)."""
-    if identity is None:
-        return {}
-    mapping = as_mapping(identity, path)
-    for key, value in mapping.items():
-        if value is not None and not isinstance(value, (str, int, float, bool)):
-            raise ConfigError(
-                f"{path}.{key}: identity values must be strings, numbers, booleans or null, "
-                f"got {describe(value)}"
-            )
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ConfigError(f"{path}.{key}: expected a finite number, got {value!r}")
-    return mapping

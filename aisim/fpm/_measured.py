@@ -15,14 +15,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from aisim._fields import describe
+from aisim._text import describe
 from aisim.errors import ConfigError, UnsupportedQuery
 from aisim.fpm._grid import GridModel
-from aisim.fpm._interpolate import (
-    check_identity,
-    points_identity,
-    read_points,
-)
 from aisim.fpm._metrics import ForwardPassMetrics
 
 MEASURED_IDENTITY_KEYS: Final = ("kind", "draft_length", "draft_identity", "timing_scope", "role")
@@ -113,12 +108,3 @@ class MeasuredRoundModel(GridModel):
     def mismatch(self, expected: dict[str, Any]) -> str:
         """Why this table does not answer for ``expected`` (``""`` when it matches)."""
         return identity_mismatch(self.identity, expected)
-
-
-def measured_rounds_from_points(
-    points: object, *, identity: object, source: str = "in-memory points"
-) -> MeasuredRoundModel:
-    """A ``measured_round`` estimator from point mappings and its (required) identity mapping."""
-    checked = read_points(points, "points")
-    declared = check_identity(identity, "identity")
-    return MeasuredRoundModel(checked, declared, points_identity(checked, declared), source)

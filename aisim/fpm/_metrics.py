@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from aisim._fields import as_int, describe
+from aisim._text import describe
 from aisim.errors import ConfigError
 
 #: Largest count or token total accepted anywhere in ``aisim.fpm`` (keeps integers under 63 bits).
@@ -17,15 +17,18 @@ MAX_COUNT: Final = 2**62 - 1
 
 
 def as_count(value: object, path: str) -> int:
-    """A non-negative integer count (numpy integers and integral floats accepted, bools rejected)."""
+    """A non-negative integer count (numpy integers and integral floats accepted, bools rejected).
+
+    A plain ``int`` is checked here; anything else goes to the interpreted edge
+    (``aisim.fpm._inputs.count_value``), which converts it or names what is wrong.
+    """
     result: int
     if isinstance(value, int) and not isinstance(value, bool):
         result = int(value)
-    elif not isinstance(value, (bool, float, str)) and hasattr(value, "__index__"):
-        numpy_integer: Any = value
-        result = int(numpy_integer.__index__())
     else:
-        result = as_int(value, path, minimum=0, maximum=MAX_COUNT)
+        from aisim.fpm._inputs import count_value
+
+        result = count_value(value, path)
     if result < 0 or result > MAX_COUNT:
         raise ConfigError(f"{path}: expected an integer in 0..{MAX_COUNT}, got {result}")
     return result

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from aisim.errors import ConfigError, DataIntegrityError
-from aisim.fpm._interpolate import read_points
+from aisim.fpm._inputs import read_points
 from aisim.fpm._measured import ROUND_SCOPE, MeasuredRoundModel
 from aisim.fpm._table_files import integral
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from aisim.errors import ConfigError, UnsupportedQuery
 from aisim.fpm._grid import GridModel
-from aisim.fpm._interpolate import check_identity, points_identity, read_points
 from aisim.fpm._metrics import ForwardPassMetrics
 
 #: Relative pivot below which the design is declared singular (collinear B and K_total).
@@ -166,12 +165,3 @@ def _fit(points: list[tuple[int, int, float]]) -> list[float]:
     per_request = solution[1] / spread_b
     per_kv = solution[2] / spread_k
     return [solution[0] - per_request * mean_b - per_kv * mean_k, per_request, per_kv]
-
-
-def regression_from_points(
-    points: object, *, identity: object = None, source: str = "in-memory points"
-) -> RegressionModel:
-    """A ``regression`` estimator fitted to the same point mappings ``table_from_points`` takes."""
-    checked = read_points(points, "points")
-    declared = check_identity(identity, "identity")
-    return RegressionModel(checked, declared, points_identity(checked, declared), source)

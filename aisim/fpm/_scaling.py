@@ -7,9 +7,8 @@ length L into d + 1 parts of floor(L / (d + 1)), the first L mod (d + 1) parts o
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
-from aisim._fields import as_int, describe
 from aisim.errors import ConfigError, UnsupportedQuery
 from aisim.fpm._metrics import MAX_COUNT, ForwardPassMetrics
 
@@ -26,15 +25,20 @@ def scaling_factor(draft_length: int) -> float:
 
 
 def check_draft_length(draft_length: object, path: str = "draft_length") -> int:
-    """A positive integer d (integral floats accepted; bools, 0, negatives, 2.5 rejected)."""
-    if isinstance(draft_length, bool) or not isinstance(draft_length, (int, float)):
-        if hasattr(draft_length, "__index__") and not isinstance(draft_length, (bool, str)):
-            numpy_integer: Any = draft_length
-            return check_draft_length(int(numpy_integer.__index__()), path)
-        raise ConfigError(
-            f"{path}: expected a positive integer draft length, got {describe(draft_length)}"
-        )
-    return as_int(draft_length, path, minimum=1, maximum=MAX_COUNT)
+    """A positive integer d (integral floats accepted; bools, 0, negatives, 2.5 rejected).
+
+    A plain ``int`` in range returns here; anything else goes to the interpreted edge
+    (``aisim.fpm._inputs.draft_length_value``), which converts it or names what is wrong.
+    """
+    if (
+        isinstance(draft_length, int)
+        and not isinstance(draft_length, bool)
+        and 1 <= draft_length <= MAX_COUNT
+    ):
+        return int(draft_length)
+    from aisim.fpm._inputs import draft_length_value
+
+    return draft_length_value(draft_length, path)
 
 
 def split_kv_length(length: int, parts: int) -> list[int]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from aisim._fields import join_path
+from aisim._text import join_path
 from aisim.catalogue import builtin_gpu, builtin_model
 from aisim.catalogue._costs import IDEAL_TERMS, MEASURED_TERMS
 from aisim.catalogue._specs import GpuSpec, ModelSpec

@@ -13,11 +13,6 @@ from typing import Any
 from aisim.catalogue._specs import ModelSpec
 from aisim.errors import UnsupportedQuery
 from aisim.fpm._grid import GridModel
-from aisim.fpm._interpolate import (
-    check_identity,
-    points_identity,
-    read_points,
-)
 from aisim.fpm._metrics import ForwardPassMetrics
 
 
@@ -55,16 +50,3 @@ class TableModel(GridModel):
         return TableModel(
             self.points, self.identity, self.data_identity or "", self.source, model_spec
         )
-
-
-def table_from_points(
-    points: object, *, identity: object = None, source: str = "in-memory points"
-) -> TableModel:
-    """A ``table`` estimator from ``[{"batch_size", "total_kv_tokens", "latency_ms"}, ...]``.
-
-    ``identity`` (optional mapping of scalars) is kept with the table and enters its data
-    identity. Raises ``ConfigError`` naming ``points[i].<field>`` for malformed points.
-    """
-    checked = read_points(points, "points")
-    declared = check_identity(identity, "identity")
-    return TableModel(checked, declared, points_identity(checked, declared), source)

@@ -40,7 +40,7 @@ from aisim._io import (
     read_verified_bytes,
 )
 from aisim.errors import ConfigError, DataIntegrityError
-from aisim.fpm._interpolate import check_identity, read_points
+from aisim.fpm._inputs import check_identity, read_points
 from aisim.fpm._measured import MeasuredRoundModel, check_measured_identity
 from aisim.fpm._table import TableModel
 

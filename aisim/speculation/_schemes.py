@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from aisim._fields import join_path
+from aisim._text import join_path
 from aisim.catalogue._specs import ModelSpec
 from aisim.errors import ConfigError
 

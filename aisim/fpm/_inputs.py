@@ -1,0 +1,136 @@
+"""The forward-pass API's edge: user values in, typed values out (interpreted, not compiled).
+
+Recorded points and identities (``table_from_points``, ``measured_rounds_from_points``,
+``regression_from_points``, the table files), and the rare arguments of ``ForwardPassMetrics``
+and ``draft_length`` that are not already plain integers (numpy integers, integral floats, and
+everything to refuse), are checked here with the ``aisim._fields`` readers, so the compiled
+modules take typed values only: ``TableModel`` and friends get sorted ``(int, int, float)``
+tuples and a checked identity; the metrics' and the draft length's plain-integer fast paths stay
+in the compiled code and call in here only for anything else (the replay's per-pass pricing
+never does). Errors are one ``ConfigError`` line naming the field path, the value and what is
+allowed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from aisim._fields import as_float, as_int, as_list, as_mapping, describe
+from aisim.errors import ConfigError
+from aisim.fpm._interpolate import points_identity
+from aisim.fpm._measured import MeasuredRoundModel
+from aisim.fpm._metrics import MAX_COUNT
+from aisim.fpm._regression import RegressionModel
+from aisim.fpm._table import TableModel
+
+#: Keys of one recorded point mapping.
+POINT_KEYS = ("batch_size", "total_kv_tokens", "latency_ms")
+
+
+def read_points(points: object, path: str) -> list[tuple[int, int, float]]:
+    """Validated ``(batch_size, total_kv_tokens, latency_ms)`` tuples from a list of mappings.
+
+    Each mapping needs ``batch_size`` (>= 1), ``total_kv_tokens`` (>= 0) and ``latency_ms``
+    (finite, > 0); other keys are ignored. Duplicate coordinates and empty lists are errors.
+    """
+    rows = as_list(points, path)
+    if not rows:
+        raise ConfigError(f"{path}: expected at least one recorded point, got []")
+    result: list[tuple[int, int, float]] = []
+    seen: set[tuple[int, int]] = set()
+    for index, raw in enumerate(rows):
+        where = f"{path}[{index}]"
+        point = as_mapping(raw, where)
+        for key in POINT_KEYS:
+            if key not in point:
+                raise ConfigError(f"{where}.{key}: required field is missing")
+        batch = as_int(_plain(point["batch_size"]), f"{where}.batch_size", 1, MAX_COUNT)
+        kv = as_int(_plain(point["total_kv_tokens"]), f"{where}.total_kv_tokens", 0, MAX_COUNT)
+        latency = as_float(_plain(point["latency_ms"]), f"{where}.latency_ms", minimum=0.0)
+        if latency <= 0.0:
+            raise ConfigError(f"{where}.latency_ms: expected a finite number > 0, got {latency!r}")
+        if (batch, kv) in seen:
+            raise ConfigError(
+                f"{where}: duplicate point at batch_size={batch}, total_kv_tokens={kv}; "
+                "each (batch_size, total_kv_tokens) may appear once"
+            )
+        seen.add((batch, kv))
+        result.append((batch, kv, latency))
+    return sorted(result)
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars -> Python scalars."""
+    if not isinstance(value, (bool, int, float, str)) and hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def check_identity(identity: object, path: str) -> dict[str, Any]:
+    """``None`` -> ``{}``; else a mapping of JSON scalars (str, int, float, bool, None)."""
+    if identity is None:
+        return {}
+    mapping = as_mapping(identity, path)
+    for key, value in mapping.items():
+        if value is not None and not isinstance(value, (str, int, float, bool)):
+            raise ConfigError(
+                f"{path}.{key}: identity values must be strings, numbers, booleans or null, "
+                f"got {describe(value)}"
+            )
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{path}.{key}: expected a finite number, got {value!r}")
+    return mapping
+
+
+def count_value(value: object, path: str) -> int:
+    """A count that is not a plain ``int``: a numpy integer or an integral float, else the error
+    (bools, strings, 2.5, NaN and out-of-range values)."""
+    if not isinstance(value, (bool, float, str)) and hasattr(value, "__index__"):
+        numpy_integer: Any = value
+        return int(numpy_integer.__index__())
+    return as_int(value, path, minimum=0, maximum=MAX_COUNT)
+
+
+def draft_length_value(draft_length: object, path: str) -> int:
+    """A draft length that is not a plain ``int`` in range: a numpy integer or an integral float,
+    else the error (bools, 0, negatives, 2.5, strings)."""
+    if isinstance(draft_length, bool) or not isinstance(draft_length, (int, float)):
+        if hasattr(draft_length, "__index__") and not isinstance(draft_length, (bool, str)):
+            numpy_integer: Any = draft_length
+            return draft_length_value(int(numpy_integer.__index__()), path)
+        raise ConfigError(
+            f"{path}: expected a positive integer draft length, got {describe(draft_length)}"
+        )
+    return as_int(draft_length, path, minimum=1, maximum=MAX_COUNT)
+
+
+def table_from_points(
+    points: object, *, identity: object = None, source: str = "in-memory points"
+) -> TableModel:
+    """A ``table`` estimator from ``[{"batch_size", "total_kv_tokens", "latency_ms"}, ...]``.
+
+    ``identity`` (optional mapping of scalars) is kept with the table and enters its data
+    identity. Raises ``ConfigError`` naming ``points[i].<field>`` for malformed points.
+    """
+    checked = read_points(points, "points")
+    declared = check_identity(identity, "identity")
+    return TableModel(checked, declared, points_identity(checked, declared), source)
+
+
+def measured_rounds_from_points(
+    points: object, *, identity: object, source: str = "in-memory points"
+) -> MeasuredRoundModel:
+    """A ``measured_round`` estimator from point mappings and its (required) identity mapping."""
+    checked = read_points(points, "points")
+    declared = check_identity(identity, "identity")
+    return MeasuredRoundModel(checked, declared, points_identity(checked, declared), source)
+
+
+def regression_from_points(
+    points: object, *, identity: object = None, source: str = "in-memory points"
+) -> RegressionModel:
+    """A ``regression`` estimator fitted to the same point mappings ``table_from_points`` takes."""
+    checked = read_points(points, "points")
+    declared = check_identity(identity, "identity")
+    return RegressionModel(checked, declared, points_identity(checked, declared), source)
