@@ -120,10 +120,11 @@ def _collect(helpers: list[_Helper], on_row: RowCallback, block: bool) -> None:
 class _Helper:
     """One helper process, its end of the pipe and the points queued in it.
 
-    The traces (``greeting``: pickled once for all helpers) are its first message. Writing
-    them waits until the new interpreter has started and reads them (half a second on a busy
-    host, for a trace over the pipe's 64 KiB), so a thread writes them while this process
-    evaluates points; no point is sent to the helper before that write is done.
+    The traces (``greeting``: pickled once for all helpers) are its first message. A trace
+    larger than the socket's buffer makes that write wait until the helper has started and
+    reads it (as ``Process.start`` waited, 0.5 s on a busy host, when the 79 KB bench trace
+    was in its arguments), so a thread writes it while this process evaluates points; no
+    point is sent to the helper before that write is done.
     """
 
     def __init__(self, process: Any, connection: Any, greeting: bytes) -> None:
