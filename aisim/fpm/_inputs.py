@@ -20,7 +20,7 @@ from aisim._fields import as_float, as_int, as_list, as_mapping, describe
 from aisim.errors import ConfigError
 from aisim.fpm._interpolate import points_identity
 from aisim.fpm._measured import MeasuredRoundModel
-from aisim.fpm._metrics import MAX_COUNT
+from aisim.fpm._metrics import MAX_COUNT, as_count
 from aisim.fpm._regression import RegressionModel
 from aisim.fpm._table import TableModel
 
@@ -90,6 +90,17 @@ def count_value(value: object, path: str) -> int:
         numpy_integer: Any = value
         return int(numpy_integer.__index__())
     return as_int(value, path, minimum=0, maximum=MAX_COUNT)
+
+
+def count_list_value(value: object, path: str) -> list[int]:
+    """A list of counts given as something other than a list or tuple: a numpy array (or
+    anything with ``tolist``) of integers, else the error."""
+    items: Any = value
+    if hasattr(items, "tolist"):
+        items = items.tolist()
+    if not isinstance(items, (list, tuple)):
+        raise ConfigError(f"{path}: expected a list of integers or null, got {describe(value)}")
+    return [as_count(item, f"{path}[{index}]") for index, item in enumerate(items)]
 
 
 def draft_length_value(draft_length: object, path: str) -> int:

@@ -7,7 +7,7 @@ Counts are plain Python integers in ``0..MAX_COUNT``; numpy integers are convert
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final, cast
 
 from aisim._text import describe
 from aisim.errors import ConfigError
@@ -35,15 +35,23 @@ def as_count(value: object, path: str) -> int:
 
 
 def as_count_list(value: object, path: str) -> list[int] | None:
-    """``None`` or a list of counts (a list, tuple or numpy array of integers)."""
+    """``None`` or a list of counts (a list, tuple or numpy array of integers).
+
+    A list or tuple of plain in-range ``int`` is copied without building a path per entry (the
+    replay passes those once per pass); anything else is converted or refused entry by entry,
+    through the interpreted edge (``aisim.fpm._inputs.count_list_value``) for a non-list.
+    """
     if value is None:
         return None
-    items: Any = value
-    if hasattr(items, "tolist") and not isinstance(items, (list, tuple)):
-        items = items.tolist()
-    if not isinstance(items, (list, tuple)):
-        raise ConfigError(f"{path}: expected a list of integers or null, got {describe(value)}")
-    return [as_count(item, f"{path}[{index}]") for index, item in enumerate(items)]
+    if isinstance(value, (list, tuple)):
+        items: list[object] = list(value)
+        for item in items:
+            if type(item) is not int or not 0 <= item <= MAX_COUNT:
+                return [as_count(entry, f"{path}[{index}]") for index, entry in enumerate(items)]
+        return cast("list[int]", items)
+    from aisim.fpm._inputs import count_list_value
+
+    return count_list_value(value, path)
 
 
 class ForwardPassMetrics:

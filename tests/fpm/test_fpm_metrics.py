@@ -25,6 +25,9 @@ def test_numpy_integers_and_integral_floats_are_converted() -> None:
     assert metrics.num_decode_requests == 4 and type(metrics.num_decode_requests) is int
     assert metrics.sum_decode_kv_tokens == 100
     assert metrics.past_kv_lengths == [25, 25, 25, 25]
+    mixed = ForwardPassMetrics(2, 50, past_kv_lengths=(np.int32(20), 30.0))
+    assert mixed.past_kv_lengths == [20, 30]
+    assert [type(length) for length in mixed.past_kv_lengths] == [int, int]
 
 
 @pytest.mark.parametrize(
@@ -67,6 +70,14 @@ def test_numpy_integers_and_integral_floats_are_converted() -> None:
             "metrics.prefill_past_kv_lengths",
         ),
         ({"num_decode_requests": 2**63}, "metrics.num_decode_requests"),
+        (
+            {"num_decode_requests": 2, "sum_decode_kv_tokens": 2, "past_kv_lengths": [1, True]},
+            r"metrics.past_kv_lengths\[1\]: expected an integer in 0\.\.\d+, got True \(bool\)",
+        ),
+        (
+            {"num_decode_requests": 1, "sum_decode_kv_tokens": 1, "past_kv_lengths": (2**63,)},
+            r"metrics.past_kv_lengths\[0\]: expected an integer in 0\.\.\d+, got 9223372036854775808",
+        ),
     ],
 )
 def test_invalid_metrics_name_the_field(kwargs: dict[str, object], field: str) -> None:
