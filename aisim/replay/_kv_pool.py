@@ -13,22 +13,46 @@ entries (``materialize``) before a release it may recompute from, and a final re
 request finished or left the pool for good) puts them in the LRU as one anonymous run of units,
 evicted unit by unit like the entries it stands for. Page counts, eviction order and every match
 are the same as with one entry per unit (the step-by-step path, ``lazy_units=False``).
+
+Lean tables: a unit whose content is one trace hash id (a prompt block of a Mooncake row) is
+interned by that id (``_by_hash``, no key tuple) while no other cached unit carries the id; the
+LRU is a list in release order where an entry taken back out leaves a stale copy that eviction
+skips (compacted when stale copies are most of it), instead of an ordered dict keyed by id.
+Matches, page counts and eviction order are those of one ``(parent, *content)`` table and one
+ordered LRU (``tests/replay/test_replay_kv_pool.py`` compares them on random operations).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 
 class CacheEntry:
-    """One cached unit: its interned key, a sequential id and how many requests hold it; or, in
-    the LRU only, an anonymous run of ``units`` unique units nobody can match (``units`` > 0)."""
+    """One cached unit: its chain key (parent entry id and content), a sequential id and how
+    many requests hold it; or, in the LRU only, an anonymous run of ``units`` unique units
+    nobody can match (``units`` > 0). A unit whose content is one trace hash id keeps the id
+    (``hash_id`` >= 0) instead of a key tuple (see ``KvPool``)."""
 
-    def __init__(self, entry_id: int, key: tuple[int, ...], units: int = 0) -> None:
+    def __init__(
+        self, entry_id: int, parent: int, content: tuple[int, ...], hash_id: int, units: int = 0
+    ) -> None:
         self.entry_id = entry_id
-        self.key = key
+        self.parent = parent
+        self.content = content
+        self.hash_id = hash_id
         self.refcount = 0
         self.units = units
+        # Whether it sits in the pool's hash-id table (else in the key-tuple table).
+        self.by_hash = False
+        # LRU membership: evictable now, and how many copies of it the LRU queue holds (only
+        # the last one counts; earlier ones are stale, see ``KvPool``).
+        self.in_lru = False
+        self.lru_copies = 0
+
+    @property
+    def key(self) -> tuple[int, ...]:
+        """The interned chain key ``(parent, *content)``."""
+        if self.hash_id >= 0:
+            return (self.parent, self.hash_id)
+        return (self.parent, *self.content)
 
 
 class KvHolding:
@@ -62,8 +86,19 @@ class KvPool:
         self.free_pages = total_pages
         self.evictable_pages = 0
         self.peak_used_pages = 0
+        # Interned units: one trace hash id as content -> ``_by_hash[hash_id]`` while no other
+        # unit with that id is cached, else (and any other content) ``_entries[key]``.
+        self._by_hash: dict[int, CacheEntry] = {}
         self._entries: dict[tuple[int, ...], CacheEntry] = {}
-        self._evictable: OrderedDict[int, CacheEntry] = OrderedDict()
+        # The LRU queue: ``_lru[_lru_head:]`` in release order, holding stale copies of
+        # entries re-referenced or released again since (``CacheEntry.lru_copies``).
+        self._lru: list[CacheEntry] = []
+        self._lru_head = 0
+        self._lru_stale = 0
+        # Compact the queue past this many stale copies (when they are most of it); drop its
+        # consumed head past this many slots (when it is most of it).
+        self.lru_compact_min = 1024
+        self.lru_trim_min = 4096
         self._next_entry_id = 0
 
     @property
@@ -135,12 +170,29 @@ class KvPool:
             return hits
         parent = -1
         for content in keys:
-            entry = self._entries.get(_chain_key(parent, content))
+            entry = self.lookup(parent, content)
             if entry is None:
                 break
             hits.append(entry)
             parent = entry.entry_id
         return hits
+
+    def lookup(self, parent: int, content: tuple[int, ...]) -> CacheEntry | None:
+        """The cached entry with chain key ``(parent, *content)``, if any."""
+        if len(content) == 1 and content[0] >= 0:
+            return self.lookup_hash(parent, content[0])
+        if not self._entries:
+            return None
+        return self._entries.get((parent, *content))
+
+    def lookup_hash(self, parent: int, hash_id: int) -> CacheEntry | None:
+        """``lookup(parent, (hash_id,))`` without building the key."""
+        entry = self._by_hash.get(hash_id)
+        if entry is not None and entry.parent == parent:
+            return entry
+        if not self._entries:
+            return None
+        return self._entries.get((parent, hash_id))
 
     def acquire(self, holding: KvHolding, hits: list[CacheEntry]) -> None:
         """Reference ``hits`` as the start of an empty ``holding`` (removing them from LRU)."""
@@ -154,14 +206,39 @@ class KvPool:
     def register(self, holding: KvHolding, content: tuple[int, ...]) -> None:
         """Turn ``holding``'s first private unit (now fully computed) into a shared entry, or,
         when an identical entry exists, drop the duplicate pages and share that one."""
+        if len(content) == 1 and content[0] >= 0:
+            self.register_hash(holding, content[0])
+            return
         parent = holding.shared[-1].entry_id if holding.shared else -1
-        key = _chain_key(parent, content)
-        entry = self._entries.get(key)
+        entry = self.lookup(parent, content)
         holding.private_pages -= self.unit_pages
         if entry is None:
-            entry = CacheEntry(self._next_entry_id, key)
+            entry = CacheEntry(self._next_entry_id, parent, content, -1)
             self._next_entry_id += 1
-            self._entries[key] = entry
+            self._entries[(parent, *content)] = entry
+        else:
+            self.free_pages += self.unit_pages
+        self._ref(entry)
+        holding.shared.append(entry)
+
+    def register_hash(self, holding: KvHolding, hash_id: int) -> None:
+        """``register(holding, (hash_id,))``: a unit that is exactly one trace hash block, kept
+        in the hash-id table while no other cached unit has that id (no key tuple built)."""
+        parent = holding.shared[-1].entry_id if holding.shared else -1
+        holding.private_pages -= self.unit_pages
+        primary = self._by_hash.get(hash_id)
+        if primary is not None and primary.parent == parent:
+            entry: CacheEntry | None = primary
+        else:
+            entry = self._entries.get((parent, hash_id)) if self._entries else None
+        if entry is None:
+            entry = CacheEntry(self._next_entry_id, parent, (), hash_id)
+            self._next_entry_id += 1
+            if primary is None:
+                entry.by_hash = True
+                self._by_hash[hash_id] = entry
+            else:
+                self._entries[(parent, hash_id)] = entry
         else:
             self.free_pages += self.unit_pages
         self._ref(entry)
@@ -189,33 +266,84 @@ class KvPool:
         self.free_pages += holding.private_pages
         holding.private_pages = 0
         if holding.lazy_units > 0:
-            run = CacheEntry(self._next_entry_id, (), holding.lazy_units)
+            run = CacheEntry(self._next_entry_id, -1, (), -1, holding.lazy_units)
             self._next_entry_id += 1
-            self._evictable[run.entry_id] = run
+            self._push(run)
             self.evictable_pages += holding.lazy_units * self.unit_pages
             holding.lazy_units = 0
-        index = len(holding.shared) - 1
+        shared = holding.shared
+        index = len(shared) - 1
         while index >= 0:
-            entry = holding.shared[index]
+            entry = shared[index]
             entry.refcount -= 1
             if entry.refcount == 0:
-                self._evictable[entry.entry_id] = entry
+                self._push(entry)
                 self.evictable_pages += self.unit_pages
             index -= 1
         holding.shared = []
 
+    def evictable(self) -> list[tuple[tuple[int, ...], int]]:
+        """``(key, units)`` of the evictable entries, next evicted first (``units`` > 0: an
+        anonymous run, key ``()``): the LRU queue without its stale copies (for tests)."""
+        found: list[tuple[tuple[int, ...], int]] = []
+        seen: set[int] = set()
+        lru = self._lru
+        for index in range(len(lru) - 1, self._lru_head - 1, -1):
+            entry = lru[index]
+            if entry.in_lru and entry.entry_id not in seen:
+                seen.add(entry.entry_id)
+                found.append(((), entry.units) if entry.units > 0 else (entry.key, 0))
+        found.reverse()
+        return found
+
+    def _push(self, entry: CacheEntry) -> None:
+        """Queue ``entry`` last in the LRU."""
+        entry.in_lru = True
+        entry.lru_copies += 1
+        self._lru.append(entry)
+
     def _ref(self, entry: CacheEntry) -> None:
-        if entry.refcount == 0 and entry.entry_id in self._evictable:
-            del self._evictable[entry.entry_id]
+        if entry.refcount == 0 and entry.in_lru:
+            # Out of the LRU: its queued copy goes stale (skipped when reached).
+            entry.in_lru = False
             self.evictable_pages -= self.unit_pages
+            self._lru_stale += 1
+            if (
+                self._lru_stale > self.lru_compact_min
+                and 2 * self._lru_stale > len(self._lru) - self._lru_head
+            ):
+                self._compact()
         entry.refcount += 1
+
+    def _compact(self) -> None:
+        """Drop the LRU queue's stale copies (order kept)."""
+        kept: list[CacheEntry] = []
+        lru = self._lru
+        for index in range(self._lru_head, len(lru)):
+            entry = lru[index]
+            entry.lru_copies -= 1
+            if entry.lru_copies == 0 and entry.in_lru:
+                kept.append(entry)
+        for entry in kept:
+            entry.lru_copies = 1
+        self._lru = kept
+        self._lru_head = 0
+        self._lru_stale = 0
 
     def _evict_until_free(self, needed: int) -> None:
         """Evict least recently released entries until ``needed`` pages are free (bounded by
         the number of evictable entries)."""
         unit_pages = self.unit_pages
-        while self.free_pages < needed and self._evictable:
-            _, entry = self._evictable.popitem(last=False)
+        lru = self._lru
+        head = self._lru_head
+        while self.free_pages < needed and head < len(lru):
+            entry = lru[head]
+            head += 1
+            entry.lru_copies -= 1
+            if entry.lru_copies > 0 or not entry.in_lru:
+                self._lru_stale -= 1
+                continue
+            entry.in_lru = False
             if entry.units > 0:
                 # An anonymous run: evict as many of its units as are still needed.
                 wanted = (needed - self.free_pages + unit_pages - 1) // unit_pages
@@ -224,13 +352,20 @@ class KvPool:
                 self.evictable_pages -= taken * unit_pages
                 self.free_pages += taken * unit_pages
                 if entry.units > 0:
-                    self._evictable[entry.entry_id] = entry
-                    self._evictable.move_to_end(entry.entry_id, last=False)
+                    # The rest stays first in line.
+                    head -= 1
+                    entry.in_lru = True
+                    entry.lru_copies += 1
                 continue
-            del self._entries[entry.key]
+            if entry.by_hash:
+                del self._by_hash[entry.hash_id]
+            elif entry.hash_id >= 0:
+                del self._entries[(entry.parent, entry.hash_id)]
+            else:
+                del self._entries[(entry.parent, *entry.content)]
             self.evictable_pages -= unit_pages
             self.free_pages += unit_pages
-
-
-def _chain_key(parent: int, content: tuple[int, ...]) -> tuple[int, ...]:
-    return (parent, *content)
+        if head > self.lru_trim_min and 2 * head > len(lru):
+            del lru[:head]
+            head = 0
+        self._lru_head = head

@@ -135,6 +135,18 @@ class SimRequest:
             covered = spec.prompt_tokens
         return covered // unit_tokens
 
+    def unit_hash_id(self, unit: int, unit_tokens: int) -> int:
+        """The trace hash id that is unit ``unit``'s whole content (``unit_content`` is then
+        ``(hash_id,)``: the unit is one hash block of the prompt), or -1."""
+        spec = self.spec
+        block = spec.hash_block_tokens
+        if unit_tokens != block:
+            return -1
+        end = (unit + 1) * unit_tokens
+        if end > spec.prompt_tokens or unit >= len(spec.hash_ids):
+            return -1
+        return spec.hash_ids[unit]
+
     def unit_content(self, unit: int, unit_tokens: int) -> tuple[int, ...]:
         """Content key of KV unit ``unit`` (tokens ``[unit * unit_tokens, +unit_tokens)``).
 

@@ -60,14 +60,23 @@ def register_full_units(pool: KvPool, request: SimRequest) -> None:
         if eager_end > full:
             eager_end = full
         while unit < eager_end:
-            pool.register(kv, request.unit_key(unit, unit_tokens))
+            _register_unit(pool, request, unit, unit_tokens)
             unit += 1
         if unit < full:
             pool.register_lazy(kv, full - unit)
         return
     while unit < full:
-        pool.register(kv, request.unit_key(unit, unit_tokens))
+        _register_unit(pool, request, unit, unit_tokens)
         unit += 1
+
+
+def _register_unit(pool: KvPool, request: SimRequest, unit: int, unit_tokens: int) -> None:
+    """``pool.register`` of the unit's content, without a key tuple when it is one hash id."""
+    hash_id = request.unit_hash_id(unit, unit_tokens)
+    if hash_id >= 0:
+        pool.register_hash(request.kv, hash_id)
+    else:
+        pool.register(request.kv, request.unit_key(unit, unit_tokens))
 
 
 def materialize_units(pool: KvPool, request: SimRequest) -> None:
@@ -95,9 +104,21 @@ def match_units(pool: KvPool, request: SimRequest, count: int) -> list[CacheEntr
         first_unique = request.first_unique_unit(unit_tokens)
         if first_unique < count:
             count = first_unique
-    if count <= 0:
-        return []
-    return pool.match(request.unit_keys(count, unit_tokens))
+    hits: list[CacheEntry] = []
+    parent = -1
+    for unit in range(count):
+        # As ``pool.match`` on ``request.unit_keys(count, unit_tokens)``, each key built only
+        # when its unit is not one hash id and the units before it hit.
+        hash_id = request.unit_hash_id(unit, unit_tokens)
+        if hash_id >= 0:
+            entry = pool.lookup_hash(parent, hash_id)
+        else:
+            entry = pool.lookup(parent, request.unit_key(unit, unit_tokens))
+        if entry is None:
+            break
+        hits.append(entry)
+        parent = entry.entry_id
+    return hits
 
 
 def finish_decode_round(
