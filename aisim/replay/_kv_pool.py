@@ -222,27 +222,41 @@ class KvPool:
         holding.shared.append(entry)
 
     def register_hash(self, holding: KvHolding, hash_id: int) -> None:
-        """``register(holding, (hash_id,))``: a unit that is exactly one trace hash block, kept
-        in the hash-id table while no other cached unit has that id (no key tuple built)."""
-        parent = holding.shared[-1].entry_id if holding.shared else -1
-        holding.private_pages -= self.unit_pages
-        primary = self._by_hash.get(hash_id)
-        if primary is not None and primary.parent == parent:
-            entry: CacheEntry | None = primary
-        else:
-            entry = self._entries.get((parent, hash_id)) if self._entries else None
-        if entry is None:
-            entry = CacheEntry(self._next_entry_id, parent, (), hash_id)
-            self._next_entry_id += 1
-            if primary is None:
-                entry.by_hash = True
-                self._by_hash[hash_id] = entry
+        """``register(holding, (hash_id,))`` for a unit that is exactly one trace hash block
+        (``hash_id`` >= 0), kept in the hash-id table while no other cached unit has that id
+        (no key tuple built)."""
+        self.register_hashes(holding, [hash_id], 0, 1)
+
+    def register_hashes(
+        self, holding: KvHolding, hash_ids: list[int], start: int, end: int
+    ) -> None:
+        """``register_hash`` of ``hash_ids[start:end]`` in order (a prompt's hashed blocks)."""
+        shared = holding.shared
+        parent = shared[-1].entry_id if shared else -1
+        unit_pages = self.unit_pages
+        by_hash = self._by_hash
+        for index in range(start, end):
+            hash_id = hash_ids[index]
+            holding.private_pages -= unit_pages
+            primary = by_hash.get(hash_id)
+            if primary is not None and primary.parent == parent:
+                entry: CacheEntry | None = primary
             else:
-                self._entries[(parent, hash_id)] = entry
-        else:
-            self.free_pages += self.unit_pages
-        self._ref(entry)
-        holding.shared.append(entry)
+                entry = self._entries.get((parent, hash_id)) if self._entries else None
+            if entry is None:
+                entry = CacheEntry(self._next_entry_id, parent, (), hash_id)
+                self._next_entry_id += 1
+                if primary is None:
+                    entry.by_hash = True
+                    by_hash[hash_id] = entry
+                else:
+                    self._entries[(parent, hash_id)] = entry
+                entry.refcount = 1
+            else:
+                self.free_pages += unit_pages
+                self._ref(entry)
+            shared.append(entry)
+            parent = entry.entry_id
 
     def register_lazy(self, holding: KvHolding, units: int) -> None:
         """Fast path: ``units`` more full units of ``holding`` (unique content, following its
@@ -284,16 +298,17 @@ class KvPool:
 
     def evictable(self) -> list[tuple[tuple[int, ...], int]]:
         """``(key, units)`` of the evictable entries, next evicted first (``units`` > 0: an
-        anonymous run, key ``()``): the LRU queue without its stale copies (for tests)."""
+        anonymous run, key ``()``): the LRU queue read as eviction reads it, stale copies
+        skipped (for tests)."""
         found: list[tuple[tuple[int, ...], int]] = []
-        seen: set[int] = set()
+        copies: dict[int, int] = {}
         lru = self._lru
-        for index in range(len(lru) - 1, self._lru_head - 1, -1):
+        for index in range(self._lru_head, len(lru)):
             entry = lru[index]
-            if entry.in_lru and entry.entry_id not in seen:
-                seen.add(entry.entry_id)
+            left = copies.get(entry.entry_id, entry.lru_copies) - 1
+            copies[entry.entry_id] = left
+            if left == 0 and entry.in_lru:
                 found.append(((), entry.units) if entry.units > 0 else (entry.key, 0))
-        found.reverse()
         return found
 
     def _push(self, entry: CacheEntry) -> None:

@@ -59,6 +59,10 @@ def register_full_units(pool: KvPool, request: SimRequest) -> None:
         eager_end = request.first_unique_unit(unit_tokens)
         if eager_end > full:
             eager_end = full
+        if unit < eager_end and unit_tokens == request.spec.hash_block_tokens:
+            # Every unit before eager_end is one hash block of the prompt.
+            pool.register_hashes(kv, request.spec.hash_ids, unit, eager_end)
+            unit = eager_end
         while unit < eager_end:
             _register_unit(pool, request, unit, unit_tokens)
             unit += 1

@@ -201,7 +201,7 @@ CONTENTS = st.sampled_from([(0,), (1,), (2,), (5, 0, 1), (-1, 0), (-2,)])
     compact_min=st.integers(0, 3),
     operations=st.lists(
         st.tuples(
-            st.sampled_from(["grow", "shrink", "register", "lazy", "release", "reuse"]),
+            st.sampled_from(["grow", "shrink", "register", "batch", "lazy", "release", "reuse"]),
             st.integers(0, 3),
             st.integers(0, 60),
             st.lists(CONTENTS, max_size=6),
@@ -219,7 +219,8 @@ def test_pool_equals_the_reference(
     operations: list[tuple[str, int, int, list[tuple[int, ...]]]],
 ) -> None:
     """Every grow, match, page count and eviction agrees with ``_ReferencePool`` (stale LRU
-    copies, hash ids cached under several parents, partly evicted lazy runs included)."""
+    copies, hash ids cached under several parents, batched hash blocks, partly evicted lazy
+    runs included)."""
     unit = page * unit_multiple
     pool = KvPool(total, page, unit, True, lazy_units=lazy)
     # Compact the LRU queue and trim its consumed head as early as possible.
@@ -249,6 +250,17 @@ def test_pool_equals_the_reference(
                 pool.register_lazy(holding, 1)
                 shadow.private -= reference.unit_pages
                 shadow.lazy += 1
+        elif kind == "batch":
+            # A prompt's hash-id blocks registered at once (KvPool.register_hashes).
+            ids = [content[0] for content in contents if len(content) == 1 and content[0] >= 0]
+            tokens = (len(holding.shared) + holding.lazy_units + len(ids)) * unit
+            grown = pool.grow(holding, tokens)
+            assert grown == reference.grow(shadow, tokens)
+            if grown and not holding.lazy_units:
+                pool.register_hashes(holding, [9, *ids], 1, 1 + len(ids))
+                for hash_id in ids:
+                    reference.register(shadow, (hash_id,))
+                    written[owner].append((hash_id,))
         elif kind == "release":
             pool.release(holding)
             reference.release(shadow)
@@ -273,3 +285,26 @@ def test_pool_equals_the_reference(
         )
         assert [entry.key for entry in holding.shared] == shadow.shared
         assert pool.evictable() == list(reference.lru.values())
+
+
+def test_lru_compaction_keeps_the_release_order() -> None:
+    # Unit (1,) is taken back out of the LRU and released again after (5,): its first queued
+    # copy is stale. Dropping stale copies keeps the order (2), (5), (1); eviction follows it.
+    pool = KvPool(6, 1, 1, True)
+    first, second, third = KvHolding(), KvHolding(), KvHolding()
+    assert pool.grow(first, 2)
+    pool.register_hashes(first, [1, 2], 0, 2)
+    pool.release(first)
+    pool.acquire(second, pool.match([(1,)]))
+    assert pool.grow(third, 1)
+    pool.register_hashes(third, [5], 0, 1)
+    pool.release(third)
+    pool.release(second)
+    order = [((0, 2), 0), ((-1, 5), 0), ((-1, 1), 0)]
+    assert pool.evictable() == order
+    pool._compact()
+    assert pool.evictable() == order
+    # Needing 4 of 6 pages (3 free) evicts the first in line only.
+    assert pool.grow(KvHolding(), 4)
+    assert pool.evictable() == order[1:]
+    assert [entry.key for entry in pool.match([(1,)])] == [(-1, 1)]
