@@ -11,6 +11,7 @@ Loads (``traffic.load.type``): ``trace_timestamps``, ``poisson``, ``constant``, 
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -71,6 +72,8 @@ ROW_KEYS: Final = (
     "delay_ms",
 )
 CSV_COLUMNS: Final = ("arrival_s", "prompt_tokens", "output_tokens")
+_MOONCAKE_KEYS: Final = frozenset(ROW_KEYS[:4])
+_LOADS: Final = json.JSONDecoder().decode
 
 
 class TraceStream:
@@ -79,7 +82,10 @@ class TraceStream:
     arrivals scaled by ``time_scale`` and bounded by ``MAX_TIME_MS``), so neither its text nor
     its requests are ever held whole (small traces come from the trace cache).
     ``build_plan`` reads it once to check every request against the workers and to learn its
-    size and order, then the simulation reads it again."""
+    size and order, then the simulation reads it again: ``requests(trusted=True)``, which, when
+    the file's content (SHA-256) is the one a full pass already checked, builds Mooncake rows
+    with ``_trusted_row`` instead of re-checking every field (any row it does not accept as is
+    still goes through the full checks, so a file that changed meanwhile gives the same errors)."""
 
     def __init__(
         self,
@@ -98,18 +104,25 @@ class TraceStream:
         self.time_scale = time_scale
         self.max_requests = max_requests
         self.load_path = load_path
+        #: The digest of the content a pass read to its end (None before one has).
+        self.checked_digest: str | None = None
 
-    def requests(self) -> Iterator[RequestSpec]:
+    def requests(self, trusted: bool = False) -> Iterator[RequestSpec]:
         limit = self.max_requests if self.max_requests is not None else MAX_REQUESTS
         scale = self.time_scale
-        rows = _trace_rows(self.file, self.fmt, self.block_tokens, self.source_path)
+        digest = TRACES.digest(self.file, self.source_path)
+        lean = trusted and digest == self.checked_digest
+        rows = _trace_rows(
+            self.file, self.fmt, self.block_tokens, self.source_path, digest=digest, lean=lean
+        )
         for spec in rows:
             if spec.index >= limit:
-                return
+                break
             spec.arrival_ms = spec.arrival_ms * scale
             if not spec.arrival_ms <= MAX_TIME_MS:
                 raise ConfigError(_late_arrival(self.load_path, spec))
             yield spec
+        self.checked_digest = digest
 
 
 def build_traffic(
@@ -202,18 +215,85 @@ def _trace(source: dict[str, Any], base_dir: Path | None, path: str) -> tuple[Pa
 
 
 def _trace_rows(
-    file: Path, fmt: str, block_tokens: int, path: str, limit: int | None = None
+    file: Path,
+    fmt: str,
+    block_tokens: int,
+    path: str,
+    limit: int | None = None,
+    digest: str | None = None,
+    lean: bool = False,
 ) -> Iterator[RequestSpec]:
     """The trace's requests in file order, each checked as its line is read (or from the trace
-    cache, for a small trace read before: then only the first ``limit``)."""
+    cache, for a small trace read before: then only the first ``limit``). ``lean``: the file's
+    content (``digest``) was checked whole before, so Mooncake rows are built by
+    ``_trusted_row``."""
     if fmt == "csv":
-        return TRACES.stream(file, path, ("csv",), lambda: _read_csv(file, path), limit=limit)
+
+        def read_csv() -> Iterator[RequestSpec]:
+            return _read_csv(file, path)
+
+        return TRACES.stream(file, path, ("csv",), read_csv, limit=limit, digest=digest)
 
     def read_mooncake() -> Iterator[RequestSpec]:
         for index, (row, where) in enumerate(_read_jsonl(file, path)):
             yield _row_request(index, row, where, block_tokens, False)
 
-    return TRACES.stream(file, path, ("mooncake", block_tokens), read_mooncake, limit=limit)
+    def read_checked_mooncake() -> Iterator[RequestSpec]:
+        index = 0
+        for number, line in enumerate(_text_lines(file, path, None), start=1):
+            if not line.strip():
+                continue
+            spec = _trusted_row(index, line, block_tokens)
+            if spec is None:
+                where = f"{file.name}:{number}"
+                spec = _row_request(index, parse_json_text(line, where), where, block_tokens, False)
+            yield spec
+            index += 1
+
+    read = read_checked_mooncake if lean else read_mooncake
+    return TRACES.stream(file, path, ("mooncake", block_tokens), read, limit=limit, digest=digest)
+
+
+def _trusted_row(index: int, line: str, block_tokens: int) -> RequestSpec | None:
+    """The request of a Mooncake line that a full pass has already checked, built without
+    naming a field path per check: what ``_row_request`` builds from the line when the line is
+    plainly valid (exact types, in range), else ``None`` (then the caller runs the full checks,
+    which give the line's error). Duplicate keys and nesting depth are not looked at: the
+    caller uses this only for content whose digest a full pass checked."""
+    try:
+        row = _LOADS(line)
+    except (ValueError, RecursionError):
+        return None
+    if type(row) is not dict or not row.keys() <= _MOONCAKE_KEYS:
+        return None
+    prompt = row.get("input_length")
+    output = row.get("output_length")
+    if type(prompt) is not int or type(output) is not int:
+        return None
+    if not (1 <= prompt <= MAX_TOKENS and 1 <= output <= MAX_TOKENS):
+        return None
+    stamp = row.get("timestamp", 0)
+    if type(stamp) is int:
+        if not 0 <= stamp <= MAX_TIME_MS:  # before float(), which overflows on 10**400
+            return None
+    elif type(stamp) is not float or not 0.0 <= stamp <= MAX_TIME_MS:  # NaN fails too
+        return None
+    timestamp = float(stamp)
+    hash_ids = row.get("hash_ids")
+    if hash_ids is None:
+        hash_ids = []
+    elif type(hash_ids) is not list or (
+        hash_ids
+        and not (
+            set(map(type, hash_ids)) == {int} and min(hash_ids) >= 0 and max(hash_ids) < 1 << 62
+        )
+    ):
+        return None
+    if len(hash_ids) > -(-prompt // block_tokens):
+        return None
+    return RequestSpec(
+        index, str(index), prompt, output, timestamp, [], 0.0, hash_ids, block_tokens
+    )
 
 
 def _agentic(

@@ -98,9 +98,13 @@ class TraceCache:
             return file.open("r", encoding="utf-8-sig", newline=newline)
         return io.TextIOWrapper(io.BytesIO(pinned[1]), encoding="utf-8-sig", newline=newline)
 
-    def _key(self, file: Path, path: str, options: CacheKey) -> CacheKey:
+    def digest(self, file: Path, path: str) -> str:
+        """SHA-256 hex digest of the file's content: the pinned digest, else hashed from disk."""
         pinned = self._pinned.get(_pin_key(file))
-        return (pinned[0] if pinned is not None else file_sha256(file, path), *options)
+        return pinned[0] if pinned is not None else file_sha256(file, path)
+
+    def _key(self, file: Path, path: str, options: CacheKey) -> CacheKey:
+        return (self.digest(file, path), *options)
 
     def requests(
         self,
@@ -136,12 +140,14 @@ class TraceCache:
         read: Callable[[], Iterable[RequestSpec]],
         max_rows: int = STREAM_ROWS,
         limit: int | None = None,
+        digest: str | None = None,
     ) -> Iterator[RequestSpec]:
         """``requests`` for a trace read lazily: the requests one at a time, from the cache or
         from ``read()`` as it yields them. A trace read whole is kept when it has at most
         ``max_rows`` requests (and ``max_rows <= self.max_rows``); a larger one is never held.
-        From the cache at most ``limit`` requests come (as ``requests``)."""
-        key = self._key(file, path, options)
+        From the cache at most ``limit`` requests come (as ``requests``). ``digest``: the
+        file's ``digest``, when the caller has just taken it (the file is not hashed again)."""
+        key = (digest, *options) if digest is not None else self._key(file, path, options)
         kept = self._entries.get(key)
         if kept is not None:
             self.hits += 1

@@ -205,3 +205,103 @@ def test_a_trace_that_changes_while_it_is_replayed_is_an_error(tmp_path: Path) -
     write_trace(tmp_path, rows + rows, "jsonl")  # twice as long, and out of order
     with pytest.raises(ConfigError, match=r"'trace.jsonl' changed while it was replayed"):
         Simulation(plan).run()
+
+
+FIELDS = (
+    "index",
+    "request_id",
+    "prompt_tokens",
+    "output_tokens",
+    "arrival_ms",
+    "wait_for",
+    "delay_ms",
+    "hash_ids",
+    "hash_block_tokens",
+)
+
+
+def fields(request: RequestSpec) -> tuple[Any, ...]:
+    """A request's fields with their types (a float arrival must stay a float)."""
+    return tuple((type(getattr(request, name)), getattr(request, name)) for name in FIELDS)
+
+
+@st.composite
+def mooncake_rows(draw: st.DrawFn) -> tuple[list[str], int]:
+    """Lines of a valid Mooncake trace with hash ids (block size 16), keys in any order, blank
+    lines between, and how many rows the lean reader leaves to the full checks (an integral
+    float ``input_length`` such as 30.0 is valid but not taken as is)."""
+    lines: list[str] = []
+    odd = 0
+    clock = 0.0
+    for _ in range(draw(st.integers(1, 25))):
+        clock += draw(st.floats(0.0, 500.0))
+        prompt = draw(st.integers(1, 200))
+        row: dict[str, Any] = {
+            "timestamp": draw(st.sampled_from([clock, int(clock)])),
+            "input_length": prompt,
+            "output_length": draw(st.integers(1, 40)),
+        }
+        if draw(st.booleans()):
+            blocks = -(-prompt // 16)
+            row["hash_ids"] = draw(st.lists(st.integers(0, 2**62 - 1), max_size=blocks))
+        if draw(st.integers(0, 5)) == 0:
+            row["input_length"] = float(prompt)  # valid, but not taken as is
+            odd += 1
+        if draw(st.integers(0, 5)) == 0:
+            lines.append("   ")  # blank lines are skipped, not numbered as requests
+        lines.append(json.dumps(dict(draw(st.permutations(sorted(row.items()))))))
+    return lines, odd
+
+
+@given(mooncake_rows(), st.sampled_from([1.0, 0.5]))
+def test_the_trusted_second_pass_equals_the_checked_first_pass(
+    trace: tuple[list[str], int], time_scale: float
+) -> None:
+    from unittest import mock
+
+    from aisim.config import _replay_traffic
+    from aisim.config._replay_traffic import TraceStream, build_traffic
+    from aisim.config._trace_cache import TRACES
+
+    lines, odd = trace
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "trace.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        traffic = {
+            "source": {"type": "trace", "path": str(path), "hash_block_tokens": 16},
+            "load": {"type": "trace_timestamps", "time_scale": time_scale},
+        }
+        stream = build_traffic(traffic, None)
+        assert isinstance(stream, TraceStream)
+        TRACES.clear()  # read the file, not a kept copy
+        first = [fields(request) for request in stream.requests()]
+        TRACES.clear()
+        full = mock.patch.object(
+            _replay_traffic, "_row_request", wraps=_replay_traffic._row_request
+        )
+        with full as checked:
+            second = [fields(request) for request in stream.requests(trusted=True)]
+        TRACES.clear()
+    assert second == first
+    assert len(first) == len(lines) - lines.count("   ")
+    # Only the rows the lean reader does not take as is were checked again.
+    assert checked.call_count == odd
+
+
+def test_a_trace_rewritten_before_the_trusted_pass_is_checked_in_full(tmp_path: Path) -> None:
+    from aisim.config._replay_traffic import TraceStream, build_traffic
+    from aisim.config._trace_cache import TRACES
+
+    rows = [{"timestamp": 9 * i, "input_length": 30, "output_length": 5} for i in range(5)]
+    trace = write_trace(tmp_path, rows, "jsonl")
+    stream = build_traffic({"source": {"type": "trace", "path": str(trace)}}, None)
+    assert isinstance(stream, TraceStream)
+    TRACES.clear()
+    assert len(list(stream.requests())) == 5
+    bad = [json.dumps(row) for row in rows[:3]] + ['{"timestamp": 40, "input_length": "30"}']
+    trace.write_text("\n".join(bad) + "\n")
+    TRACES.clear()
+    with pytest.raises(ConfigError) as error:
+        list(stream.requests(trusted=True))
+    assert str(error.value).startswith("trace.jsonl:4.input_length: expected an integer")
+    TRACES.clear()
