@@ -2,6 +2,8 @@
 
 Subpackages:
 
+* ``qualification.cli``: its ``aisim`` subcommands (``snapshot``, ``compare``, ``record``,
+  ``qualify``), found by ``aisim`` through the ``aisim.commands`` entry points;
 * ``qualification.cases``: the declarative case matrix, one suite per capability (data files in
   ``cases/``);
 * ``qualification.parity``: frozen goldens, exact comparison and the update command;
@@ -17,7 +19,7 @@ Subpackages:
 * ``qualification.fuzz``: the fuzz campaign against the input contract (needs hypothesis, from
   the ``test`` extra).
 
-Everything but ``cases``, ``parity`` and ``gate`` needs the ``aisim[qualify]`` extra. Hypothesis
+Everything but ``cli``, ``cases``, ``parity`` and ``gate`` needs the ``aisim[qualify]`` extra. Hypothesis
 strategies and the syrupy extension are test-only and live in ``tests/``.
 """
 

@@ -103,3 +103,52 @@ def test_no_compiled_module_uses_the_field_readers() -> None:
     assert offenders == []
     # The edge module really is the one using them (else this test checks a renamed nothing).
     assert "aisim._fields" in _imports(ROOT / "aisim" / "fpm" / "_inputs.py")
+
+
+def _module_targets(path: Path) -> set[str]:
+    """String constants shaped as an import target (``"pkg.module"`` / ``"pkg.module:attr"``),
+    as ``importlib.import_module`` or a ``"module:attribute"`` registry would load them."""
+    import re
+
+    shape = re.compile(r"[A-Za-z_]\w*(\.\w+)*(:\w+)?")
+    return {
+        node.value.partition(":")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and shape.fullmatch(node.value)
+    }
+
+
+def _qualification_imports(package: Path, root: Path = ROOT) -> list[str]:
+    offenders = []
+    for module in sorted(package.rglob("*.py")):
+        for name in sorted(_imports(module) | _module_targets(module)):
+            if name == "qualification" or name.startswith("qualification."):
+                offenders.append(f"{module.relative_to(root)} imports {name}")
+    return offenders
+
+
+def test_aisim_never_imports_the_harness() -> None:
+    # One way only: qualification imports aisim; aisim finds the harness's subcommands and config
+    # kinds through entry points (pyproject.toml, docs/design.md#import-graph). Every import
+    # statement counts, also lazy ones inside functions, and so do "module:attribute" strings.
+    assert _qualification_imports(ROOT / "aisim") == []
+
+
+def test_the_harness_scan_sees_lazy_and_string_imports(tmp_path: Path) -> None:
+    # The scan above would catch the cycle this replaced: a lazy import inside a function and an
+    # import_module target string.
+    (tmp_path / "lazy.py").write_text(
+        "def run():\n    from qualification.gate import compare_snapshots\n", encoding="utf-8"
+    )
+    (tmp_path / "registry.py").write_text(
+        'KINDS = {"plan": "qualification.plan._model:Plan"}\n', encoding="utf-8"
+    )
+    (tmp_path / "prose.py").write_text(
+        '"""The logic lives in ``qualification.gate``."""\n', encoding="utf-8"
+    )
+    assert _qualification_imports(tmp_path, tmp_path) == [
+        "lazy.py imports qualification.gate",
+        "registry.py imports qualification.plan._model",
+    ]

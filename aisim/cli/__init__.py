@@ -2,7 +2,10 @@
 
 Public: ``main(argv)`` (what the ``aisim`` script runs), ``build_parser()`` and the strict
 ``type=`` converters ``integer_argument`` / ``number_argument`` that the harness's commands
-share (``aisim record``'s flags); the subcommand modules are private.
+share (``aisim record``'s flags); the subcommand modules are private. Subcommands of other
+installed packages come from the ``aisim.commands`` entry-point group (``_plugin_commands``):
+that is how the harness adds ``snapshot``, ``compare``, ``record`` and ``qualify`` without this
+package importing it (docs/design.md#import-graph).
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from aisim.cli._args import integer as integer_argument
 from aisim.cli._args import number as number_argument
@@ -19,17 +23,18 @@ from aisim.errors import AisimError
 __all__ = ["build_parser", "integer_argument", "main", "number_argument"]
 
 
+#: The group a package declares its ``aisim`` subcommands in (pyproject.toml
+#: ``[project.entry-points."aisim.commands"]``): each entry point is a ``register(commands)``
+#: function, as the built-in command modules have. aisim's own harness adds ``snapshot``/``compare``
+#: (entry point ``gate``), ``record`` and ``qualify`` this way, so this package never imports it.
+_COMMAND_GROUP = "aisim.commands"
+
+#: The order commands are listed in ``aisim --help``; entry points not named here follow, by name.
+_ORDER = ("speculation", "gate", "estimate", "record", "qualify", "replay", "schema", "sweep")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from aisim.cli import (
-        _estimate,
-        _gate,
-        _qualify,
-        _record,
-        _replay,
-        _schema,
-        _speculation,
-        _sweep,
-    )
+    from aisim.cli import _estimate, _replay, _schema, _speculation, _sweep
     from aisim.cli._args import Parser
 
     parser = Parser(
@@ -38,9 +43,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (_speculation, _gate, _estimate, _record, _qualify, _replay, _schema, _sweep):
-        module.register(commands)
+    registers: dict[str, Callable[[Any], None]] = {
+        "speculation": _speculation.register,
+        "estimate": _estimate.register,
+        "replay": _replay.register,
+        "schema": _schema.register,
+        "sweep": _sweep.register,
+    }
+    plugins = _plugin_commands()
+    for name in (*_ORDER, *sorted(set(plugins) - set(_ORDER))):
+        register = registers.get(name) or plugins.get(name)
+        if register is not None:
+            register(commands)
     return parser
+
+
+def _plugin_commands() -> dict[str, Callable[[Any], None]]:
+    """The ``register`` functions of the installed ``aisim.commands`` entry points, by name
+    (the first of two with one name wins; a built-in command's name is never replaced)."""
+    from importlib.metadata import entry_points
+
+    found: dict[str, Callable[[Any], None]] = {}
+    for point in entry_points(group=_COMMAND_GROUP):
+        found.setdefault(point.name, point.load())
+    return found
 
 
 def main(argv: Sequence[str] | None = None) -> int:

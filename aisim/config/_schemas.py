@@ -2,12 +2,15 @@
 
 A kind maps to ``"module:attribute"``, imported only when asked for: a pydantic model class
 (its ``model_json_schema()``) or a function returning the schema dict. A new config kind adds one
-line here (or calls ``register_schema``) and a test checks its docs examples against it.
+line here (or calls ``register_schema``) and a test checks its docs examples against it. Another
+installed package declares its kinds in the ``aisim.schemas`` entry-point group (the harness's
+``plan``), so this package never imports it (docs/design.md#import-graph).
 """
 
 from __future__ import annotations
 
 import importlib
+from importlib.metadata import entry_points
 from typing import Any
 
 from aisim.errors import ConfigError
@@ -15,15 +18,30 @@ from aisim.errors import ConfigError
 #: JSON Schema dialect every printed schema declares.
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
-SCHEMA_KINDS: dict[str, str] = {
+#: Entry-point group of other packages' config kinds: ``kind = "package.module:ModelOrFunction"``.
+_SCHEMA_GROUP = "aisim.schemas"
+
+_BUILT_IN: dict[str, str] = {
     "speculation": "aisim.config._speculation_models:speculation_schema",
     "estimator": "aisim.config._estimator:EstimatorConfig",
     "sweep": "aisim.config._sweep:SweepFile",
-    "plan": "qualification.plan._model:Plan",
     "replay": "aisim.config._replay_models:replay_schema",
     "model": "aisim.config._catalogue:ModelFile",
     "hardware": "aisim.config._catalogue:HardwareFile",
 }
+#: The order kinds are listed in (``aisim schema --help``); other entry points follow, by name.
+_ORDER = ("speculation", "estimator", "sweep", "plan", "replay", "model", "hardware")
+
+
+def _kinds() -> dict[str, str]:
+    plugins = {point.name: point.value for point in entry_points(group=_SCHEMA_GROUP)}
+    known = {**plugins, **_BUILT_IN}  # a built-in kind is never replaced
+    names = [name for name in _ORDER if name in known]
+    names += sorted(set(known) - set(_ORDER))
+    return {name: known[name] for name in names}
+
+
+SCHEMA_KINDS: dict[str, str] = _kinds()
 
 
 def register_schema(kind: str, target: str) -> None:

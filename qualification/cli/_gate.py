@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from aisim._io import check_writable
-from aisim.cli._args import number
+from aisim.cli import number_argument as number
 from aisim.errors import ConfigError
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from aisim._io import atomic_write_text, canonical_json, check_writable
-from aisim.cli._args import integer, number
+from aisim.cli import integer_argument as integer
+from aisim.cli import number_argument as number
 from aisim.errors import ConfigError
 
 
