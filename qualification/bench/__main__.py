@@ -12,13 +12,15 @@ trace in-process, warm, and the figure is the ratio of process CPU seconds.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
-import sys
 
 from qualification.bench import bench_replay
-from qualification.bench._builds import compare_builds, run_child, run_child_output, source_root
+from qualification.bench._builds import (
+    compare_builds,
+    run_aisimulate,
+    run_child,
+    run_child_output,
+)
 
 
 def main() -> None:
@@ -132,27 +134,9 @@ def warm_versus_aisimulate(repetitions: int) -> None:
 
 
 def _aisimulate_child(python: str) -> dict[str, dict[str, float]]:
-    completed = subprocess.run(
-        [
-            python,
-            "-m",
-            "qualification.bench.bench_aisimulate",
-            "--trace",
-            bench_replay.TRACE,
-        ],
-        cwd=str(source_root()),
-        # Its own interpreter imports only this module from the source tree, never aisim.
-        env={
-            **{k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"},
-            "PYTHONPATH": str(source_root()),
-        },
-        capture_output=True,
-        text=True,
-        check=False,
+    result: dict[str, dict[str, float]] = run_aisimulate(
+        python, ["--trace", bench_replay.TRACE], "AISimulate benchmark"
     )
-    if completed.returncode != 0:
-        sys.exit(f"AISimulate benchmark failed:\n{completed.stderr[-2000:]}")
-    result: dict[str, dict[str, float]] = json.loads(completed.stdout.strip().splitlines()[-1])
     return result
 
 

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def source_root() -> Path:
@@ -63,6 +64,27 @@ HOW_TO_COMPILE = (
     "run `tox -e bench` (it installs the mypyc-compiled wheel), or install a compiled wheel "
     "with `pip install .` (not editable, AISIM_PURE unset) and run from outside the source tree"
 )
+
+
+def run_aisimulate(python: str, args: list[str], what: str) -> dict[str, Any]:
+    """Run ``qualification.bench.bench_aisimulate ARGS`` in AISimulate's interpreter ``python``
+    and return the JSON object on its last output line; exit naming ``what`` if it fails."""
+    completed = subprocess.run(
+        [python, "-m", "qualification.bench.bench_aisimulate", *args],
+        cwd=str(source_root()),
+        # Its own interpreter imports only that module from the source tree, never aisim.
+        env={
+            **{k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"},
+            "PYTHONPATH": str(source_root()),
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        sys.exit(f"{what} failed:\n{completed.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return result
 
 
 def check_build(reported_compiled: object, *, pure: bool) -> None:

@@ -26,34 +26,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from qualification.bench._builds import check_build, run_child_output, source_root
+from qualification.bench._builds import check_build, run_aisimulate, run_child_output
 from qualification.bench.bench_aisimulate import mooncake_from_csv
 from qualification.bench.bench_scale import write_trace
 
 
 def aisimulate_once(python: str, trace: str) -> dict[str, Any]:
-    completed = subprocess.run(
-        [python, "-m", "qualification.bench.bench_aisimulate", "--once", trace],
-        cwd=str(source_root()),
-        # Its own interpreter imports only that module from the source tree, never aisim.
-        env={
-            **{k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"},
-            "PYTHONPATH": str(source_root()),
-        },
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if completed.returncode != 0:
-        sys.exit(f"AISimulate replay failed:\n{completed.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
-    return result
+    return run_aisimulate(python, ["--once", trace], "AISimulate replay")
 
 
 def aisim_once(trace: str, out: Path) -> dict[str, Any]:
