@@ -12,9 +12,9 @@ is priced as:
 * mixed (chunked prefill beside decodes, one engine step): decode part + prefill part. (A first
   version subtracted the per-step overhead both parts contain, the smallest decode step; on the
   first, loaded-host ``llama-4x256`` recording the served mixed steps' CPU time was 1.18-1.35 x
-  that. On the quiet recordings they cost 0.67-0.97 x the sum relative to each run's step-cost
-  drift, but the cheaper rules moved mean TTFT to -22..+4 % without lowering the E2E error, so
-  the sum stays: docs/replay.md, "Against a real engine".)
+  that. On the quiet recordings they cost 0.66-0.97 x the sum relative to each run's step-cost
+  drift, but on the earlier ones the cheaper rules moved mean TTFT to -22..+4 % without lowering
+  the E2E error, so the sum stays: docs/replay.md, "Against a real engine".)
 
 Every answer's coverage is counted, so a report says how much of a replay was clamped.
 """
