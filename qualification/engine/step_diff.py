@@ -1,0 +1,221 @@
+"""Step-level diff of replay against an engine recording: where the step table's prices and
+replay's schedule differ from what the engine's steps did
+(``python -m qualification.engine.step_diff evidence/engine/NAME [...]``).
+
+Two views per served run, by step kind (``prefill`` only, ``mixed`` = chunked prefill beside
+decodes, ``decode``; with SD, ``decode`` steps split by the drafts the engine actually scheduled:
+``decode-drafted`` every request d drafts, ``decode-partial`` some, ``decode-undrafted`` none):
+
+* **prices**: every recorded step priced as replay prices a pass of the same composition
+  (``EngineStepModel``: decode part + prefill part), and its measured wall time divided by that
+  price and by the run's step-cost drift (1.00: the table's price is right for this kind of
+  step once the engine's speed of the minute is taken out). The idle time before a step (end of
+  the previous step to its start) is kept: a step after the engine sat idle can pay for it.
+* **schedule**: the engine's step count and total time per kind beside replay's pass count and
+  total price per kind (replay's passes are recorded as it prices them).
+
+It reads only the committed recording (no engine); it is a diagnostic, not a score.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+KINDS = ("prefill", "mixed", "decode", "decode-drafted", "decode-partial", "decode-undrafted")
+
+
+def step_kind(
+    num_prefill_requests: int, num_decode_requests: int, draft_tokens: int, depth: int
+) -> str:
+    """The kind of one engine step (or replay pass) from its composition; ``depth`` is the SD
+    depth d (0: SD off). ``draft_tokens`` counts the drafts scheduled in the step."""
+    if num_prefill_requests and num_decode_requests:
+        return "mixed"
+    if num_prefill_requests:
+        return "prefill"
+    if depth == 0:
+        return "decode"
+    if draft_tokens == 0:
+        return "decode-undrafted"
+    if draft_tokens < depth * num_decode_requests:
+        return "decode-partial"
+    return "decode-drafted"
+
+
+def priced_steps(steps: Any, model: Any, drift: float, depth: int) -> list[dict[str, Any]]:
+    """One row per recorded step: its kind, measured ms, replay's price for the same composition
+    (decode part, prefill part), ratio = measured / (price x drift), and the idle ms before it."""
+    scratch: Counter[str] = Counter()
+    rows = []
+    previous_end = None
+    for step in steps.to_dict("records"):
+        decode_ms = (
+            model.decode.price(
+                int(step["num_decode_requests"]), int(step["decode_kv_tokens"]), scratch
+            )
+            if step["num_decode_requests"]
+            else 0.0
+        )
+        prefill_ms = (
+            model.prefill.price(
+                int(step["num_prefill_requests"]), int(step["prefill_tokens"]), scratch
+            )
+            if step["num_prefill_requests"]
+            else 0.0
+        )
+        measured = float(step["end_ms"]) - float(step["start_ms"])
+        price = decode_ms + prefill_ms
+        rows.append(
+            {
+                "kind": step_kind(
+                    int(step["num_prefill_requests"]),
+                    int(step["num_decode_requests"]),
+                    int(step["draft_tokens"]),
+                    depth,
+                ),
+                "measured_ms": measured,
+                "decode_price_ms": decode_ms,
+                "prefill_price_ms": prefill_ms,
+                "ratio": measured / (price * drift) if price > 0 else float("nan"),
+                "idle_before_ms": (
+                    float("nan") if previous_end is None else float(step["start_ms"]) - previous_end
+                ),
+            }
+        )
+        previous_end = float(step["end_ms"])
+    return rows
+
+
+class _RecordingPricer:
+    """Wraps a step model; keeps (kind, price) of every pass replay prices."""
+
+    def __init__(self, model: Any, depth: int) -> None:
+        self.model = model
+        self.depth = depth
+        self.name = model.name
+        self.prices_speculation_natively = model.prices_speculation_natively
+        self.supports_draft_length = model.supports_draft_length
+        self.passes: list[tuple[str, float]] = []
+
+    def estimate_forward_pass_time_ms(self, metrics: Any, draft_length: int | None = None) -> float:
+        price = float(self.model.estimate_forward_pass_time_ms(metrics))
+        ranks = metrics if isinstance(metrics, list) else [metrics]
+        for rank in ranks:
+            drafts = self.depth * rank.num_decode_requests
+            kind = step_kind(
+                rank.num_prefill_requests, rank.num_decode_requests, drafts, self.depth
+            )
+            self.passes.append((kind, price))
+        return price
+
+
+def replay_passes(run: Any, table: Any) -> list[tuple[str, float]]:
+    """(kind, price) of every pass of ``run``'s replay priced by ``table`` (as ``replay_run``)."""
+    from aisim import run_replay
+    from qualification.engine._replay import check_same_engine, recorded_settings, replay_config
+    from qualification.engine._step_model import EngineStepModel
+
+    check_same_engine(run, table)
+    depth = int(recorded_settings(run)["num_speculative_tokens"] or 0)
+    pricer = _RecordingPricer(EngineStepModel(table, depth), depth)
+    run_replay(replay_config(run, table), base_dir=Path("."), forward_pass_model=pricer)
+    return pricer.passes
+
+
+def diff_run(run: Any, table: Any) -> dict[str, Any]:
+    """Per kind: engine steps (count, total ms, median and P10/P90 ratio to price x drift;
+    median ratio after more / less than 5 ms idle) and replay passes (count, total ms)."""
+    from qualification.engine._score import step_cost_drift
+    from qualification.engine._step_model import EngineStepModel
+
+    depth = int(run.settings["num_speculative_tokens"] or 0)
+    model = EngineStepModel(table, depth)
+    drift = step_cost_drift(run.steps, model)
+    rows = priced_steps(run.steps, model, drift, depth)
+    passes = replay_passes(run, table)
+    kinds: dict[str, Any] = {}
+    for kind in KINDS:
+        mine = [row for row in rows if row["kind"] == kind]
+        theirs = [price for k, price in passes if k == kind]
+        if not mine and not theirs:
+            continue
+        ratios = np.array([row["ratio"] for row in mine], dtype=float)
+        after_idle = [row["ratio"] for row in mine if row["idle_before_ms"] > 5.0]
+        busy = [row["ratio"] for row in mine if not row["idle_before_ms"] > 5.0]
+        kinds[kind] = {
+            "engine_steps": len(mine),
+            "engine_ms": float(sum(row["measured_ms"] for row in mine)),
+            "priced_ms_x_drift": float(
+                sum((row["decode_price_ms"] + row["prefill_price_ms"]) * drift for row in mine)
+            ),
+            "ratio_median": float(np.median(ratios)) if mine else None,
+            "ratio_p10": float(np.percentile(ratios, 10)) if mine else None,
+            "ratio_p90": float(np.percentile(ratios, 90)) if mine else None,
+            "ratio_median_after_idle": float(np.median(after_idle)) if after_idle else None,
+            "steps_after_idle": len(after_idle),
+            "ratio_median_busy": float(np.median(busy)) if busy else None,
+            "replay_passes": len(theirs),
+            "replay_ms": float(sum(theirs)),
+        }
+    return {"run": run.name, "drift": drift, "kinds": kinds}
+
+
+def _fmt(value: Any, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def to_markdown(name: str, runs: list[dict[str, Any]]) -> str:
+    lines = [
+        f"### {name}",
+        "",
+        "| run (drift) | kind | engine steps | replay passes | engine ms | table price x drift ms "
+        "| replay ms | measured / (price x drift): median [P10, P90] | after > 5 ms idle (n) "
+        "| busy |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        for kind, row in run["kinds"].items():
+            lines.append(
+                f"| {run['run']} ({run['drift']:.2f}) | {kind} | {row['engine_steps']} "
+                f"| {row['replay_passes']} | {row['engine_ms']:.0f} "
+                f"| {row['priced_ms_x_drift']:.0f} | {row['replay_ms']:.0f} "
+                f"| {_fmt(row['ratio_median'], '.2f')} [{_fmt(row['ratio_p10'], '.2f')}, "
+                f"{_fmt(row['ratio_p90'], '.2f')}] "
+                f"| {_fmt(row['ratio_median_after_idle'], '.2f')} ({row['steps_after_idle']}) "
+                f"| {_fmt(row['ratio_median_busy'], '.2f')} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from aisim.errors import AisimError
+    from qualification.engine._recording import load_recording
+
+    parser = argparse.ArgumentParser(
+        prog="python -m qualification.engine.step_diff",
+        description="Per step kind: the engine's measured steps against the step table's prices "
+        "(relative to each run's step-cost drift), and the engine's schedule against replay's.",
+    )
+    parser.add_argument("recordings", nargs="+", type=Path, metavar="DIR")
+    args = parser.parse_args(argv)
+    try:
+        for directory in args.recordings:
+            recording = load_recording(directory)
+            if recording.grid is None:
+                raise SystemExit(f"{str(directory)!r}: no grid/ step table to price with")
+            runs = [diff_run(run, recording.grid) for run in recording.served]
+            print(to_markdown(recording.name, runs))
+    except AisimError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""The step-level diff classifies engine steps and prices them as replay does: hand-derived
+prices on a small table, and the CLI on a committed recording (no vLLM needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from qualification.engine import EngineStepModel, StepTable, load_recording
+from qualification.engine.step_diff import diff_run, main, priced_steps, step_kind
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDING = ROOT / "evidence" / "engine" / "vllm-cpu-quiet-llama-4x256-ngram"
+
+
+@pytest.mark.parametrize(
+    ("prefill", "decode", "drafts", "depth", "kind"),
+    [
+        (1, 0, 0, 0, "prefill"),
+        (1, 2, 0, 0, "mixed"),
+        (1, 2, 6, 3, "mixed"),
+        (0, 2, 0, 0, "decode"),
+        (0, 2, 6, 3, "decode-drafted"),
+        (0, 2, 2, 3, "decode-partial"),
+        (0, 2, 0, 3, "decode-undrafted"),
+    ],
+)
+def test_step_kind(prefill: int, decode: int, drafts: int, depth: int, kind: str) -> None:
+    assert step_kind(prefill, decode, drafts, depth) == kind
+
+
+def _table(tmp_path: Path) -> StepTable:
+    # Medians: decode B=1 at 100 / 300 tokens 10 / 20 ms; prefill 1 request at 100 / 300
+    # tokens 30 / 70 ms (one timed row each, so the median is the row).
+    rows = []
+    for phase, per, ms in [("decode", 100, 10.0), ("decode", 300, 20.0)] + [
+        ("prefill", 100, 30.0),
+        ("prefill", 300, 70.0),
+    ]:
+        rows.append(
+            {
+                "phase": phase,
+                "point_id": f"{phase}-b1-c{per}",
+                "batch_size": 1,
+                "context_tokens": per,
+                "total_kv_tokens": per if phase == "decode" else 0,
+                "scheduled_tokens": 1 if phase == "decode" else per,
+                "num_draft_tokens": 0,
+                "repetition": 0,
+                "warmup": False,
+                "start_ms": 0.0,
+                "wall_ms": ms,
+                "cpu_ms": ms,
+                "accepted_tokens": 0,
+            }
+        )
+    return StepTable(tmp_path, pd.DataFrame(rows), {})
+
+
+def test_priced_steps_hand_derived(tmp_path: Path) -> None:
+    model = EngineStepModel(_table(tmp_path), 0)
+    steps = pd.DataFrame(
+        {
+            # prefill 200 tokens (price 50) measured 60 ms; mixed: decode at 200 (15) +
+            # prefill 100 (30) = 45, measured 36 ms after 4 ms idle; decode at 300 (20) in 22 ms.
+            "start_ms": [0.0, 64.0, 100.0],
+            "end_ms": [60.0, 100.0, 122.0],
+            "num_prefill_requests": [1, 1, 0],
+            "prefill_tokens": [200, 100, 0],
+            "num_decode_requests": [0, 1, 1],
+            "decode_kv_tokens": [0, 200, 300],
+            "draft_tokens": [0, 0, 0],
+        }
+    )
+    rows = priced_steps(steps, model, 2.0, 0)
+    assert [row["kind"] for row in rows] == ["prefill", "mixed", "decode"]
+    assert [row["measured_ms"] for row in rows] == pytest.approx([60.0, 36.0, 22.0])
+    assert [row["prefill_price_ms"] for row in rows] == pytest.approx([50.0, 30.0, 0.0])
+    assert [row["decode_price_ms"] for row in rows] == pytest.approx([0.0, 15.0, 20.0])
+    # ratio = measured / (price x drift 2.0)
+    assert [row["ratio"] for row in rows] == pytest.approx([0.6, 0.4, 0.55])
+    assert rows[1]["idle_before_ms"] == pytest.approx(4.0)
+    assert rows[2]["idle_before_ms"] == pytest.approx(0.0)
+
+
+def test_diff_run_counts_every_engine_step_and_replay_pass() -> None:
+    recording = load_recording(RECORDING)
+    run = recording.served[0]
+    diff = diff_run(run, recording.grid)
+    kinds = diff["kinds"]
+    assert sum(row["engine_steps"] for row in kinds.values()) == len(run.steps)
+    # ngram: the engine drafted in some steps and not in others; replay drafts every round.
+    assert kinds["decode-undrafted"]["engine_steps"] == int(
+        ((run.steps["num_prefill_requests"] == 0) & (run.steps["draft_tokens"] == 0)).sum()
+    )
+    assert kinds["decode-undrafted"]["replay_passes"] == 0
+    assert sum(row["replay_passes"] for row in kinds.values()) > 0
+
+
+def test_cli_prints_a_table_per_recording(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(RECORDING)]) == 0
+    out = capsys.readouterr().out
+    assert "### vllm-cpu-quiet-llama-4x256-ngram" in out
+    assert "| served-1 (" in out and "| decode-undrafted |" in out
+
+
+def test_cli_refuses_a_missing_recording(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
