@@ -216,3 +216,15 @@ fuzzed_trace_rows: st.SearchStrategy[Any] = st.lists(
     min_size=0,
     max_size=5,
 )
+
+
+#: Latency samples (ms): positive values over nine decades, zeros and repeated values (a replay's
+#: fixed-timing gaps repeat exactly).
+latencies: st.SearchStrategy[list[float]] = st.lists(
+    st.one_of(
+        st.floats(1e-3, 1e6, allow_nan=False, allow_infinity=False),
+        st.sampled_from([0.0, 5.0, 5.0, 12.5]),
+    ),
+    min_size=1,
+    max_size=400,
+)

@@ -1,5 +1,6 @@
 """``aisim sweep SWEEP --out DIR``: run a sweep (docs/sweep.md) and write ``points.parquet``,
-``summary.json`` and the plots; resumable (finished points in ``DIR/points/`` are skipped)."""
+``summary.json``, the plots and, when asked to merge over axes, ``merged.parquet``; resumable
+(finished points in ``DIR/points/`` are skipped)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,15 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--overwrite", action="store_true", help="start DIR afresh (drop finished points)"
     )
+    parser.add_argument(
+        "--merge-over",
+        action="append",
+        default=None,
+        metavar="PATH",
+        help="pool latency percentiles over this axis (repeatable): points that differ only in "
+        "the named axes have their sketches merged into DIR/merged.parquet (default: the sweep "
+        "file's merge_over)",
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     parser.set_defaults(handler=sweep_command)
@@ -56,13 +66,19 @@ def _positive(text: str) -> int:
 
 
 def sweep_command(args: argparse.Namespace) -> int:
-    from aisim.sweep import run, summarize, write_plots
+    from aisim.sweep import merge, run, summarize, write_plots
+    from aisim.sweep._merge import render_merged, summarize_merged
     from aisim.sweep._report import render_text
 
     check_path_text(args.sweep, "SWEEP")
     out = check_path_text(args.out, "--out")
     if args.address is not None and args.backend != "ray":
         raise ConfigError("--address: only with --backend ray")
+    if args.merge_over is not None:
+        from aisim.config._sweep import check_merge_over, load_sweep
+
+        # Before any point runs, and under the option's own name.
+        check_merge_over(args.merge_over, load_sweep(args.sweep).axis_paths, "--merge-over")
     show = not args.no_progress and sys.stderr.isatty()
     with _progress(show) as callback:
         frame = run(
@@ -73,21 +89,33 @@ def sweep_command(args: argparse.Namespace) -> int:
             out=out,
             overwrite=args.overwrite,
             progress=callback,
+            merge_over=args.merge_over,
         )
     summary = summarize(frame)
     summary["skipped_points"] = frame.attrs["skipped_points"]
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False)
     atomic_write_bytes(out / "points.parquet", buffer.getvalue(), overwrite=True)
+    written = [out / "points.parquet"]
+    if "merge_over" in frame.attrs:
+        merged = merge(frame)
+        summary["merged"] = summarize_merged(merged)
+        buffer = io.BytesIO()
+        merged.to_parquet(buffer, index=False)
+        atomic_write_bytes(out / "merged.parquet", buffer.getvalue(), overwrite=True)
+        written.append(out / "merged.parquet")
     atomic_write_text(out / "summary.json", canonical_json(summary), overwrite=True)
     plots = write_plots(frame, out / "plots")
     if args.json:
         sys.stdout.write(canonical_json(summary))
     else:
         sys.stdout.write(render_text(summary))
+        if "merged" in summary:
+            sys.stdout.write(render_merged(summary["merged"]))
+        written.extend([out / "summary.json", *plots])
         sys.stdout.write(
-            f"skipped {summary['skipped_points']} finished points; wrote {out / 'points.parquet'}, "
-            f"{out / 'summary.json'}, {', '.join(str(p) for p in plots)}\n"
+            f"skipped {summary['skipped_points']} finished points; wrote "
+            f"{', '.join(str(p) for p in written)}\n"
         )
     return 0
 

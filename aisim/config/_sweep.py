@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Final
@@ -111,6 +112,20 @@ class SweepFile(EdgeModel):
     axes: Annotated[dict[str, Any], WithJsonSchema(_axes_schema())]
     slos: Slos = Slos()
     name: str | None = None
+    # Checked in ``load_sweep`` against the axes (one message names the index and the axes).
+    merge_over: Annotated[
+        Any,
+        WithJsonSchema(
+            {
+                "type": "array",
+                "items": {"type": "string", "pattern": AXIS_PATH_PATTERN},
+                "minItems": 1,
+                "uniqueItems": True,
+                "description": "axes to pool latency percentiles over: points that differ "
+                "only in these axes have their sketches merged (docs/sweep.md)",
+            }
+        ),
+    ] = None
 
 
 class SweepPlan:
@@ -124,12 +139,16 @@ class SweepPlan:
         base_dir: str,
         axes: list[tuple[str, list[Any]]],
         slos: dict[str, dict[str, float]],
+        merge_over: list[str] | None = None,
     ) -> None:
         self.name = name
         self.base = base
         self.base_dir = base_dir
         self.axes = axes
         self.slos = slos
+        # How results are pooled, not what runs: left out of ``describe``, so a resumed sweep
+        # may merge over other axes.
+        self.merge_over = merge_over
 
     @property
     def axis_paths(self) -> list[str]:
@@ -195,9 +214,34 @@ def load_sweep(sweep: object) -> SweepPlan:
             if limits is not None and any(limit is not None for limit in limits.values())
         },
     )
+    if model.merge_over is not None:
+        plan.merge_over = check_merge_over(model.merge_over, plan.axis_paths, "merge_over")
     if plan.num_points() > MAX_POINTS:
         raise ConfigError(f"axes: {plan.num_points()} points; at most {MAX_POINTS} are allowed")
     return plan
+
+
+def check_merge_over(over: object, axes: Sequence[str], field: str) -> list[str]:
+    """``over`` as a list of axis paths of ``axes``, or one ``ConfigError`` naming ``field``
+    (``merge_over`` in the sweep file, ``--merge-over``, ``over``), the value and the axes."""
+    allowed = f"the sweep's axes: {', '.join(axes)}"
+    if isinstance(over, str) or not isinstance(over, (list, tuple)):
+        raise ConfigError(
+            f"{field}: expected a list of axis paths, got {describe(over)}; {allowed}"
+        )
+    if not over:
+        raise ConfigError(f"{field}: empty; name at least one axis to merge over ({allowed})")
+    seen: list[str] = []
+    for index, path in enumerate(over):
+        where = f"{field}[{index}]"
+        if not isinstance(path, str):
+            raise ConfigError(f"{where}: expected an axis path (a string), got {describe(path)}")
+        if path not in axes:
+            raise ConfigError(f"{where}: {path!r} is not an axis of this sweep; {allowed}")
+        if path in seen:
+            raise ConfigError(f"{where}: {path!r} is named twice")
+        seen.append(path)
+    return seen
 
 
 def _axis_values(path: str, axis: object) -> list[Any]:

@@ -8,12 +8,14 @@ same whichever backend ran them.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 
 from aisim.errors import AisimError
+from aisim.replay._sketch import Distribution
 
 #: Latency metrics of a row: (row name, summary name, per-request column or None for ITL).
 METRICS: Final = (
@@ -22,6 +24,9 @@ METRICS: Final = (
     ("itl", "itl", None),
     ("e2e", "e2e_latency", "e2e_latency_ms"),
 )
+#: Row column of each metric's sketch (``ttft_sketch``, ...): the point's samples in mergeable
+#: form (``aisim/sweep/_merge.py``); a mapping in a row, JSON text in a frame.
+SKETCH_COLUMNS: Final = tuple(f"{name}_sketch" for name, _, _ in METRICS)
 #: Row statistic -> summary statistic.
 STATISTICS: Final = (
     ("mean", "mean"),
@@ -86,7 +91,12 @@ def evaluate_point(
         result = run_replay(config, base_dir=Path(base_dir))
     except AisimError as exc:
         return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
-    return {"status": "ok", "error": "", **point_metrics(result.summary, result.columns, slos)}
+    return {
+        "status": "ok",
+        "error": "",
+        **point_metrics(result.summary, result.columns, slos),
+        **point_sketches(result.distributions),
+    }
 
 
 def point_metrics(
@@ -136,6 +146,16 @@ def point_metrics(
     for key in ("sd_rounds", "accepted_draft_tokens", "decode_rounds", "preemptions"):
         row[key] = int(summary[key])
     return row
+
+
+def point_sketches(distributions: Mapping[str, Distribution]) -> dict[str, dict[str, Any]]:
+    """A finished replay's sketch of each metric, JSON-ready: ``QuantileSketch.to_dict()`` plus
+    ``sum_ms``, the exact sum of the samples (for the pooled mean)."""
+    sketches: dict[str, dict[str, Any]] = {}
+    for (_, summary_name, _), column in zip(METRICS, SKETCH_COLUMNS, strict=True):
+        distribution = distributions[summary_name]
+        sketches[column] = {**distribution.to_sketch().to_dict(), "sum_ms": distribution.total}
+    return sketches
 
 
 def _good_requests(

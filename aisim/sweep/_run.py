@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aisim._io import atomic_write_text, canonical_json
-from aisim.config._sweep import SweepPlan, apply_axes, load_sweep
+from aisim.config._sweep import SweepPlan, apply_axes, check_merge_over, load_sweep
 from aisim.errors import ConfigError
 from aisim.sweep._backends import Task, run_tasks
-from aisim.sweep._evaluate import INTEGER_COLUMNS, metric_columns
+from aisim.sweep._evaluate import INTEGER_COLUMNS, SKETCH_COLUMNS, metric_columns
+from aisim.sweep._merge import sketch_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,6 +56,7 @@ def run(
     out: str | Path | None = None,
     overwrite: bool = False,
     progress: ProgressCallback | None = None,
+    merge_over: list[str] | None = None,
 ) -> pd.DataFrame:
     """Run every point of ``sweep`` (a mapping or a YAML/JSON file path, docs/sweep.md) and
     return one row per point, in point order.
@@ -64,8 +66,13 @@ def run(
     With ``out``, each finished point is written to ``out/points/`` atomically and points
     already there are skipped (resume); ``overwrite`` starts the folder afresh. Raises
     ``ConfigError`` for an invalid sweep; an invalid point is a row with ``status == "error"``.
+
+    ``merge_over`` (axis paths; default the sweep file's ``merge_over``) is checked before any
+    point runs and kept in ``frame.attrs["merge_over"]`` for ``aisim.sweep.merge(frame)``.
     """
     plan = load_sweep(sweep)
+    if merge_over is not None:
+        plan.merge_over = check_merge_over(merge_over, plan.axis_paths, "merge_over")
     points = expand(plan)
     store = _Store(Path(out), plan, overwrite) if out is not None else None
     rows: dict[int, dict[str, Any]] = {}
@@ -97,7 +104,8 @@ def run(
 
 def to_frame(plan: SweepPlan, points: list[Point], rows: dict[int, dict[str, Any]]) -> pd.DataFrame:
     """The rows as a DataFrame: point, point_id, one column per axis, status, error, metrics,
-    and ``pareto`` (on the front of output tokens/s per GPU vs the headline latency)."""
+    ``pareto`` (on the front of output tokens/s per GPU vs the headline latency) and each
+    metric's sketch as JSON text (``SKETCH_COLUMNS``; None for an error point)."""
     import pandas as pd
 
     from aisim.sweep._report import pareto_flags
@@ -120,9 +128,13 @@ def to_frame(plan: SweepPlan, points: list[Point], rows: dict[int, dict[str, Any
     for column in INTEGER_COLUMNS:
         frame[column] = frame[column].astype("Int64")
     frame["pareto"] = pareto_flags(frame, plan.slos)
+    for column in SKETCH_COLUMNS:
+        frame[column] = [sketch_text(rows[point.index].get(column)) for point in points]
     frame.attrs["axes"] = plan.axis_paths
     frame.attrs["slos"] = plan.slos
     frame.attrs["name"] = plan.name
+    if plan.merge_over is not None:
+        frame.attrs["merge_over"] = plan.merge_over
     return frame
 
 
@@ -182,9 +194,14 @@ class _Store:
         rows: dict[int, dict[str, Any]] = {}
         for point in points:
             file = self.points_dir / f"{point.point_id}.json"
-            if file.is_file():
-                stored = json.loads(file.read_text(encoding="utf-8"))
-                rows[point.index] = stored["row"]
+            if not file.is_file():
+                continue
+            row = json.loads(file.read_text(encoding="utf-8"))["row"]
+            # A point written before points kept their sketches runs again (rows are
+            # deterministic, so its other values come out the same).
+            if row["status"] == "ok" and any(column not in row for column in SKETCH_COLUMNS):
+                continue
+            rows[point.index] = row
         return rows
 
     def write(self, point: Point, row: dict[str, Any]) -> None:

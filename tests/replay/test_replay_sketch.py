@@ -10,17 +10,10 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import latencies
 
 from aisim.replay._sketch import RELATIVE_ACCURACY, Distribution, QuantileSketch
 
-latencies = st.lists(
-    st.one_of(
-        st.floats(1e-3, 1e6, allow_nan=False, allow_infinity=False),
-        st.sampled_from([0.0, 5.0, 5.0, 12.5]),
-    ),
-    min_size=1,
-    max_size=400,
-)
 quantiles = st.sampled_from([0.0, 0.01, 0.5, 0.9, 0.95, 0.99, 1.0])
 
 

@@ -1,6 +1,7 @@
-"""The same sweep gives the same rows in process, on a process pool and on a local Ray, from
-synthetic traffic and from a trace file the backends ship to their workers (pinned: no point
-reads the file, so a trace rewritten mid-sweep changes no row)."""
+"""The same sweep gives the same rows (each point's latency sketches included, so the same
+pooled percentiles) in process, on a process pool and on a local Ray, from synthetic traffic
+and from a trace file the backends ship to their workers (pinned: no point reads the file, so a
+trace rewritten mid-sweep changes no row)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import pytest
 
 from aisim.config._trace_cache import read_contents
 from aisim.errors import SimulationError
-from aisim.sweep import run
+from aisim.sweep import merge, run
 from aisim.sweep._backends import evaluate_pinned, start_method
 from aisim.sweep._evaluate import evaluate_point
 
@@ -102,7 +103,9 @@ def test_serial_rows_are_complete(serial: pd.DataFrame) -> None:
 
 
 def test_process_pool_rows_equal_serial(serial: pd.DataFrame, trace: Path) -> None:
-    pd.testing.assert_frame_equal(run(_with_trace_axis(trace), workers=2), serial)
+    pooled = run(_with_trace_axis(trace), workers=2)
+    pd.testing.assert_frame_equal(pooled, serial)
+    pd.testing.assert_frame_equal(_merged(pooled), _merged(serial))
     pd.testing.assert_frame_equal(run(_with_trace_axis(trace), workers=3), serial)
     # the helper processes are stopped and joined
     assert multiprocessing.active_children() == []
@@ -119,6 +122,14 @@ def test_ray_rows_equal_process_pool(serial: pd.DataFrame, trace: Path) -> None:
     finally:
         ray.shutdown()
     pd.testing.assert_frame_equal(frame, serial)
+    pd.testing.assert_frame_equal(_merged(frame), _merged(serial))
+
+
+def _merged(frame: pd.DataFrame) -> pd.DataFrame:
+    """Pooled over the load and the traffic source: one row per speculation setting."""
+    merged = merge(frame, over=["traffic.load.rate_rps", "traffic.source"])
+    assert list(merged["merged_points"]) == [4, 4, 0]
+    return merged
 
 
 @pytest.mark.parametrize("workers", [1, 2])

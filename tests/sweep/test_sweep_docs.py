@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_notebook_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     text = (ROOT / "docs" / "sweep.md").read_text(encoding="utf-8")
-    (example,) = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+    example, _ = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
     scope: dict[str, object] = {}
     exec(compile(example, "docs/sweep.md example", "exec"), scope)
     frame = scope["frame"]
@@ -32,16 +32,41 @@ def test_notebook_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     assert all(gain["tpot_speedup"] > 1.5 for gain in gains)
 
 
+def test_merge_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pooled-percentiles example: two SD settings, four seeds each, pooled per setting."""
+    monkeypatch.chdir(ROOT)
+    text = (ROOT / "docs" / "sweep.md").read_text(encoding="utf-8")
+    _, example = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+    scope: dict[str, object] = {}
+    exec(compile(example, "docs/sweep.md merge example", "exec"), scope)
+    pooled, by_scheme, everything = (scope[name] for name in ("pooled", "by_scheme", "everything"))
+    assert isinstance(pooled, pd.DataFrame) and isinstance(everything, pd.DataFrame)
+    assert list(pooled["merged_points"]) == [4, 4] and list(pooled["completed_requests"]) == [
+        80,
+        80,
+    ]
+    assert list(pooled.columns[:2]) == ["engine.speculation", "points"]
+    pd.testing.assert_frame_equal(pooled, by_scheme)
+    assert len(everything) == 1 and everything.loc[0, "ttft_samples"] == 160
+    # SD shortens the pooled TPOT of these replicas (as it does each point's)
+    assert pooled.loc[1, "p90_tpot_ms"] < pooled.loc[0, "p90_tpot_ms"]
+
+
 def test_cli_writes_the_documented_outputs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sweep = ROOT / "docs" / "examples" / "sweep" / "sd_vs_load.yaml"
     out = tmp_path / "out"
-    assert main(["sweep", str(sweep), "--out", str(out), "--workers", "1", "--json"]) == 0
+    command = ["sweep", str(sweep), "--out", str(out), "--workers", "1"]
+    assert main([*command, "--json", "--merge-over", "traffic.load.rate_rps"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["points"] == 9 and summary["skipped_points"] == 0
-    for name in ("points.parquet", "summary.json", "sweep.json"):
+    for name in ("points.parquet", "summary.json", "sweep.json", "merged.parquet"):
         assert (out / name).is_file()
+    merged = pd.read_parquet(out / "merged.parquet")
+    assert list(merged["merged_points"]) == [3, 3, 3]  # each speculation setting over 3 loads
+    assert summary["merged"]["over"] == ["traffic.load.rate_rps"]
+    assert [group["merged_points"] for group in summary["merged"]["groups"]] == [3, 3, 3]
     for name in ("throughput_vs_latency.png", "sd_gain_vs_load.png"):
         assert (out / "plots" / name).read_bytes()[:4] == b"\x89PNG"
     assert len(list((out / "points").glob("*.json"))) == 9

@@ -1,5 +1,5 @@
-"""A killed sweep resumes: no finished point is lost or run again, and the rows equal those of
-an uninterrupted run."""
+"""A killed sweep resumes: no finished point is lost or run again, and the rows (with each
+point's sketches) and the merged percentiles equal those of an uninterrupted run."""
 
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ SWEEP: dict[str, Any] = {
         "engine.workers.aggregated.scheduler.max_sequences": [4, 16, 64],
     },
     "slos": {"tpot_ms": {"p90": 10}},
+    "merge_over": ["engine.workers.aggregated.scheduler.max_sequences"],
 }
 
 
@@ -114,15 +115,18 @@ def test_resume_after_kill_loses_and_repeats_nothing(tmp_path: Path, workers: in
 
     fresh = tmp_path / "fresh"
     subprocess.run(_cli(sweep, fresh), capture_output=True, text=True, check=True)
-    pd.testing.assert_frame_equal(
-        pd.read_parquet(out / "points.parquet"), pd.read_parquet(fresh / "points.parquet")
-    )
+    for name in ("points.parquet", "merged.parquet"):
+        pd.testing.assert_frame_equal(pd.read_parquet(out / name), pd.read_parquet(fresh / name))
+    sketches = [f"{metric}_sketch" for metric in ("ttft", "tpot", "itl", "e2e")]
+    merged = pd.read_parquet(out / "merged.parquet")
+    assert len(merged) == 4 and merged[sketches].notna().all().all()
     assert (out / "summary.json").read_text() != ""
 
 
 def test_a_different_sweep_in_the_same_folder_is_refused(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep.yaml"
-    small = {**SWEEP, "axes": {"traffic.load.rate_rps": [2]}}
+    small = {key: value for key, value in SWEEP.items() if key != "merge_over"}
+    small["axes"] = {"traffic.load.rate_rps": [2]}
     sweep.write_text(yaml.safe_dump(small), encoding="utf-8")
     out = tmp_path / "out"
     subprocess.run(_cli(sweep, out), capture_output=True, check=True)

@@ -84,7 +84,7 @@ def _sweep(**changes: Any) -> dict[str, Any]:
         ),
         (
             _sweep(slo={"tpot_ms": {"p90": 20}}),
-            "<root>: unknown field(s) slo; allowed: axes, base, name, slos",
+            "<root>: unknown field(s) slo; allowed: axes, base, merge_over, name, slos",
         ),
         (
             _sweep(slos={"tpot_ms": {"p80": 20}}),
