@@ -13,7 +13,7 @@ import json
 import os
 import platform
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,6 +81,26 @@ def model_identity(directory: Path) -> dict[str, Any]:
 
 def _prompt(rng: Any, length: int, vocab: int) -> list[int]:
     return [int(token) for token in rng.integers(10, vocab, size=length)]
+
+
+def new_token_count_length(batch: int, length: int, budget: int, seen: Container[int]) -> int:
+    """The per-request prompt length nearest ``length`` (the shorter first on a tie) whose step
+    token count ``batch x length`` the engine has never scheduled (``seen``) and that fits the
+    token ``budget``; ``length`` itself when every candidate was seen.
+
+    Why: vLLM's CPU build runs every linear layer through oneDNN, which creates a matmul
+    primitive per step token count and keeps 32 per weight shape
+    (``vllm/model_executor/layers/utils.py``, ``dispatch_cpu_unquantized_gemm``:
+    ``create_onednn_mm(weight.t(), 32)``; ``csrc/cpu/dnnl_helper.cpp``,
+    ``MatMulPrimitiveHandler::get_matmul_cache``). A served trace's prompts have lengths the
+    engine has rarely scheduled, so its prefill steps pay that creation; prefill points timed at
+    the same token count again and again did not (docs/replay.md, "Against a real engine")."""
+    limit = budget // batch
+    for offset in range(max(length, limit) + 1):
+        for candidate in (length,) if offset == 0 else (length - offset, length + offset):
+            if 1 <= candidate <= limit and batch * candidate not in seen:
+                return candidate
+    return length
 
 
 def _run_until_idle(
@@ -180,8 +200,12 @@ def record_grid(
                 seen += 1
         engine.reset_prefix_cache()
 
-    def prefill_point(batch: int, length: int, rep: int, warmup: bool) -> None:
+    def prefill_point(batch: int, nominal: int, rep: int, warmup: bool) -> None:
         nonlocal counter
+        # At a step token count new to the engine, as a served prompt's prefill mostly is.
+        length = new_token_count_length(
+            batch, nominal, engine.options.max_num_batched_tokens, engine.token_counts_seen
+        )
         for _ in range(batch):
             counter += 1
             engine.add(f"grid-{counter}", _prompt(rng, length, vocab), 1)
@@ -194,7 +218,7 @@ def record_grid(
         _run_until_idle(engine, clock, keep)
         step = first[0]
         if step.num_prefill_requests == batch and step.prefill_tokens == batch * length:
-            add_row(f"prefill-b{batch}-c{length}", batch, length, rep, step, "prefill", warmup)
+            add_row(f"prefill-b{batch}-c{nominal}", batch, nominal, rep, step, "prefill", warmup)
         engine.reset_prefix_cache()
 
     # Repetitions are interleaved (every point once per pass), so a slow spell of the shared
@@ -238,6 +262,7 @@ def record_grid(
             "repetitions": spec.repetitions,
             "warmup": spec.warmup,
             "interleaved_with_served_runs": between_passes is not None,
+            "prefill_token_counts": "new to the engine at every prefill point",
             "metrics": (
                 f"engine counters over an acceptance sample of {len(acceptance_sample)} requests"
                 if acceptance_sample

@@ -121,6 +121,9 @@ class Engine:
         self.options = options
         self._core = self._engine_core()
         self._pending: Any = None
+        #: Every step token count scheduled so far (vLLM's CPU GEMMs cache one primitive per
+        #: count: the grid's prefill points pick counts not in it, ``new_token_count_length``).
+        self.token_counts_seen: set[int] = set()
         scheduler = self._core.scheduler
         original = scheduler.schedule
 
@@ -210,6 +213,7 @@ class Engine:
             return None, progress
         record = self._describe(planned, prompts, waiting, start, end)
         record.cpu_ms = cpu_ms
+        self.token_counts_seen.add(record.scheduled_tokens)
         return record, progress
 
     def _describe(

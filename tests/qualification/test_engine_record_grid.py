@@ -1,0 +1,122 @@
+"""The grid recorder times every prefill point at a step token count the engine has not
+scheduled before (vLLM's CPU GEMMs cache one primitive per count, so a served prompt's prefill
+mostly pays its creation). A scripted stand-in for the engine; no vLLM needed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from qualification.engine._record import GridSpec, new_token_count_length, record_grid
+from qualification.engine._vllm import StepRecord
+
+
+@pytest.mark.parametrize(
+    ("batch", "length", "budget", "seen", "expected"),
+    [
+        (1, 32, 512, set(), 32),
+        (1, 32, 512, {32}, 31),  # the shorter first on a tie
+        (1, 32, 512, {32, 31}, 33),
+        (2, 128, 512, {256}, 127),  # 2 x 127 = 254
+        (4, 128, 512, {512, 508}, 126),  # 129 would be 516 > 512: 126 x 4 = 504
+        (1, 2, 2, {1, 2}, 2),  # every candidate seen: the length itself
+    ],
+)
+def test_new_token_count_length(
+    batch: int, length: int, budget: int, seen: set[int], expected: int
+) -> None:
+    assert new_token_count_length(batch, length, budget, seen) == expected
+
+
+class _Options:
+    num_speculative_tokens = 0
+    speculative_method = None
+    max_num_batched_tokens = 512
+
+
+class ScriptedEngine:
+    """FCFS, chunked prefill within a 512-token budget, one token per decode, no SD. Steps
+    are numbered: a step's ``start_ms`` is its index in ``history`` (its token counts)."""
+
+    def __init__(self) -> None:
+        self.options = _Options()
+        self.token_counts_seen: set[int] = set()
+        self.history: list[int] = []
+        self.requests: list[dict[str, Any]] = []
+
+    def prometheus_text(self) -> str:
+        return ""
+
+    def reset_prefix_cache(self) -> None:
+        pass
+
+    def add(self, request_id: str, prompt: list[int], output_tokens: int) -> None:
+        self.requests.append(
+            {"id": request_id, "prompt": len(prompt), "out": output_tokens, "done": 0, "emitted": 0}
+        )
+
+    def has_work(self) -> bool:
+        return bool(self.requests)
+
+    def step(self, clock: Any) -> tuple[StepRecord | None, dict[str, tuple[int, bool]]]:
+        index = float(len(self.history))
+        record = StepRecord(index, index + 0.5, 0, 0, 0, 0, 0, 0, 0, 0, [])
+        budget = self.options.max_num_batched_tokens
+        for request in self.requests:
+            if request["done"] >= request["prompt"]:  # decoding
+                record.num_decode_requests += 1
+                record.decode_kv_tokens += request["done"]
+                request["done"] += 1
+                request["emitted"] += 1
+                budget -= 1
+            elif budget > 0:
+                chunk = min(request["prompt"] - request["done"], budget)
+                record.num_prefill_requests += 1
+                record.prefill_tokens += chunk
+                request["done"] += chunk
+                budget -= chunk
+                if request["done"] == request["prompt"]:
+                    request["emitted"] += 1
+            else:
+                continue
+            record.request_ids.append(request["id"])
+        record.scheduled_tokens = record.prefill_tokens + record.num_decode_requests
+        state = {r["id"]: (r["emitted"], r["emitted"] >= r["out"]) for r in self.requests}
+        self.requests = [r for r in self.requests if r["emitted"] < r["out"]]
+        self.history.append(record.scheduled_tokens)
+        self.token_counts_seen.add(record.scheduled_tokens)
+        return record, state
+
+
+def test_every_prefill_point_is_timed_at_a_new_token_count(tmp_path: Path) -> None:
+    engine = ScriptedEngine()
+    # Earlier work (e.g. a served run) already scheduled the nominal 128- and 32-token counts.
+    engine.token_counts_seen.update({32, 128})
+    spec = GridSpec((1, 2), (64,), (1, 2), (32, 128), repetitions=3, warmup=1)
+    grid = record_grid(
+        engine,  # type: ignore[arg-type]
+        spec,
+        tmp_path,
+        {"evidence_type": "engine-measurement"},
+        seed=0,
+        vocab=1000,
+        overwrite=False,
+        progress=lambda _: None,
+    )
+    rows = pd.read_parquet(grid / "grid_steps.parquet")
+    prefill = rows[rows["phase"] == "prefill"]
+    # 4 points x 3 passes timed, plus one warm-up each in the first pass.
+    assert len(prefill) == 16
+    for start, tokens in zip(prefill["start_ms"], prefill["scheduled_tokens"], strict=True):
+        index = int(start)
+        assert engine.history[index] == tokens
+        assert tokens not in engine.history[:index] and tokens not in {32, 128}
+    # Points keep their nominal names and contexts; the tokens stay near them.
+    b1c128 = prefill[prefill["point_id"] == "prefill-b1-c128"]
+    assert set(b1c128["context_tokens"]) == {128}
+    assert all(120 <= tokens <= 136 for tokens in b1c128["scheduled_tokens"])
+    b2c32 = prefill[prefill["point_id"] == "prefill-b2-c32"]
+    assert all(tokens % 2 == 0 and 56 <= tokens <= 72 for tokens in b2c32["scheduled_tokens"])
