@@ -9,12 +9,16 @@ is priced as:
   the recorded box the coordinates are **clamped** to it (never extrapolated) and the answer is
   counted as ``clamped``;
 * prefill only: the same over (requests, prompt tokens per request);
-* mixed (chunked prefill beside decodes, one engine step): decode part + prefill part. (A first
-  version subtracted the per-step overhead both parts contain, the smallest decode step; on the
-  first, loaded-host ``llama-4x256`` recording the served mixed steps' CPU time was 1.18-1.35 x
-  that. On the quiet recordings they cost 0.66-0.97 x the sum relative to each run's step-cost
-  drift, but on the earlier ones the cheaper rules moved mean TTFT to -22..+4 % without lowering
-  the E2E error, so the sum stays: docs/replay.md, "Against a real engine".)
+* mixed (chunked prefill beside decodes, one engine step): decode part + prefill part - the
+  per-step overhead, taken as the table's cheapest decode step (or SD round): one vLLM engine
+  step is one scheduler pass, one model forward over the flattened tokens of every scheduled
+  request and one sampling pass (``vllm/v1/engine/core.py``, ``EngineCore.step``;
+  ``vllm/v1/worker/gpu_model_runner.py``, ``GPUModelRunner.execute_model``, which the CPU
+  runner ``CPUModelRunner`` subclasses), so a mixed step pays that overhead once where the
+  decode and prefill steps timed on their own each paid it. Priced so, served mixed steps cost
+  the same multiple of their price as served prefill-only steps (docs/replay.md, "Against a
+  real engine"); the decode part is never below the overhead, so a mixed step never costs
+  less than its prefill part.
 
 Every answer's coverage is counted, so a report says how much of a replay was clamped.
 """
@@ -114,6 +118,9 @@ class EngineStepModel:
         prefill = prefill.assign(prefill_tokens=prefill["scheduled_tokens"])
         self.decode_points = _points(decode, "total_kv_tokens", latency_column, scale)
         self.prefill_points = _points(prefill, "prefill_tokens", latency_column, scale)
+        #: One engine step's fixed cost, counted once in a mixed step: the cheapest decode
+        #: step (or SD round) of the table. Interpolation never goes below it.
+        self.step_overhead_ms = min(latency for _, _, latency in self.decode_points)
         self.decode = _Surface(self.decode_points, decode_phase)
         self.prefill = _Surface(self.prefill_points, "prefill")
         self.coverage: Counter[str] = Counter()
@@ -132,6 +139,7 @@ class EngineStepModel:
             )
         if decode_ms and prefill_ms:
             self.coverage["mixed"] += 1
+            return decode_ms + prefill_ms - self.step_overhead_ms
         return decode_ms + prefill_ms
 
     def describe(self) -> dict[str, Any]:

@@ -50,7 +50,8 @@ def step_kind(
 
 def priced_steps(steps: Any, model: Any, drift: float, depth: int) -> list[dict[str, Any]]:
     """One row per recorded step: its kind, measured ms, replay's price for the same composition
-    (decode part, prefill part), ratio = measured / (price x drift), and the idle ms before it."""
+    (decode part, prefill part, and the price: their sum, less one step's overhead in a mixed
+    step), ratio = measured / (price x drift), and the idle ms before it."""
     scratch: Counter[str] = Counter()
     rows = []
     previous_end = None
@@ -71,6 +72,8 @@ def priced_steps(steps: Any, model: Any, drift: float, depth: int) -> list[dict[
         )
         measured = float(step["end_ms"]) - float(step["start_ms"])
         price = decode_ms + prefill_ms
+        if decode_ms and prefill_ms:  # one engine step: its overhead once (EngineStepModel)
+            price -= model.step_overhead_ms
         rows.append(
             {
                 "kind": step_kind(
@@ -82,6 +85,7 @@ def priced_steps(steps: Any, model: Any, drift: float, depth: int) -> list[dict[
                 "measured_ms": measured,
                 "decode_price_ms": decode_ms,
                 "prefill_price_ms": prefill_ms,
+                "price_ms": price,
                 "ratio": measured / (price * drift) if price > 0 else float("nan"),
                 "idle_before_ms": (
                     float("nan") if previous_end is None else float(step["start_ms"]) - previous_end
@@ -151,9 +155,7 @@ def diff_run(run: Any, table: Any) -> dict[str, Any]:
         kinds[kind] = {
             "engine_steps": len(mine),
             "engine_ms": float(sum(row["measured_ms"] for row in mine)),
-            "priced_ms_x_drift": float(
-                sum((row["decode_price_ms"] + row["prefill_price_ms"]) * drift for row in mine)
-            ),
+            "priced_ms_x_drift": float(sum(row["price_ms"] * drift for row in mine)),
             "ratio_median": float(np.median(ratios)) if mine else None,
             "ratio_p10": float(np.percentile(ratios, 10)) if mine else None,
             "ratio_p90": float(np.percentile(ratios, 90)) if mine else None,

@@ -64,7 +64,8 @@ def test_priced_steps_hand_derived(tmp_path: Path) -> None:
     steps = pd.DataFrame(
         {
             # prefill 200 tokens (price 50) measured 60 ms; mixed: decode at 200 (15) +
-            # prefill 100 (30) = 45, measured 36 ms after 4 ms idle; decode at 300 (20) in 22 ms.
+            # prefill 100 (30) - one step's overhead (the cheapest decode step, 10) = 35,
+            # measured 36 ms after 4 ms idle; decode at 300 (20) in 22 ms.
             "start_ms": [0.0, 64.0, 100.0],
             "end_ms": [60.0, 100.0, 122.0],
             "num_prefill_requests": [1, 1, 0],
@@ -79,8 +80,9 @@ def test_priced_steps_hand_derived(tmp_path: Path) -> None:
     assert [row["measured_ms"] for row in rows] == pytest.approx([60.0, 36.0, 22.0])
     assert [row["prefill_price_ms"] for row in rows] == pytest.approx([50.0, 30.0, 0.0])
     assert [row["decode_price_ms"] for row in rows] == pytest.approx([0.0, 15.0, 20.0])
+    assert [row["price_ms"] for row in rows] == pytest.approx([50.0, 35.0, 20.0])
     # ratio = measured / (price x drift 2.0)
-    assert [row["ratio"] for row in rows] == pytest.approx([0.6, 0.4, 0.55])
+    assert [row["ratio"] for row in rows] == pytest.approx([0.6, 36.0 / 70.0, 0.55])
     assert rows[1]["idle_before_ms"] == pytest.approx(4.0)
     assert rows[2]["idle_before_ms"] == pytest.approx(0.0)
 

@@ -75,9 +75,11 @@ def test_prefill_and_mixed_steps(tmp_path: Path) -> None:
     model = EngineStepModel(_table(tmp_path), 0)
     prefill = ForwardPassMetrics(num_prefill_requests=1, sum_prefill_tokens=200)
     assert model.estimate_forward_pass_time_ms(prefill) == pytest.approx(50.0)
-    # Mixed: decode 15 + prefill 30.
+    # Mixed: decode 15 + prefill 30 - one step's overhead, the cheapest decode step (B=1 at
+    # 100 tokens: 10), paid once in the one engine step.
+    assert model.step_overhead_ms == pytest.approx(10.0)
     mixed = ForwardPassMetrics(1, 200, 1, 100)
-    assert model.estimate_forward_pass_time_ms(mixed) == pytest.approx(45.0)
+    assert model.estimate_forward_pass_time_ms(mixed) == pytest.approx(35.0)
     # A list of ranks costs its slowest rank.
     assert model.estimate_forward_pass_time_ms([prefill, mixed]) == pytest.approx(50.0)
     assert model.coverage["mixed"] == 2
