@@ -50,8 +50,11 @@ def step_kind(
 
 def priced_steps(steps: Any, model: Any, drift: float, depth: int) -> list[dict[str, Any]]:
     """One row per recorded step: its kind, measured ms, replay's price for the same composition
-    (decode part, prefill part, and the price: their sum, less one step's overhead in a mixed
-    step), ratio = measured / (price x drift), and the idle ms before it."""
+    (decode part, prefill part, and the price ``model`` gives the pass: their sum, less one
+    step's overhead in a mixed step), ratio = measured / (price x drift), and the idle ms
+    before it."""
+    from aisim.fpm import ForwardPassMetrics
+
     scratch: Counter[str] = Counter()
     rows = []
     previous_end = None
@@ -71,9 +74,14 @@ def priced_steps(steps: Any, model: Any, drift: float, depth: int) -> list[dict[
             else 0.0
         )
         measured = float(step["end_ms"]) - float(step["start_ms"])
-        price = decode_ms + prefill_ms
-        if decode_ms and prefill_ms:  # one engine step: its overhead once (EngineStepModel)
-            price -= model.step_overhead_ms
+        price = model.estimate_forward_pass_time_ms(  # exactly as replay prices the pass
+            ForwardPassMetrics(
+                int(step["num_decode_requests"]),
+                int(step["decode_kv_tokens"]),
+                int(step["num_prefill_requests"]),
+                int(step["prefill_tokens"]),
+            )
+        )
         rows.append(
             {
                 "kind": step_kind(
