@@ -151,12 +151,12 @@ def _scan(
     if count == 0:
         raise ConfigError(f"{trace.source_path}: the traffic has no requests")
     if not in_order:
-        return list(trace.requests(trusted=True)), None, count, total_tokens
+        return list(trace.requests()), None, count, total_tokens
 
     def reread() -> Iterator[RequestSpec]:
         """The trace again; a file that changed since ``_scan`` read it is an error."""
         previous_ms = 0.0
-        for request in trace.requests(trusted=True):
+        for request in trace.requests():
             if request.index >= count or request.arrival_ms < previous_ms:
                 raise ConfigError(
                     f"{trace.source_path}.path: {trace.file.name!r} changed while it was "

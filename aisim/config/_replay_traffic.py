@@ -11,10 +11,11 @@ Loads (``traffic.load.type``): ``trace_timestamps``, ``poisson``, ``constant``, 
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import Annotated, Any, Final
+
+import msgspec
 
 from aisim._fields import (
     as_float,
@@ -72,8 +73,6 @@ ROW_KEYS: Final = (
     "delay_ms",
 )
 CSV_COLUMNS: Final = ("arrival_s", "prompt_tokens", "output_tokens")
-_MOONCAKE_KEYS: Final = frozenset(ROW_KEYS[:4])
-_LOADS: Final = json.JSONDecoder().decode
 
 
 class TraceStream:
@@ -82,10 +81,9 @@ class TraceStream:
     arrivals scaled by ``time_scale`` and bounded by ``MAX_TIME_MS``), so neither its text nor
     its requests are ever held whole (small traces come from the trace cache).
     ``build_plan`` reads it once to check every request against the workers and to learn its
-    size and order, then the simulation reads it again: ``requests(trusted=True)``, which, when
-    the file's content (SHA-256) is the one a full pass already checked, builds Mooncake rows
-    with ``_trusted_row`` instead of re-checking every field (any row it does not accept as is
-    still goes through the full checks, so a file that changed meanwhile gives the same errors)."""
+    size and order, then the simulation reads it again. Every reading checks every line in
+    full (a plainly valid Mooncake line is checked in C by ``_plain_row``), so a file that
+    changed meanwhile gives the same errors as a first reading of it."""
 
     def __init__(
         self,
@@ -104,17 +102,12 @@ class TraceStream:
         self.time_scale = time_scale
         self.max_requests = max_requests
         self.load_path = load_path
-        #: The digest of the content a pass read to its end (None before one has).
-        self.checked_digest: str | None = None
 
-    def requests(self, trusted: bool = False) -> Iterator[RequestSpec]:
+    def requests(self) -> Iterator[RequestSpec]:
         limit = self.max_requests if self.max_requests is not None else MAX_REQUESTS
         scale = self.time_scale
         digest = TRACES.digest(self.file, self.source_path)
-        lean = trusted and digest == self.checked_digest
-        rows = _trace_rows(
-            self.file, self.fmt, self.block_tokens, self.source_path, digest=digest, lean=lean
-        )
+        rows = _trace_rows(self.file, self.fmt, self.block_tokens, self.source_path, digest=digest)
         for spec in rows:
             if spec.index >= limit:
                 break
@@ -122,7 +115,6 @@ class TraceStream:
             if not spec.arrival_ms <= MAX_TIME_MS:
                 raise ConfigError(_late_arrival(self.load_path, spec))
             yield spec
-        self.checked_digest = digest
 
 
 def build_traffic(
@@ -221,12 +213,10 @@ def _trace_rows(
     path: str,
     limit: int | None = None,
     digest: str | None = None,
-    lean: bool = False,
 ) -> Iterator[RequestSpec]:
     """The trace's requests in file order, each checked as its line is read (or from the trace
-    cache, for a small trace read before: then only the first ``limit``). ``lean``: the file's
-    content (``digest``) was checked whole before, so Mooncake rows are built by
-    ``_trusted_row``."""
+    cache, for a small trace read before: then only the first ``limit``). ``digest``: the
+    file's, when the caller has just taken it."""
     if fmt == "csv":
 
         def read_csv() -> Iterator[RequestSpec]:
@@ -235,64 +225,69 @@ def _trace_rows(
         return TRACES.stream(file, path, ("csv",), read_csv, limit=limit, digest=digest)
 
     def read_mooncake() -> Iterator[RequestSpec]:
-        for index, (row, where) in enumerate(_read_jsonl(file, path)):
-            yield _row_request(index, row, where, block_tokens, False)
-
-    def read_checked_mooncake() -> Iterator[RequestSpec]:
         index = 0
         for number, line in enumerate(_text_lines(file, path, None), start=1):
             if not line.strip():
                 continue
-            spec = _trusted_row(index, line, block_tokens)
+            spec = _plain_row(index, line, block_tokens)
             if spec is None:
                 where = f"{file.name}:{number}"
                 spec = _row_request(index, parse_json_text(line, where), where, block_tokens, False)
             yield spec
             index += 1
 
-    read = read_checked_mooncake if lean else read_mooncake
-    return TRACES.stream(file, path, ("mooncake", block_tokens), read, limit=limit, digest=digest)
+    return TRACES.stream(
+        file, path, ("mooncake", block_tokens), read_mooncake, limit=limit, digest=digest
+    )
 
 
-def _trusted_row(index: int, line: str, block_tokens: int) -> RequestSpec | None:
-    """The request of a Mooncake line that a full pass has already checked, built without
-    naming a field path per check: what ``_row_request`` builds from the line when the line is
-    plainly valid (exact types, in range), else ``None`` (then the caller runs the full checks,
-    which give the line's error). Duplicate keys and nesting depth are not looked at: the
-    caller uses this only for content whose digest a full pass checked."""
+class _MooncakeRow(msgspec.Struct, forbid_unknown_fields=True):
+    """A Mooncake row as ``_plain_row`` takes it: exact JSON types, ranges checked in C."""
+
+    input_length: Annotated[int, msgspec.Meta(ge=1, le=MAX_TOKENS)]
+    output_length: Annotated[int, msgspec.Meta(ge=1, le=MAX_TOKENS)]
+    timestamp: int | float | msgspec.UnsetType = msgspec.UNSET
+    hash_ids: list[Annotated[int, msgspec.Meta(ge=0, lt=1 << 62)]] | None | msgspec.UnsetType = (
+        msgspec.UNSET
+    )
+
+
+_PLAIN_ROW: Final = msgspec.json.Decoder(_MooncakeRow)
+
+
+def _plain_row(index: int, line: str, block_tokens: int) -> RequestSpec | None:
+    """The request ``_row_request`` builds from a Mooncake line, for a line that is plainly
+    valid (exact JSON types, in range, no duplicate key), decoded and checked in C by msgspec;
+    else ``None``, and the caller runs the full checks, which give the line's error (or accept
+    what this does not take as is, such as ``2.0`` for an integer). Every value taken here is
+    a number or a list of numbers, so the line's only strings are its keys: as many quote
+    characters as twice the keys decoded means no key was repeated (msgspec keeps the last)."""
     try:
-        row = _LOADS(line)
-    except (ValueError, RecursionError):
+        row = _PLAIN_ROW.decode(line)
+    except msgspec.MsgspecError:
         return None
-    if type(row) is not dict or not row.keys() <= _MOONCAKE_KEYS:
+    stamp = row.timestamp
+    hash_ids = row.hash_ids
+    keys = 2 + (stamp is not msgspec.UNSET) + (hash_ids is not msgspec.UNSET)
+    if line.count('"') != 2 * keys:
         return None
-    prompt = row.get("input_length")
-    output = row.get("output_length")
-    if type(prompt) is not int or type(output) is not int:
-        return None
-    if not (1 <= prompt <= MAX_TOKENS and 1 <= output <= MAX_TOKENS):
-        return None
-    stamp = row.get("timestamp", 0)
     if type(stamp) is int:
         if not 0 <= stamp <= MAX_TIME_MS:  # before float(), which overflows on 10**400
             return None
-    elif type(stamp) is not float or not 0.0 <= stamp <= MAX_TIME_MS:  # NaN fails too
-        return None
-    timestamp = float(stamp)
-    hash_ids = row.get("hash_ids")
-    if hash_ids is None:
+        timestamp = float(stamp)
+    elif type(stamp) is float:
+        if not 0.0 <= stamp <= MAX_TIME_MS:
+            return None
+        timestamp = stamp
+    else:
+        timestamp = 0.0
+    if hash_ids is None or hash_ids is msgspec.UNSET:
         hash_ids = []
-    elif type(hash_ids) is not list or (
-        hash_ids
-        and not (
-            set(map(type, hash_ids)) == {int} and min(hash_ids) >= 0 and max(hash_ids) < 1 << 62
-        )
-    ):
-        return None
+    prompt = row.input_length
     if len(hash_ids) > -(-prompt // block_tokens):
         return None
     return RequestSpec(
-        index, str(index), prompt, output, timestamp, [], 0.0, hash_ids, block_tokens
+        index, str(index), prompt, row.output_length, timestamp, [], 0.0, hash_ids, block_tokens
     )
 
 
