@@ -12,7 +12,9 @@ decodes, ``decode``; with SD, ``decode`` steps split by the drafts the engine ac
   step once the engine's speed of the minute is taken out). The idle time before a step (end of
   the previous step to its start) is kept: a step after the engine sat idle can pay for it.
 * **schedule**: the engine's step count and total time per kind beside replay's pass count and
-  total price per kind (replay's passes are recorded as it prices them).
+  total price per kind (replay's passes are recorded as it prices them);
+* **per request**: the mean signed E2E error by third of the requests by output length (a trend
+  says replay gives every request the same tokens per round where the engine did not).
 
 It reads only the committed recording (no engine); it is a diagnostic, not a score.
 """
@@ -127,8 +129,9 @@ class _RecordingPricer:
         return price
 
 
-def replay_passes(run: Any, table: Any) -> list[tuple[str, float]]:
-    """(kind, price) of every pass of ``run``'s replay priced by ``table`` (as ``replay_run``)."""
+def replay_passes(run: Any, table: Any) -> tuple[list[tuple[str, float]], Any]:
+    """(kind, price) of every pass of ``run``'s replay priced by ``table`` (as ``replay_run``),
+    and the replay's result."""
     from aisim import run_replay
     from qualification.engine._replay import check_same_engine, recorded_settings, replay_config
     from qualification.engine._step_model import EngineStepModel
@@ -136,8 +139,39 @@ def replay_passes(run: Any, table: Any) -> list[tuple[str, float]]:
     check_same_engine(run, table)
     depth = int(recorded_settings(run)["num_speculative_tokens"] or 0)
     pricer = _RecordingPricer(EngineStepModel(table, depth), depth)
-    run_replay(replay_config(run, table), base_dir=Path("."), forward_pass_model=pricer)
-    return pricer.passes
+    result = run_replay(replay_config(run, table), base_dir=Path("."), forward_pass_model=pricer)
+    return pricer.passes, result
+
+
+def error_by_output_length(run: Any, result: Any) -> list[dict[str, Any]]:
+    """Per third of the requests by output length (shortest first): the output lengths, and the
+    mean signed per-request E2E error of the replay (``result``) against ``run``, in percent.
+    A model that gives every request the same tokens per round where the engine does not (with
+    ``ngram``, a request drafts nothing until an n-gram matches) shows a trend here."""
+    from qualification.engine._score import measured_latencies
+
+    measured = measured_latencies(run)
+    frame = result.requests.set_index(result.requests["request_id"].astype(str))
+    predicted = frame.loc[measured["request_id"], "e2e_latency_ms"].astype(float).tolist()
+    rows = sorted(
+        zip(measured["output_tokens"], predicted, measured["e2e"], strict=True),
+        key=lambda row: row[0],
+    )
+    thirds = [part.tolist() for part in np.array_split(np.arange(len(rows)), 3)]
+    out = []
+    for indices in thirds:
+        part = [rows[i] for i in indices]
+        if not part:
+            continue
+        errors = [(pred - meas) / meas * 100.0 for _, pred, meas in part]
+        out.append(
+            {
+                "output_tokens": (int(part[0][0]), int(part[-1][0])),
+                "requests": len(part),
+                "mean_signed_e2e_error_pct": float(np.mean(errors)),
+            }
+        )
+    return out
 
 
 def diff_run(run: Any, table: Any) -> dict[str, Any]:
@@ -150,7 +184,7 @@ def diff_run(run: Any, table: Any) -> dict[str, Any]:
     model = EngineStepModel(table, depth)
     drift = step_cost_drift(run.steps, model)
     rows = priced_steps(run.steps, model, drift, depth)
-    passes = replay_passes(run, table)
+    passes, result = replay_passes(run, table)
     kinds: dict[str, Any] = {}
     for kind in KINDS:
         mine = [row for row in rows if row["kind"] == kind]
@@ -173,7 +207,12 @@ def diff_run(run: Any, table: Any) -> dict[str, Any]:
             "replay_passes": len(theirs),
             "replay_ms": float(sum(theirs)),
         }
-    return {"run": run.name, "drift": drift, "kinds": kinds}
+    return {
+        "run": run.name,
+        "drift": drift,
+        "kinds": kinds,
+        "by_output_length": error_by_output_length(run, result),
+    }
 
 
 def _fmt(value: Any, spec: str) -> str:
@@ -200,6 +239,19 @@ def to_markdown(name: str, runs: list[dict[str, Any]]) -> str:
                 f"| {_fmt(row['ratio_median_after_idle'], '.2f')} ({row['steps_after_idle']}) "
                 f"| {_fmt(row['ratio_median_busy'], '.2f')} |"
             )
+    lines += [
+        "",
+        "Mean signed per-request E2E error (replay vs engine) by output length, shortest third "
+        "first:",
+        "",
+    ]
+    for run in runs:
+        parts = [
+            f"{part['output_tokens'][0]}-{part['output_tokens'][1]} tokens: "
+            f"{part['mean_signed_e2e_error_pct']:+.1f} %"
+            for part in run["by_output_length"]
+        ]
+        lines.append(f"- {run['run']}: " + "; ".join(parts))
     return "\n".join(lines) + "\n"
 
 

@@ -4,12 +4,19 @@ prices on a small table, and the CLI on a committed recording (no vLLM needed)."
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
 from qualification.engine import EngineStepModel, StepTable, load_recording
-from qualification.engine.step_diff import diff_run, main, priced_steps, step_kind
+from qualification.engine.step_diff import (
+    diff_run,
+    error_by_output_length,
+    main,
+    priced_steps,
+    step_kind,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDING = ROOT / "evidence" / "engine" / "vllm-cpu-quiet-llama-4x256-ngram"
@@ -99,6 +106,7 @@ def test_diff_run_counts_every_engine_step_and_replay_pass() -> None:
     )
     assert kinds["decode-undrafted"]["replay_passes"] == 0
     assert sum(row["replay_passes"] for row in kinds.values()) > 0
+    assert sum(part["requests"] for part in diff["by_output_length"]) == len(run.requests)
 
 
 def test_cli_prints_a_table_per_recording(capsys: pytest.CaptureFixture[str]) -> None:
@@ -114,3 +122,29 @@ def test_cli_refuses_a_missing_recording(
     assert main([str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_error_by_output_length_hand_derived() -> None:
+    # Outputs 30, 10, 20 tokens, every measured E2E 100 ms; replay 100, 110, 90 ms: by output
+    # length (10, 20, 30) the thirds are +10 %, -10 %, 0 %.
+    run = SimpleNamespace(
+        requests=pd.DataFrame(
+            {
+                "request_id": ["a", "b", "c"],
+                "arrival_ms": [0.0, 0.0, 0.0],
+                "first_token_ms": [10.0, 10.0, 10.0],
+                "finish_ms": [100.0, 100.0, 100.0],
+                "output_tokens": [30, 10, 20],
+            }
+        )
+    )
+    result = SimpleNamespace(
+        requests=pd.DataFrame(
+            {"request_id": ["c", "b", "a"], "e2e_latency_ms": [90.0, 110.0, 100.0]}
+        )
+    )
+    parts = error_by_output_length(run, result)
+    assert [part["output_tokens"] for part in parts] == [(10, 10), (20, 20), (30, 30)]
+    assert [part["mean_signed_e2e_error_pct"] for part in parts] == pytest.approx(
+        [10.0, -10.0, 0.0]
+    )
