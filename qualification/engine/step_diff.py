@@ -199,6 +199,11 @@ def diff_run(run: Any, table: Any) -> dict[str, Any]:
             "engine_ms": float(sum(row["measured_ms"] for row in mine)),
             "priced_ms_x_drift": float(sum(row["price_ms"] * drift for row in mine)),
             "ratio_median": float(np.median(ratios)) if mine else None,
+            "excess_ms_median": (
+                float(np.median([row["measured_ms"] - row["price_ms"] * drift for row in mine]))
+                if mine
+                else None
+            ),
             "ratio_p10": float(np.percentile(ratios, 10)) if mine else None,
             "ratio_p90": float(np.percentile(ratios, 90)) if mine else None,
             "ratio_median_after_idle": float(np.median(after_idle)) if after_idle else None,
@@ -225,8 +230,8 @@ def to_markdown(name: str, runs: list[dict[str, Any]]) -> str:
         "",
         "| run (drift) | kind | engine steps | replay passes | engine ms | table price x drift ms "
         "| replay ms | measured / (price x drift): median [P10, P90] | after > 5 ms idle (n) "
-        "| busy |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| busy | measured - price x drift: median ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for run in runs:
         for kind, row in run["kinds"].items():
@@ -237,7 +242,8 @@ def to_markdown(name: str, runs: list[dict[str, Any]]) -> str:
                 f"| {_fmt(row['ratio_median'], '.2f')} [{_fmt(row['ratio_p10'], '.2f')}, "
                 f"{_fmt(row['ratio_p90'], '.2f')}] "
                 f"| {_fmt(row['ratio_median_after_idle'], '.2f')} ({row['steps_after_idle']}) "
-                f"| {_fmt(row['ratio_median_busy'], '.2f')} |"
+                f"| {_fmt(row['ratio_median_busy'], '.2f')} "
+                f"| {_fmt(row['excess_ms_median'], '+.1f')} |"
             )
     lines += [
         "",

@@ -107,6 +107,9 @@ def test_diff_run_counts_every_engine_step_and_replay_pass() -> None:
     assert kinds["decode-undrafted"]["replay_passes"] == 0
     assert sum(row["replay_passes"] for row in kinds.values()) > 0
     assert sum(part["requests"] for part in diff["by_output_length"]) == len(run.requests)
+    # Decode steps set the drift (their median ratio is 1), so their median excess is about 0.
+    decode = kinds["decode-drafted"]
+    assert abs(decode["excess_ms_median"]) < 0.1 * decode["engine_ms"] / decode["engine_steps"]
 
 
 def test_cli_prints_a_table_per_recording(capsys: pytest.CaptureFixture[str]) -> None:
