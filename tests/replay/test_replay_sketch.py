@@ -41,6 +41,19 @@ def test_merge_equals_one_sketch_of_both(left: list[float], right: list[float]) 
     assert QuantileSketch.from_dict(a.to_dict()).to_dict() == a.to_dict()
 
 
+@given(st.lists(st.tuples(st.sampled_from([0.0, 2.5, 6.0, 6.0000001, 1e4]), st.integers(1, 9))))
+def test_runs_of_equal_values_sketch_as_one_by_one(runs: list[tuple[float, int]]) -> None:
+    """Distribution.to_sketch counts each run of equal values at once: the same sketch as
+    adding every value (runs of a value may repeat, as a replay's gaps do)."""
+    distribution = Distribution()
+    one_by_one = QuantileSketch()
+    for value, count in runs:
+        for _ in range(count):
+            distribution.add(value)
+            one_by_one.add(value)
+    assert distribution.to_sketch().to_dict() == one_by_one.to_dict()
+
+
 def test_distribution_switches_to_the_sketch_past_its_limit() -> None:
     distribution = Distribution(exact_limit=100)
     for i in range(100):
