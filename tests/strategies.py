@@ -191,6 +191,41 @@ def small_requests(draw: st.DrawFn, max_requests: int = 6) -> list[dict[str, Any
     return requests
 
 
+@st.composite
+def requests_with_shared_prefixes(
+    draw: st.DrawFn,
+    *,
+    max_requests: int,
+    max_prompt: int,
+    max_output: int,
+    max_timestamp: int,
+    partial_cover: bool,
+) -> list[dict[str, Any]]:
+    """Inline agentic requests (arrivals in ms), about half of them with ``hash_ids`` of
+    16-token units: a common prefix of one shared 10-unit chain, then units of their own.
+    ``partial_cover``: the ids may also stop short of the prompt (cover only its first units),
+    as a trace's hash ids may."""
+    shared_prefix = list(range(1000, 1010))
+    requests: list[dict[str, Any]] = []
+    for index in range(draw(st.integers(1, max_requests))):
+        prompt = draw(st.integers(1, max_prompt))
+        request: dict[str, Any] = {
+            "input_length": prompt,
+            "output_length": draw(st.integers(1, max_output)),
+            "timestamp": draw(st.integers(0, max_timestamp)),
+        }
+        blocks_in_prompt = -(-prompt // 16)
+        if draw(st.booleans()):
+            common = draw(st.integers(0, blocks_in_prompt))
+            unique = [index * 100 + k for k in range(blocks_in_prompt - common)]
+            ids = shared_prefix[:common] + unique
+            if partial_cover:
+                ids = ids[: draw(st.integers(0, len(ids)))] or ids
+            request["hash_ids"] = ids
+        requests.append(request)
+    return requests
+
+
 #: Trace-row values: mostly plausible, some absurd (negative, fractional, huge, wrong types).
 trace_values: st.SearchStrategy[Any] = st.one_of(
     st.integers(-3, 300),

@@ -17,6 +17,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import requests_with_shared_prefixes
 
 from aisim.config._replay import build_plan
 from aisim.replay._engine import Simulation, SimulationResult
@@ -58,23 +59,12 @@ def scenarios(draw: st.DrawFn, stretchable: bool = False) -> dict[str, Any]:
     path advances at once (vLLM, aggregated, one rank, SD off)."""
     backend = "vllm" if stretchable else draw(st.sampled_from(["vllm", "sglang"]))
     disaggregated = False if stretchable else draw(st.booleans())
-    shared_prefix = list(range(1000, 1010))
-    requests: list[dict[str, Any]] = []
-    for index in range(draw(st.integers(1, 10))):
-        prompt = draw(st.integers(1, 150))
-        request: dict[str, Any] = {
-            "input_length": prompt,
-            "output_length": draw(st.integers(1, 80)),
-            "timestamp": draw(st.integers(0, 200)),
-        }
-        blocks_in_prompt = -(-prompt // 16)
-        if draw(st.booleans()):
-            # Shared prompt prefixes (hashed units), possibly a partial hash cover.
-            common = draw(st.integers(0, blocks_in_prompt))
-            unique = [index * 100 + k for k in range(blocks_in_prompt - common)]
-            ids = shared_prefix[:common] + unique
-            request["hash_ids"] = ids[: draw(st.integers(0, len(ids)))] or ids
-        requests.append(request)
+    # Shared prompt prefixes (hashed units), possibly a partial hash cover.
+    requests = draw(
+        requests_with_shared_prefixes(
+            max_requests=10, max_prompt=150, max_output=80, max_timestamp=200, partial_cover=True
+        )
+    )
     block_size = draw(st.sampled_from([4, 16] if backend == "vllm" else [1, 4, 16]))
     speculation = None if stretchable else _speculation(draw, backend)
     depth = 0 if speculation is None else len(speculation["acceptance_rates"])

@@ -9,6 +9,7 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import requests_with_shared_prefixes
 
 from aisim.config import run_replay
 
@@ -17,21 +18,11 @@ from aisim.config import run_replay
 def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     backend = draw(st.sampled_from(["vllm", "sglang"]))
     disaggregated = draw(st.booleans())
-    shared_prefix = list(range(1000, 1010))
-    requests: list[dict[str, Any]] = []
-    for index in range(draw(st.integers(1, 8))):
-        prompt = draw(st.integers(1, 120))
-        request: dict[str, Any] = {
-            "input_length": prompt,
-            "output_length": draw(st.integers(1, 40)),
-            "timestamp": draw(st.integers(0, 300)),
-        }
-        blocks_in_prompt = -(-prompt // 16)
-        if draw(st.booleans()):
-            common = draw(st.integers(0, blocks_in_prompt))
-            unique = [index * 100 + k for k in range(blocks_in_prompt - common)]
-            request["hash_ids"] = shared_prefix[:common] + unique
-        requests.append(request)
+    requests = draw(
+        requests_with_shared_prefixes(
+            max_requests=8, max_prompt=120, max_output=40, max_timestamp=300, partial_cover=False
+        )
+    )
     block_size = draw(st.sampled_from([4, 16] if backend == "vllm" else [1, 4, 16]))
     depth = draw(st.integers(0, 3))
     # Both engines reserve d lookahead slots for an MTP round on top of its verify width.
