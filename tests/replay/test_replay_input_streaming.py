@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import small_requests
+from traces import write_trace
 
 from aisim.config import run_replay
 from aisim.config._replay import build_plan
@@ -39,22 +40,6 @@ def engine(backend: str = "vllm", rates: list[float] | None = None) -> dict[str,
             "acceptance_rates": rates,
         }
     return block
-
-
-def write_trace(folder: Path, rows: list[dict[str, Any]], fmt: str) -> Path:
-    """``rows`` (Mooncake fields, timestamps in ms) as a CSV or Mooncake JSONL trace file."""
-    if fmt == "csv":
-        path = folder / "trace.csv"
-        lines = ["arrival_s,prompt_tokens,output_tokens"]
-        lines += [
-            f"{row['timestamp'] / 1000},{row['input_length']},{row['output_length']}"
-            for row in rows
-        ]
-    else:
-        path = folder / "trace.jsonl"
-        lines = [json.dumps(row) for row in rows]
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def trace_document(trace: Path, **options: Any) -> dict[str, Any]:
@@ -524,8 +509,7 @@ def test_a_trace_rewritten_between_readings_is_checked_in_full(tmp_path: Path) -
     assert isinstance(stream, TraceStream)
     TRACES.clear()
     assert len(list(stream.requests())) == 5
-    bad = [json.dumps(row) for row in rows[:3]] + ['{"timestamp": 40, "input_length": "30"}']
-    trace.write_text("\n".join(bad) + "\n")
+    write_trace(tmp_path, rows[:4], "jsonl", replace={4: '{"timestamp": 40, "input_length": "30"}'})
     TRACES.clear()
     with pytest.raises(ConfigError) as error:
         list(stream.requests())

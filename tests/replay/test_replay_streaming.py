@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import small_requests
+from traces import write_trace
 
 from aisim.cli import main
 from aisim.config import run_replay
@@ -227,17 +228,13 @@ def test_bad_line_deep_in_a_trace_is_one_line_and_leaves_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, bad_line: str, message: str
 ) -> None:
     """Line 40,000 of a 50,000-line trace is truncated or malformed."""
-    trace = tmp_path / name
-    if name.endswith(".csv"):
-        rows = ["arrival_s,prompt_tokens,output_tokens"]
-        rows += [f"{i / 100},{10 + i % 7},{1 + i % 3}" for i in range(49_999)]
-    else:
-        rows = [
-            f'{{"timestamp": {i * 10}, "input_length": {10 + i % 7}, "output_length": 2}}'
-            for i in range(50_000)
-        ]
-    rows[39_999] = bad_line
-    trace.write_text("\n".join(rows) + "\n")
+    csv = name.endswith(".csv")
+    rows = [
+        {"timestamp": i * 10, "input_length": 10 + i % 7, "output_length": 1 + i % 3 if csv else 2}
+        for i in range(49_999 if csv else 50_000)  # 50,000 lines with the CSV header
+    ]
+    trace = write_trace(tmp_path, rows, "csv" if csv else "jsonl", replace={40_000: bad_line})
+    assert trace.name == name
     out = tmp_path / "out"
     assert main(["replay", str(trace_config(tmp_path, trace)), "--out", str(out)]) == 2
     error = capsys.readouterr().err
@@ -249,10 +246,11 @@ def test_a_run_that_fails_midway_leaves_no_partial_output(tmp_path: Path) -> Non
     """Row groups already streamed to the temp files are deleted when the run fails later."""
     from aisim.cli._replay import write_replay
 
-    trace = tmp_path / "trace.csv"
-    rows = ["arrival_s,prompt_tokens,output_tokens"]
-    rows += [f"{i / 10},{20 + i % 5},{3 + i % 4}" for i in range(40_000)]
-    trace.write_text("\n".join(rows) + "\n")
+    rows = [
+        {"timestamp": i * 100, "input_length": 20 + i % 5, "output_length": 3 + i % 4}
+        for i in range(40_000)
+    ]
+    trace = write_trace(tmp_path, rows, "csv")
     out = tmp_path / "out"
     seen: list[int] = []
 
