@@ -69,31 +69,40 @@ class RequestRecord:
         self.max_itl_ms = request.max_itl_ms if gaps > 0 else nan
 
 
-#: Column names of ``requests.parquet``, in order (attributes of ``RequestRecord``).
-REQUEST_COLUMNS: Final = (
-    "request_id",
-    "status",
-    "reason",
-    "arrival_ms",
-    "first_token_ms",
-    "second_token_ms",
-    "last_token_ms",
-    "ttft_ms",
-    "time_to_second_token_ms",
-    "tpot_ms",
-    "e2e_latency_ms",
-    "prompt_tokens",
-    "output_tokens",
-    "emitted_tokens",
-    "cached_prompt_tokens",
-    "decode_rounds",
-    "sd_rounds",
-    "accepted_drafts",
-    "preemptions",
-    "itl_count",
-    "mean_itl_ms",
-    "max_itl_ms",
+#: Value kinds of the request columns (``_parquet`` maps them to arrow types: string, int64,
+#: float64; NaN marks an undefined float).
+TEXT: Final = "text"
+INTEGER: Final = "integer"
+FLOAT: Final = "float"
+
+#: The columns of ``requests.parquet``, in order, with their kinds: attributes of
+#: ``RequestRecord`` (``status`` is derived from ``completed``).
+REQUEST_COLUMN_KINDS: Final[tuple[tuple[str, str], ...]] = (
+    ("request_id", TEXT),
+    ("status", TEXT),
+    ("reason", TEXT),
+    ("arrival_ms", FLOAT),
+    ("first_token_ms", FLOAT),
+    ("second_token_ms", FLOAT),
+    ("last_token_ms", FLOAT),
+    ("ttft_ms", FLOAT),
+    ("time_to_second_token_ms", FLOAT),
+    ("tpot_ms", FLOAT),
+    ("e2e_latency_ms", FLOAT),
+    ("prompt_tokens", INTEGER),
+    ("output_tokens", INTEGER),
+    ("emitted_tokens", INTEGER),
+    ("cached_prompt_tokens", INTEGER),
+    ("decode_rounds", INTEGER),
+    ("sd_rounds", INTEGER),
+    ("accepted_drafts", INTEGER),
+    ("preemptions", INTEGER),
+    ("itl_count", INTEGER),
+    ("mean_itl_ms", FLOAT),
+    ("max_itl_ms", FLOAT),
 )
+#: Column names of ``requests.parquet``, in order.
+REQUEST_COLUMNS: Final[tuple[str, ...]] = tuple(name for name, _ in REQUEST_COLUMN_KINDS)
 
 
 class RequestLog:

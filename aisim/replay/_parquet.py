@@ -10,32 +10,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from aisim.replay._outcome import REQUEST_COLUMNS, RequestRecord
+from aisim.replay._outcome import FLOAT, INTEGER, REQUEST_COLUMN_KINDS, TEXT, RequestRecord
 from aisim.replay._summary import request_columns
-
-_TEXT = ("request_id", "status", "reason")
-_INTEGER = (
-    "prompt_tokens",
-    "output_tokens",
-    "emitted_tokens",
-    "cached_prompt_tokens",
-    "decode_rounds",
-    "sd_rounds",
-    "accepted_drafts",
-    "preemptions",
-    "itl_count",
-)
 
 
 def _requests_schema() -> Any:
     import pyarrow as pa
 
-    def kind(name: str) -> Any:
-        if name in _TEXT:
-            return pa.string()
-        return pa.int64() if name in _INTEGER else pa.float64()
-
-    return pa.schema([(name, kind(name)) for name in REQUEST_COLUMNS])
+    arrow = {TEXT: pa.string(), INTEGER: pa.int64(), FLOAT: pa.float64()}
+    return pa.schema([(name, arrow[kind]) for name, kind in REQUEST_COLUMN_KINDS])
 
 
 def _tokens_schema() -> Any:
