@@ -134,13 +134,7 @@ def point_metrics(
         for stat, summary_stat in STATISTICS:
             value = summary[f"{summary_stat}_{summary_name}_ms"]
             row[f"{stat}_{name}_ms"] = math.nan if value is None else float(value)
-    for metric, limits in slos.items():
-        name = metric.removesuffix("_ms")
-        for stat, limit in limits.items():
-            value = row[f"{stat}_{name}_ms"]
-            if math.isnan(value) or value > limit:
-                met = False
-    row["slo_met"] = met
+    row["slo_met"] = met and within_slos(row, slos)
     acceptance = summary["mean_acceptance_length"]
     row["mean_acceptance_length"] = math.nan if acceptance is None else float(acceptance)
     for key in ("sd_rounds", "accepted_draft_tokens", "decode_rounds", "preemptions"):
@@ -156,6 +150,18 @@ def point_sketches(distributions: Mapping[str, Distribution]) -> dict[str, dict[
         distribution = distributions[summary_name]
         sketches[column] = {**distribution.to_sketch().to_dict(), "sum_ms": distribution.total}
     return sketches
+
+
+def within_slos(statistics: Mapping[str, float], slos: dict[str, dict[str, float]]) -> bool:
+    """Whether every SLO statistic (``p90_tpot_ms`` for ``slos["tpot_ms"]["p90"]``) in
+    ``statistics`` is defined and within its limit."""
+    for metric, limits in slos.items():
+        name = metric.removesuffix("_ms")
+        for stat, limit in limits.items():
+            value = statistics[f"{stat}_{name}_ms"]
+            if math.isnan(value) or value > limit:
+                return False
+    return True
 
 
 def _good_requests(

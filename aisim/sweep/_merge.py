@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 from aisim.config._sweep import check_merge_over
 from aisim.errors import ConfigError
 from aisim.replay._sketch import RELATIVE_ACCURACY, SKETCH_KIND, QuantileSketch
-from aisim.sweep._evaluate import METRICS, SKETCH_COLUMNS, STATISTICS
+from aisim.sweep._evaluate import METRICS, SKETCH_COLUMNS, STATISTICS, within_slos
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -123,13 +123,7 @@ def _pooled(
                 value = sketch.quantile(_PERCENTILES[stat])
             record[f"{stat}_{name}_ms"] = value
         record[column] = sketch_text({**sketch.to_dict(), "sum_ms": total_ms})
-    for metric, limits in slos.items():
-        name = metric.removesuffix("_ms")
-        for stat, limit in limits.items():
-            value = record[f"{stat}_{name}_ms"]
-            if math.isnan(value) or value > limit:
-                met = False
-    record["slo_met"] = met
+    record["slo_met"] = met and within_slos(record, slos)
     return record
 
 

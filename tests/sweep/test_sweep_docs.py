@@ -15,12 +15,19 @@ from aisim.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _run_example(index: int) -> dict[str, object]:
+    """Run docs/sweep.md's python block ``index`` (0: the notebook example, 1: merging)."""
+    text = (ROOT / "docs" / "sweep.md").read_text(encoding="utf-8")
+    examples = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+    assert len(examples) == 2
+    scope: dict[str, object] = {}
+    exec(compile(examples[index], f"docs/sweep.md example {index}", "exec"), scope)
+    return scope
+
+
 def test_notebook_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    text = (ROOT / "docs" / "sweep.md").read_text(encoding="utf-8")
-    example, _ = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
-    scope: dict[str, object] = {}
-    exec(compile(example, "docs/sweep.md example", "exec"), scope)
+    scope = _run_example(0)
     frame = scope["frame"]
     assert isinstance(frame, pd.DataFrame) and len(frame) == 9
     assert (frame["status"] == "ok").all()
@@ -35,10 +42,7 @@ def test_notebook_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_merge_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """The pooled-percentiles example: two SD settings, four seeds each, pooled per setting."""
     monkeypatch.chdir(ROOT)
-    text = (ROOT / "docs" / "sweep.md").read_text(encoding="utf-8")
-    _, example = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
-    scope: dict[str, object] = {}
-    exec(compile(example, "docs/sweep.md merge example", "exec"), scope)
+    scope = _run_example(1)
     pooled, by_scheme, everything = (scope[name] for name in ("pooled", "by_scheme", "everything"))
     assert isinstance(pooled, pd.DataFrame) and isinstance(everything, pd.DataFrame)
     assert list(pooled["merged_points"]) == [4, 4] and list(pooled["completed_requests"]) == [
