@@ -5,8 +5,8 @@ that differ only in the axes merged over (seeds, replicas, loads).
 A sketch is ``aisim.replay.QuantileSketch`` (relative accuracy ``RELATIVE_ACCURACY``): sketches
 merge by adding bucket counts, so a pooled percentile is within that relative error of the exact
 percentile of all the points' samples together, and the merged sketch is the same whatever order
-the points are merged in. The pooled mean is exact: the points' sample sums added with
-``math.fsum`` (correctly rounded, so independent of order too) over the pooled count.
+the points are merged in. The pooled mean is the points' exact sample sums, added with
+``math.fsum`` (correctly rounded, so independent of order too), over the pooled count.
 """
 
 from __future__ import annotations
@@ -46,13 +46,19 @@ def merge(frame: pd.DataFrame, over: Sequence[str] | None = None) -> pd.DataFram
     ``{mean,p50,p90,p95,p99}_{ttft,tpot,itl,e2e}_ms`` of the pooled samples and
     ``{ttft,...}_samples``; ``slo_met`` (every point ran and completed every request, and every
     SLO statistic of the pooled samples is within its limit); ``{ttft,...}_sketch``, the merged
-    sketches (so merged groups merge again). Raises ``ConfigError`` for an axis not in the sweep.
+    sketches as JSON text (the points' form). Raises ``ConfigError`` for an axis not in the
+    sweep.
     """
     import pandas as pd
 
     from aisim.sweep._report import _plain, _records
 
-    axes: list[str] = list(frame.attrs.get("axes", []))
+    if "axes" not in frame.attrs:
+        raise ConfigError(
+            "frame.attrs: no 'axes'; merge takes the frame of aisim.sweep.run or "
+            "pd.read_parquet('DIR/points.parquet')"
+        )
+    axes: list[str] = list(frame.attrs["axes"])
     slos: dict[str, dict[str, float]] = dict(frame.attrs.get("slos", {}))
     field = "over"
     if over is None:

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from aisim.cli import main
+from aisim.sweep import merge
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,6 +70,8 @@ def test_cli_writes_the_documented_outputs(
         assert (out / name).is_file()
     merged = pd.read_parquet(out / "merged.parquet")
     assert list(merged["merged_points"]) == [3, 3, 3]  # each speculation setting over 3 loads
+    # points.parquet keeps the sweep's axes and sketches: merged again from it, the same frame
+    pd.testing.assert_frame_equal(merge(pd.read_parquet(out / "points.parquet")), merged)
     assert summary["merged"]["over"] == ["traffic.load.rate_rps"]
     assert [group["merged_points"] for group in summary["merged"]["groups"]] == [3, 3, 3]
     for name in ("throughput_vs_latency.png", "sd_gain_vs_load.png"):

@@ -292,6 +292,8 @@ def test_api_merge_names_its_argument(swept: pd.DataFrame) -> None:
     without.attrs = {key: value for key, value in swept.attrs.items() if key != "merge_over"}
     with pytest.raises(ConfigError, match="^over: no axis to merge over; pass over="):
         merge(without)
+    with pytest.raises(ConfigError, match=r"^frame.attrs: no 'axes'; merge takes the frame of"):
+        merge(pd.DataFrame(swept.to_dict("list")), over=["traffic.seed"])
 
 
 def test_run_checks_merge_over_before_any_point_runs(tmp_path: Path) -> None:
