@@ -176,7 +176,10 @@ def error_by_output_length(run: Any, result: Any) -> list[dict[str, Any]]:
 
 def diff_run(run: Any, table: Any) -> dict[str, Any]:
     """Per kind: engine steps (count, total ms, median and P10/P90 ratio to price x drift;
-    median ratio after more / less than 5 ms idle) and replay passes (count, total ms)."""
+    median ratio after more / less than 5 ms idle; median ratio to the decode + prefill price
+    sum x drift, each part carrying its own step overhead) and replay passes (count, total ms);
+    and the median excess (measured - price x drift, ms) over every step carrying prompt
+    tokens (prefill-only and mixed together)."""
     from qualification.engine._score import step_cost_drift
     from qualification.engine._step_model import EngineStepModel
 
@@ -204,6 +207,19 @@ def diff_run(run: Any, table: Any) -> dict[str, Any]:
                 if mine
                 else None
             ),
+            "ratio_to_sum_median": (
+                float(
+                    np.median(
+                        [
+                            row["measured_ms"]
+                            / ((row["decode_price_ms"] + row["prefill_price_ms"]) * drift)
+                            for row in mine
+                        ]
+                    )
+                )
+                if mine
+                else None
+            ),
             "ratio_p10": float(np.percentile(ratios, 10)) if mine else None,
             "ratio_p90": float(np.percentile(ratios, 90)) if mine else None,
             "ratio_median_after_idle": float(np.median(after_idle)) if after_idle else None,
@@ -212,10 +228,16 @@ def diff_run(run: Any, table: Any) -> dict[str, Any]:
             "replay_passes": len(theirs),
             "replay_ms": float(sum(theirs)),
         }
+    prompt = [row for row in rows if row["kind"] in ("prefill", "mixed")]
     return {
         "run": run.name,
         "drift": drift,
         "kinds": kinds,
+        "prompt_excess_ms_median": (
+            float(np.median([row["measured_ms"] - row["price_ms"] * drift for row in prompt]))
+            if prompt
+            else None
+        ),
         "by_output_length": error_by_output_length(run, result),
     }
 
