@@ -1,11 +1,15 @@
-"""Re-score every committed engine recording and rewrite the "Engine recordings" table rows of
-``evidence/README.md`` (``python -m qualification.engine.evidence_table``).
+"""Re-score every committed engine recording and rewrite what the text says about them
+(``python -m qualification.engine.evidence_table``): the "Engine recordings" table rows of
+``evidence/README.md`` and every generated block (``_figures.BLOCKS``: the README's host and
+reading paragraphs, the plan's comment above the engine criteria, docs/replay.md's figures).
 
 One command after a re-recording (``evidence/engine/record-all.sh``): each recording under
-``evidence/engine/`` is replayed and scored exactly as ``aisim qualify engine DIR`` does, and its
-row in the table is replaced by ``table_row(report)`` (a recording without a row gets one
-appended). ``--check`` writes nothing and exits 1 when a row differs (what a test asserts). The
-plan's engine criteria name the recordings, not figures, so they need no regeneration.
+``evidence/engine/`` is replayed and scored exactly as ``aisim qualify engine DIR`` does (and
+diffed step by step as ``qualification.engine.step_diff`` does); its table row is replaced by
+``table_row(report)`` (a recording without a row gets one appended) and each block between its
+``evidence:NAME begin`` / ``evidence:NAME end`` markers by the text its figures give.
+``--check`` writes nothing and exits 1 naming every file and block that differs (what a test
+and ``tox -e qualify`` run). The plan's engine criteria name the recordings, not figures.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import argparse
 import sys
 from pathlib import Path
 from typing import Any
+
+from qualification.engine._figures import BLOCKS, RecordingFigures, recording_figures
 
 SECTION = "## Engine recordings"
 HEADER = (
@@ -61,14 +67,15 @@ def table_row(report: dict[str, Any]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def rows(engine_dir: Path) -> dict[str, str]:
-    """Recording name -> its table row, for every recording under ``engine_dir``."""
+def score_all(engine_dir: Path) -> tuple[dict[str, str], list[RecordingFigures]]:
+    """Recording name -> its table row, and the figures of every recording under
+    ``engine_dir`` (name order)."""
     from qualification.engine._recording import load_recording
     from qualification.engine._report_section import find_engine_recordings
     from qualification.engine._score import score_recording
 
-    out = {}
-    for directory in find_engine_recordings(engine_dir.parent):
+    out, figures = {}, []
+    for directory in sorted(find_engine_recordings(engine_dir.parent)):
         if directory.parent != engine_dir:
             continue
         recording = load_recording(directory)
@@ -76,7 +83,52 @@ def rows(engine_dir: Path) -> dict[str, str]:
             continue
         report, _ = score_recording(recording, recording.grid)
         out[directory.name] = table_row(report)
-    return out
+        figures.append(recording_figures(recording, report))
+    return out, figures
+
+
+def rows(engine_dir: Path) -> dict[str, str]:
+    """Recording name -> its table row, for every recording under ``engine_dir``."""
+    return score_all(engine_dir)[0]
+
+
+def replace_block(text: str, name: str, body: str, where: str) -> str:
+    """``text`` with the lines between its ``evidence:NAME begin`` and ``evidence:NAME end``
+    marker lines replaced by ``body``. In a file whose begin marker is a ``#`` comment (YAML),
+    every body line becomes a comment at the marker's indentation. A missing, repeated or
+    out-of-order marker is a one-line ``SystemExit`` naming ``where`` and the block."""
+    lines = text.split("\n")
+    begins = [i for i, line in enumerate(lines) if f"evidence:{name} begin" in line]
+    ends = [i for i, line in enumerate(lines) if f"evidence:{name} end" in line]
+    if len(begins) != 1 or len(ends) != 1 or ends[0] < begins[0]:
+        raise SystemExit(
+            f"{where}: block {name!r} needs exactly one 'evidence:{name} begin' line before one "
+            f"'evidence:{name} end' line (found {len(begins)} and {len(ends)})"
+        )
+    marker = lines[begins[0]]
+    stripped = marker.lstrip()
+    if stripped.startswith("#"):
+        indent = marker[: len(marker) - len(stripped)]
+        body_lines = [f"{indent}# {line}".rstrip() for line in body.split("\n")]
+    else:
+        body_lines = body.split("\n")
+    return "\n".join(lines[: begins[0] + 1] + body_lines + lines[ends[0] :])
+
+
+def rewrite_blocks(
+    root: Path, figures: list[RecordingFigures], texts: dict[str, str]
+) -> list[tuple[str, str]]:
+    """Replace every block of ``BLOCKS`` in ``texts`` (relative path -> content, read from
+    ``root`` when absent); returns (file, "block 'NAME'") for every block whose text changed."""
+    stale = []
+    for (relative, name), render in BLOCKS.items():
+        if relative not in texts:
+            texts[relative] = (root / relative).read_text(encoding="utf-8")
+        updated = replace_block(texts[relative], name, render(figures), relative)
+        if updated != texts[relative]:
+            stale.append((relative, f"block {name!r}"))
+        texts[relative] = updated
+    return stale
 
 
 def rewrite(text: str, new_rows: dict[str, str]) -> str:
@@ -100,23 +152,33 @@ def rewrite(text: str, new_rows: dict[str, str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m qualification.engine.evidence_table")
     parser.add_argument("--root", type=Path, default=Path("."), help="repository root")
-    parser.add_argument("--check", action="store_true", help="write nothing; 1 if rows differ")
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; 1 if the table or a block differs"
+    )
     args = parser.parse_args(argv)
-    readme = args.root / "evidence" / "README.md"
-    text = readme.read_text(encoding="utf-8")
-    updated = rewrite(text, rows(args.root / "evidence" / "engine"))
+    readme = "evidence/README.md"
+    new_rows, figures = score_all(args.root / "evidence" / "engine")
+    original = {readme: (args.root / readme).read_text(encoding="utf-8")}
+    texts = {readme: rewrite(original[readme], new_rows)}
+    stale = [(readme, "the engine table")] if texts[readme] != original[readme] else []
+    stale += rewrite_blocks(args.root, figures, texts)  # each block against the text so far
+    for relative in texts:
+        original.setdefault(relative, (args.root / relative).read_text(encoding="utf-8"))
     if args.check:
-        if updated != text:
+        for relative, name in stale:
             print(
-                f"{readme}: the engine table differs from the recordings' scores", file=sys.stderr
+                f"{args.root / relative}: {name} is stale: it differs from what the "
+                "recordings give (regenerate: python -m qualification.engine.evidence_table)",
+                file=sys.stderr,
             )
-            return 1
-        return 0
-    if updated != text:
-        from aisim._io import atomic_write_text
+        return 1 if stale else 0
+    from aisim._io import atomic_write_text
 
-        atomic_write_text(readme, updated, overwrite=True)
-        print(f"rewrote the engine table of {readme}")
+    for relative, text in texts.items():
+        if text != original[relative]:
+            atomic_write_text(args.root / relative, text, overwrite=True)
+            names = ", ".join(name for where, name in stale if where == relative)
+            print(f"rewrote {names} in {args.root / relative}")
     return 0
 
 

@@ -1,0 +1,452 @@
+"""The figures the prose quotes about the committed engine recordings, and the generated text
+blocks that quote them (``python -m qualification.engine.evidence_table`` rewrites them).
+
+Every number derived from ``evidence/engine/`` lives in one of these blocks, so a re-recording
+changes the text with one command. A qualitative claim ("below the noise on all five") is
+emitted from the data: the sentence counts the recordings it holds for and names the others.
+"""
+
+from __future__ import annotations
+
+import itertools
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+# the issue's targets (docs/evidence.md): median / P90 per-request E2E |error|, mean TTFT error
+TARGET_E2E_MEDIAN_PCT = 5.0
+TARGET_E2E_P90_PCT = 15.0
+TARGET_TTFT_MEAN_PCT = 15.0
+WIDTH = 100
+_WORDS = ("none", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+@dataclass(frozen=True)
+class RecordingFigures:
+    """What the prose says about one recording: the scorer's figures (percent, mean over served
+    runs unless named per run), step_diff's per run (``kinds``: kind -> its step_diff row), and
+    the host as the sidecars recorded it."""
+
+    name: str
+    e2e_median: float
+    e2e_p90: float
+    ttft_mean_error: float
+    noise_e2e_median: float | None
+    noise_e2e_p90: float | None
+    noise_e2e_median_mean_pair: float | None
+    throughput_error: float
+    acceptance_observed: float | None
+    acceptance_predicted: float | None
+    tokens_observed: float
+    tokens_predicted: float
+    drifts: tuple[float, ...]
+    adjusted_e2e_median: float
+    mean_e2e_ms: tuple[float, ...]
+    kinds: tuple[dict[str, dict[str, Any]], ...]
+    prompt_excess_ms: tuple[float | None, ...]
+    by_output_length: tuple[tuple[tuple[int, int, float], ...], ...]
+    load_averages: tuple[float, ...]
+    cpu_model: str
+    cpus: int
+    new_prefill_counts: bool
+
+
+def recording_figures(recording: Any, report: dict[str, Any]) -> RecordingFigures:
+    """The figures of ``recording`` (scored as ``report`` = ``score_recording``'s), with
+    step_diff run over its served runs and the noise against the mean of the run pairs."""
+    from qualification.engine._score import compare, measured_latencies
+    from qualification.engine.step_diff import diff_run
+
+    summary, noise = report["summary"], report["noise_floor"] or {}
+    measured = [measured_latencies(run) for run in recording.served]
+    pairs = [
+        compare(b, a)["e2e"]["median_abs_error_pct"] for a, b in itertools.combinations(measured, 2)
+    ]
+    diffs = [diff_run(run, recording.grid) for run in recording.served]
+    sidecars = [recording.grid.sidecar] + [run.sidecar for run in recording.served]
+    hosts = [sidecar.get("host") or {} for sidecar in sidecars]
+    loads = [
+        float(host[when]["load_average"][0])
+        for host in hosts
+        for when in ("before", "after")
+        if host.get(when, {}).get("load_average")
+    ]
+    first = (hosts[0].get("before") or {}) if hosts else {}
+    return RecordingFigures(
+        name=recording.name,
+        e2e_median=summary["e2e"]["median_abs_error_pct"],
+        e2e_p90=summary["e2e"]["p90_abs_error_pct"],
+        ttft_mean_error=summary["ttft"]["mean_error_pct"],
+        noise_e2e_median=noise.get("e2e", {}).get("median_abs_error_pct"),
+        noise_e2e_p90=noise.get("e2e", {}).get("p90_abs_error_pct"),
+        noise_e2e_median_mean_pair=float(np.mean(pairs)) if pairs else None,
+        throughput_error=summary["throughput_error_pct"],
+        acceptance_observed=report["acceptance_length"].get("observed"),
+        acceptance_predicted=report["acceptance_length"].get("predicted"),
+        tokens_observed=report["tokens_per_decode_step"]["observed"],
+        tokens_predicted=report["tokens_per_decode_step"]["predicted"],
+        drifts=tuple(run["step_cost_drift"] for run in report["runs"]),
+        adjusted_e2e_median=summary["drift_adjusted"]["e2e"]["median_abs_error_pct"],
+        mean_e2e_ms=tuple(run["e2e"]["mean_measured_ms"] for run in report["runs"]),
+        kinds=tuple(diff["kinds"] for diff in diffs),
+        prompt_excess_ms=tuple(diff["prompt_excess_ms_median"] for diff in diffs),
+        by_output_length=tuple(
+            tuple(
+                (*part["output_tokens"], part["mean_signed_e2e_error_pct"])
+                for part in diff["by_output_length"]
+            )
+            for diff in diffs
+        ),
+        load_averages=tuple(loads),
+        cpu_model=str(first.get("cpu_model", "unknown CPU")),
+        cpus=int(first.get("cpus", 0)),
+        new_prefill_counts=bool(
+            (recording.grid.sidecar.get("grid") or {}).get("prefill_token_counts")
+        ),
+    )
+
+
+# --- formatting -----------------------------------------------------------------------------
+
+
+def _number(value: float, spec: str) -> str:
+    text = format(value, spec)
+    return text.replace("-0.0", "0.0").replace("+0.0", "0.0") if float(text) == 0 else text
+
+
+def span(values: Sequence[float], spec: str = ".1f") -> str:
+    """``lo-hi`` (one value if they agree); ``lo..hi`` with signs when ``spec`` is signed."""
+    lo, hi = _number(min(values), spec), _number(max(values), spec)
+    if lo == hi:
+        return lo
+    return f"{lo}..{hi}" if spec.startswith("+") else f"{lo}-{hi}"
+
+
+def _word(count: int) -> str:
+    return _WORDS[count] if count < len(_WORDS) else str(count)
+
+
+def count_of(count: int, total: int) -> str:
+    """'all five', 'both', 'none of the five', 'four of five'."""
+    if count == total:
+        return {1: "the only one", 2: "both"}.get(total, f"all {_word(total)}")
+    if count == 0:
+        return f"none of the {_word(total)}"
+    return f"{_word(count)} of {_word(total)}"
+
+
+def _holds(figures: Sequence[RecordingFigures], test: Callable[[RecordingFigures], bool]) -> str:
+    """'all five' or 'three of five (not on `a`, `b`)'."""
+    misses = [f"`{fig.name}`" for fig in figures if not test(fig)]
+    text = count_of(len(figures) - len(misses), len(figures))
+    return f"{text} (not on {', '.join(misses)})" if misses and len(misses) < len(figures) else text
+
+
+def _ratios(figures: Sequence[RecordingFigures], kind: str, key: str) -> list[float]:
+    return [
+        run[kind][key]
+        for fig in figures
+        for run in fig.kinds
+        if kind in run and run[kind][key] is not None
+    ]
+
+
+def _paragraph(text: str, width: int = WIDTH) -> str:
+    return textwrap.fill(" ".join(text.split()), width=width, break_on_hyphens=False)
+
+
+def _bullets(items: Sequence[str]) -> str:
+    return "\n".join(
+        textwrap.fill(
+            " ".join(item.split()),
+            width=WIDTH,
+            initial_indent="- ",
+            subsequent_indent="  ",
+            break_on_hyphens=False,
+        )
+        for item in items
+    )
+
+
+# --- sentences ------------------------------------------------------------------------------
+
+
+def _meets_targets(fig: RecordingFigures) -> bool:
+    return (
+        fig.e2e_median <= TARGET_E2E_MEDIAN_PCT
+        and fig.e2e_p90 <= TARGET_E2E_P90_PCT
+        and abs(fig.ttft_mean_error) <= TARGET_TTFT_MEAN_PCT
+    )
+
+
+def _with_noise(figures: Sequence[RecordingFigures]) -> list[RecordingFigures]:
+    return [fig for fig in figures if fig.noise_e2e_median and fig.noise_e2e_median_mean_pair]
+
+
+def host_sentence(figures: Sequence[RecordingFigures]) -> str:
+    cpus = sorted({fig.cpu_model for fig in figures})
+    counts = sorted({fig.cpus for fig in figures})
+    loads = [load for fig in figures for load in fig.load_averages]
+    return (
+        f"Recorded on {' / '.join(cpus)} ({' / '.join(str(c) for c in counts)} CPUs): one-minute "
+        f"load average {span(loads)} before and after every part (grid and served runs)."
+    )
+
+
+def noise_sentences(figures: Sequence[RecordingFigures]) -> list[str]:
+    """The headline: targets, noise, raw error against the noise (worst and mean pair)."""
+    noisy = _with_noise(figures)
+    met = [f"`{fig.name}`" for fig in figures if _meets_targets(fig)]
+    out = [
+        f"The targets (median per-request E2E |error| <= {TARGET_E2E_MEDIAN_PCT:g} %, P90 <= "
+        f"{TARGET_E2E_P90_PCT:g} %, mean TTFT within {TARGET_TTFT_MEAN_PCT:g} %) are met on "
+        f"{', '.join(met) if met else 'none'} of the {_word(len(figures))} recordings."
+    ]
+    if not noisy:
+        return out
+    worst = [fig.noise_e2e_median or 0.0 for fig in noisy]
+    p90 = [fig.noise_e2e_p90 or 0.0 for fig in noisy]
+    mean_pair = [fig.noise_e2e_median_mean_pair or 0.0 for fig in noisy]
+    out += [
+        f"The engine's own repeat noise (median per-request E2E difference between two served "
+        f"runs of one trace, worst pair) is {span(worst)} %, P90 {span(p90)} %; the "
+        f"{TARGET_E2E_MEDIAN_PCT:g} % median target is below it on "
+        f"{_holds(noisy, lambda f: (f.noise_e2e_median or 0) > TARGET_E2E_MEDIAN_PCT)}.",
+        f"Replay's raw median E2E error is {span([f.e2e_median for f in noisy])} %, "
+        f"{span([f.e2e_median / w for f, w in zip(noisy, worst, strict=True)], '.2f')} x the "
+        f"noise, below it on {_holds(noisy, lambda f: f.e2e_median < (f.noise_e2e_median or 0))}; "
+        f"against the mean of the run pairs instead "
+        f"({', '.join(f'{v:.1f}' for v in mean_pair)} % in table order) it is "
+        f"{span([f.e2e_median / m for f, m in zip(noisy, mean_pair, strict=True)], '.2f')} x, "
+        f"below it on "
+        f"{_holds(noisy, lambda f: f.e2e_median < (f.noise_e2e_median_mean_pair or 0))}.",
+    ]
+    return out
+
+
+def throughput_sentence(figures: Sequence[RecordingFigures]) -> str:
+    worst = max(abs(fig.throughput_error) for fig in figures)
+    return f"Throughput error is within {worst:.1f} % on every recording."
+
+
+def acceptance_sentence(figures: Sequence[RecordingFigures]) -> str | None:
+    with_sd = [fig for fig in figures if fig.acceptance_observed is not None]
+    if not with_sd:
+        return None
+    parts = [
+        f"`{fig.name}` {fig.acceptance_observed:.3f} / {fig.acceptance_predicted or 0:.3f} "
+        f"(tokens per decode step {fig.tokens_observed:.2f} / {fig.tokens_predicted:.2f})"
+        for fig in with_sd
+    ]
+    return "Acceptance length observed / predicted: " + "; ".join(parts) + "."
+
+
+def drift_sentence(figures: Sequence[RecordingFigures]) -> str:
+    drifts = [drift for fig in figures for drift in fig.drifts]
+    gap = max(abs(fig.adjusted_e2e_median - fig.e2e_median) for fig in figures)
+    return (
+        f"Step-cost drift is {span(drifts, '.2f')} over all served runs; priced at each run's "
+        f"own drift the median E2E error is {span([f.adjusted_e2e_median for f in figures])} %, "
+        f"within {gap:.1f} points of the raw one on every recording."
+    )
+
+
+def step_price_sentences(figures: Sequence[RecordingFigures]) -> list[str]:
+    """step_diff's prices: prompt-carrying steps, mixed against the two-overhead sum, ngram's
+    undrafted rounds, the excess in ms and where it is largest."""
+    out = []
+    prefill = _ratios(figures, "prefill", "ratio_median")
+    mixed = _ratios(figures, "mixed", "ratio_median")
+    mixed_sum = _ratios(figures, "mixed", "ratio_to_sum_median")
+    if prefill and mixed:
+        out.append(
+            f"Steps that carry prompt tokens, measured / (replay's price x the run's drift), "
+            f"median per run: prefill-only {span(prefill, '.2f')} x, mixed {span(mixed, '.2f')} x "
+            f"(against the decode + prefill sum, which pays the step overhead twice: "
+            f"{span(mixed_sum, '.2f')} x)."
+        )
+    undrafted = _ratios(figures, "decode-undrafted", "ratio_median")
+    if undrafted:
+        out.append(
+            f"Decode rounds that drafted nothing (`ngram`) cost {span(undrafted, '.2f')} x an "
+            f"SD round's price (median per run, relative to its drift)."
+        )
+    excess = _ratios(figures, "prefill", "excess_ms_median") + _ratios(
+        figures, "mixed", "excess_ms_median"
+    )
+    if excess:
+        with_runs = [fig for fig in figures if any(v is not None for v in fig.prompt_excess_ms)]
+
+        def first_is_largest(fig: RecordingFigures) -> bool:
+            values = [v if v is not None else -np.inf for v in fig.prompt_excess_ms]
+            return int(np.argmax(values)) == 0
+
+        out.append(
+            f"The median excess of prefill-only and mixed steps over price x drift (step_diff's "
+            f"last column) is {span(excess, '+.1f')} ms per step per run; over both kinds "
+            f"together it is largest in the first served run on "
+            f"{_holds(with_runs, first_is_largest)}."
+        )
+    return out
+
+
+def ttft_sentence(figures: Sequence[RecordingFigures]) -> str:
+    parts = ", ".join(f"`{fig.name}` {_number(fig.ttft_mean_error, '+.1f')} %" for fig in figures)
+    low = sum(fig.ttft_mean_error < 0 for fig in figures)
+    return f"Replay's mean TTFT error: {parts}; predicted low on {count_of(low, len(figures))}."
+
+
+def prefill_counts_sentence(figures: Sequence[RecordingFigures]) -> str:
+    new = [fig for fig in figures if fig.new_prefill_counts]
+    old = [f"`{fig.name}`" for fig in figures if not fig.new_prefill_counts]
+    if not old:
+        return (
+            f"The step tables of {count_of(len(new), len(figures))} recordings time their "
+            f"prefill points at step token counts new to the engine (sidecar "
+            f"`grid.prefill_token_counts`)."
+        )
+    return (
+        f"The step tables of {count_of(len(old), len(figures))} recordings "
+        f"({', '.join(old)}) predate timing prefill points at token counts new to the engine "
+        f"(no `grid.prefill_token_counts` in the sidecar): they time each point at the same "
+        f"count in every pass, and the served steps' new-count cost is missing from their "
+        f"prefill prices until they are re-recorded."
+    )
+
+
+def first_run_sentence(figures: Sequence[RecordingFigures]) -> str:
+    parts = "; ".join(
+        f"`{fig.name}`: {', '.join(f'{v:.0f}' for v in fig.mean_e2e_ms)} ms" for fig in figures
+    )
+    holds = _holds(figures, lambda f: int(np.argmax(f.mean_e2e_ms)) == 0)
+    return (
+        f"The first served run has the longest mean measured E2E on {holds}; mean E2E per "
+        f"run: {parts}."
+    )
+
+
+def schedule_sentences(figures: Sequence[RecordingFigures]) -> list[str]:
+    """step_diff's schedule: engine steps against replay passes per kind."""
+    gaps = {
+        kind: [
+            abs(run[kind]["engine_steps"] - run[kind]["replay_passes"])
+            for fig in figures
+            for run in fig.kinds
+            if kind in run
+        ]
+        for kind in ("prefill", "mixed")
+    }
+    decode_kinds = ("decode", "decode-drafted", "decode-partial", "decode-undrafted")
+    decode_gap = []
+    for fig in figures:
+        for run in fig.kinds:
+            engine = sum(run[k]["engine_steps"] for k in decode_kinds if k in run)
+            replay = sum(run[k]["replay_passes"] for k in decode_kinds if k in run)
+            if engine:
+                decode_gap.append(abs(replay - engine) / engine * 100.0)
+    out = [
+        f"Replay's schedule against the engine's, per served run: prefill-only steps differ by "
+        f"at most {max(gaps['prefill'], default=0)}, mixed steps by at most "
+        f"{max(gaps['mixed'], default=0)}, decode steps (SD: rounds) by at most "
+        f"{max(decode_gap, default=0.0):.1f} %."
+    ]
+    for fig in figures:
+        if not any("decode-undrafted" in run for run in fig.kinds):
+            continue
+        engine_steps = [
+            sum(r[k]["engine_steps"] for k in decode_kinds if k in r) for r in fig.kinds
+        ]
+        engine_ms = [sum(r[k]["engine_ms"] for k in decode_kinds if k in r) for r in fig.kinds]
+        replay_steps = [
+            sum(r[k]["replay_passes"] for k in decode_kinds if k in r) for r in fig.kinds
+        ]
+        replay_ms = [sum(r[k]["replay_ms"] for k in decode_kinds if k in r) for r in fig.kinds]
+        out.append(
+            f"`{fig.name}`: {span(engine_steps, '.0f')} engine decode steps of "
+            f"{span(engine_ms, '.0f')} ms against {span(replay_steps, '.0f')} replay rounds of "
+            f"{span(replay_ms, '.0f')} ms per run."
+        )
+    return out
+
+
+def output_length_sentences(figures: Sequence[RecordingFigures]) -> list[str]:
+    """Mean signed E2E error by third of the requests by output length, for SD recordings
+    (where replay gives every request the same tokens per round)."""
+    out = []
+    for fig in figures:
+        if fig.acceptance_observed is None or not fig.by_output_length:
+            continue
+        thirds = fig.by_output_length[0]
+        per_third = [
+            f"{lo}-{hi} tokens: "
+            + ", ".join(_number(run[i][2], "+.1f") for run in fig.by_output_length)
+            + " %"
+            for i, (lo, hi, _) in enumerate(thirds)
+        ]
+        out.append(
+            f"`{fig.name}`, mean signed E2E error per run by third of the requests by output "
+            f"length: {'; '.join(per_third)}."
+        )
+    return out
+
+
+# --- blocks ---------------------------------------------------------------------------------
+
+SOURCE = "generated by `python -m qualification.engine.evidence_table` from evidence/engine/"
+
+
+def readme_host(figures: Sequence[RecordingFigures]) -> str:
+    return _paragraph(host_sentence(figures))
+
+
+def readme_figures(figures: Sequence[RecordingFigures]) -> str:
+    sentences = [
+        f"Reading ({SOURCE}).",
+        *noise_sentences(figures),
+        throughput_sentence(figures),
+        acceptance_sentence(figures) or "",
+        drift_sentence(figures),
+        *step_price_sentences(figures),
+        ttft_sentence(figures),
+        prefill_counts_sentence(figures),
+        first_run_sentence(figures),
+    ]
+    return _paragraph(" ".join(sentence for sentence in sentences if sentence))
+
+
+def plan_figures(figures: Sequence[RecordingFigures]) -> str:
+    loads = [load for fig in figures for load in fig.load_averages]
+    return _paragraph(
+        f"Figures on the committed recordings ({SOURCE}; one-minute load average "
+        f"{span(loads)}). "
+        + " ".join(noise_sentences(figures))
+        + " "
+        + throughput_sentence(figures),
+        width=WIDTH - 4,  # a comment at the plan's indentation ("  # ")
+    )
+
+
+def replay_figures(figures: Sequence[RecordingFigures]) -> str:
+    items = [
+        drift_sentence(figures),
+        *schedule_sentences(figures),
+        *step_price_sentences(figures),
+        ttft_sentence(figures),
+        prefill_counts_sentence(figures),
+        *output_length_sentences(figures),
+        *noise_sentences(figures)[1:],
+        first_run_sentence(figures),
+    ]
+    return f"Figures on the committed recordings ({SOURCE}):\n\n" + _bullets(items)
+
+
+# (file relative to the repository root, block name) -> its text from the figures
+BLOCKS: dict[tuple[str, str], Callable[[Sequence[RecordingFigures]], str]] = {
+    ("evidence/README.md", "engine-host"): readme_host,
+    ("evidence/README.md", "engine-figures"): readme_figures,
+    ("qualification/plan.yaml", "engine-figures"): plan_figures,
+    ("docs/replay.md", "engine-figures"): replay_figures,
+}

@@ -1,0 +1,144 @@
+"""The generated blocks of engine figures: sentences from hand-made figures, block replacement
+in markdown and YAML, and ``evidence_table --check`` naming the file and block that is stale."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from qualification.engine._figures import (
+    RecordingFigures,
+    count_of,
+    noise_sentences,
+    prefill_counts_sentence,
+    span,
+)
+from qualification.engine.evidence_table import main as evidence_table
+from qualification.engine.evidence_table import replace_block, rewrite_blocks
+
+ROOT = Path(__file__).resolve().parents[2]
+
+A = RecordingFigures(
+    name="a",
+    e2e_median=4.0,
+    e2e_p90=14.0,
+    ttft_mean_error=-10.0,
+    noise_e2e_median=8.0,
+    noise_e2e_p90=20.0,
+    noise_e2e_median_mean_pair=5.0,
+    throughput_error=0.2,
+    acceptance_observed=None,
+    acceptance_predicted=None,
+    tokens_observed=1.0,
+    tokens_predicted=1.0,
+    drifts=(1.0, 0.9),
+    adjusted_e2e_median=3.0,
+    mean_e2e_ms=(300.0, 200.0),
+    kinds=(),
+    prompt_excess_ms=(),
+    by_output_length=(),
+    load_averages=(0.5, 0.9),
+    cpu_model="cpu",
+    cpus=2,
+    new_prefill_counts=True,
+)
+# b: error above its noise; a meets every target (4 <= 5, 14 <= 15, |-10| <= 15)
+B = replace(
+    A, name="b", e2e_median=12.0, noise_e2e_median=10.0, noise_e2e_p90=30.0,
+    noise_e2e_median_mean_pair=6.0, new_prefill_counts=False,
+)  # fmt: skip
+
+
+def test_span_and_counts() -> None:
+    assert span([5.04, 18.66, 11.0]) == "5.0-18.7"
+    assert span([-26.5, 3.1], "+.1f") == "-26.5..+3.1"
+    assert span([0.5, 0.5], ".2f") == "0.50"
+    assert count_of(5, 5) == "all five"
+    assert count_of(2, 2) == "both"
+    assert count_of(0, 5) == "none of the five"
+    assert count_of(4, 5) == "four of five"
+
+
+def test_noise_sentences_say_where_the_claim_holds() -> None:
+    # hand-derived: ratios to the worst-pair noise 4/8 = 0.50, 12/10 = 1.20; to the mean pair
+    # 4/5 = 0.80, 12/6 = 2.00; the 5 % target is below both noises (8, 10)
+    targets, noise, raw = noise_sentences([A, B])
+    assert targets.endswith("are met on `a` of the two recordings.")
+    assert "is 8.0-10.0 %, P90 20.0-30.0 %; the 5 % median target is below it on both." in noise
+    assert raw == (
+        "Replay's raw median E2E error is 4.0-12.0 %, 0.50-1.20 x the noise, below it on one of "
+        "two (not on `b`); against the mean of the run pairs instead (5.0, 6.0 % in table order) "
+        "it is 0.80-2.00 x, below it on one of two (not on `b`)."
+    )
+    assert "below it on both" in noise_sentences([A, replace(B, e2e_median=9.0)])[2]
+
+
+def test_the_re_record_sentence_follows_the_sidecars() -> None:
+    assert "(`b`) predate timing prefill points" in prefill_counts_sentence([A, B])
+    assert "one of two" in prefill_counts_sentence([A, B])
+    assert prefill_counts_sentence([A, replace(B, new_prefill_counts=True)]).startswith(
+        "The step tables of both recordings time their prefill points at step token counts new"
+    )
+
+
+def test_a_yaml_block_is_a_comment_at_the_marker_indentation() -> None:
+    text = "a:\n  # evidence:x begin\n  # old\n  # evidence:x end\n  - 1\n"
+    updated = replace_block(text, "x", "new line\n\nsecond", "p.yaml")
+    assert updated == (
+        "a:\n  # evidence:x begin\n  # new line\n  #\n  # second\n  # evidence:x end\n  - 1\n"
+    )
+    assert yaml.safe_load(updated) == {"a": [1]}
+
+
+def test_missing_markers_name_the_file_and_block() -> None:
+    with pytest.raises(SystemExit, match=r"^docs/x\.md: block 'x' needs exactly one"):
+        replace_block("no markers\n", "x", "body", "docs/x.md")
+
+
+def _tree_with_one_recording(tmp_path: Path) -> Path:
+    """A repository root holding one committed recording and the four files with blocks."""
+    name = "vllm-cpu-quiet-llama-4x256"
+    shutil.copytree(ROOT / "evidence" / "engine" / name, tmp_path / "evidence" / "engine" / name)
+    for relative in ("evidence/README.md", "qualification/plan.yaml", "docs/replay.md"):
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / relative, tmp_path / relative)
+    return tmp_path
+
+
+def test_check_names_the_stale_block_and_passes_once_regenerated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _tree_with_one_recording(tmp_path)
+    assert evidence_table(["--root", str(root)]) == 0  # the table drops the other recordings
+    capsys.readouterr()
+    assert evidence_table(["--root", str(root), "--check"]) == 0
+    replay = root / "docs" / "replay.md"
+    text = replay.read_text(encoding="utf-8")
+    stale = text.replace("Step-cost drift is ", "Step-cost drift is 9", 1)
+    assert stale != text
+    replay.write_text(stale, encoding="utf-8")
+    assert evidence_table(["--root", str(root), "--check"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"{replay}: block 'engine-figures' is stale: it differs from what the recordings give "
+        "(regenerate: python -m qualification.engine.evidence_table)"
+    ]
+    assert replay.read_text(encoding="utf-8") == stale  # --check writes nothing
+    assert evidence_table(["--root", str(root)]) == 0
+    assert replay.read_text(encoding="utf-8") == text
+    assert evidence_table(["--root", str(root), "--check"]) == 0
+
+
+def test_rewrite_blocks_reports_only_what_changed(tmp_path: Path) -> None:
+    texts = {
+        relative: (ROOT / relative).read_text(encoding="utf-8")
+        for relative in ("evidence/README.md", "qualification/plan.yaml", "docs/replay.md")
+    }
+    changed = rewrite_blocks(tmp_path, [A, B], texts)
+    assert ("qualification/plan.yaml", "block 'engine-figures'") in changed
+    assert rewrite_blocks(tmp_path, [A, B], texts) == []
+    assert "below it on one of two (not on `b`)" in texts["qualification/plan.yaml"]
