@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Re-record every committed engine recording in evidence/engine/ (the commands in their sidecars),
-# then re-score them and rewrite the evidence/README.md table. Run on an IDLE host: the
+# then re-score them and rewrite the evidence/README.md table and every generated block of engine
+# figures (evidence/README.md, qualification/plan.yaml, docs/replay.md: the lines between
+# `evidence:NAME begin` and `evidence:NAME end`). Run on an IDLE host: the
 # recordings measure wall-clock time, and other work on the machine becomes the engine's noise.
 # Needs vLLM: `tox -e engine-evidence` installs it and runs this script; by hand, with vLLM
 # installed in the Python that runs it: PYTHON=.tox/engine/bin/python evidence/engine/record-all.sh
