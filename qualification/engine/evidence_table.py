@@ -87,11 +87,6 @@ def score_all(engine_dir: Path) -> tuple[dict[str, str], list[RecordingFigures]]
     return out, figures
 
 
-def rows(engine_dir: Path) -> dict[str, str]:
-    """Recording name -> its table row, for every recording under ``engine_dir``."""
-    return score_all(engine_dir)[0]
-
-
 def replace_block(text: str, name: str, body: str, where: str) -> str:
     """``text`` with the lines between its ``evidence:NAME begin`` and ``evidence:NAME end``
     marker lines replaced by ``body``. In a file whose begin marker is a ``#`` comment (YAML),
