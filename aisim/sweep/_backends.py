@@ -6,17 +6,17 @@ arrive (in completion order; the caller orders them). Tasks carry configs, never
 Every trace file the points read is read once by the driver and shipped once per worker (a pool
 worker receives it when it starts) or once per node (Ray's object store); points replay it
 *pinned* (``aisim/config/_trace_cache.py``): no point reads or hashes the file, and all see the
-content the sweep started with. On the pool the calling process evaluates points too: with
-``workers`` N it starts N - 1 helper processes, so while a helper starts (interpreter, imports)
-points are already being evaluated, and ``--workers 2`` on two cores runs two points at a time.
+content the sweep started with. On the pool, ``workers`` N >= 2 starts N helper processes that
+evaluate every point while the calling process only feeds them and writes the rows
+(``_run_pool`` says why); ``--workers 1`` evaluates in the calling process.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
-import threading
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -29,11 +29,13 @@ from aisim.sweep._evaluate import evaluate_point
 RowCallback = Callable[[int, dict[str, Any]], None]
 BACKENDS = ("pool", "ray")
 #: Points queued per helper process. While many remain, four: a helper runs on while this
-#: process, busy with its own point or descheduled on a loaded host, cannot hand it more (a
-#: 200-request point is ~15 ms compiled, shorter than a scheduler wait). For the last ones, two
-#: (one running, one ready), so the last helper finishes at most a point after this process.
+#: process writes point files or waits for the scheduler on a loaded host (a 200-request point
+#: is ~15 ms compiled, shorter than a scheduler wait). For the last ones, two (one running, one
+#: ready), so no helper finishes more than a point after the others.
 IN_FLIGHT_PER_WORKER: Final = 4
 IN_FLIGHT_AT_THE_END: Final = 2
+#: Modules a ``forkserver`` imports once, so each helper it forks starts with them imported.
+FORKSERVER_PRELOAD: Final = ("aisim.sweep._backends", "aisim.sweep._evaluate", "aisim.config")
 
 
 class Task:
@@ -75,77 +77,72 @@ def _run_pool(
     on_row: RowCallback,
     workers: int | None,
 ) -> None:
-    """Points on ``workers`` processes: this one and ``workers - 1`` helpers it starts.
+    """Points on ``workers`` processes: with 1 (or one point) in this process, else on
+    ``workers`` helper processes that this process feeds.
 
-    Each helper has its own pipe and a few points queued in it (``IN_FLIGHT_...``); this
-    process tops the queues up, evaluates the next point itself, then passes on the helpers'
-    rows. Points are not fed by a thread: a compiled replay holds the GIL for its whole run, so
-    a feeding thread (as ``concurrent.futures`` uses) would stall behind it. Only the traces,
-    sent once as a helper starts, go through a thread (``_Helper``), since that write may wait
-    until the helper reads it. Helpers are forked where that is safe (``start_method``).
+    Each helper has its own pipe and a few points queued in it (``IN_FLIGHT_...``); this process
+    waits for rows, takes every row a helper has sent, tops its queue up, and passes the rows
+    on (``on_row`` writes the point file and draws the progress bar). It evaluates no point
+    itself: when it did (N - 1 helpers beside it), its own points, every point file's write and
+    fsync (~0.7 CPU-ms and 1-5 ms of waiting each) and the progress bar sat on one process,
+    which took one row per helper between two points of its own, so a helper was fed no faster
+    than that process ran and slept 0.6-0.9 s of a 200-point sweep (docs/sweep.md, "Figures").
+    Points are not fed by a thread: there is nothing else for this process to do meanwhile,
+    and helpers fork only while no other thread runs (``start_method``).
     """
     count = workers if workers is not None else default_workers()
     if count < 1:
         raise ConfigError(f"--workers: expected an integer >= 1, got {count}")
     traces = trace_contents(tasks, base_dir)
+    if min(count, len(tasks)) <= 1:
+        for task in tasks:
+            on_row(task.point, evaluate_pinned(task.config, base_dir, slos, traces))
+        return
     queue = deque(tasks)
-    helpers = _start_helpers(min(count, len(tasks)) - 1, traces, base_dir, slos)
+    helpers = _start_helpers(min(count, len(tasks)), traces, base_dir, slos)
     try:
         while queue or any(helper.queued for helper in helpers):
-            ending = len(queue) <= IN_FLIGHT_PER_WORKER * (len(helpers) + 1)
+            ending = len(queue) <= IN_FLIGHT_PER_WORKER * len(helpers)
             for helper in helpers:
                 helper.top_up(queue, IN_FLIGHT_AT_THE_END if ending else IN_FLIGHT_PER_WORKER)
-            if queue:
-                task = queue.popleft()
-                on_row(task.point, evaluate_pinned(task.config, base_dir, slos, traces))
-            _collect(helpers, on_row, block=not queue)
+            _collect(helpers, on_row)
     finally:
         for helper in helpers:
             helper.stop()
 
 
-def _collect(helpers: list[_Helper], on_row: RowCallback, block: bool) -> None:
-    """Pass on every row the helpers have sent (waiting for one if ``block``)."""
+def _collect(helpers: list[_Helper], on_row: RowCallback) -> None:
+    """Wait until a helper sends a row, then pass on every row the helpers have sent."""
     from multiprocessing.connection import wait
 
     busy = {helper.connection: helper for helper in helpers if helper.queued}
-    if not busy:
-        return
-    for connection in wait(list(busy), timeout=None if block else 0):
+    for connection in wait(list(busy)):
         helper = busy[connection]
-        point, row = helper.receive()
-        on_row(point, row)
+        while True:
+            point, row = helper.receive()
+            on_row(point, row)
+            if not helper.queued or not helper.connection.poll():
+                break
 
 
 class _Helper:
-    """One helper process, its end of the pipe and the points queued in it.
+    """One helper process, its end of the pipe and the points queued in it."""
 
-    The traces (``greeting``: pickled once for all helpers) are its first message. A trace
-    larger than the socket's buffer makes that write wait until the helper has started and
-    reads it (as ``Process.start`` waited, 0.5 s on a busy host, when the 79 KB bench trace
-    was in its arguments), so a thread writes it while this process evaluates points; no
-    point is sent to the helper before that write is done.
-    """
-
-    def __init__(self, process: Any, connection: Any, greeting: bytes) -> None:
+    def __init__(self, process: Any, connection: Any) -> None:
         self.process = process
         self.connection = connection
         self.queued: deque[int] = deque()
-        self.greeted = True
-        self.sender = threading.Thread(target=self._greet, args=(greeting,), daemon=True)
-        self.sender.start()
 
-    def _greet(self, greeting: bytes) -> None:
+    def greet(self, greeting: bytes) -> None:
+        """Send the traces (pickled once for all helpers): the helper's first message. A trace
+        larger than the pipe's buffer makes this wait until the helper reads it, so every
+        helper is started before the first is greeted."""
         try:
             self.connection.send_bytes(greeting)
         except OSError:
-            self.greeted = False
+            raise self._exited() from None
 
     def top_up(self, queue: deque[Task], depth: int) -> None:
-        if self.sender.is_alive():
-            return
-        if not self.greeted:
-            raise self._exited()
         while queue and len(self.queued) < depth:
             task = queue.popleft()
             self.queued.append(task.point)
@@ -173,75 +170,84 @@ class _Helper:
         )
 
     def stop(self) -> None:
-        if self.sender.is_alive():
-            # Not started yet, so it holds no point: no need to wait for it.
-            self.process.terminate()
-        else:
-            with contextlib.suppress(OSError, ValueError):
-                self.connection.send(None)
+        with contextlib.suppress(OSError, ValueError):
+            self.connection.send(None)
         self.process.join(timeout=0 if self.queued else 5)
         if self.process.is_alive():
             self.process.terminate()
             self.process.join()
-        self.sender.join()
         self.connection.close()
 
 
 def _start_helpers(
     count: int, traces: dict[str, Contents], base_dir: str, slos: dict[str, dict[str, float]]
 ) -> list[_Helper]:
-    if count < 1:
-        return []
     import multiprocessing
     from multiprocessing.reduction import ForkingPickler
 
     method = start_method()
     context: Any = multiprocessing.get_context(method)
-    greeting = bytes(ForkingPickler.dumps(traces))
-    started: list[tuple[Any, Any]] = []
+    if method == "forkserver":
+        context.set_forkserver_preload(list(FORKSERVER_PRELOAD))
+    started: list[_Helper] = []
     try:
         for _ in range(count):
             ours, theirs = context.Pipe(duplex=True)
             # A forked helper inherits this process's ends of every pipe so far, its own
             # included: it closes them, or it would never see the pipe close if we are killed.
-            inherited = [*(end for _, end in started), ours] if method == "fork" else []
+            inherited = (
+                [*(helper.connection for helper in started), ours] if method == "fork" else []
+            )
             process = context.Process(
                 target=_helper_main, args=(theirs, base_dir, slos, inherited), daemon=True
             )
             process.start()
             theirs.close()
-            started.append((process, ours))
+            started.append(_Helper(process, ours))
+        greeting = bytes(ForkingPickler.dumps(traces))
+        for helper in started:
+            helper.greet(greeting)
     except BaseException:
-        for process, ours in started:
-            process.terminate()
-            process.join()
-            ours.close()
+        for helper in started:
+            helper.process.terminate()
+            helper.process.join()
+            helper.connection.close()
         raise
-    # Threads only now: none may exist while a helper is forked.
-    return [_Helper(process, ours, greeting) for process, ours in started]
+    return started
 
 
 def start_method() -> str:
     """How helpers start: ``fork`` on Linux when no other Python thread runs (a thread holding
     a lock as we fork would leave it locked in the helper), so a helper starts at once with
-    this process's modules imported; else ``spawn``, a fresh interpreter that imports aisim
-    (about 0.3-0.5 s of CPU per helper, a tenth of a 200-point sweep on two cores). From Python
-    3.12, which warns when a process with any other thread forks (native ones too, such as a
-    BLAS pool), only a process with a single thread forks."""
+    this process's modules imported and its traces parsed; else ``forkserver`` where there is
+    one (POSIX): a server process started once per session imports aisim
+    (``FORKSERVER_PRELOAD``) and forks each helper, so only the first sweep pays the import
+    (0.3-0.5 CPU-s, about a tenth of a 200-point sweep on two cores); else ``spawn`` (a fresh
+    interpreter per helper). From Python 3.12, which warns when a process with any other thread
+    forks (native ones too, such as a BLAS pool), only a process with a single thread forks."""
+    import multiprocessing
     import threading
 
-    if not sys.platform.startswith("linux") or threading.active_count() != 1:
-        return "spawn"
-    if sys.version_info >= (3, 12) and len(os.listdir("/proc/self/task")) != 1:
-        return "spawn"
-    return "fork"
+    fork = sys.platform.startswith("linux") and threading.active_count() == 1
+    if fork and sys.version_info >= (3, 12) and len(os.listdir("/proc/self/task")) != 1:
+        fork = False
+    if fork:
+        return "fork"
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        return "forkserver"
+    return "spawn"
 
 
 def _helper_main(
     connection: Any, base_dir: str, slos: dict[str, dict[str, float]], inherited: list[Any]
 ) -> None:
     """A helper process: receive the traces, then evaluate the points that arrive on
-    ``connection`` until ``None`` (or the pipe closes: the calling process is gone)."""
+    ``connection`` until ``None`` (or the pipe closes: the calling process is gone).
+
+    A forked helper first moves what it inherited out of the cyclic collector's reach
+    (``gc.freeze``): a collection writes to every object it scans, which copies the page
+    holding it (measured: 6,600 -> 1,500 page faults per 100 points of the bench sweep)."""
+    gc.freeze()
     for end in inherited:
         end.close()
     try:

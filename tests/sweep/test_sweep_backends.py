@@ -111,6 +111,27 @@ def test_process_pool_rows_equal_serial(serial: pd.DataFrame, trace: Path) -> No
     assert multiprocessing.active_children() == []
 
 
+def test_on_a_pool_the_calling_process_evaluates_no_point(
+    serial: pd.DataFrame, trace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With 2+ workers the helpers evaluate every point; the calling process only feeds them
+    and writes rows (so its file writes and progress bar never hold a helper up)."""
+    import aisim.sweep._backends as backends
+
+    caller = os.getpid()
+    evaluate = backends.evaluate_pinned
+
+    def in_helpers_only(*args: Any) -> dict[str, Any]:
+        assert os.getpid() != caller, "the calling process evaluated a point"
+        return evaluate(*args)
+
+    monkeypatch.setattr(backends, "evaluate_pinned", in_helpers_only)
+    if sys.version_info >= (3, 12) and start_method() != "fork":
+        pytest.skip("native threads: helpers start by forkserver, without the patch")
+    assert start_method() == "fork"  # a forked helper inherits the patched module
+    pd.testing.assert_frame_equal(run(_with_trace_axis(trace), workers=2), serial)
+
+
 def test_ray_rows_equal_process_pool(serial: pd.DataFrame, trace: Path) -> None:
     # tox -e py installs the ray extra and sets AISIM_TEST_RAY=1: there the check cannot skip.
     if os.environ.get("AISIM_TEST_RAY") == "1":
@@ -194,19 +215,21 @@ def test_a_helper_killed_mid_sweep_is_one_error_and_leaves_no_process(
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="helpers fork on Linux only")
-def test_forked_and_spawned_helpers_give_the_same_rows(serial: pd.DataFrame, trace: Path) -> None:
-    """Helpers are forked while no other thread runs, spawned while one does (a forked helper
-    would inherit its locks); both give the serial rows."""
+def test_forked_and_forkserver_helpers_give_the_same_rows(
+    serial: pd.DataFrame, trace: Path
+) -> None:
+    """Helpers are forked while no other thread runs, started by a forkserver while one does (a
+    forked helper would inherit its locks); both give the serial rows."""
     assert threading.active_count() == 1, "a thread outlived an earlier test"
-    if sys.version_info < (3, 12):  # later, native threads (a BLAS pool) may force spawn
+    if sys.version_info < (3, 12):  # later, native threads (a BLAS pool) may force forkserver
         assert start_method() == "fork"
     pd.testing.assert_frame_equal(run(_with_trace_axis(trace), workers=2), serial)
     release = threading.Event()
     other = threading.Thread(target=release.wait)
     other.start()
     try:
-        assert start_method() == "spawn"
-        pd.testing.assert_frame_equal(run(_with_trace_axis(trace), workers=2), serial)
+        assert start_method() == "forkserver"
+        pd.testing.assert_frame_equal(run(_with_trace_axis(trace), workers=3), serial)
     finally:
         release.set()
         other.join()
