@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -270,7 +269,7 @@ def read_sidecar_object(data_file: Path, sidecar: Path, *, missing_reason: str) 
 def check_writable(path: str | os.PathLike[str], overwrite: bool) -> Path:
     """Refuse to clobber an existing user file unless ``overwrite`` is set."""
     target = Path(path)
-    if target.exists() and not overwrite:
+    if not overwrite and target.exists():
         raise ConfigError(f"{str(target)!r} already exists; pass --overwrite to replace it")
     return target
 
@@ -278,28 +277,48 @@ def check_writable(path: str | os.PathLike[str], overwrite: bool) -> Path:
 def atomic_write_bytes(
     path: str | os.PathLike[str], data: bytes, *, overwrite: bool = False
 ) -> Path:
-    """Write ``data`` to a temp file beside ``path`` then rename it into place."""
+    """Write ``data`` to a temp file beside ``path``, flush it to disk, then rename it into place:
+    a reader (or a resumed sweep) sees the old file or the whole new one, never part of one.
+
+    The temp file is created with mode 0666, so the umask applies as for a plain ``open()``
+    (no ``os.umask`` round trip, which would briefly change the mode of files other threads
+    create). A sweep writes one file per point with this, so it is kept to a few system calls.
+    """
     target = check_writable(path, overwrite)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        # mkstemp creates 0600; give the file the mode a plain open() would (0666 minus umask).
-        os.fchmod(fd, 0o666 & ~_current_umask())
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        fd, tmp = _create_temp(target)
+    except FileNotFoundError:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = _create_temp(target)
+    try:
+        with memoryview(data) as view:
+            written = 0
+            while written < len(view):
+                written += os.write(fd, view[written:])
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
         os.replace(tmp, target)
     except BaseException:
+        if fd >= 0:
+            os.close(fd)
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
 
 
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def _create_temp(target: Path) -> tuple[int, str]:
+    """A new, empty ``.<name>.<random>.tmp`` beside ``target`` (never an existing file), open
+    for writing: (descriptor, path)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    flags |= getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        tmp = os.path.join(target.parent, f".{target.name}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {str(target)!r}")
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, overwrite: bool = False) -> Path:

