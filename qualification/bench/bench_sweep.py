@@ -6,10 +6,12 @@
 ``sweep``: 200 points over the first 200 requests of the bench trace (Poisson load at 10 rates
 x 4 speculation settings x 5 sequence caps, fixed timing), run in process with 1 worker and on a
 pool of 2, interleaved, best of ``--repeat`` each after one untimed warm-up sweep; prints wall
-seconds, points/s, CPU seconds, the 1 -> 2 scaling with the host's load average, and the peak
-RSS of the driver and of its largest worker. Run it under the compiled build (from outside the
-source tree, or ``tox -e bench``): the figures are the compiled sweep's. ``rss100k``: replays 100,000 synthetic requests (roofline timing, ngram
-K=3) and prints the process's peak RSS. The last line of each is JSON.
+seconds, points/s, the CPU seconds of the calling process and of its helpers per point beside
+what the points cost alone, the 1 -> 2 scaling with the host's load average and ceiling, and
+the peak RSS of the driver and of its largest worker. Run it under the compiled build (from
+outside the source tree, or ``tox -e bench``): the figures are the compiled sweep's.
+``rss100k``: replays 100,000 synthetic requests (roofline timing, ngram K=3) and prints the
+process's peak RSS. The last line of each is JSON.
 """
 
 from __future__ import annotations
@@ -74,8 +76,8 @@ def _cpu_s(who: int) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _evaluate_points(trace: str, points: list[int]) -> float:
-    """Wall seconds to evaluate ``points`` of the bench sweep in this process (no sweep
+def _evaluate_points(trace: str, points: list[int]) -> tuple[float, float]:
+    """(wall, CPU) seconds to evaluate ``points`` of the bench sweep in this process (no sweep
     machinery: no pool, no point files)."""
     from aisim.config._sweep import apply_axes, load_sweep
     from aisim.sweep._evaluate import evaluate_point
@@ -84,35 +86,54 @@ def _evaluate_points(trace: str, points: list[int]) -> float:
     plan = load_sweep(sweep_config(trace))
     chosen = [point for point in expand(plan) if point.index in set(points)]
     configs = [apply_axes(plan.base, point.assignment) for point in chosen]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for config in configs:
         evaluate_point(config, plan.base_dir, plan.slos)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
-def _ceiling(pool: Any, trace: str, count: int) -> tuple[float, float]:
-    """(one process evaluating every point, two processes each evaluating half, at once):
-    walls of the host's own 1 -> 2 scaling for this work, which no pool can beat."""
-    everything = list(range(count))
-    one = pool.apply(_evaluate_points, (trace, everything))
-    start = time.perf_counter()
-    halves = [pool.apply_async(_evaluate_points, (trace, everything[i::2])) for i in (0, 1)]
-    for half in halves:
-        half.get()
-    return one, time.perf_counter() - start
+def _ceiling(trace: str, count: int) -> tuple[float, float, float]:
+    """(wall of one process evaluating every point, wall of two processes each evaluating half
+    at once, CPU of the one process): the host's own 1 -> 2 scaling for this work, which no
+    pool can beat, and what the points cost without any sweep machinery.
+
+    Its processes are forked from this warm process (spawned off Linux) and gone, with the
+    pool's threads, before the sweep runs: a thread left running would make the sweep start
+    its helpers by forkserver instead of fork, which ``aisim sweep`` does not do."""
+    import multiprocessing
+
+    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    pool = multiprocessing.get_context(method).Pool(2)
+    try:
+        for warm_up in [pool.apply_async(_evaluate_points, (trace, [0])) for _ in range(2)]:
+            warm_up.get()
+        everything = list(range(count))
+        one, one_cpu = pool.apply(_evaluate_points, (trace, everything))
+        start = time.perf_counter()
+        halves = [pool.apply_async(_evaluate_points, (trace, everything[i::2])) for i in (0, 1)]
+        for half in halves:
+            half.get()
+        two = time.perf_counter() - start
+    finally:
+        pool.close()
+        pool.join()
+    return one, two, one_cpu
 
 
 def bench_sweep(trace: str, workers: list[int], repeat: int = 3) -> dict[str, Any]:
     """Each worker count ``repeat`` times, interleaved (1, 2, 2, 1, ... so a load change on the
-    host hits both alike); the best wall of each, its points/s and CPU seconds (this process
-    and its pool workers), the load average around the runs. Each turn also measures the
-    host's ceiling: the same points in one process vs split over two independent warm
-    processes, so a loaded host shows as a low ceiling rather than as a slow sweep."""
-    import multiprocessing
+    host hits both alike); the best wall of each, its points/s, the least CPU seconds of the
+    calling process (driver) and of its helpers, per point, beside the CPU the same points
+    take evaluated in one process without the sweep machinery; the load average around the
+    runs. Each turn also measures the host's ceiling: the same points in one process vs split
+    over two independent warm processes, so a loaded host shows as a low ceiling rather than
+    as a slow sweep. CPU seconds are the figures a loaded host disturbs least."""
+    import threading
 
     import pandas  # noqa: F401  (imported before timing: both worker counts use it warm)
 
     from aisim.sweep import run
+    from aisim.sweep._backends import start_method
 
     warm = sweep_config(trace)
     warm["axes"] = {"traffic.load.rate_rps": [2]}
@@ -121,48 +142,72 @@ def bench_sweep(trace: str, workers: list[int], repeat: int = 3) -> dict[str, An
         count for turn in range(repeat) for count in (workers if turn % 2 == 0 else workers[::-1])
     ]
     runs: dict[str, list[dict[str, float]]] = {str(count): [] for count in workers}
-    ceilings: list[tuple[float, float]] = []
-    context = multiprocessing.get_context("spawn")
-    pool = context.Pool(2)
-    for warm_up in [pool.apply_async(_evaluate_points, (trace, [0])) for _ in range(2)]:
-        warm_up.get()
+    ceilings: list[tuple[float, float, float]] = []
     load_before = os.getloadavg()
+    points = 0
     for position, count in enumerate(order):
         if position % len(workers) == 0:
-            ceilings.append(_ceiling(pool, trace, 200))
+            ceilings.append(_ceiling(trace, 200))
+        if threading.active_count() != 1:
+            raise SystemExit("bench_sweep: a thread is running; the sweep would not fork")
         with tempfile.TemporaryDirectory() as out:
-            cpu = _cpu_s(resource.RUSAGE_SELF) + _cpu_s(resource.RUSAGE_CHILDREN)
+            driver, helpers = _cpu_s(resource.RUSAGE_SELF), _cpu_s(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             frame = run(sweep_config(trace), workers=count, out=out)
             wall = time.perf_counter() - start
-            cpu = _cpu_s(resource.RUSAGE_SELF) + _cpu_s(resource.RUSAGE_CHILDREN) - cpu
+            driver = _cpu_s(resource.RUSAGE_SELF) - driver
+            helpers = _cpu_s(resource.RUSAGE_CHILDREN) - helpers
         ok = int((frame["status"] == "ok").sum())
-        runs[str(count)].append({"wall_s": wall, "cpu_s": cpu, "ok": ok, "points": len(frame)})
+        points = len(frame)
+        runs[str(count)].append(
+            {"wall_s": wall, "driver_cpu_s": driver, "helpers_cpu_s": helpers, "ok": ok}
+        )
         print(
-            f"sweep {len(frame)} points, {count} worker(s): wall {wall:.2f} s, "
-            f"{len(frame) / wall:.2f} points/s, cpu {cpu:.2f} s ({ok} ran)"
+            f"sweep {points} points, {count} worker(s): wall {wall:.2f} s, "
+            f"{points / wall:.2f} points/s, CPU driver {driver:.2f} s + helpers {helpers:.2f} s "
+            f"({ok} ran)"
         )
     load_after = os.getloadavg()
-    pool.close()
-    pool.join()
-    report: dict[str, Any] = {"load_average_before": load_before, "load_average_after": load_after}
+    report: dict[str, Any] = {
+        "load_average_before": load_before,
+        "load_average_after": load_after,
+        "start_method": start_method(),
+        "points": points,
+    }
     one = min(walls[0] for walls in ceilings)
     two = min(walls[1] for walls in ceilings)
+    alone_ms = min(walls[2] for walls in ceilings) / points * 1e3
     report["host_ceiling_1_to_2"] = one / two
+    report["evaluation_alone_cpu_ms_per_point"] = alone_ms
     print(
         f"host ceiling (same points in 1 process: {one:.2f} s, in 2 independent processes: "
-        f"{two:.2f} s): x{one / two:.2f}"
+        f"{two:.2f} s): x{one / two:.2f}; the points alone (one process, no sweep machinery): "
+        f"{alone_ms:.2f} CPU-ms per point"
     )
     for count, results in runs.items():
         best = min(results, key=lambda result: result["wall_s"])
-        report[count] = {**best, "points_per_s": best["points"] / best["wall_s"]}
+        driver = min(result["driver_cpu_s"] for result in results)
+        helpers = min(result["helpers_cpu_s"] for result in results)
+        report[count] = {
+            **best,
+            "points_per_s": points / best["wall_s"],
+            "least_driver_cpu_s": driver,
+            "least_helpers_cpu_s": helpers,
+        }
+        total_ms = (driver + helpers) / points * 1e3
+        print(
+            f"CPU per point, {count} worker(s) (least of {repeat}): driver "
+            f"{driver / points * 1e3:.2f} ms + helpers {helpers / points * 1e3:.2f} ms = "
+            f"{total_ms:.2f} ms; over the points alone: {total_ms - alone_ms:+.2f} ms "
+            f"(x{total_ms / alone_ms:.2f})"
+        )
     if "1" in report and "2" in report:
         report["scaling_1_to_2"] = report["1"]["wall_s"] / report["2"]["wall_s"]
         print(
-            f"sweep scaling 1 -> 2 workers (best of {repeat} each): "
-            f"x{report['scaling_1_to_2']:.2f}; host ceiling in the same run "
-            f"x{report['host_ceiling_1_to_2']:.2f}; load average {load_before[0]:.1f} before, "
-            f"{load_after[0]:.1f} after (on a loaded host both are noise)"
+            f"sweep scaling 1 -> 2 workers (best of {repeat} each, helpers by "
+            f"{report['start_method']}): x{report['scaling_1_to_2']:.2f}; host ceiling in the "
+            f"same run x{report['host_ceiling_1_to_2']:.2f}; load average {load_before[0]:.1f} "
+            f"before, {load_after[0]:.1f} after (on a loaded host the walls are noise)"
         )
     report["driver_peak_rss_mib"] = peak_rss_mib(resource.RUSAGE_SELF)
     report["worker_peak_rss_mib"] = peak_rss_mib(resource.RUSAGE_CHILDREN)
