@@ -200,11 +200,14 @@ def requests_with_shared_prefixes(
     max_output: int,
     max_timestamp: int,
     partial_cover: bool,
+    repeated_ids: bool = False,
 ) -> list[dict[str, Any]]:
     """Inline agentic requests (arrivals in ms), about half of them with ``hash_ids`` of
     16-token units: a common prefix of one shared 10-unit chain, then units of their own.
     ``partial_cover``: the ids may also stop short of the prompt (cover only its first units),
-    as a trace's hash ids may."""
+    as a trace's hash ids may. ``repeated_ids``: one of a request's own units may carry an id
+    that also occurs elsewhere (7 or 8, in other requests at other positions, or its own first
+    unit's id)."""
     shared_prefix = list(range(1000, 1010))
     requests: list[dict[str, Any]] = []
     for index in range(draw(st.integers(1, max_requests))):
@@ -218,6 +221,9 @@ def requests_with_shared_prefixes(
         if draw(st.booleans()):
             common = draw(st.integers(0, blocks_in_prompt))
             unique = [index * 100 + k for k in range(blocks_in_prompt - common)]
+            if repeated_ids and unique and draw(st.booleans()):
+                position = draw(st.integers(0, len(unique) - 1))
+                unique[position] = draw(st.sampled_from([7, 8, unique[0]]))
             ids = shared_prefix[:common] + unique
             if partial_cover:
                 ids = ids[: draw(st.integers(0, len(ids)))] or ids

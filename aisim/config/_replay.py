@@ -15,6 +15,7 @@ from aisim._fields import join_path
 from aisim.catalogue import GpuSpec, ModelSpec
 from aisim.config._catalogue import get_gpu, get_model
 from aisim.config._edge import check_mapping_at, choice, number, validate
+from aisim.config._hash_blocks import HashIdCounts, count_hash_ids, mark_private_blocks
 from aisim.config._replay_capacity import (
     Hardware,
     check_request_fits,
@@ -106,6 +107,7 @@ def build_plan(config: object, base_dir: Path | None = None) -> tuple[ReplayPlan
         requests, stream, count, total_tokens = _scan(traffic, workers)
     else:
         requests = traffic
+        mark_private_blocks(requests, count_hash_ids(requests))
         count = len(requests)
         total_tokens = sum(request.prompt_tokens + request.output_tokens for request in requests)
     max_events = 20 * total_tokens + 100 * count + 10_000
@@ -140,9 +142,11 @@ def _scan(
     total_tokens = 0
     in_order = True
     last_ms = 0.0
+    hash_ids = HashIdCounts()
     for request in trace.requests():
         for worker in workers:
             check_request_fits(worker, request)
+        hash_ids.add(request.hash_ids)
         count += 1
         total_tokens += request.prompt_tokens + request.output_tokens
         if request.arrival_ms < last_ms:
@@ -150,19 +154,24 @@ def _scan(
         last_ms = request.arrival_ms
     if count == 0:
         raise ConfigError(f"{trace.source_path}: the traffic has no requests")
+    hash_ids.close()
+    # The second reading must see this content: the hash-id counts describe it.
+    digest = trace.digest
     if not in_order:
-        return list(trace.requests()), None, count, total_tokens
+        held = list(trace.requests(digest))
+        mark_private_blocks(held, hash_ids)
+        return held, None, count, total_tokens
 
     def reread() -> Iterator[RequestSpec]:
         """The trace again; a file that changed since ``_scan`` read it is an error."""
         previous_ms = 0.0
-        for request in trace.requests():
+        for request in trace.requests(digest):
             if request.index >= count or request.arrival_ms < previous_ms:
                 raise ConfigError(
-                    f"{trace.source_path}.path: {trace.file.name!r} changed while it was "
-                    f"replayed (request {request.index} differs from the first reading)"
+                    trace.changed_error(f"request {request.index} differs from the first reading")
                 )
             previous_ms = request.arrival_ms
+            request.private_from_block = hash_ids.private_from(request.hash_ids)
             yield request
 
     return [], RequestStream(reread, count), count, total_tokens

@@ -102,11 +102,18 @@ class TraceStream:
         self.time_scale = time_scale
         self.max_requests = max_requests
         self.load_path = load_path
+        #: The SHA-256 of the content the last reading started on.
+        self.digest = ""
 
-    def requests(self) -> Iterator[RequestSpec]:
+    def requests(self, expect_digest: str = "") -> Iterator[RequestSpec]:
+        """A fresh reading; ``expect_digest``: the content an earlier reading saw, and a file
+        whose content changed since is an error (the replay's second reading)."""
         limit = self.max_requests if self.max_requests is not None else MAX_REQUESTS
         scale = self.time_scale
         digest = TRACES.digest(self.file, self.source_path)
+        if expect_digest and digest != expect_digest:
+            raise ConfigError(self.changed_error("its content differs from the first reading"))
+        self.digest = digest
         rows = _trace_rows(self.file, self.fmt, self.block_tokens, self.source_path, digest=digest)
         for spec in rows:
             if spec.index >= limit:
@@ -115,6 +122,9 @@ class TraceStream:
             if not spec.arrival_ms <= MAX_TIME_MS:
                 raise ConfigError(_late_arrival(self.load_path, spec))
             yield spec
+
+    def changed_error(self, why: str) -> str:
+        return f"{self.source_path}.path: {self.file.name!r} changed while it was replayed ({why})"
 
 
 def build_traffic(

@@ -27,6 +27,9 @@ class RequestSpec:
     ``wait_for`` (indices of earlier requests) arrives ``delay_ms`` after the last of them
     completes. ``hash_ids`` name the content of the prompt's blocks of ``hash_block_tokens``
     tokens (requests sharing a prefix of ids share those KV blocks); empty means unique content.
+    ``private_from_block``: the first block whose id occurs nowhere else in the traffic (from it
+    on the prompt's KV is this request's alone, see ``aisim/config/_hash_blocks.py``), or -1
+    when not known (then every hashed block may be shared).
     """
 
     def __init__(
@@ -50,6 +53,7 @@ class RequestSpec:
         self.delay_ms = delay_ms
         self.hash_ids = hash_ids
         self.hash_block_tokens = hash_block_tokens
+        self.private_from_block = -1
 
 
 class RequestStream:

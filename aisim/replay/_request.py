@@ -123,14 +123,19 @@ class SimRequest:
         return keys[unit]
 
     def first_unique_unit(self, unit_tokens: int) -> int:
-        """The first unit whose content is unique to this request (``unit_content``): units
-        before it lie inside the prompt and are covered by trace ``hash_ids``; every unit from
-        it on is unique (so only this request can ever match it)."""
+        """The first unit whose content is unique to this request: units before it lie inside
+        the prompt and are covered by trace ``hash_ids`` that other requests may share; every
+        unit from it on is unique (``unit_content`` has no hash id, or its chain holds a block
+        whose id occurs nowhere else in the traffic, ``RequestSpec.private_from_block``), so
+        only this request can ever match it."""
         spec = self.spec
         block = spec.hash_block_tokens
         if block <= 0:
             return 0
         covered = len(spec.hash_ids) * block
+        private = spec.private_from_block
+        if private >= 0 and private * block < covered:
+            covered = private * block
         if covered > spec.prompt_tokens:
             covered = spec.prompt_tokens
         return covered // unit_tokens

@@ -59,10 +59,16 @@ def scenarios(draw: st.DrawFn, stretchable: bool = False) -> dict[str, Any]:
     path advances at once (vLLM, aggregated, one rank, SD off)."""
     backend = "vllm" if stretchable else draw(st.sampled_from(["vllm", "sglang"]))
     disaggregated = False if stretchable else draw(st.booleans())
-    # Shared prompt prefixes (hashed units), possibly a partial hash cover.
+    # Shared prompt prefixes (hashed units), possibly a partial hash cover, and ids repeated
+    # off the shared prefix (a block is its request's alone only from its first once-only id).
     requests = draw(
         requests_with_shared_prefixes(
-            max_requests=10, max_prompt=150, max_output=80, max_timestamp=200, partial_cover=True
+            max_requests=10,
+            max_prompt=150,
+            max_output=80,
+            max_timestamp=200,
+            partial_cover=True,
+            repeated_ids=True,
         )
     )
     block_size = draw(st.sampled_from([4, 16] if backend == "vllm" else [1, 4, 16]))

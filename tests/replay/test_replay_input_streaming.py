@@ -192,6 +192,21 @@ def test_a_trace_that_changes_while_it_is_replayed_is_an_error(tmp_path: Path) -
         Simulation(plan).run()
 
 
+def test_a_trace_whose_content_changes_before_the_replay_reads_it_is_an_error(
+    tmp_path: Path,
+) -> None:
+    # Same rows, order and count; other hash ids (the plan's hash-id counts describe the first).
+    rows = [
+        {"timestamp": 9 * i, "input_length": 30, "output_length": 5, "hash_ids": [i]}
+        for i in range(5)
+    ]
+    trace = write_trace(tmp_path, rows, "jsonl")
+    plan, _ = build_plan(trace_document(trace))
+    write_trace(tmp_path, [dict(row, hash_ids=[0]) for row in rows], "jsonl")
+    with pytest.raises(ConfigError, match=r"'trace.jsonl' changed while it was replayed"):
+        Simulation(plan).run()
+
+
 FIELDS = (
     "index",
     "request_id",
