@@ -32,7 +32,7 @@ from aisim.config._replay_models import (
     VllmScheduler,
     Worker,
 )
-from aisim.config._replay_traffic import TraceStream, build_traffic
+from aisim.config._replay_traffic import TrafficStream, build_traffic
 from aisim.errors import ConfigError
 from aisim.replay._plan import (
     ROLE_AGGREGATED,
@@ -94,7 +94,7 @@ def build_plan(config: object, base_dir: Path | None = None) -> tuple[ReplayPlan
     described: list[dict[str, Any]] = []
     for role in order:
         worker, info = _worker(workers_raw[role], role, context)
-        if not isinstance(traffic, TraceStream):
+        if not isinstance(traffic, TrafficStream):
             check_requests_fit(worker, traffic)
         workers.append(worker)
         described.append(info)
@@ -103,7 +103,7 @@ def build_plan(config: object, base_dir: Path | None = None) -> tuple[ReplayPlan
     )
     horizon_ms, per_token = _simulation(root.simulation)
     stream: RequestStream | None = None
-    if isinstance(traffic, TraceStream):
+    if isinstance(traffic, TrafficStream):
         requests, stream, count, total_tokens = _scan(traffic, workers)
     else:
         requests = traffic
@@ -132,12 +132,13 @@ def build_plan(config: object, base_dir: Path | None = None) -> tuple[ReplayPlan
 
 
 def _scan(
-    trace: TraceStream, workers: list[WorkerPlan]
+    trace: TrafficStream, workers: list[WorkerPlan]
 ) -> tuple[list[RequestSpec], RequestStream | None, int, int]:
-    """Read the trace once, checking every request (and that each fits every worker) before
-    the first event, in O(1) memory: ``(requests, stream, count, total tokens)``. A trace in
-    arrival order is streamed (``requests`` empty); one that is not is held whole, so the
-    simulation can take its arrivals in order (the summary says so: ``arrival_order``)."""
+    """Pass over the streamed traffic once, checking every request (and that each fits every
+    worker) before the first event, in O(1) memory: ``(requests, stream, count, total
+    tokens)``. A traffic in arrival order is streamed (``requests`` empty); a trace that is not
+    is held whole, so the simulation can take its arrivals in order (the summary says so:
+    ``arrival_order``)."""
     count = 0
     total_tokens = 0
     in_order = True
@@ -163,7 +164,7 @@ def _scan(
         return held, None, count, total_tokens
 
     def reread() -> Iterator[RequestSpec]:
-        """The trace again; a file that changed since ``_scan`` read it is an error."""
+        """The traffic again; a file that changed since ``_scan`` read it is an error."""
         previous_ms = 0.0
         for request in trace.requests(digest):
             if request.index >= count or request.arrival_ms < previous_ms:

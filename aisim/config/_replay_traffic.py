@@ -11,7 +11,8 @@ Loads (``traffic.load.type``): ``trace_timestamps``, ``poisson``, ``constant``, 
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Final
 
@@ -56,7 +57,9 @@ from aisim.replay._traffic import (
     LOAD_CONCURRENCY,
     LOAD_TRACE,
     LOADS,
+    ArrivalClock,
     LengthDistribution,
+    SyntheticLengths,
     apply_load,
     synthetic_lengths,
 )
@@ -75,15 +78,75 @@ ROW_KEYS: Final = (
 CSV_COLUMNS: Final = ("arrival_s", "prompt_tokens", "output_tokens")
 
 
-class TraceStream:
-    """A trace file (CSV or Mooncake JSONL) replayed at its own timestamps, read lazily:
-    ``requests()`` reads and checks it afresh on every call (the first ``max_requests`` rows,
-    arrivals scaled by ``time_scale`` and bounded by ``MAX_TIME_MS``), so neither its text nor
-    its requests are ever held whole (small traces come from the trace cache).
-    ``build_plan`` reads it once to check every request against the workers and to learn its
-    size and order, then the simulation reads it again. Every reading checks every line in
-    full (a plainly valid Mooncake line is checked in C by ``_plain_row``), so a file that
-    changed meanwhile gives the same errors as a first reading of it."""
+class TrafficStream(ABC):
+    """Traffic produced lazily, one checked request at a time, in traffic order with arrivals
+    that never decrease and no dependencies: ``requests()`` starts a fresh pass (the first
+    ``max_requests`` requests, arrivals bounded by ``MAX_TIME_MS``). ``build_plan`` passes
+    over it once to check every request against the workers and to learn its size, then the
+    simulation passes over it again, so the traffic is never held whole."""
+
+    def __init__(
+        self, source_path: str, max_requests: int | None, load_path: str, clock: LoadClock
+    ) -> None:
+        self.source_path = source_path
+        self.max_requests = max_requests
+        self.load_path = load_path
+        self.clock = clock
+        #: The SHA-256 of the content the last pass started on ("" without a file).
+        self.digest = ""
+
+    def requests(self, expect_digest: str = "") -> Iterator[RequestSpec]:
+        """A fresh pass; ``expect_digest``: the content an earlier pass saw, and a file whose
+        content changed since is an error (the replay's second pass)."""
+        limit = self.max_requests if self.max_requests is not None else MAX_REQUESTS
+        arrivals = self.clock.start()
+        for spec in self._specs(expect_digest):
+            if spec.index >= limit:
+                break
+            spec.arrival_ms = arrivals.arrival(spec)
+            if not spec.arrival_ms <= MAX_TIME_MS:
+                raise ConfigError(_late_arrival(self.load_path, spec))
+            yield spec
+
+    def changed_error(self, why: str) -> str:
+        return f"{self.source_path}: the traffic changed while it was replayed ({why})"
+
+    @abstractmethod
+    def _specs(self, expect_digest: str) -> Iterator[RequestSpec]:
+        """The requests in traffic order, their arrivals not set yet."""
+
+
+class LoadClock:
+    """The arrivals of a streamed traffic: its trace timestamps times ``time_scale``
+    (``trace_timestamps``), or an open-loop load's (``poisson``, ``constant``: the core's
+    ``ArrivalClock``, drawn in traffic order exactly as ``apply_load`` draws them)."""
+
+    def __init__(self, load: str, time_scale: float, rate_rps: float, seed: int) -> None:
+        self.load = load
+        self.time_scale = time_scale
+        self.rate_rps = rate_rps
+        self.seed = seed
+        self._clock: ArrivalClock | None = None
+
+    def start(self) -> LoadClock:
+        """A fresh clock for one pass."""
+        clock = LoadClock(self.load, self.time_scale, self.rate_rps, self.seed)
+        if self.load != LOAD_TRACE:
+            clock._clock = ArrivalClock(self.load, self.rate_rps, self.seed)
+        return clock
+
+    def arrival(self, spec: RequestSpec) -> float:
+        if self._clock is None:
+            return spec.arrival_ms * self.time_scale
+        return self._clock.next_arrival()
+
+
+class TraceStream(TrafficStream):
+    """A trace file (CSV or Mooncake JSONL) read lazily: every pass reads and checks it afresh,
+    so neither its text nor its requests are ever held whole (small traces come from the trace
+    cache). Every pass checks every line in full (a plainly valid Mooncake line is checked in C
+    by ``_plain_row``), so a file that changed meanwhile gives the same errors as a first
+    reading of it."""
 
     def __init__(
         self,
@@ -91,65 +154,85 @@ class TraceStream:
         fmt: str,
         block_tokens: int,
         source_path: str,
-        time_scale: float,
         max_requests: int | None,
         load_path: str,
+        clock: LoadClock,
     ) -> None:
+        super().__init__(source_path, max_requests, load_path, clock)
         self.file = file
         self.fmt = fmt
         self.block_tokens = block_tokens
-        self.source_path = source_path
-        self.time_scale = time_scale
-        self.max_requests = max_requests
-        self.load_path = load_path
-        #: The SHA-256 of the content the last reading started on.
-        self.digest = ""
-
-    def requests(self, expect_digest: str = "") -> Iterator[RequestSpec]:
-        """A fresh reading; ``expect_digest``: the content an earlier reading saw, and a file
-        whose content changed since is an error (the replay's second reading)."""
-        limit = self.max_requests if self.max_requests is not None else MAX_REQUESTS
-        scale = self.time_scale
-        digest = TRACES.digest(self.file, self.source_path)
-        if expect_digest and digest != expect_digest:
-            raise ConfigError(self.changed_error("its content differs from the first reading"))
-        self.digest = digest
-        rows = _trace_rows(self.file, self.fmt, self.block_tokens, self.source_path, digest=digest)
-        for spec in rows:
-            if spec.index >= limit:
-                break
-            spec.arrival_ms = spec.arrival_ms * scale
-            if not spec.arrival_ms <= MAX_TIME_MS:
-                raise ConfigError(_late_arrival(self.load_path, spec))
-            yield spec
 
     def changed_error(self, why: str) -> str:
         return f"{self.source_path}.path: {self.file.name!r} changed while it was replayed ({why})"
 
+    def _specs(self, expect_digest: str) -> Iterator[RequestSpec]:
+        digest = TRACES.digest(self.file, self.source_path)
+        if expect_digest and digest != expect_digest:
+            raise ConfigError(self.changed_error("its content differs from the first reading"))
+        self.digest = digest
+        return _trace_rows(self.file, self.fmt, self.block_tokens, self.source_path, digest=digest)
+
+
+class SyntheticStream(TrafficStream):
+    """Synthetic traffic under an open-loop load, drawn as it is replayed: each pass draws the
+    lengths (and arrivals) afresh from the seed, the same numbers in the same order as the
+    traffic built whole."""
+
+    def __init__(
+        self,
+        count: int,
+        lengths: Callable[[], SyntheticLengths],
+        source_path: str,
+        load_path: str,
+        clock: LoadClock,
+    ) -> None:
+        super().__init__(source_path, count, load_path, clock)
+        self.count = count
+        self.lengths = lengths
+
+    def _specs(self, expect_digest: str) -> Iterator[RequestSpec]:
+        lengths = self.lengths()
+        for index in range(self.count):
+            prompt_tokens, output_tokens = lengths.next_pair()
+            yield RequestSpec(index, str(index), prompt_tokens, output_tokens, 0.0, [], 0.0, [], 0)
+
 
 def build_traffic(
-    config: object, base_dir: Path | None, path: str = "traffic"
-) -> list[RequestSpec] | TraceStream:
+    config: object, base_dir: Path | None, path: str = "traffic", stream: bool = True
+) -> list[RequestSpec] | TrafficStream:
     """Validate ``traffic`` and return its requests (arrivals set, dependencies as indices), or,
-    for a trace file replayed at its own timestamps, a ``TraceStream`` that reads them lazily."""
+    with ``stream`` (the default) for a trace file or synthetic traffic whose arrivals are the
+    trace's timestamps or an open-loop load (``poisson``, ``constant``), a ``TrafficStream``
+    that produces them lazily (the same requests: ``stream=False`` builds them whole)."""
     block = validate(Traffic, config, path)
     seed = block.seed
     source_path = join_path(path, "source")
     source = check_mapping_at(block.source, source_path)
     kind = choice(source.get("type"), join_path(source_path, "type"), SOURCES)
     max_requests = block.max_requests
+    load_path = join_path(path, "load")
     if kind == "synthetic":
-        requests = _synthetic(source, seed, source_path)
+        synthetic = _synthetic_source(source, source_path)
+        clock = _stream_clock(block.load, kind, seed, load_path) if stream else None
+        if clock is not None:
+            count = synthetic.num_requests
+            if max_requests is not None and max_requests < count:
+                count = max_requests
+            prompt, output = synthetic.prompt, synthetic.output
+            return SyntheticStream(
+                count,
+                lambda: SyntheticLengths(prompt, output, seed),
+                source_path,
+                load_path,
+                clock,
+            )
+        requests = _synthetic(synthetic, seed)
     elif kind == "trace":
         trace = _trace(source, base_dir, source_path)
-        load_path = join_path(path, "load")
-        raw_load = block.load
-        load = check_mapping_at(
-            raw_load if raw_load is not None else {"type": LOAD_TRACE}, load_path
-        )
-        if load.get("type") == LOAD_TRACE:
-            scale = validate(TraceTimestampsLoad, load, load_path).time_scale
-            return TraceStream(*trace, source_path, scale, max_requests, load_path)
+        clock = _stream_clock(block.load, kind, seed, load_path) if stream else None
+        if clock is not None:
+            return TraceStream(*trace, source_path, max_requests, load_path, clock)
         requests = list(_trace_rows(*trace, source_path, max_requests))
     else:
         requests = _agentic(source, base_dir, source_path, max_requests)
@@ -163,16 +246,46 @@ def build_traffic(
                 )
     if not requests:
         raise ConfigError(f"{source_path}: the traffic has no requests")
-    _load(block.load, requests, kind, seed, join_path(path, "load"))
-    _check_arrivals(requests, join_path(path, "load"))
+    _load(block.load, requests, kind, seed, load_path)
+    _check_arrivals(requests, load_path)
     return requests
 
 
-def _synthetic(source: dict[str, Any], seed: int, path: str) -> list[RequestSpec]:
+def _stream_clock(value: object, source: str, seed: int, path: str) -> LoadClock | None:
+    """The clock of a load that a streamed traffic can take (its arrivals set in traffic order,
+    never decreasing, no dependencies), validated as ``_load`` validates it; else ``None``
+    (``concurrency``: each user's next request waits for its previous one)."""
+    block = check_mapping_at(value if value is not None else {"type": LOAD_TRACE}, path)
+    kind = choice(block.get("type"), join_path(path, "type"), LOADS)
+    if kind == LOAD_TRACE:
+        if source == "synthetic":
+            return None  # the error comes from _load
+        scale = validate(TraceTimestampsLoad, block, path).time_scale
+        return LoadClock(LOAD_TRACE, scale, 0.0, seed)
+    if kind == LOAD_CONCURRENCY:
+        return None
+    rate = validate(RateLoad, block, path).rate_rps
+    return LoadClock(kind, 1.0, rate, seed)
+
+
+class _SyntheticSource:
+    def __init__(
+        self, num_requests: int, prompt: LengthDistribution, output: LengthDistribution
+    ) -> None:
+        self.num_requests = num_requests
+        self.prompt = prompt
+        self.output = output
+
+
+def _synthetic_source(source: dict[str, Any], path: str) -> _SyntheticSource:
     block = validate(SyntheticSource, source, path)
     prompt = _distribution(block.prompt_tokens, join_path(path, "prompt_tokens"))
     output = _distribution(block.output_tokens, join_path(path, "output_tokens"))
-    pairs = synthetic_lengths(block.num_requests, prompt, output, seed)
+    return _SyntheticSource(block.num_requests, prompt, output)
+
+
+def _synthetic(source: _SyntheticSource, seed: int) -> list[RequestSpec]:
+    pairs = synthetic_lengths(source.num_requests, source.prompt, source.output, seed)
     return [
         RequestSpec(index, str(index), prompt_tokens, output_tokens, 0.0, [], 0.0, [], 0)
         for index, (prompt_tokens, output_tokens) in enumerate(pairs)

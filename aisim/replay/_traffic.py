@@ -60,16 +60,52 @@ class LengthDistribution:
         return rounded
 
 
+class SyntheticLengths:
+    """Synthetic requests' (prompt, output) token counts, one request at a time: prompt and
+    output draw from separate streams of ``seed``, so the n-th pair is the same whether the
+    traffic is built whole or drawn as it is replayed."""
+
+    def __init__(self, prompt: LengthDistribution, output: LengthDistribution, seed: int) -> None:
+        self.prompt = prompt
+        self.output = output
+        self.prompt_rng = RandomStream(seed, 1)
+        self.output_rng = RandomStream(seed, 2)
+
+    def next_pair(self) -> tuple[int, int]:
+        return self.prompt.draw(self.prompt_rng), self.output.draw(self.output_rng)
+
+
 def synthetic_lengths(
     count: int, prompt: LengthDistribution, output: LengthDistribution, seed: int
 ) -> list[tuple[int, int]]:
     """``count`` (prompt, output) pairs; prompt and output use separate streams of ``seed``."""
-    prompt_rng = RandomStream(seed, 1)
-    output_rng = RandomStream(seed, 2)
+    lengths = SyntheticLengths(prompt, output, seed)
     pairs: list[tuple[int, int]] = []
     for _ in range(count):
-        pairs.append((prompt.draw(prompt_rng), output.draw(output_rng)))
+        pairs.append(lengths.next_pair())
     return pairs
+
+
+class ArrivalClock:
+    """Arrivals of an open-loop load, one request at a time in traffic order: ``poisson`` (the
+    first at 0 ms, then exponential gaps of mean ``1000 / rate_rps`` ms from stream 3 of
+    ``seed``) or ``constant`` (request i at ``i * 1000 / rate_rps`` ms). Never decreasing."""
+
+    def __init__(self, load: str, rate_rps: float, seed: int) -> None:
+        self.poisson = load == LOAD_POISSON
+        self.gap_ms = 1000.0 / rate_rps if rate_rps > 0.0 else 0.0
+        self.rng = RandomStream(seed, 3)
+        self.position = 0
+        self.now = 0.0
+
+    def next_arrival(self) -> float:
+        arrival = self.now
+        self.position += 1
+        if self.poisson:
+            self.now += self.rng.exponential(self.gap_ms)
+        else:
+            self.now = self.position * self.gap_ms
+        return arrival
 
 
 def apply_load(
@@ -81,18 +117,13 @@ def apply_load(
     previous one completes. ``trace_timestamps`` keeps the given arrivals."""
     if load == LOAD_TRACE:
         return
-    gap_ms = 1000.0 / rate_rps if rate_rps > 0.0 else 0.0
-    rng = RandomStream(seed, 3)
-    now = 0.0
-    for position, request in enumerate(requests):
-        if load == LOAD_CONCURRENCY:
+    if load == LOAD_CONCURRENCY:
+        for position, request in enumerate(requests):
             request.arrival_ms = 0.0
             if position >= users:
                 request.wait_for = [position - users]
                 request.delay_ms = think_ms
-            continue
-        request.arrival_ms = now
-        if load == LOAD_POISSON:
-            now += rng.exponential(gap_ms)
-        else:
-            now = (position + 1) * gap_ms
+        return
+    clock = ArrivalClock(load, rate_rps, seed)
+    for request in requests:
+        request.arrival_ms = clock.next_arrival()

@@ -530,3 +530,176 @@ def test_a_trace_rewritten_between_readings_is_checked_in_full(tmp_path: Path) -
         list(stream.requests())
     assert str(error.value).startswith("trace.jsonl:4.input_length: expected an integer")
     TRACES.clear()
+
+
+def arrivals_as_before(count: int, load: str, rate_rps: float, seed: int) -> list[float]:
+    """The open-loop arrivals as ``apply_load`` drew them over a whole list before traffic
+    was streamed (its loop, copied): the oracle of the one-request-at-a-time clock."""
+    from aisim.replay._rng import RandomStream
+
+    gap_ms = 1000.0 / rate_rps if rate_rps > 0.0 else 0.0
+    rng = RandomStream(seed, 3)
+    now = 0.0
+    arrivals = []
+    for position in range(count):
+        arrivals.append(now)
+        if load == "poisson":
+            now += rng.exponential(gap_ms)
+        else:
+            now = (position + 1) * gap_ms
+    return arrivals
+
+
+LENGTHS = st.one_of(
+    st.integers(1, 500),
+    st.fixed_dictionaries({"type": st.just("uniform"), "min": st.just(1), "max": st.just(400)}),
+    st.fixed_dictionaries(
+        {
+            "type": st.sampled_from(["normal", "lognormal"]),
+            "mean": st.floats(10.0, 300.0),
+            "std": st.floats(0.0, 100.0),
+            "min": st.just(1),
+            "max": st.just(600),
+        }
+    ),
+)
+OPEN_LOADS = st.fixed_dictionaries(
+    {"type": st.sampled_from(["poisson", "constant"]), "rate_rps": st.floats(0.01, 500.0)}
+)
+
+
+@given(
+    st.integers(1, 40),
+    st.sampled_from(["poisson", "constant"]),
+    st.floats(0.01, 500.0),
+    st.integers(0, 2**40),
+)
+def test_the_arrival_clock_draws_what_the_whole_list_drew(
+    count: int, load: str, rate_rps: float, seed: int
+) -> None:
+    from aisim.replay._traffic import apply_load
+
+    requests = [RequestSpec(i, str(i), 1, 1, 0.0, [], 0.0, [], 0) for i in range(count)]
+    apply_load(requests, load, rate_rps, 0, 0.0, seed)
+    assert [request.arrival_ms for request in requests] == arrivals_as_before(
+        count, load, rate_rps, seed
+    )
+
+
+@given(
+    LENGTHS,
+    LENGTHS,
+    st.integers(1, 40),
+    OPEN_LOADS,
+    st.integers(0, 2**40),
+    st.one_of(st.none(), st.integers(1, 50)),
+)
+def test_synthetic_traffic_under_an_open_loop_load_streams_the_requests_built_whole(
+    prompt: Any, output: Any, count: int, load: dict[str, Any], seed: int, limit: int | None
+) -> None:
+    from aisim.config._replay_traffic import SyntheticStream, build_traffic
+
+    traffic: dict[str, Any] = {
+        "source": {
+            "type": "synthetic",
+            "num_requests": count,
+            "prompt_tokens": prompt,
+            "output_tokens": output,
+        },
+        "load": load,
+        "seed": seed,
+    }
+    if limit is not None:
+        traffic["max_requests"] = limit
+    whole = build_traffic(traffic, None, stream=False)
+    assert isinstance(whole, list)
+    stream = build_traffic(traffic, None)
+    assert isinstance(stream, SyntheticStream)
+    expected = [fields(request) for request in whole]
+    assert [fields(request) for request in stream.requests()] == expected
+    assert [fields(request) for request in stream.requests()] == expected  # every pass
+    arrivals = arrivals_as_before(len(whole), load["type"], load["rate_rps"], seed)
+    assert [request.arrival_ms for request in whole] == arrivals
+
+
+@given(
+    small_requests(max_requests=14),
+    st.sampled_from(["csv", "jsonl"]),
+    OPEN_LOADS,
+    st.integers(0, 2**40),
+    st.one_of(st.none(), st.integers(1, 20)),
+)
+def test_a_trace_under_an_open_loop_load_streams_the_requests_built_whole(
+    rows: list[dict[str, Any]],
+    fmt: str,
+    load: dict[str, Any],
+    seed: int,
+    limit: int | None,
+) -> None:
+    from aisim.config._replay_traffic import TraceStream, build_traffic
+    from aisim.config._trace_cache import TRACES
+
+    with tempfile.TemporaryDirectory() as folder:
+        trace = write_trace(Path(folder), rows, fmt)
+        traffic: dict[str, Any] = {
+            "source": {"type": "trace", "path": str(trace)},
+            "load": load,
+            "seed": seed,
+        }
+        if limit is not None:
+            traffic["max_requests"] = limit
+        TRACES.clear()
+        whole = build_traffic(traffic, None, stream=False)
+        assert isinstance(whole, list)
+        stream = build_traffic(traffic, None)
+        assert isinstance(stream, TraceStream)
+        expected = [fields(request) for request in whole]
+        assert [fields(request) for request in stream.requests()] == expected
+        TRACES.clear()
+        assert [fields(request) for request in stream.requests()] == expected
+        TRACES.clear()
+
+
+@given(
+    LENGTHS,
+    LENGTHS,
+    st.integers(1, 14),
+    OPEN_LOADS,
+    st.integers(0, 2**40),
+    st.sampled_from(["vllm", "sglang"]),
+    st.sampled_from([None, [0.8, 0.5]]),
+)
+def test_a_streamed_synthetic_replay_equals_the_held_one(
+    prompt: Any,
+    output: Any,
+    count: int,
+    load: dict[str, Any],
+    seed: int,
+    backend: str,
+    rates: list[float] | None,
+) -> None:
+    document = {
+        "traffic": {
+            "source": {
+                "type": "synthetic",
+                "num_requests": count,
+                "prompt_tokens": prompt,
+                "output_tokens": output,
+            },
+            "load": load,
+            "seed": seed,
+        },
+        "engine": engine(backend, rates),
+    }
+    # Requests that fit the test engine's 60 blocks of 16 tokens.
+    document["engine"]["workers"]["aggregated"]["kv_cache"]["capacity"]["blocks"] = 200
+    plan, description = build_plan(document)
+    assert plan.stream is not None and plan.requests == []  # streamed, not held
+    assert plan.stream.count == count
+    streamed = Simulation(plan, per_token=True, token_sink=lambda *rows: None).run()
+    reference = Simulation(held(plan)).run()
+    left = request_columns(streamed.log.records)
+    right = request_columns(reference.log.records)
+    for name in REQUEST_COLUMNS:
+        assert same(left[name], right[name]), name
+    assert summarize(streamed, description) == summarize(reference, description)
