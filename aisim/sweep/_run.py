@@ -209,8 +209,7 @@ class _Store:
             "point": point.index,
             "point_id": point.point_id,
             "axes": _nan_to_none([[path, value] for path, value in point.assignment]),
-            # A row's values are plain numbers, strings, booleans or None: only NaN != itself.
-            "row": {key: None if value != value else value for key, value in row.items()},
+            "row": {key: _nan_to_none_shallow(value) for key, value in row.items()},
         }
         atomic_write_text(self.points_dir / f"{point.point_id}.json", _json(record), overwrite=True)
 
@@ -229,6 +228,14 @@ def _json(value: Any) -> str:
         )
         + "\n"
     )
+
+
+def _nan_to_none_shallow(value: Any) -> Any:
+    """``_nan_to_none`` for a row's value: a scalar is checked in place (only NaN is unequal
+    to itself), only a mapping or list (a sketch) is walked."""
+    if isinstance(value, (dict, list)):
+        return _nan_to_none(value)
+    return None if value != value else value
 
 
 def _nan_to_none(value: Any) -> Any:

@@ -137,3 +137,34 @@ def test_a_different_sweep_in_the_same_folder_is_refused(tmp_path: Path) -> None
     again = subprocess.run([*_cli(sweep, out), "--overwrite"], capture_output=True, text=True)
     assert again.returncode == 0 and "skipped 0 finished points" in again.stdout
     assert len(_finished(out)) == 1
+
+
+def test_a_point_file_is_one_line_with_nan_as_null(tmp_path: Path) -> None:
+    """A point file is one line of sorted-key JSON; NaN (an undefined statistic), at the top of
+    the row or inside a sketch, is written as null and read back by a resumed run as None."""
+    import json
+    import math
+
+    from aisim.config._sweep import load_sweep
+    from aisim.sweep._evaluate import SKETCH_COLUMNS
+    from aisim.sweep._run import _Store, expand
+
+    plan = load_sweep(SWEEP)
+    point = expand(plan)[0]
+    row = {
+        "status": "ok",
+        "error": "",
+        "mean_acceptance_length": math.nan,
+        **{column: {"sum_ms": 1.0, "buckets": {"3": 2}} for column in SKETCH_COLUMNS},
+        "ttft_sketch": {"sum_ms": math.nan, "buckets": {"3": 2}},
+    }
+    _Store(tmp_path, plan, overwrite=False).write(point, row)
+    text = (tmp_path / "points" / f"{point.point_id}.json").read_text(encoding="utf-8")
+    assert text.endswith("}\n") and text.count("\n") == 1
+    expected = {
+        **row,
+        "mean_acceptance_length": None,
+        "ttft_sketch": {"sum_ms": None, "buckets": {"3": 2}},
+    }
+    assert json.loads(text)["row"] == expected
+    assert _Store(tmp_path, plan, overwrite=False).load_existing([point]) == {point.index: expected}
