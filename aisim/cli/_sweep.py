@@ -42,8 +42,8 @@ def register(commands: Any) -> None:
         type=_positive,
         default=None,
         metavar="N",
-        help="processes evaluating points, this one included, or local Ray CPUs (default: "
-        "one per CPU)",
+        help="processes evaluating points (1: this one; N >= 2: N helper processes this one "
+        "feeds) or local Ray CPUs (default: one per CPU)",
     )
     parser.add_argument("--address", default=None, help="Ray cluster address (with --backend ray)")
     parser.add_argument(
