@@ -171,7 +171,14 @@ class TraceStream(TrafficStream):
         if expect_digest and digest != expect_digest:
             raise ConfigError(self.changed_error("its content differs from the first reading"))
         self.digest = digest
-        return _trace_rows(self.file, self.fmt, self.block_tokens, self.source_path, digest=digest)
+        return _trace_rows(
+            self.file,
+            self.fmt,
+            self.block_tokens,
+            self.source_path,
+            limit=self.max_requests,
+            digest=digest,
+        )
 
 
 class SyntheticStream(TrafficStream):

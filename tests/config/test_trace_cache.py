@@ -224,3 +224,49 @@ def test_max_requests_from_the_cache_equals_a_fresh_read(
     fresh = run_replay({"traffic": traffic, "engine": ENGINE})
     assert limited.columns == fresh.columns
     assert limited.columns["prompt_tokens"] == [40, 40]
+
+
+@pytest.mark.parametrize("load", [None, {"type": "poisson", "rate_rps": 4}])
+def test_a_pinned_trace_with_max_requests_is_parsed_once_for_every_replay(
+    tmp_path: Path, load: dict[str, Any] | None
+) -> None:
+    """A sweep pins its trace and replays its first ``max_requests`` requests at every point:
+    the first replay reads the trace to its end and keeps it, the later ones hit the cache, and
+    all equal a fresh streamed read that stops at ``max_requests``."""
+    from aisim.config._trace_cache import read_contents
+
+    source = _files(tmp_path)["mooncake"]
+    traffic: dict[str, Any] = {"source": source, "max_requests": 2}
+    if load is not None:
+        traffic["load"] = load
+    config = {"traffic": traffic, "engine": ENGINE}
+    with TRACES.pinned({source["path"]: read_contents(Path(source["path"]))}):
+        replays = [run_replay(config).columns for _ in range(3)]
+    assert TRACES.misses == 1
+    TRACES.clear()
+    fresh = run_replay(config).columns
+    assert TRACES.misses >= 1 and TRACES.hits == 0  # unpinned, stopped early: nothing kept
+    assert replays == [fresh] * 3
+    assert fresh["prompt_tokens"] == [40, 40]
+
+
+def test_a_pinned_trace_failing_past_max_requests_replays_and_is_not_kept(
+    tmp_path: Path,
+) -> None:
+    """A streamed read stops at ``max_requests`` and never sees a later bad line; reading a
+    pinned trace on to its end must not turn that line into an error (nor keep the trace)."""
+    from aisim.config._trace_cache import read_contents
+
+    file = tmp_path / "bad.jsonl"
+    file.write_text(
+        "".join(json.dumps(row) + "\n" for row in MOONCAKE) + "{not json\n", encoding="utf-8"
+    )
+    config = {
+        "traffic": {"source": {"type": "trace", "path": str(file)}, "max_requests": 2},
+        "engine": ENGINE,
+    }
+    with TRACES.pinned({str(file): read_contents(file)}):
+        pinned = run_replay(config).columns
+        assert TRACES.hits == 0
+    TRACES.clear()
+    assert pinned == run_replay(config).columns
