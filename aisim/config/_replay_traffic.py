@@ -55,6 +55,8 @@ from aisim.replay._traffic import (
     DIST_UNIFORM,
     DISTRIBUTIONS,
     LOAD_CONCURRENCY,
+    LOAD_CONSTANT,
+    LOAD_POISSON,
     LOAD_TRACE,
     LOADS,
     ArrivalClock,
@@ -80,8 +82,9 @@ CSV_COLUMNS: Final = ("arrival_s", "prompt_tokens", "output_tokens")
 
 class TrafficStream(ABC):
     """Traffic produced lazily, one checked request at a time, in traffic order with arrivals
-    that never decrease and no dependencies: ``requests()`` starts a fresh pass (the first
-    ``max_requests`` requests, arrivals bounded by ``MAX_TIME_MS``). ``build_plan`` passes
+    that never decrease and no dependencies but a ``concurrency`` load's closed loops:
+    ``requests()`` starts a fresh pass (the first ``max_requests`` requests, arrivals bounded
+    by ``MAX_TIME_MS``). ``build_plan`` passes
     over it once to check every request against the workers and to learn its size, then the
     simulation passes over it again, so the traffic is never held whole."""
 
@@ -99,14 +102,19 @@ class TrafficStream(ABC):
         """A fresh pass; ``expect_digest``: the content an earlier pass saw, and a file whose
         content changed since is an error (the replay's second pass)."""
         limit = self.max_requests if self.max_requests is not None else MAX_REQUESTS
-        arrivals = self.clock.start()
+        clock = self.clock.start()
         for spec in self._specs(expect_digest):
             if spec.index >= limit:
                 break
-            spec.arrival_ms = arrivals.arrival(spec)
-            if not spec.arrival_ms <= MAX_TIME_MS:
-                raise ConfigError(_late_arrival(self.load_path, spec))
+            earliest_ms = clock.place(spec)
+            if not earliest_ms <= MAX_TIME_MS:
+                raise ConfigError(_late_arrival(self.load_path, spec, earliest_ms))
             yield spec
+
+    @property
+    def closed_loop_users(self) -> int:
+        """Users of a ``concurrency`` load (``RequestStream.closed_loop_users``), else 0."""
+        return self.clock.users
 
     def changed_error(self, why: str) -> str:
         return f"{self.source_path}: the traffic changed while it was replayed ({why})"
@@ -117,28 +125,55 @@ class TrafficStream(ABC):
 
 
 class LoadClock:
-    """The arrivals of a streamed traffic: its trace timestamps times ``time_scale``
-    (``trace_timestamps``), or an open-loop load's (``poisson``, ``constant``: the core's
-    ``ArrivalClock``, drawn in traffic order exactly as ``apply_load`` draws them)."""
+    """The arrivals of a streamed traffic, set in traffic order exactly as over a list built
+    whole: its trace timestamps times ``time_scale`` (``trace_timestamps``), an open-loop
+    load's (``poisson``, ``constant``: the core's ``ArrivalClock``, as ``apply_load`` draws
+    them), or ``users`` closed loops (``concurrency``: request i >= users waits for request
+    i - users, then ``think_ms``)."""
 
-    def __init__(self, load: str, time_scale: float, rate_rps: float, seed: int) -> None:
+    def __init__(
+        self, load: str, time_scale: float, rate_rps: float, users: int, think_ms: float, seed: int
+    ) -> None:
         self.load = load
         self.time_scale = time_scale
         self.rate_rps = rate_rps
+        self.users = users
+        self.think_ms = think_ms
         self.seed = seed
         self._clock: ArrivalClock | None = None
+        # Closed loops: each user's earliest next arrival (the sum of the think times before
+        # it, added as _check_arrivals adds them).
+        self._earliest_ms: list[float] = []
+        self._position = 0
 
     def start(self) -> LoadClock:
         """A fresh clock for one pass."""
-        clock = LoadClock(self.load, self.time_scale, self.rate_rps, self.seed)
-        if self.load != LOAD_TRACE:
+        clock = LoadClock(
+            self.load, self.time_scale, self.rate_rps, self.users, self.think_ms, self.seed
+        )
+        if self.load in (LOAD_POISSON, LOAD_CONSTANT):
             clock._clock = ArrivalClock(self.load, self.rate_rps, self.seed)
         return clock
 
-    def arrival(self, spec: RequestSpec) -> float:
-        if self._clock is None:
-            return spec.arrival_ms * self.time_scale
-        return self._clock.next_arrival()
+    def place(self, spec: RequestSpec) -> float:
+        """Set ``spec``'s arrival (and a closed loop's dependency); its earliest arrival."""
+        if self._clock is not None:
+            spec.arrival_ms = self._clock.next_arrival()
+            return spec.arrival_ms
+        if self.load != LOAD_CONCURRENCY:
+            spec.arrival_ms = spec.arrival_ms * self.time_scale
+            return spec.arrival_ms
+        position = self._position
+        self._position += 1
+        spec.arrival_ms = 0.0
+        if position < self.users:
+            self._earliest_ms.append(0.0)
+            return 0.0
+        spec.wait_for = [position - self.users]
+        spec.delay_ms = self.think_ms
+        user = position % self.users
+        self._earliest_ms[user] = self._earliest_ms[user] + self.think_ms
+        return self._earliest_ms[user]
 
 
 class TraceStream(TrafficStream):
@@ -182,7 +217,7 @@ class TraceStream(TrafficStream):
 
 
 class SyntheticStream(TrafficStream):
-    """Synthetic traffic under an open-loop load, drawn as it is replayed: each pass draws the
+    """Synthetic traffic, drawn as it is replayed: each pass draws the
     lengths (and arrivals) afresh from the seed, the same numbers in the same order as the
     traffic built whole."""
 
@@ -209,9 +244,9 @@ def build_traffic(
     config: object, base_dir: Path | None, path: str = "traffic", stream: bool = True
 ) -> list[RequestSpec] | TrafficStream:
     """Validate ``traffic`` and return its requests (arrivals set, dependencies as indices), or,
-    with ``stream`` (the default) for a trace file or synthetic traffic whose arrivals are the
-    trace's timestamps or an open-loop load (``poisson``, ``constant``), a ``TrafficStream``
-    that produces them lazily (the same requests: ``stream=False`` builds them whole)."""
+    with ``stream`` (the default) for a trace file or synthetic traffic (any load), a
+    ``TrafficStream`` that produces them lazily (the same requests: ``stream=False`` builds
+    them whole). Agentic graphs are built whole."""
     block = validate(Traffic, config, path)
     seed = block.seed
     source_path = join_path(path, "source")
@@ -259,20 +294,20 @@ def build_traffic(
 
 
 def _stream_clock(value: object, source: str, seed: int, path: str) -> LoadClock | None:
-    """The clock of a load that a streamed traffic can take (its arrivals set in traffic order,
-    never decreasing, no dependencies), validated as ``_load`` validates it; else ``None``
-    (``concurrency``: each user's next request waits for its previous one)."""
+    """The clock of the load of a streamed traffic, validated as ``_load`` validates it; else
+    ``None`` (synthetic traffic has no timestamps: ``_load`` gives the error)."""
     block = check_mapping_at(value if value is not None else {"type": LOAD_TRACE}, path)
     kind = choice(block.get("type"), join_path(path, "type"), LOADS)
     if kind == LOAD_TRACE:
         if source == "synthetic":
             return None  # the error comes from _load
         scale = validate(TraceTimestampsLoad, block, path).time_scale
-        return LoadClock(LOAD_TRACE, scale, 0.0, seed)
+        return LoadClock(LOAD_TRACE, scale, 0.0, 0, 0.0, seed)
     if kind == LOAD_CONCURRENCY:
-        return None
+        concurrency = validate(ConcurrencyLoad, block, path)
+        return LoadClock(kind, 1.0, 0.0, concurrency.users, concurrency.think_ms, seed)
     rate = validate(RateLoad, block, path).rate_rps
-    return LoadClock(kind, 1.0, rate, seed)
+    return LoadClock(kind, 1.0, rate, 0, 0.0, seed)
 
 
 class _SyntheticSource:

@@ -64,8 +64,9 @@ class Simulation:
     ``RequestRecord`` goes to the log, to ``request_sink`` in chunks when one is given), and
     arrivals enter the event heap one at a time in (arrival, traffic order), so the state held
     is O(in-flight requests). A streamed traffic (``plan.stream``, arrivals in traffic order) is
-    read one request ahead of the clock: the next one is read when the previous one arrives, so
-    it is never held whole either. A held traffic whose roots are listed out of arrival order
+    read one request ahead of the clock: the next one is read when the previous one arrives (in
+    a streamed closed loop, a user's next request when its previous one completes), so it is
+    never held whole either. A held traffic whose roots are listed out of arrival order
     is taken in arrival order (``sorted_arrivals``). ``per_token`` keeps every emission event
     (``token_sink``). Sinks are called with ``chunk_rows`` rows at a time (the last chunk may be
     shorter).
@@ -115,6 +116,9 @@ class Simulation:
         # have not arrived yet (the next root arrival). Arrivals are in traffic order there.
         self._reader: Iterator[RequestSpec] | None = None
         self._unarrived: dict[int, RequestSpec] = {}
+        # A streamed closed loop: requests 0..users-1 are the roots; how many specs were read.
+        self._loop_users = 0
+        self._read = 0
         # Whether the roots had to be put in arrival order (the traffic lists them otherwise).
         self.sorted_arrivals = False
         # Roots in (arrival, traffic order); None: traffic order already is (no list kept).
@@ -125,6 +129,7 @@ class Simulation:
         if plan.stream is not None:
             count = plan.stream.count
             self._reader = plan.stream.requests()
+            self._loop_users = plan.stream.closed_loop_users
         roots_sorted = True
         last_root_ms = -1.0
         for spec in specs:
@@ -196,9 +201,10 @@ class Simulation:
         """Push the next root arrival (in (arrival, traffic order)), if any is left."""
         reader = self._reader
         if reader is not None:
-            spec = next(reader, None)
+            if self._loop_users > 0 and self._read >= self._loop_users:
+                return  # the rest of a closed loop waits for its users' previous requests
+            spec = self._read_spec(reader)
             if spec is not None:
-                self._unarrived[spec.index] = spec
                 self._push_root(spec)
             return
         specs = self.plan.requests
@@ -215,6 +221,21 @@ class Simulation:
             if not spec.wait_for:
                 self._push_root(spec)
                 return
+
+    def _read_spec(self, reader: Iterator[RequestSpec]) -> RequestSpec | None:
+        """The next spec of a streamed traffic (None at its end), kept until it arrives; one
+        that waits for others is registered as their child (its parents were read before it,
+        in traffic order, and none of them has completed: a completion reads its children)."""
+        spec = next(reader, None)
+        if spec is None:
+            return None
+        self._read += 1
+        self._unarrived[spec.index] = spec
+        if spec.wait_for:
+            self._waiting_on[spec.index] = len(spec.wait_for)
+            for parent in spec.wait_for:
+                self._children.setdefault(parent, []).append(spec.index)
+        return spec
 
     def _push_root(self, spec: RequestSpec) -> None:
         index = spec.index
@@ -367,12 +388,25 @@ class Simulation:
         self._schedule_wake(decode)
 
     def _release_dependents(self, request: SimRequest) -> None:
-        for child_index in self._children.get(request.index, []):
+        reader = self._reader
+        if reader is not None and self._loop_users > 0:
+            # A streamed closed loop: read on to this user's next request (at most one
+            # request per user is read ahead).
+            child = request.index + self._loop_users
+            while self._read <= child and self._read_spec(reader) is not None:
+                pass
+        for child_index in self._children.pop(request.index, []):
             remaining = self._waiting_on[child_index] - 1
             self._waiting_on[child_index] = remaining
             if remaining == 0:
-                delay_ms = self.plan.requests[child_index].delay_ms
+                delay_ms = self._spec_of(child_index).delay_ms
                 self._push(self.now_ms + delay_ms, EVENT_ARRIVAL, child_index)
+
+    def _spec_of(self, index: int) -> RequestSpec:
+        """The spec of a request that has not arrived yet."""
+        if self._reader is not None:
+            return self._unarrived[index]
+        return self.plan.requests[index]
 
     def _label_unfinished(self, horizon: float) -> None:
         """Record every request that did not finish, in traffic order: live ones, and those
@@ -409,4 +443,10 @@ class Simulation:
         for index in sorted(self._unarrived):
             yield self._unarrived[index]
         self._unarrived = {}
-        yield from reader
+        while True:
+            # Registered as it is read, so one still waiting for a parent says so.
+            spec = self._read_spec(reader)
+            if spec is None:
+                break
+            self._unarrived = {}
+            yield spec

@@ -57,15 +57,24 @@ class RequestSpec:
 
 
 class RequestStream:
-    """A traffic read lazily, one validated request at a time (a trace file): ``requests()`` starts
-    a fresh pass over it (each simulation of a plan reads it again), yielding ``count``
-    requests in traffic order (``index`` 0, 1, ...) whose arrivals never decrease and that wait
-    for nothing. The edge checked every request in a first pass, so the simulation holds only
-    the requests in flight plus the next arrival, never the whole traffic."""
+    """A traffic read lazily, one validated request at a time (a trace file, synthetic
+    traffic): ``requests()`` starts a fresh pass over it (each simulation of a plan reads it
+    again), yielding ``count`` requests in traffic order (``index`` 0, 1, ...) whose arrivals
+    never decrease. With ``closed_loop_users`` = 0 none waits for another; with U > 0 (a
+    ``concurrency`` load) the first U wait for nothing and request i >= U waits for request
+    i - U alone (``wait_for``, ``delay_ms``). The edge checked every request in a first pass,
+    so the simulation holds only the requests in flight plus those read ahead (the next
+    arrival; in a closed loop, the next request of each user), never the whole traffic."""
 
-    def __init__(self, opener: Callable[[], Iterator[RequestSpec]], count: int) -> None:
+    def __init__(
+        self,
+        opener: Callable[[], Iterator[RequestSpec]],
+        count: int,
+        closed_loop_users: int = 0,
+    ) -> None:
         self.opener = opener
         self.count = count
+        self.closed_loop_users = closed_loop_users
 
     def requests(self) -> Iterator[RequestSpec]:
         return self.opener()

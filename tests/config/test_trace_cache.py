@@ -67,10 +67,10 @@ def _replay(source: dict[str, Any], load: dict[str, Any] | None = None) -> dict[
 
 
 def _lookups(kind: str, load: dict[str, Any] | None = None) -> int:
-    """Cache lookups of one replay: a trace file replayed at its own timestamps or under an
-    open-loop load (poisson, constant) is streamed, read once before the first event and again
-    while it runs (docs/replay.md "Streaming and memory"); other traffic is read once."""
-    streamed = kind != "agentic" and (load is None or load["type"] != "concurrency")
+    """Cache lookups of one replay: a trace file is streamed, read once before the first event
+    and again while it runs (docs/replay.md "Streaming and memory"); an agentic graph is read
+    once."""
+    streamed = kind != "agentic"
     return 2 if streamed else 1
 
 

@@ -566,6 +566,17 @@ LENGTHS = st.one_of(
 OPEN_LOADS = st.fixed_dictionaries(
     {"type": st.sampled_from(["poisson", "constant"]), "rate_rps": st.floats(0.01, 500.0)}
 )
+#: Open-loop loads and closed loops (``concurrency``: request i waits for request i - users).
+LOADS = st.one_of(
+    OPEN_LOADS,
+    st.fixed_dictionaries(
+        {
+            "type": st.just("concurrency"),
+            "users": st.integers(1, 5),
+            "think_ms": st.sampled_from([0.0, 3.5, 40.0]),
+        }
+    ),
+)
 
 
 @given(
@@ -590,11 +601,11 @@ def test_the_arrival_clock_draws_what_the_whole_list_drew(
     LENGTHS,
     LENGTHS,
     st.integers(1, 40),
-    OPEN_LOADS,
+    LOADS,
     st.integers(0, 2**40),
     st.one_of(st.none(), st.integers(1, 50)),
 )
-def test_synthetic_traffic_under_an_open_loop_load_streams_the_requests_built_whole(
+def test_synthetic_traffic_streams_the_requests_built_whole(
     prompt: Any, output: Any, count: int, load: dict[str, Any], seed: int, limit: int | None
 ) -> None:
     from aisim.config._replay_traffic import SyntheticStream, build_traffic
@@ -618,18 +629,20 @@ def test_synthetic_traffic_under_an_open_loop_load_streams_the_requests_built_wh
     expected = [fields(request) for request in whole]
     assert [fields(request) for request in stream.requests()] == expected
     assert [fields(request) for request in stream.requests()] == expected  # every pass
-    arrivals = arrivals_as_before(len(whole), load["type"], load["rate_rps"], seed)
-    assert [request.arrival_ms for request in whole] == arrivals
+    assert stream.closed_loop_users == load.get("users", 0)
+    if load["type"] != "concurrency":
+        arrivals = arrivals_as_before(len(whole), load["type"], load["rate_rps"], seed)
+        assert [request.arrival_ms for request in whole] == arrivals
 
 
 @given(
     small_requests(max_requests=14),
     st.sampled_from(["csv", "jsonl"]),
-    OPEN_LOADS,
+    LOADS,
     st.integers(0, 2**40),
     st.one_of(st.none(), st.integers(1, 20)),
 )
-def test_a_trace_under_an_open_loop_load_streams_the_requests_built_whole(
+def test_a_trace_under_a_load_streams_the_requests_built_whole(
     rows: list[dict[str, Any]],
     fmt: str,
     load: dict[str, Any],
@@ -664,10 +677,11 @@ def test_a_trace_under_an_open_loop_load_streams_the_requests_built_whole(
     LENGTHS,
     LENGTHS,
     st.integers(1, 14),
-    OPEN_LOADS,
+    LOADS,
     st.integers(0, 2**40),
     st.sampled_from(["vllm", "sglang"]),
     st.sampled_from([None, [0.8, 0.5]]),
+    st.sampled_from([None, 30.0, 150.0]),
 )
 def test_a_streamed_synthetic_replay_equals_the_held_one(
     prompt: Any,
@@ -677,6 +691,7 @@ def test_a_streamed_synthetic_replay_equals_the_held_one(
     seed: int,
     backend: str,
     rates: list[float] | None,
+    horizon_ms: float | None,
 ) -> None:
     document = {
         "traffic": {
@@ -691,6 +706,9 @@ def test_a_streamed_synthetic_replay_equals_the_held_one(
         },
         "engine": engine(backend, rates),
     }
+    if horizon_ms is not None:
+        # Cuts closed loops: requests waiting for one that did not finish, or released late.
+        document["simulation"] = {"horizon_ms": horizon_ms}
     # Requests that fit the test engine's 60 blocks of 16 tokens.
     document["engine"]["workers"]["aggregated"]["kv_cache"]["capacity"]["blocks"] = 200
     plan, description = build_plan(document)
