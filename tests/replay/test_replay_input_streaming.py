@@ -597,6 +597,22 @@ def test_the_arrival_clock_draws_what_the_whole_list_drew(
     )
 
 
+def synthetic_traffic(
+    count: int, prompt: Any, output: Any, load: dict[str, Any], seed: int
+) -> dict[str, Any]:
+    """A replay config's ``traffic`` block: ``count`` synthetic requests under ``load``."""
+    return {
+        "source": {
+            "type": "synthetic",
+            "num_requests": count,
+            "prompt_tokens": prompt,
+            "output_tokens": output,
+        },
+        "load": load,
+        "seed": seed,
+    }
+
+
 @given(
     LENGTHS,
     LENGTHS,
@@ -610,16 +626,7 @@ def test_synthetic_traffic_streams_the_requests_built_whole(
 ) -> None:
     from aisim.config._replay_traffic import SyntheticStream, build_traffic
 
-    traffic: dict[str, Any] = {
-        "source": {
-            "type": "synthetic",
-            "num_requests": count,
-            "prompt_tokens": prompt,
-            "output_tokens": output,
-        },
-        "load": load,
-        "seed": seed,
-    }
+    traffic = synthetic_traffic(count, prompt, output, load, seed)
     if limit is not None:
         traffic["max_requests"] = limit
     whole = build_traffic(traffic, None, stream=False)
@@ -694,16 +701,7 @@ def test_a_streamed_synthetic_replay_equals_the_held_one(
     horizon_ms: float | None,
 ) -> None:
     document = {
-        "traffic": {
-            "source": {
-                "type": "synthetic",
-                "num_requests": count,
-                "prompt_tokens": prompt,
-                "output_tokens": output,
-            },
-            "load": load,
-            "seed": seed,
-        },
+        "traffic": synthetic_traffic(count, prompt, output, load, seed),
         "engine": engine(backend, rates),
     }
     if horizon_ms is not None:
