@@ -271,10 +271,7 @@ def report_command(args: argparse.Namespace) -> int:
             print(f"{result['status']}: {result['id']}{reason}")
     for problem in verdict["problems"]:
         print(f"FAIL: {problem}")
-    print(
-        f"verdict: {verdict['overall']} ({verdict['passed']}/{len(report['criteria'])} criteria "
-        f"passed, plan {plan.name} v{plan.version})"
-    )
+    print(f"verdict: {verdict['summary']}")
     return 0 if verdict["overall"] == "PASS" else 1
 
 

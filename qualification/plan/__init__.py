@@ -2,7 +2,7 @@
 
 from qualification.plan._load import DEFAULT_PLAN, load_plan, parse_plan
 from qualification.plan._metrics import CHECKS, DATASET_CHECKS, FILE_CHECKS, Metric
-from qualification.plan._model import Bootstrap, Criterion, DatasetEntry, Plan, anchor
+from qualification.plan._model import Bootstrap, Criterion, DatasetEntry, KnownGap, Plan, anchor
 
 __all__ = [
     "CHECKS",
@@ -12,6 +12,7 @@ __all__ = [
     "Bootstrap",
     "Criterion",
     "DatasetEntry",
+    "KnownGap",
     "Metric",
     "Plan",
     "anchor",

@@ -36,10 +36,32 @@ class DatasetEntry(EdgeModel):
     description: str
 
 
+class KnownGap(EdgeModel):
+    """A criterion the project knows it fails, with the issue that tracks the gap (a strict
+    expected failure, like pytest's ``xfail(strict=True)``).
+
+    A marked criterion whose figure misses its threshold is KNOWN GAP and does not fail the
+    verdict; one whose figure meets it fails the verdict ("known gap now passes: remove the
+    marker"), so a marker cannot outlive its gap. A NOT RUN or broken input is judged as if
+    unmarked: the marker excuses a measured miss, nothing else.
+    """
+
+    issue: Annotated[int, Integer(1, 2**31 - 1)]
+    reason: str
+
+    @field_validator("reason")
+    @classmethod
+    def _says_why(cls, value: str) -> str:
+        if not value.strip():
+            raise edge_error(f"expected a non-empty text naming the gap, got {value!r}")
+        return value
+
+
 class Criterion(EdgeModel):
     """One acceptance criterion: ``metric`` of ``check`` (on ``dataset`` / ``artefact`` /
     ``input`` where the check needs one) compared with ``threshold``, using the point estimate
-    or the upper bound of its confidence interval."""
+    or the upper bound of its confidence interval. ``known_gap`` marks a criterion the project
+    knows it fails (``KnownGap``)."""
 
     id: Annotated[str, Field(pattern=_ID, max_length=120)]
     check: str
@@ -51,6 +73,7 @@ class Criterion(EdgeModel):
     input: str | None = None
     required: bool = True
     rationale: Annotated[str, Field(min_length=1)]
+    known_gap: KnownGap | None = None
 
     @field_validator("check")
     @classmethod

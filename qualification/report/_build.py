@@ -19,7 +19,7 @@ from qualification.report._intervals import BootstrapSettings, interval_figures
 from qualification.report._transfer import artefact_transfers
 from qualification.report._verdict import judge
 
-REPORT_SCHEMA = {"name": "aisim.release_report", "version": 2}
+REPORT_SCHEMA = {"name": "aisim.release_report", "version": 3}
 _PACKAGES = (
     "numpy",
     "pandas",

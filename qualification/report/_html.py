@@ -26,6 +26,7 @@ font-size:13px;text-align:left}th{background:#f2f2f2}code{background:#f5f5f5;pad
 .engine-measurement{background:#00796b}.hardware{background:#b35a00}
 .failed,.refused{color:#b00020;font-weight:bold}
 .passed{color:#2e7d32;font-weight:bold}.not-run{color:#8a6d00;font-weight:bold}
+.known-gap{color:#c45100;font-weight:bold}
 img{max-width:100%;border:1px solid #ddd;margin:4px}
 .verdict{font-size:20px;padding:6px 10px;border:2px solid currentColor;display:inline-block}
 dt{margin-top:6px}dd{margin-left:1.5em}figcaption{font-size:12px;color:#555}

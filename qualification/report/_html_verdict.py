@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from qualification.plan import CHECKS
+from qualification.plan import CHECKS, anchor
 
 GLOSSARY = (
     ("APE", "absolute percentage error of one prediction: |predicted - measured| / measured."),
@@ -80,6 +80,14 @@ GLOSSARY = (
         "broken / its input is absent. A required criterion that is NOT RUN fails the release.",
     ),
     (
+        "KNOWN GAP",
+        "a criterion the plan marks known_gap (with the issue tracking it) whose measured value "
+        "misses the threshold: shown with its issue and reason, it does not fail the release. "
+        "The marker is strict: if the value meets the threshold the criterion FAILS (known gap "
+        "now passes: remove the marker), so a marker cannot outlive its gap. A broken or absent "
+        "input is judged as if the criterion were unmarked.",
+    ),
+    (
         "evidence types",
         "parity (frozen goldens), synthetic (generated inputs), local-measurement (this "
         "project's CPU recordings), hardware (recordings on the target GPUs).",
@@ -120,7 +128,9 @@ def interval_text(metric: str, low: float | None, high: float | None) -> str:
 
 
 def status_html(status: str) -> str:
-    css = {"PASS": "passed", "FAIL": "failed", "NOT RUN": "not-run"}[status]
+    css = {"PASS": "passed", "FAIL": "failed", "NOT RUN": "not-run", "KNOWN GAP": "known-gap"}[
+        status
+    ]
     return f'<span class="{css}">{_e(status)}</span>'
 
 
@@ -130,6 +140,7 @@ def verdict_html(report: dict[str, Any]) -> str:
     lines = [
         f'<p class="verdict {"passed" if overall == "PASS" else "failed"}">Overall verdict: '
         f"{_e(overall)}</p>",
+        f"<p><code>{_e(verdict['summary'])}</code></p>",
         f"<p>Plan <code>{_e(plan['name'])}</code> version {_e(plan['version'])} "
         f"(<code>{_e(plan.get('path', ''))}</code>, SHA-256 <code>{_e(plan.get('sha256', ''))}"
         f"</code>): {verdict['passed']} of {len(report['criteria'])} criteria passed; "
@@ -137,6 +148,17 @@ def verdict_html(report: dict[str, Any]) -> str:
         f"{_e(', '.join(verdict['required_not_run']) or 'none')}; optional, not run: "
         f"{_e(', '.join(verdict['optional_not_run']) or 'none')}.</p>",
     ]
+    if verdict["known_gaps"]:
+        lines.append(
+            "<p>Known gaps (measured misses the plan marks with their issue; they do not fail "
+            "the release, and a marker whose criterion passes does):</p><ul>"
+            + "".join(
+                f'<li>{status_html("KNOWN GAP")} <a href="#{_e(anchor(g["id"]))}">{_e(g["id"])}'
+                f"</a>, issue {_e(g['issue'])}: {_e(g['reason'])}</li>"
+                for g in verdict["known_gaps"]
+            )
+            + "</ul>"
+        )
     if verdict["problems"]:
         lines.append(
             "<ul>"

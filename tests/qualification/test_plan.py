@@ -85,7 +85,7 @@ def test_the_shipped_plan_loads_and_names_its_datasets() -> None:
             ("criteria", 0, "extra"),
             1,
             "plan: criteria[0]: unknown field(s) extra; allowed: artefact, check, dataset, id, "
-            "input, metric, rationale, required, threshold, use",
+            "input, known_gap, metric, rationale, required, threshold, use",
         ),
         (
             ("criteria", 0, "use"),
@@ -114,6 +114,37 @@ def test_the_shipped_plan_loads_and_names_its_datasets() -> None:
             "medusa",
             "plan: datasets.d1.drafter: expected one of mtp, eagle3, draft_model, got 'medusa'",
         ),
+        (
+            ("criteria", 0, "known_gap"),
+            {"issue": 0, "reason": "r"},
+            "plan: criteria[0].known_gap.issue: expected an integer in 1..2147483647, got 0",
+        ),
+        (
+            ("criteria", 0, "known_gap"),
+            {"issue": "9", "reason": "r"},
+            "plan: criteria[0].known_gap.issue: expected an integer in 1..2147483647, got '9' "
+            "(str)",
+        ),
+        (
+            ("criteria", 0, "known_gap"),
+            {"issue": 9, "reason": " "},
+            "plan: criteria[0].known_gap.reason: expected a non-empty text naming the gap, got ' '",
+        ),
+        (
+            ("criteria", 0, "known_gap"),
+            {"issue": 9},
+            "plan: criteria[0].known_gap.reason: required field",
+        ),
+        (
+            ("criteria", 0, "known_gap"),
+            {"issue": 9, "reason": "r", "until": "v2"},
+            "plan: criteria[0].known_gap: unknown field(s) until; allowed: issue, reason",
+        ),
+        (
+            ("criteria", 0, "known_gap"),
+            True,
+            "plan: criteria[0].known_gap: expected a mapping, got True (bool)",
+        ),
         (("format",), 2, "plan: format: expected an integer in 1..1, got 2"),
         (("criteria",), [], "plan: criteria: List should have at least 1 item"),
     ],
@@ -126,6 +157,13 @@ def test_a_malformed_plan_is_one_line_naming_the_field(
     text = str(caught.value)
     assert text.startswith(message), text
     assert "\n" not in text
+
+
+def test_a_known_gap_marker_is_read_with_its_issue_and_reason() -> None:
+    plan = parse_plan(mutated(("criteria", 0, "known_gap"), {"issue": 9.0, "reason": "why"}))
+    gap = plan.criteria[0].known_gap
+    assert gap is not None and (gap.issue, gap.reason) == (9, "why")
+    assert parse_plan(VALID).criteria[0].known_gap is None
 
 
 def test_duplicate_ids_and_misplaced_inputs() -> None:
