@@ -108,8 +108,8 @@ def register(commands: Any) -> None:
         description=(
             "Run parity, probes and the prediction gate, score every dataset under --evidence "
             "with the published rule and a held-out calibration (bootstrap intervals over "
-            "configurations), judge every criterion of --plan (PASS / FAIL / NOT RUN) and write "
-            "report.html + report.json. Exits 1 unless the overall verdict is PASS."
+            "configurations), judge every criterion of --plan (PASS / FAIL / NOT RUN / KNOWN GAP) "
+            "and write report.html + report.json. Exits 1 unless the overall verdict is PASS."
         ),
     )
     report.add_argument("--out", metavar="DIR", type=Path, required=True)
