@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import csv
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Annotated, Any, Final
 
@@ -391,15 +392,17 @@ def _trace_rows(
 
     def read_mooncake() -> Iterator[RequestSpec]:
         index = 0
-        for number, line in enumerate(_text_lines(file, path, None), start=1):
-            if not line.strip():
-                continue
-            spec = _plain_row(index, line, block_tokens)
-            if spec is None:
-                where = f"{file.name}:{number}"
-                spec = _row_request(index, parse_json_text(line, where), where, block_tokens, False)
-            yield spec
-            index += 1
+        with closing(_text_lines(file, path, None)) as lines:
+            for number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                spec = _plain_row(index, line, block_tokens)
+                if spec is None:
+                    where = f"{file.name}:{number}"
+                    row = parse_json_text(line, where)
+                    spec = _row_request(index, row, where, block_tokens, False)
+                yield spec
+                index += 1
 
     return TRACES.stream(
         file, path, ("mooncake", block_tokens), read_mooncake, limit=limit, digest=digest
@@ -504,7 +507,7 @@ def _read_text(file: Path, path: str) -> str:
         ) from None
 
 
-def _text_lines(file: Path, path: str, newline: str | None) -> Iterator[str]:
+def _text_lines(file: Path, path: str, newline: str | None) -> Generator[str, None, None]:
     """The file's lines as UTF-8 text, read incrementally (a trace is never held whole; a
     leading byte-order mark is dropped). Errors as ``_read_text``: bytes that are not UTF-8
     are located by reading the file again, on that error path only."""
@@ -524,11 +527,12 @@ def _text_lines(file: Path, path: str, newline: str | None) -> Iterator[str]:
 
 def _read_jsonl(file: Path, path: str) -> Iterator[tuple[object, str]]:
     """``(row, "FILE:LINE")`` per non-blank line, parsed as the file is read."""
-    for number, line in enumerate(_text_lines(file, path, None), start=1):
-        if not line.strip():
-            continue
-        where = f"{file.name}:{number}"
-        yield parse_json_text(line, where), where
+    with closing(_text_lines(file, path, None)) as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            where = f"{file.name}:{number}"
+            yield parse_json_text(line, where), where
 
 
 def _read_csv(file: Path, path: str) -> Iterator[RequestSpec]:
@@ -537,30 +541,34 @@ def _read_csv(file: Path, path: str) -> Iterator[RequestSpec]:
 
 
 def _parse_csv(file: Path, path: str) -> Iterator[tuple[float, int, int]]:
-    """``(arrival_ms, prompt, output)`` per data row, checked as the file is read."""
-    reader = csv.reader(_text_lines(file, path, ""))
-    try:
-        header = next(reader, None)
-        if header is None or tuple(column.strip() for column in header) != CSV_COLUMNS:
-            raise ConfigError(
-                f"{file.name}:1: expected the header {','.join(CSV_COLUMNS)}, got {describe(header)}"
-            )
-        for row in reader:
-            if not row:
-                continue
-            where = f"{file.name}:{reader.line_num}"
-            if len(row) != 3:
-                raise ConfigError(f"{where}: expected 3 columns, got {len(row)}")
-            arrival_path = join_path(where, "arrival_s")
-            arrival_s = parse_float_text(row[0], arrival_path)
-            arrival_ms = as_float(arrival_s, arrival_path, 0.0, MAX_TIME_MS / 1000.0) * 1000.0
-            prompt_path = join_path(where, "prompt_tokens")
-            prompt = as_int(parse_int_text(row[1], prompt_path), prompt_path, 1, MAX_TOKENS)
-            output_path = join_path(where, "output_tokens")
-            output = as_int(parse_int_text(row[2], output_path), output_path, 1, MAX_TOKENS)
-            yield arrival_ms, prompt, output
-    except csv.Error as exc:
-        raise ConfigError(f"{file.name}:{reader.line_num}: not valid CSV: {exc}") from None
+    """``(arrival_ms, prompt, output)`` per data row, checked as the file is read. The file is
+    closed as soon as a row's error leaves this reader (not when a garbage collection reaches
+    the abandoned generator, which the cyclic GC may do after the file object's own finalizer
+    has warned that it was left open)."""
+    with closing(_text_lines(file, path, "")) as lines:
+        reader = csv.reader(lines)
+        try:
+            header = next(reader, None)
+            if header is None or tuple(column.strip() for column in header) != CSV_COLUMNS:
+                raise ConfigError(
+                    f"{file.name}:1: expected the header {','.join(CSV_COLUMNS)}, got {describe(header)}"
+                )
+            for row in reader:
+                if not row:
+                    continue
+                where = f"{file.name}:{reader.line_num}"
+                if len(row) != 3:
+                    raise ConfigError(f"{where}: expected 3 columns, got {len(row)}")
+                arrival_path = join_path(where, "arrival_s")
+                arrival_s = parse_float_text(row[0], arrival_path)
+                arrival_ms = as_float(arrival_s, arrival_path, 0.0, MAX_TIME_MS / 1000.0) * 1000.0
+                prompt_path = join_path(where, "prompt_tokens")
+                prompt = as_int(parse_int_text(row[1], prompt_path), prompt_path, 1, MAX_TOKENS)
+                output_path = join_path(where, "output_tokens")
+                output = as_int(parse_int_text(row[2], output_path), output_path, 1, MAX_TOKENS)
+                yield arrival_ms, prompt, output
+        except csv.Error as exc:
+            raise ConfigError(f"{file.name}:{reader.line_num}: not valid CSV: {exc}") from None
 
 
 def _row_request(

@@ -4,6 +4,7 @@ number Python's int()/float() happened to accept."""
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -263,3 +264,39 @@ def test_an_integer_too_big_for_a_float_is_reported_not_a_traceback() -> None:
         "traffic.source.requests[0].hash_ids[0]: expected an integer in 0..4611686018427387903, "
         "got 1e+400"
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("t.csv", "arrival_s,prompt_tokens,output_tokens\n0,5,2\nnan,5,2\n", "t.csv:3.arrival_s"),
+        ("t.csv", "arrival_s,prompt_tokens,output_tokens\n0,5\n", "t.csv:2: expected 3 columns"),
+        (
+            "t.jsonl",
+            '{"input_length": 5, "output_length": 2}\n{"input_length": 5, "output_length": 0}\n',
+            "t.jsonl:2.output_length",
+        ),
+    ],
+)
+def test_a_bad_row_closes_the_trace_file_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, text: str, message: str
+) -> None:
+    # CI once saw "ResourceWarning: unclosed file t.csv" raised inside a later test: the reader
+    # generator abandoned by the error was left to the cyclic garbage collector, which may run
+    # the file object's own finalizer first. The file must be closed when the error leaves.
+    from aisim.config._trace_cache import TRACES
+
+    opened: list[Any] = []
+    open_text = TRACES.open_text
+
+    def recording_open_text(file: Path, newline: str | None) -> Any:
+        opened.append(open_text(file, newline))
+        return opened[-1]
+
+    monkeypatch.setattr(TRACES, "open_text", recording_open_text)
+    gc.disable()
+    try:
+        assert message in error(trace(tmp_path, name, text))
+        assert opened and all(handle.closed for handle in opened)
+    finally:
+        gc.enable()
