@@ -173,7 +173,21 @@ def run(args: argparse.Namespace) -> int:
         f"recorded {len(dataset.sd_rounds)} rounds and {len(dataset.stp_points)} STP points "
         f"into {dataset.directory} in {elapsed:.1f} s"
     )
+    if _REEXEC_MARK in os.environ:
+        _leave_recording_process()
     return 0
+
+
+def _leave_recording_process() -> None:
+    """End the re-run recording process now that the dataset is written, closed and renamed
+    into place, without interpreter teardown. Both torch and pyarrow keep native thread pools;
+    tearing them down at exit aborted this process once in CI ("terminate called without an
+    active exception", exit status -6, seen by the parent as 250) on a run whose output was
+    complete, as pyarrow's threaded reader once did for parquet reads. The process exists only
+    to record, so nothing is left for teardown to do."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _progress_reporter(
