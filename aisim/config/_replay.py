@@ -252,7 +252,15 @@ def _speculation(
     rates = [float(rate) for rate in resolved.acceptance.conditional_rates]
     seed = 0 if resolved.seed is None else int(resolved.seed)
     lookahead = lookahead_tokens_for(context.backend, resolved.kind, depth)
-    plan = SpeculationPlan(resolved.kind, depth, int(resolved.verify_width), rates, seed, lookahead)
+    plan = SpeculationPlan(
+        resolved.kind,
+        depth,
+        int(resolved.verify_width),
+        rates,
+        seed,
+        lookahead,
+        int(resolved.undrafted_rounds),
+    )
     return resolved, plan
 
 
@@ -321,9 +329,29 @@ def _timing(
             f"{timing_path}: kind {speculation.kind}: the selected estimator {model.name!r} can "
             "neither price SD rounds natively nor apply the STP->SD scaling rule"
         )
+    plain = None
+    if speculation.undrafted_rounds > 0 and model.prices_speculation_natively:
+        plain = _plain_decode_model(config, model.name, timing_path)
     return PassPricer.from_model(
-        model, fpm.ForwardPassMetrics, bool(model.prices_speculation_natively)
+        model, fpm.ForwardPassMetrics, bool(model.prices_speculation_natively), plain_model=plain
     )
+
+
+def _plain_decode_model(config: dict[str, Any], name: str, timing_path: str) -> Any:
+    """The estimator of ``config`` without speculation: it prices the passes whose decode
+    requests all drafted nothing (``speculation.undrafted_rounds``) when the configured one
+    prices only whole SD rounds."""
+    from aisim.config._estimator import best_available
+
+    plain_config = {key: value for key, value in config.items() if key != "speculation"}
+    try:
+        return best_available(plain_config, timing_path)
+    except ConfigError as exc:
+        raise ConfigError(
+            f"{timing_path}: speculation.undrafted_rounds: the {name!r} estimator prices only "
+            f"whole SD rounds, and no plain decode estimator is available for the rounds that "
+            f"draft nothing: {exc}"
+        ) from None
 
 
 def _speculation_mapping(resolved: Any) -> dict[str, Any]:

@@ -40,8 +40,10 @@ def run_replay(
     blocks: any object with ``estimate_forward_pass_time_ms(metrics)`` (one
     ``aisim.fpm.ForwardPassMetrics`` per rank, or a list of them) and a boolean
     ``prices_speculation_natively`` (True: it prices whole SD rounds; False: it also needs
-    ``supports_draft_length`` and a ``draft_length`` argument). ``aisim qualify engine`` prices
-    with a recorded engine step table this way.
+    ``supports_draft_length`` and a ``draft_length`` argument). With
+    ``speculation.undrafted_rounds`` a model that prices SD rounds natively also needs
+    ``plain_decode_model``, the same kind of object pricing plain decode steps. ``aisim qualify
+    engine`` prices with a recorded engine step table this way.
     """
     if isinstance(config, (str, os.PathLike)):
         from aisim._io import load_config_file
@@ -87,7 +89,17 @@ def _with_model(
             "forward_pass_model: the config speculates, and this model neither prices SD rounds "
             "natively nor applies the STP->SD scaling rule (supports_draft_length)"
         )
-    pricer = PassPricer.from_model(model, ForwardPassMetrics, native)
+    plain = None
+    if native and any(worker.speculation.undrafted_rounds > 0 for worker in plan.workers):
+        plain = getattr(model, "plain_decode_model", None)
+        if plain is None or not callable(getattr(plain, "estimate_forward_pass_time_ms", None)):
+            raise ConfigError(
+                "forward_pass_model.plain_decode_model: the config has speculation."
+                "undrafted_rounds, and this model prices only whole SD rounds; give it a "
+                "plain_decode_model (an object with estimate_forward_pass_time_ms(metrics)) "
+                "that prices the passes whose decode requests all drafted nothing"
+            )
+    pricer = PassPricer.from_model(model, ForwardPassMetrics, native, plain_model=plain)
     workers = [dataclasses.replace(worker, pricer=pricer) for worker in plan.workers]
     name = getattr(model, "name", type(model).__name__)
     description = copy.deepcopy(description)

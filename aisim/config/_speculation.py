@@ -106,6 +106,12 @@ def resolve_speculation(
     acceptance_source: dict[str, Any] | None = None
     if spec.kind != "none":
         acceptance, acceptance_source = block_acceptance(block, geometry, spec, path, base_dir)
+    undrafted = block.undrafted_rounds
+    if undrafted is not None and spec.kind != "ngram":
+        raise ConfigError(
+            f"{path}.undrafted_rounds: only kind ngram drafts nothing in a request's first rounds "
+            f"(no n-gram of the context matches yet); got kind {spec.kind}"
+        )
     draft_vocab = _draft_vocab(draft_config, draft_model, path)
     draft_geometry: list[list[object]] | None = None
     draft_identity: str | None = None
@@ -141,6 +147,7 @@ def resolve_speculation(
         draft_vocab_size=draft_vocab,
         path=path,
         acceptance_source=acceptance_source,
+        undrafted_rounds=0 if undrafted is None else undrafted,
     )
 
 

@@ -33,6 +33,8 @@ MAX_CONFIG_DEPTH: Final = 16
 MAX_CONFIG_ITEMS: Final = 10_000
 MAX_SEED: Final = (1 << 63) - 1
 MAX_TENSOR_PARALLEL: Final = 1024
+#: ``undrafted_rounds``: decode rounds per request before an n-gram drafter first proposes.
+MAX_UNDRAFTED_ROUNDS: Final = 1_000_000
 
 
 class KindName(BeforeCheck):
@@ -160,6 +162,7 @@ class SpeculationConfig(EdgeModel):
     acceptance_rate: AcceptanceNumber = None
     acceptance_from: AcceptanceFromConfig | None = None
     nextn_accepted: AcceptanceNumber = None
+    undrafted_rounds: Annotated[int, Integer(0, MAX_UNDRAFTED_ROUNDS)] | None = None
 
 
 # Draft counts: 1..64, errors labelled with the kind (``params.depth (kind mtp): ...``).

@@ -89,6 +89,10 @@ class SpeculationPlan:
     sampled acceptance. ``conditional_rates[i]`` is P(draft i+1 accepted | drafts 1..i accepted).
     ``lookahead_tokens`` are the KV slots the engine's scheduler reserves for every running
     request on every step beyond the tokens it schedules (``lookahead_tokens_for``).
+    ``undrafted_rounds``: the first decode rounds of every request in which the drafter
+    proposes nothing (``ngram``: no n-gram of the context matches yet); such a round schedules
+    one token, accepts nothing, and a pass whose decode rounds are all undrafted is priced as a
+    plain decode step.
     """
 
     kind: str
@@ -97,6 +101,7 @@ class SpeculationPlan:
     conditional_rates: list[float]
     seed: int
     lookahead_tokens: int
+    undrafted_rounds: int = 0
     acceptance_thresholds: list[int] = field(init=False)
 
     def __post_init__(self) -> None:

@@ -23,6 +23,8 @@ class RankWork:
         self.prefill_past_kv: list[int] = []
         self.prefill_extend: list[int] = []
         self.decode_past_kv: list[int] = []
+        # Decode requests in a round that drafted nothing (``SpeculationPlan.undrafted_rounds``).
+        self.num_undrafted_decode_requests = 0
 
     @property
     def is_idle(self) -> bool:
@@ -50,8 +52,12 @@ class PassPricer:
         metrics_factory: Callable[..., Any] | None,
         prices_speculation_natively: bool,
         wants_request_lists: bool,
+        plain_model: Any = None,
     ) -> None:
         self.kind = kind
+        #: Prices a pass whose decode requests all drafted nothing (``price_plain``) when
+        #: ``model`` prices only whole SD rounds; None: ``model`` itself without a draft length.
+        self.plain_model = plain_model
         self.prefill_ms = prefill_ms
         self.decode_ms = decode_ms
         self.model = model
@@ -69,6 +75,7 @@ class PassPricer:
         metrics_factory: Callable[..., Any],
         prices_speculation_natively: bool,
         wants_request_lists: bool = False,
+        plain_model: Any = None,
     ) -> PassPricer:
         return PassPricer(
             PRICING_MODEL,
@@ -78,6 +85,7 @@ class PassPricer:
             metrics_factory,
             prices_speculation_natively,
             wants_request_lists,
+            plain_model,
         )
 
     def describe(self) -> str:
@@ -100,6 +108,17 @@ class PassPricer:
                     worst = cost
             return worst
         return self._price_model(ranks, draft_length)
+
+    def price_plain(self, ranks: list[RankWork]) -> float:
+        """A pass with SD configured whose decode requests all drafted nothing (their
+        ``undrafted_rounds``): a plain decode step. Priced by ``plain_model`` when the main
+        model prices only SD rounds, else as ``price(ranks, 0)``."""
+        if self.kind == PRICING_MODEL and self.prices_speculation_natively:
+            model = self.plain_model
+            if model is None:
+                return self.price(ranks, 0)
+            return float(model.estimate_forward_pass_time_ms(self._metrics(ranks, True, True)))
+        return self.price(ranks, 0)
 
     def _price_model(self, ranks: list[RankWork], draft_length: int) -> float:
         has_decode = False

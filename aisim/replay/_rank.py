@@ -23,6 +23,7 @@ from aisim.replay._request import (
 )
 from aisim.replay._sd_round import (
     finish_decode_round,
+    is_undrafted,
     match_units,
     materialize_units,
     register_full_units,
@@ -257,6 +258,8 @@ class RankState:
             else:
                 work.num_decode_requests += 1
                 work.sum_decode_kv_tokens += request.work_past_kv
+                if request.work_tokens == 1 and is_undrafted(self.speculation, request):
+                    work.num_undrafted_decode_requests += 1
                 if self.lists:
                     work.decode_past_kv.append(request.work_past_kv)
         return work

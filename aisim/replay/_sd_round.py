@@ -8,6 +8,10 @@ token budget and ``max_model_len`` only) and drops the extra tokens afterwards. 
 drafts ``a`` are sampled separately from the request's own seeded stream, stop at the first
 rejection and never exceed ``min(w, remaining output) - 1``, so ``1 + a`` tokens are emitted
 without passing the requested output length.
+
+A request's first ``undrafted_rounds`` rounds (``ngram``: before any n-gram of its context
+matches, ``vllm/v1/spec_decode/ngram_proposer.py``, ``NgramProposer.propose``) carry no drafts:
+width 1, nothing sampled, one token emitted.
 """
 
 from __future__ import annotations
@@ -19,10 +23,19 @@ from aisim.replay._request import SimRequest
 from aisim.replay._rng import RandomStream
 
 
+def is_undrafted(speculation: SpeculationPlan, request: SimRequest) -> bool:
+    """Whether the request's next decode round proposes no drafts (its first
+    ``undrafted_rounds`` rounds)."""
+    return request.rounds < speculation.undrafted_rounds
+
+
 def round_width(speculation: SpeculationPlan, request: SimRequest, clamp: bool) -> int:
     """Verification slots of the request's next round: ``d + 1``, clamped to its remaining
-    output when ``clamp`` (SGLang-like; vLLM verifies every draft, see the module docstring)."""
+    output when ``clamp`` (SGLang-like; vLLM verifies every draft, see the module docstring);
+    1 in an undrafted round."""
     remaining = request.remaining_output
+    if request.rounds < speculation.undrafted_rounds and remaining > 0:
+        return 1
     width = speculation.verify_width
     if width < remaining or (not clamp and remaining > 0):
         return width

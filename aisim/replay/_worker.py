@@ -49,6 +49,8 @@ class Worker:
         works: list[RankWork] = []
         any_work = False
         has_decode = False
+        # Whether some decode request drafts in this pass (undrafted rounds: a plain step).
+        drafting = False
         for rank in self.ranks:
             rank.now_ms = now_ms
             if self.is_sglang:
@@ -60,12 +62,17 @@ class Worker:
                 any_work = True
             if work.num_decode_requests > 0:
                 has_decode = True
+                if work.num_undrafted_decode_requests < work.num_decode_requests:
+                    drafting = True
             works.append(work)
         if not any_work:
             self._idle()
             return -1.0
         draft_length = self.draft_length if has_decode else 0
+        plain = has_decode and not drafting and draft_length > 0
         try:
+            if plain:
+                return self.plan.pricer.price_plain(works)
             return self.plan.pricer.price(works, draft_length)
         except UnsupportedQuery as exc:
             raise UnsupportedQuery(

@@ -52,6 +52,7 @@ class ResolvedSpeculation:
         draft_vocab_size: int | None,
         path: str,
         acceptance_source: dict[str, Any] | None = None,
+        undrafted_rounds: int = 0,
     ) -> None:
         self._kind = kind
         self._params = params
@@ -72,6 +73,7 @@ class ResolvedSpeculation:
         self._draft_vocab_size = draft_vocab_size
         self._path = path
         self._acceptance_source = acceptance_source
+        self._undrafted_rounds = undrafted_rounds
 
     @property
     def kind(self) -> str:
@@ -153,6 +155,13 @@ class ResolvedSpeculation:
         return self._seed
 
     @property
+    def undrafted_rounds(self) -> int:
+        """``ngram``: the first decode rounds of every request that propose no drafts (no
+        n-gram of the context matches yet); 0 for every other kind. Like acceptance, a
+        property of the workload: it never enters the identity."""
+        return self._undrafted_rounds
+
+    @property
     def num_draft_layers(self) -> int | None:
         """dspark: draft layers run per round; ``None`` for other kinds."""
         return self._num_draft_layers
@@ -201,7 +210,8 @@ class ResolvedSpeculation:
 
     def to_dict(self) -> dict[str, Any]:
         """Every resolved field, JSON-ready, in a stable key order (``acceptance_source`` only
-        when acceptance came from an engine metrics file)."""
+        when acceptance came from an engine metrics file, ``undrafted_rounds`` only when not
+        0)."""
         draft: dict[str, Any] | None = None
         if self._draft_model is not None:
             draft = {"name": self._draft_model.name, "family": self._draft_model.family}
@@ -232,6 +242,8 @@ class ResolvedSpeculation:
         }
         if self._acceptance_source is not None:
             result["acceptance_source"] = self.acceptance_source
+        if self._undrafted_rounds:
+            result["undrafted_rounds"] = self._undrafted_rounds
         return result
 
     def __eq__(self, other: object) -> bool:

@@ -52,11 +52,15 @@ class RecordingFigures:
     cpu_model: str
     cpus: int
     new_prefill_counts: bool
+    #: Whether the step table timed plain decode steps, which then price replay's undrafted
+    #: ``ngram`` rounds (``speculation.undrafted_rounds``).
+    plain_decode_steps: bool = False
 
 
 def recording_figures(recording: Any, report: dict[str, Any]) -> RecordingFigures:
     """The figures of ``recording`` (scored as ``report`` = ``score_recording``'s), with
     step_diff run over its served runs and the noise against the mean of the run pairs."""
+    from qualification.engine._replay import has_plain_decode_steps
     from qualification.engine._score import compare, measured_latencies
     from qualification.engine.step_diff import diff_run
 
@@ -106,6 +110,7 @@ def recording_figures(recording: Any, report: dict[str, Any]) -> RecordingFigure
         new_prefill_counts=bool(
             (recording.grid.sidecar.get("grid") or {}).get("prefill_token_counts")
         ),
+        plain_decode_steps=has_plain_decode_steps(recording.grid),
     )
 
 
@@ -268,12 +273,19 @@ def step_price_sentences(figures: Sequence[RecordingFigures]) -> list[str]:
             f"(against the decode + prefill sum, which pays the step overhead twice: "
             f"{span(mixed_sum, '.2f')} x)."
         )
-    undrafted = _ratios(figures, "decode-undrafted", "ratio_median")
-    if undrafted:
-        out.append(
-            f"Decode rounds that drafted nothing (`ngram`) cost {span(undrafted, '.2f')} x an "
-            f"SD round's price (median per run, relative to its drift)."
-        )
+    for plain in (True, False):
+        chosen = [fig for fig in figures if fig.plain_decode_steps == plain]
+        undrafted = _ratios(chosen, "decode-undrafted", "ratio_median")
+        if undrafted:
+            basis = (
+                "their price, the step table's plain decode steps"
+                if plain
+                else "an SD round's price (a step table without plain decode steps)"
+            )
+            out.append(
+                f"Decode rounds that drafted nothing (`ngram`) cost {span(undrafted, '.2f')} x "
+                f"{basis} (median per run, relative to its drift)."
+            )
     excess = _ratios(figures, "prefill", "excess_ms_median") + _ratios(
         figures, "mixed", "excess_ms_median"
     )

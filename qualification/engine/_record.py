@@ -38,6 +38,8 @@ Progress = Callable[[str], None]
 #: drafts nothing until the context's suffix matches an earlier n-gram
 #: (``vllm/v1/spec_decode/ngram_proposer.py``), which with dummy weights takes a few generated
 #: tokens, and an SD round is timed only once every request in the batch drafted d tokens.
+#: The steps before, where no request drafted, are timed as plain decode steps (phase
+#: ``decode``): replay prices its undrafted rounds with them.
 NGRAM_SETTLE_ROUNDS = 12
 
 
@@ -185,6 +187,7 @@ def record_grid(
             counter += 1
             engine.add(f"grid-{counter}", _prompt(rng, context, vocab), output)
         seen = 0
+        seen_plain = 0
         last: dict[str, int] = {}
         while engine.has_work():
             record, state = engine.step(clock)
@@ -193,6 +196,13 @@ def record_grid(
             record.emitted = {rid: n - last.get(rid, 0) for rid, (n, _) in state.items()}
             last.update({rid: n for rid, (n, _) in state.items()})
             full = record.num_prefill_requests == 0 and record.num_decode_requests == batch
+            if drafted_only and full and record.draft_tokens == 0:
+                # No request drafted yet: a plain decode step of the same engine.
+                if seen_plain <= spec.warmup:
+                    plain = f"decode-b{batch}-c{context}"
+                    add_row(plain, batch, context, rep, record, "decode", seen_plain < spec.warmup)
+                    seen_plain += 1
+                continue
             if drafted_only:  # an SD round of d drafts per request, not an undrafted step
                 full = full and record.draft_tokens == batch * draft_length
             if full and seen <= spec.warmup:

@@ -117,8 +117,14 @@ def to_markdown(report: dict[str, Any], images: list[str]) -> str:
     model = report["runs"][0]["step_model"]
     lines += [
         "",
-        f"Step model: {model['decode_points']} decode points, {model['prefill_points']} prefill "
-        f"points; pass coverage " + ", ".join(f"{k}: {v}" for k, v in model["coverage"].items()),
+        f"Step model: {model['decode_points']} decode points, "
+        + (
+            f"{model['plain_decode_points']} plain decode points (undrafted rounds), "
+            if model.get("plain_decode_points")
+            else ""
+        )
+        + f"{model['prefill_points']} prefill points; pass coverage "
+        + ", ".join(f"{k}: {v}" for k, v in model["coverage"].items()),
         "",
     ]
     lines += [f"![{name}]({name})" for name in images]

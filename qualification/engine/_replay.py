@@ -41,18 +41,28 @@ def recorded_settings(run: ServedRun) -> dict[str, Any]:
 #: (``vllm/v1/metrics/stats.py``, ``IterationStats.update_from_output``), so this histogram's
 #: count is the number of decode rounds, drafted or not.
 DECODE_ROUNDS = "vllm:inter_token_latency_seconds_count"
+#: Finished requests, one series per finish reason (``vllm/v1/metrics/loggers.py``).
+FINISHED_REQUESTS = "vllm:request_success"
 
 
 def _read_counters(path: Path) -> tuple[Any, int] | None:
     """(aisim's ``MeasuredAcceptance`` of the file, decode rounds), or None without SD drafts;
     DataIntegrityError naming the file when it is unreadable or inconsistent."""
+    read = _read_counters_and_requests(path)
+    return None if read is None else (read[0], read[1])
+
+
+def _read_counters_and_requests(path: Path) -> tuple[Any, int, int] | None:
+    """``_read_counters`` and the finished requests (``FINISHED_REQUESTS``, 0 when absent)."""
     from aisim.speculation._engine_series import prometheus_samples
     from aisim.speculation._engine_vllm import VLLM_COUNTERS, VLLM_DRAFTS
 
     where = repr(str(path))
     try:
         text = path.read_text(encoding="utf-8")
-        series, _ = prometheus_samples(text, (*VLLM_COUNTERS, DECODE_ROUNDS), str(path), "")
+        series, _ = prometheus_samples(
+            text, (*VLLM_COUNTERS, DECODE_ROUNDS, FINISHED_REQUESTS), str(path), ""
+        )
         if not any(values.get(VLLM_DRAFTS) for values in series.values()):
             return None
         measured = measure_engine_acceptance(path, "vllm-prometheus")
@@ -67,7 +77,8 @@ def _read_counters(path: Path) -> tuple[Any, int] | None:
             f"{where}: {DECODE_ROUNDS}: {rounds:g} decode rounds, fewer than the {drafts} "
             f"drafts (every drafted round is a decode round); not one engine's counters"
         )
-    return measured, int(rounds)
+    finished = sum(values.get(FINISHED_REQUESTS, 0.0) for values in series.values())
+    return measured, int(rounds), int(finished)
 
 
 def engine_counters(path: Path) -> dict[str, Any] | None:
@@ -76,10 +87,10 @@ def engine_counters(path: Path) -> dict[str, Any] | None:
     rounds (``DECODE_ROUNDS``); None without SD. Acceptance length in vLLM's convention is
     1 + accepted / drafts (rounds that drafted nothing are not counted); tokens per decode round
     is 1 + accepted / decode rounds (``ngram`` drafts nothing when no n-gram matches)."""
-    read = _read_counters(path)
+    read = _read_counters_and_requests(path)
     if read is None:
         return None
-    measured, rounds = read
+    measured, rounds, finished = read
     drafts = int(measured.drafts)
     accepted = int(measured.accepted_tokens or 0)
     at_least = list(measured.accepted_at_least or ())
@@ -88,6 +99,7 @@ def engine_counters(path: Path) -> dict[str, Any] | None:
         "num_draft_tokens": measured.draft_tokens,
         "num_accepted_tokens": accepted,
         "num_decode_rounds": rounds,
+        "num_requests": finished,
         "accepted_at_least": at_least,
         "unconditional_rates": [count / drafts for count in at_least],
         "acceptance_length": 1.0 + accepted / drafts,
@@ -137,12 +149,14 @@ def replay_config(run: ServedRun, table: StepTable) -> dict[str, Any]:
                 f"replay equivalent; known: {', '.join(SPECULATION_KINDS)}"
             )
         depth = int(settings["num_speculative_tokens"])
-        speculation: dict[str, Any] = {
-            "kind": kind,
-            "params": {"num_speculative_tokens": depth},
-            "unconditional_acceptance_rates": _grid_rates_per_round(table, depth),
-            "seed": 0,
-        }
+        speculation: dict[str, Any] = {"kind": kind, "params": {"num_speculative_tokens": depth}}
+        if kind == "ngram" and has_plain_decode_steps(table):
+            rates, undrafted = _grid_undrafted_rounds(table, depth)
+            speculation["unconditional_acceptance_rates"] = rates
+            speculation["undrafted_rounds"] = undrafted
+        else:
+            speculation["unconditional_acceptance_rates"] = _grid_rates_per_round(table, depth)
+        speculation["seed"] = 0
         if kind == "draft_model":
             speculation["draft_model_path"] = "models/draft"
         engine["speculation"] = speculation
@@ -170,6 +184,41 @@ def _grid_rates_per_round(table: StepTable, depth: int) -> list[float]:
         raise DataIntegrityError(f"grid engine counters: {exc}") from None
     assert counts is not None  # vLLM counters always carry the per-position series
     return [count / rounds for count in counts]
+
+
+def has_plain_decode_steps(table: StepTable) -> bool:
+    """Whether the step table timed plain decode steps (an SD grid: ``ngram``'s undrafted
+    steps, ``qualification/engine/_record.py``)."""
+    return "phase" in table.steps.columns and not table.timed("decode").empty
+
+
+def _grid_undrafted_rounds(table: StepTable, depth: int) -> tuple[list[float], int]:
+    """``ngram`` on a grid that timed plain decode steps: (per draft position, the share of the
+    grid's *drafted* rounds accepting at least that many drafts; the undrafted decode rounds
+    per request, rounded). vLLM's n-gram proposer drafts nothing until the context's suffix
+    matches an earlier n-gram (``vllm/v1/spec_decode/ngram_proposer.py``,
+    ``NgramProposer.propose``), which on the recorded requests happens after the first few
+    rounds of every request; the grid's counters give their mean, (decode rounds - drafted
+    rounds) / finished requests. A grid whose counters count no finished request is refused
+    naming the file."""
+    path = table.directory / METRICS_FILE
+    counters = engine_counters(path)
+    if counters is None:
+        raise DataIntegrityError(f"{str(path)!r}: the grid's engine counters show no SD drafts")
+    requests = counters["num_requests"]
+    if requests <= 0:
+        raise DataIntegrityError(
+            f"{str(path)!r}: {FINISHED_REQUESTS}: no finished request; the undrafted rounds per "
+            "request are unknown"
+        )
+    rates = list(counters["unconditional_rates"])
+    if len(rates) != depth:
+        raise DataIntegrityError(
+            f"{str(path)!r}: the per-position acceptance series has {len(rates)} positions, "
+            f"the engine drafts {depth}"
+        )
+    undrafted = (counters["num_decode_rounds"] - counters["num_drafts"]) / requests
+    return rates, int(undrafted + 0.5)
 
 
 def check_same_engine(run: ServedRun, table: StepTable) -> None:

@@ -20,6 +20,10 @@ is priced as:
   real engine"); the decode part is never below the overhead, so a mixed step never costs
   less than its prefill part.
 
+With SD on, the table may also hold plain decode steps (``ngram``: the rounds before any
+n-gram matches, which draft nothing); they price replay's passes whose decode requests all drafted
+nothing (``plain_decode_model``, ``speculation.undrafted_rounds``).
+
 Every answer's coverage is counted, so a report says how much of a replay was clamped.
 """
 
@@ -124,6 +128,13 @@ class EngineStepModel:
         self.decode = _Surface(self.decode_points, decode_phase)
         self.prefill = _Surface(self.prefill_points, "prefill")
         self.coverage: Counter[str] = Counter()
+        #: With SD: the same table's plain decode steps (rounds that drafted nothing), or None
+        #: when it has none. Its coverage is counted in this model's ``coverage``.
+        self.plain_decode_model: EngineStepModel | None = None
+        if draft_length > 0 and not table.timed("decode").empty:
+            plain = EngineStepModel(table, 0, latency_column=latency_column, scale=scale)
+            plain.coverage = self.coverage
+            self.plain_decode_model = plain
 
     def estimate_forward_pass_time_ms(self, metrics: Any, draft_length: int | None = None) -> float:
         if isinstance(metrics, list):
@@ -143,8 +154,10 @@ class EngineStepModel:
         return decode_ms + prefill_ms
 
     def describe(self) -> dict[str, Any]:
+        plain = self.plain_decode_model
         return {
             "decode_points": len(self.decode_points),
+            "plain_decode_points": 0 if plain is None else len(plain.decode_points),
             "prefill_points": len(self.prefill_points),
             "coverage": dict(sorted(self.coverage.items())),
         }

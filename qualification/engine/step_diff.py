@@ -60,23 +60,28 @@ def priced_steps(steps: Any, model: Any, drift: float, depth: int) -> list[dict[
     scratch: Counter[str] = Counter()
     rows = []
     previous_end = None
+    plain = getattr(model, "plain_decode_model", None)
     for step in steps.to_dict("records"):
+        # A step whose decode requests drafted nothing is priced as replay prices its
+        # undrafted rounds: by the table's plain decode steps when it has them.
+        undrafted = depth > 0 and int(step["draft_tokens"]) == 0 and step["num_decode_requests"]
+        pricer = plain if undrafted and plain is not None else model
         decode_ms = (
-            model.decode.price(
+            pricer.decode.price(
                 int(step["num_decode_requests"]), int(step["decode_kv_tokens"]), scratch
             )
             if step["num_decode_requests"]
             else 0.0
         )
         prefill_ms = (
-            model.prefill.price(
+            pricer.prefill.price(
                 int(step["num_prefill_requests"]), int(step["prefill_tokens"]), scratch
             )
             if step["num_prefill_requests"]
             else 0.0
         )
         measured = float(step["end_ms"]) - float(step["start_ms"])
-        price = model.estimate_forward_pass_time_ms(  # exactly as replay prices the pass
+        price = pricer.estimate_forward_pass_time_ms(  # exactly as replay prices the pass
             ForwardPassMetrics(
                 int(step["num_decode_requests"]),
                 int(step["decode_kv_tokens"]),
@@ -107,21 +112,33 @@ def priced_steps(steps: Any, model: Any, drift: float, depth: int) -> list[dict[
 
 
 class _RecordingPricer:
-    """Wraps a step model; keeps (kind, price) of every pass replay prices."""
+    """Wraps a step model; keeps (kind, price) of every pass replay prices (the passes of its
+    plain decode model, replay's undrafted rounds, in the same list)."""
 
-    def __init__(self, model: Any, depth: int) -> None:
+    def __init__(
+        self,
+        model: Any,
+        depth: int,
+        passes: list[tuple[str, float]] | None = None,
+        undrafted: bool = False,
+    ) -> None:
         self.model = model
         self.depth = depth
+        self.undrafted = undrafted
         self.name = model.name
         self.prices_speculation_natively = model.prices_speculation_natively
         self.supports_draft_length = model.supports_draft_length
-        self.passes: list[tuple[str, float]] = []
+        self.passes: list[tuple[str, float]] = [] if passes is None else passes
+        plain = getattr(model, "plain_decode_model", None)
+        self.plain_decode_model = (
+            None if plain is None else _RecordingPricer(plain, depth, self.passes, True)
+        )
 
     def estimate_forward_pass_time_ms(self, metrics: Any, draft_length: int | None = None) -> float:
         price = float(self.model.estimate_forward_pass_time_ms(metrics))
         ranks = metrics if isinstance(metrics, list) else [metrics]
         for rank in ranks:
-            drafts = self.depth * rank.num_decode_requests
+            drafts = 0 if self.undrafted else self.depth * rank.num_decode_requests
             kind = step_kind(
                 rank.num_prefill_requests, rank.num_decode_requests, drafts, self.depth
             )

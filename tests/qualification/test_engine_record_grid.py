@@ -120,3 +120,90 @@ def test_every_prefill_point_is_timed_at_a_new_token_count(tmp_path: Path) -> No
     assert all(120 <= tokens <= 136 for tokens in b1c128["scheduled_tokens"])
     b2c32 = prefill[prefill["point_id"] == "prefill-b2-c32"]
     assert all(tokens % 2 == 0 and 56 <= tokens <= 72 for tokens in b2c32["scheduled_tokens"])
+
+
+class _NgramOptions(_Options):
+    num_speculative_tokens = 3
+    speculative_method = "ngram"
+
+
+class ScriptedNgramEngine(ScriptedEngine):
+    """As ``ScriptedEngine``, with an n-gram drafter: a request drafts nothing in its first
+    ``UNDRAFTED`` decode rounds, then 3 drafts a round, all accepted."""
+
+    UNDRAFTED = 2
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.options = _NgramOptions()
+
+    def step(self, clock: Any) -> tuple[StepRecord | None, dict[str, tuple[int, bool]]]:
+        index = float(len(self.history))
+        record = StepRecord(index, index + 0.5, 0, 0, 0, 0, 0, 0, 0, 0, [])
+        budget = self.options.max_num_batched_tokens
+        for request in self.requests:
+            if request["done"] >= request["prompt"]:  # decoding
+                rounds = request.setdefault("rounds", 0)
+                drafts = 0 if rounds < self.UNDRAFTED else 3
+                record.num_decode_requests += 1
+                record.decode_kv_tokens += request["done"]
+                record.draft_tokens += drafts
+                request["rounds"] = rounds + 1
+                request["done"] += 1 + drafts
+                request["emitted"] += 1 + drafts
+                budget -= 1 + drafts
+            elif budget > 0:
+                chunk = min(request["prompt"] - request["done"], budget)
+                record.num_prefill_requests += 1
+                record.prefill_tokens += chunk
+                request["done"] += chunk
+                budget -= chunk
+                if request["done"] == request["prompt"]:
+                    request["emitted"] += 1
+            else:
+                continue
+            record.request_ids.append(request["id"])
+        record.scheduled_tokens = (
+            record.prefill_tokens + record.num_decode_requests + record.draft_tokens
+        )
+        state = {r["id"]: (r["emitted"], r["emitted"] >= r["out"]) for r in self.requests}
+        self.requests = [r for r in self.requests if r["emitted"] < r["out"]]
+        self.history.append(record.scheduled_tokens)
+        self.token_counts_seen.add(record.scheduled_tokens)
+        return record, state
+
+
+def test_ngram_grid_times_undrafted_steps_as_plain_decode_points(tmp_path: Path) -> None:
+    engine = ScriptedNgramEngine()
+    spec = GridSpec((1, 2), (64,), (1,), (32,), repetitions=2, warmup=1)
+    grid = record_grid(
+        engine,  # type: ignore[arg-type]
+        spec,
+        tmp_path,
+        {
+            "evidence_type": "engine-measurement",
+            "identity": {},
+            "engine_settings": {"speculative_method": "ngram"},
+        },
+        seed=0,
+        vocab=1000,
+        overwrite=False,
+        progress=lambda _: None,
+    )
+    rows = pd.read_parquet(grid / "grid_steps.parquet")
+    plain = rows[rows["phase"] == "decode"]
+    sd = rows[rows["phase"] == "sd"]
+    # Every request's first two rounds draft nothing: per point and pass one warm-up step and
+    # one timed step, both the first two decode steps after the prefill.
+    assert sorted(set(plain["point_id"])) == ["decode-b1-c64", "decode-b2-c64"]
+    assert len(plain) == 2 * 2 * 2
+    assert list(plain["warmup"]) == [True, False] * 4
+    assert (plain["num_draft_tokens"] == 0).all()
+    assert (plain["scheduled_tokens"] == plain["batch_size"]).all()
+    # SD rounds are timed only where every request drafted its 3 tokens.
+    assert (sd["scheduled_tokens"] == 4 * sd["batch_size"]).all()
+    assert sorted(set(sd["point_id"])) == ["sd-b1-c64-d3", "sd-b2-c64-d3"]
+    # The plain points become aisim STP points beside the measured SD rounds.
+    stp = pd.read_parquet(grid / "stp_points.parquet")
+    assert sorted(stp["batch_size"]) == [1, 2]
+    assert (grid / "sd_rounds.measured.parquet").exists()

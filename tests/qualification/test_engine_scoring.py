@@ -231,3 +231,50 @@ def test_counter_delta_leaves_out_the_excluded_windows(tmp_path: Path) -> None:
         "vllm:num_requests_running": 2.0,  # a gauge: the value at the end
         "vllm:spec_decode_num_drafts_total": 3.0,
     }
+
+
+def test_ngram_with_plain_decode_points_gets_undrafted_rounds(tmp_path: Path) -> None:
+    # 4 finished requests, 20 decode rounds of which 10 drafted: (20 - 10) / 4 = 2.5 undrafted
+    # rounds per request, rounded half up to 3; per drafted round, positions accepted 8, 5, 2
+    # of 10: rates 0.8, 0.5, 0.2 (vLLM's convention, the undrafted rounds being modelled).
+    (tmp_path / "metrics.prom").write_text(
+        "vllm:spec_decode_num_drafts_total 10.0\n"
+        "vllm:spec_decode_num_draft_tokens_total 30.0\n"
+        "vllm:spec_decode_num_accepted_tokens_total 15.0\n"
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0"} 8.0\n'
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="1"} 5.0\n'
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="2"} 2.0\n'
+        "vllm:inter_token_latency_seconds_count 20.0\n"
+        'vllm:request_success_total{finished_reason="length"} 3.0\n'
+        'vllm:request_success_total{finished_reason="stop"} 1.0\n',
+        encoding="utf-8",
+    )
+    plain_steps = pd.DataFrame(
+        {"phase": ["decode"], "warmup": [False], "batch_size": [1], "point_id": ["decode-b1-c64"]}
+    )
+    settings = {**SETTINGS, "speculative_method": "ngram", "num_speculative_tokens": 3}
+    config = replay_config(_run(settings, tmp_path), StepTable(tmp_path, plain_steps, {}))
+    speculation = config["engine"]["speculation"]
+    assert speculation["undrafted_rounds"] == 3
+    assert speculation["unconditional_acceptance_rates"] == [0.8, 0.5, 0.2]
+    counters = engine_counters(tmp_path / "metrics.prom")
+    assert counters is not None and counters["num_requests"] == 4
+    # Without plain decode points (an older grid) every round is a drafted round.
+    config = replay_config(_run(settings, tmp_path), StepTable(tmp_path, pd.DataFrame(), {}))
+    assert "undrafted_rounds" not in config["engine"]["speculation"]
+    assert config["engine"]["speculation"]["unconditional_acceptance_rates"] == [0.4, 0.25, 0.1]
+
+
+def test_ngram_undrafted_rounds_need_finished_requests(tmp_path: Path) -> None:
+    (tmp_path / "metrics.prom").write_text(
+        "vllm:spec_decode_num_drafts_total 10.0\n"
+        "vllm:spec_decode_num_draft_tokens_total 10.0\n"
+        "vllm:spec_decode_num_accepted_tokens_total 5.0\n"
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0"} 5.0\n'
+        "vllm:inter_token_latency_seconds_count 20.0\n",
+        encoding="utf-8",
+    )
+    plain_steps = pd.DataFrame({"phase": ["decode"], "warmup": [False]})
+    settings = {**SETTINGS, "speculative_method": "ngram", "num_speculative_tokens": 1}
+    with pytest.raises(DataIntegrityError, match="vllm:request_success: no finished request"):
+        replay_config(_run(settings, tmp_path), StepTable(tmp_path, plain_steps, {}))
