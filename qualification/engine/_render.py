@@ -114,6 +114,16 @@ def to_markdown(report: dict[str, Any], images: list[str]) -> str:
             f"{_num(run.get('step_cost_drift'))} | "
             f"{_num(run.get('host_slowdown'))} | {before} -> {after} |"
         )
+    undrafted = [run.get("undrafted_rounds_per_request") for run in report["runs"]]
+    if undrafted and all(u is not None for u in undrafted):
+        lines += [
+            "",
+            "Decode rounds that drafted nothing per request (`ngram`; vLLM's counters: decode "
+            "rounds - drafted rounds, per finished request): predicted "
+            f"{_num(undrafted[0]['predicted'])} (the step table's counters, rounded), observed "
+            + ", ".join(_num(u["observed"]) for u in undrafted)
+            + " per served run.",
+        ]
     model = report["runs"][0]["step_model"]
     lines += [
         "",

@@ -232,6 +232,12 @@ def score_recording(
             "observed": tokens_per_decode_round(run),
             "predicted": 1.0 if emitted is None else float(emitted),
         }
+        speculation = config["engine"].get("speculation") or {}
+        if "undrafted_rounds" in speculation:
+            figures["undrafted_rounds_per_request"] = {
+                "observed": _undrafted_per_request(observed),
+                "predicted": float(speculation["undrafted_rounds"]),
+            }
         figures["host_slowdown"] = host_slowdown(run.steps)
         drift = step_cost_drift(run.steps, model)
         adjusted, _, _ = replay_run(run, table, scale=drift)
@@ -267,6 +273,14 @@ def score_recording(
     return report, per_request
 
 
+def _undrafted_per_request(counters: dict[str, Any] | None) -> float | None:
+    """vLLM's decode rounds that drafted nothing per finished request (``ngram``), or None."""
+    if counters is None or not counters.get("num_requests"):
+        return None
+    undrafted = counters["num_decode_rounds"] - counters["num_drafts"]
+    return float(undrafted / counters["num_requests"])
+
+
 def _mean_acceptance(runs: list[dict[str, Any]]) -> dict[str, Any]:
     observed = [run["acceptance_length"]["observed"] for run in runs]
     predicted = runs[0]["acceptance_length"]["predicted"] if runs else None
@@ -294,6 +308,12 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out["throughput_error_pct"] = float(np.mean([run["throughput"]["error_pct"] for run in runs]))
     if runs and "drift_adjusted" in runs[0]:
         out["drift_adjusted"] = _summary([run["drift_adjusted"] for run in runs])
+    if runs and "step_cost_drift" in runs[0]:
+        # Evidence quality: how far the engine's speed during a served run was from its speed
+        # while the step table was timed (1.00: the same), the worst run.
+        out["step_cost_drift_max_deviation_pct"] = float(
+            max(abs(run["step_cost_drift"] - 1.0) for run in runs) * 100.0
+        )
     return out
 
 

@@ -77,6 +77,12 @@ CHECKS: Final[dict[str, dict[str, Metric]]] = {
         ),
         "ttft_mean_relative_error": Metric("signed", False, "mean TTFT relative error"),
         "throughput_error": Metric("signed", False, "relative throughput error"),
+        "step_cost_drift_deviation": Metric(
+            "error",
+            False,
+            "evidence quality: the largest |step-cost drift - 1| over the served runs (the "
+            "engine's speed while serving against its speed while the step table was timed)",
+        ),
     },
     # The default cost model (roofline) against qualification/public/measurements.json and the
     # published rule (`aisim qualify public`, `aisim qualify rulecheck`).
@@ -106,6 +112,7 @@ ENGINE_FIGURES: Final = {
     ),
     "ttft_mean_relative_error": (("ttft", "mean_error_pct"), None),
     "throughput_error": (("throughput_error_pct",), None),
+    "step_cost_drift_deviation": (("step_cost_drift_max_deviation_pct",), None),
 }
 
 #: Checks that score one recorded dataset (a criterion names it with ``dataset``).
