@@ -34,7 +34,7 @@ def round_width(speculation: SpeculationPlan, request: SimRequest, clamp: bool) 
     output when ``clamp`` (SGLang-like; vLLM verifies every draft, see the module docstring);
     1 in an undrafted round."""
     remaining = request.remaining_output
-    if request.rounds < speculation.undrafted_rounds and remaining > 0:
+    if remaining > 0 and is_undrafted(speculation, request):
         return 1
     width = speculation.verify_width
     if width < remaining or (not clamp and remaining > 0):
