@@ -5,6 +5,8 @@ The public API is the names in ``__all__``; everything else is private by conven
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aisim._build import is_compiled
 from aisim.errors import (
     AisimError,
@@ -14,6 +16,9 @@ from aisim.errors import (
     UnsupportedQuery,
 )
 from aisim.speculation import AcceptanceProfile, ResolvedSpeculation
+
+if TYPE_CHECKING:  # loaded lazily at run time (``__getattr__``); typed for checkers
+    from aisim.config import resolve_speculation, run_replay
 
 __version__ = "0.1.0"
 #: True when the mypyc-compiled core is loaded, False for the pure-Python build.
