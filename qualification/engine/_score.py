@@ -15,7 +15,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 
@@ -23,7 +23,26 @@ from aisim.errors import DataIntegrityError
 from qualification.engine._recording import EngineRecording, ServedRun, StepTable
 from qualification.engine._replay import observed_acceptance, replay_run
 
-METRICS = ("ttft", "tpot", "e2e")
+Metric = Literal["ttft", "tpot", "e2e"]
+METRICS: tuple[Metric, ...] = ("ttft", "tpot", "e2e")
+
+
+class Latencies(TypedDict):
+    """One run's requests in trace order: ttft, tpot, e2e, arrival and finish in ms (tpot NaN
+    for a single-token output) and output tokens."""
+
+    ttft: list[float]
+    tpot: list[float]
+    e2e: list[float]
+    arrival: list[float]
+    finish: list[float]
+    output_tokens: list[int]
+
+
+class MeasuredLatencies(Latencies):
+    """A served run's latencies and each request's id, the order the replay's are read in."""
+
+    request_id: list[str]
 
 
 def error_figures(predicted: Sequence[float], measured: Sequence[float]) -> dict[str, Any]:
@@ -52,7 +71,7 @@ def error_figures(predicted: Sequence[float], measured: Sequence[float]) -> dict
     }
 
 
-def measured_latencies(run: ServedRun) -> dict[str, list[float]]:
+def measured_latencies(run: ServedRun) -> MeasuredLatencies:
     """Per request (trace order): ttft, tpot, e2e in ms, and output tokens."""
     frame = run.requests
     arrival = frame["arrival_ms"].astype(float)
@@ -81,7 +100,7 @@ def throughput_tok_s(
     return float(sum(outputs)) / (duration_ms / 1000.0) if duration_ms > 0 else math.nan
 
 
-def _predicted(result: Any, order: list[str]) -> dict[str, list[float]]:
+def _predicted(result: Any, order: list[str]) -> Latencies:
     frame = result.requests.set_index(result.requests["request_id"].astype(str))
     missing = [rid for rid in order if rid not in frame.index]
     if missing:
@@ -100,7 +119,7 @@ def _predicted(result: Any, order: list[str]) -> dict[str, list[float]]:
     }
 
 
-def compare(predicted: dict[str, list[float]], measured: dict[str, list[float]]) -> dict[str, Any]:
+def compare(predicted: Latencies, measured: Latencies) -> dict[str, Any]:
     """Per-metric figures plus throughput error of one prediction against one measurement."""
     figures: dict[str, Any] = {
         metric: error_figures(predicted[metric], measured[metric]) for metric in METRICS
@@ -117,7 +136,7 @@ def compare(predicted: dict[str, list[float]], measured: dict[str, list[float]])
     return figures
 
 
-def noise_floor(runs: Sequence[dict[str, list[float]]]) -> dict[str, Any] | None:
+def noise_floor(runs: Sequence[Latencies]) -> dict[str, Any] | None:
     """The same figures between every pair of served runs (later run as the 'prediction');
     per figure, the largest over pairs (the floor no model can be expected to beat)."""
     if len(runs) < 2:
