@@ -116,7 +116,8 @@ def warm_versus_aisimulate(repetitions: int) -> None:
     best: dict[str, dict[str, float]] = {"aisim": {}, "aisimulate": {}}
     for _ in range(max(1, repetitions // 2 + 1)):
         ours = run_child("qualification.bench.bench_replay", ["--warm", "3"], pure=False)
-        for case, cpu in dict(ours["cpu_s"]).items():  # type: ignore[call-overload]
+        cpu_by_case: dict[str, float] = ours["cpu_s"]
+        for case, cpu in cpu_by_case.items():
             best["aisim"][case] = min(cpu, best["aisim"].get(case, cpu))
         if aisimulate and os.path.exists(aisimulate):
             theirs = _aisimulate_child(aisimulate)

@@ -28,9 +28,10 @@ def source_root() -> Path:
     return root
 
 
-def run_child(module: str, args: list[str], *, pure: bool) -> dict[str, float | bool | str]:
-    """Run ``python -m module args`` and parse the JSON line it prints last."""
-    result: dict[str, float | bool | str] = json.loads(
+def run_child(module: str, args: list[str], *, pure: bool) -> dict[str, Any]:
+    """Run ``python -m module args`` and parse the JSON object it prints last (numbers, flags,
+    strings and, from bench_replay, per-case objects)."""
+    result: dict[str, Any] = json.loads(
         run_child_output(module, args, pure=pure).strip().splitlines()[-1]
     )
     return result
