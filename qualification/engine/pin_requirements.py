@@ -22,7 +22,6 @@ import sys
 import zipfile
 from pathlib import Path
 
-from packaging.markers import default_environment
 from packaging.requirements import Requirement
 
 SKIPPED = {"torch", "torchvision", "torchaudio", "torchcodec"}
@@ -43,7 +42,8 @@ def metadata(wheel: Path) -> str:
 
 
 def direct_requirements(text: str) -> list[str]:
-    environment = {**default_environment(), "extra": ""}
+    # evaluate() reads this process's environment, with these keys overriding it: no extras
+    environment = {"extra": ""}
     out = []
     for line in text.splitlines():
         if not line.startswith("Requires-Dist:"):
