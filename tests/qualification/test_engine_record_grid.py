@@ -33,7 +33,7 @@ def test_new_token_count_length(
 
 class _Options:
     num_speculative_tokens = 0
-    speculative_method = None
+    speculative_method: str | None = None
     max_num_batched_tokens = 512
 
 
@@ -61,17 +61,23 @@ class ScriptedEngine:
     def has_work(self) -> bool:
         return bool(self.requests)
 
+    def drafts(self, request: dict[str, Any]) -> int:
+        """Drafts the request verifies in this decode step, all accepted (none: no SD)."""
+        return 0
+
     def step(self, clock: Any) -> tuple[StepRecord | None, dict[str, tuple[int, bool]]]:
         index = float(len(self.history))
         record = StepRecord(index, index + 0.5, 0, 0, 0, 0, 0, 0, 0, 0, [])
         budget = self.options.max_num_batched_tokens
         for request in self.requests:
             if request["done"] >= request["prompt"]:  # decoding
+                drafts = self.drafts(request)
                 record.num_decode_requests += 1
                 record.decode_kv_tokens += request["done"]
-                request["done"] += 1
-                request["emitted"] += 1
-                budget -= 1
+                record.draft_tokens += drafts
+                request["done"] += 1 + drafts
+                request["emitted"] += 1 + drafts
+                budget -= 1 + drafts
             elif budget > 0:
                 chunk = min(request["prompt"] - request["done"], budget)
                 record.num_prefill_requests += 1
@@ -83,7 +89,9 @@ class ScriptedEngine:
             else:
                 continue
             record.request_ids.append(request["id"])
-        record.scheduled_tokens = record.prefill_tokens + record.num_decode_requests
+        record.scheduled_tokens = (
+            record.prefill_tokens + record.num_decode_requests + record.draft_tokens
+        )
         state = {r["id"]: (r["emitted"], r["emitted"] >= r["out"]) for r in self.requests}
         self.requests = [r for r in self.requests if r["emitted"] < r["out"]]
         self.history.append(record.scheduled_tokens)
@@ -91,21 +99,25 @@ class ScriptedEngine:
         return record, state
 
 
-def test_every_prefill_point_is_timed_at_a_new_token_count(tmp_path: Path) -> None:
-    engine = ScriptedEngine()
-    # Earlier work (e.g. a served run) already scheduled the nominal 128- and 32-token counts.
-    engine.token_counts_seen.update({32, 128})
-    spec = GridSpec((1, 2), (64,), (1, 2), (32, 128), repetitions=3, warmup=1)
-    grid = record_grid(
+def _record(engine: ScriptedEngine, spec: GridSpec, out: Path, common: dict[str, Any]) -> Path:
+    return record_grid(
         engine,  # type: ignore[arg-type]
         spec,
-        tmp_path,
-        {"evidence_type": "engine-measurement"},
+        out,
+        common,
         seed=0,
         vocab=1000,
         overwrite=False,
         progress=lambda _: None,
     )
+
+
+def test_every_prefill_point_is_timed_at_a_new_token_count(tmp_path: Path) -> None:
+    engine = ScriptedEngine()
+    # Earlier work (e.g. a served run) already scheduled the nominal 128- and 32-token counts.
+    engine.token_counts_seen.update({32, 128})
+    spec = GridSpec((1, 2), (64,), (1, 2), (32, 128), repetitions=3, warmup=1)
+    grid = _record(engine, spec, tmp_path, {"evidence_type": "engine-measurement"})
     rows = pd.read_parquet(grid / "grid_steps.parquet")
     prefill = rows[rows["phase"] == "prefill"]
     # 4 points x 3 passes timed, plus one warm-up each in the first pass.
@@ -137,59 +149,21 @@ class ScriptedNgramEngine(ScriptedEngine):
         super().__init__()
         self.options = _NgramOptions()
 
-    def step(self, clock: Any) -> tuple[StepRecord | None, dict[str, tuple[int, bool]]]:
-        index = float(len(self.history))
-        record = StepRecord(index, index + 0.5, 0, 0, 0, 0, 0, 0, 0, 0, [])
-        budget = self.options.max_num_batched_tokens
-        for request in self.requests:
-            if request["done"] >= request["prompt"]:  # decoding
-                rounds = request.setdefault("rounds", 0)
-                drafts = 0 if rounds < self.UNDRAFTED else 3
-                record.num_decode_requests += 1
-                record.decode_kv_tokens += request["done"]
-                record.draft_tokens += drafts
-                request["rounds"] = rounds + 1
-                request["done"] += 1 + drafts
-                request["emitted"] += 1 + drafts
-                budget -= 1 + drafts
-            elif budget > 0:
-                chunk = min(request["prompt"] - request["done"], budget)
-                record.num_prefill_requests += 1
-                record.prefill_tokens += chunk
-                request["done"] += chunk
-                budget -= chunk
-                if request["done"] == request["prompt"]:
-                    request["emitted"] += 1
-            else:
-                continue
-            record.request_ids.append(request["id"])
-        record.scheduled_tokens = (
-            record.prefill_tokens + record.num_decode_requests + record.draft_tokens
-        )
-        state = {r["id"]: (r["emitted"], r["emitted"] >= r["out"]) for r in self.requests}
-        self.requests = [r for r in self.requests if r["emitted"] < r["out"]]
-        self.history.append(record.scheduled_tokens)
-        self.token_counts_seen.add(record.scheduled_tokens)
-        return record, state
+    def drafts(self, request: dict[str, Any]) -> int:
+        rounds = request.setdefault("rounds", 0)
+        request["rounds"] = rounds + 1
+        return 0 if rounds < self.UNDRAFTED else 3
 
 
 def test_ngram_grid_times_undrafted_steps_as_plain_decode_points(tmp_path: Path) -> None:
     engine = ScriptedNgramEngine()
     spec = GridSpec((1, 2), (64,), (1,), (32,), repetitions=2, warmup=1)
-    grid = record_grid(
-        engine,  # type: ignore[arg-type]
-        spec,
-        tmp_path,
-        {
-            "evidence_type": "engine-measurement",
-            "identity": {},
-            "engine_settings": {"speculative_method": "ngram"},
-        },
-        seed=0,
-        vocab=1000,
-        overwrite=False,
-        progress=lambda _: None,
-    )
+    common = {
+        "evidence_type": "engine-measurement",
+        "identity": {},
+        "engine_settings": {"speculative_method": "ngram"},
+    }
+    grid = _record(engine, spec, tmp_path, common)
     rows = pd.read_parquet(grid / "grid_steps.parquet")
     plain = rows[rows["phase"] == "decode"]
     sd = rows[rows["phase"] == "sd"]
