@@ -328,3 +328,19 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, overwrite: boo
 def canonical_json(value: Any) -> str:
     """Sorted keys, two-space indent, floats via repr, trailing newline: byte-stable output."""
     return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def read_parquet_bytes(data: bytes) -> Any:
+    """A parquet file's bytes as a ``pyarrow.Table``, read without Arrow's thread pools.
+
+    ``pyarrow.parquet.read_table`` starts a pool thread even with ``use_threads=False`` (it goes
+    through ``pyarrow.dataset``), and such a thread can still run while the interpreter exits,
+    which aborts the process ("terminate called without an active exception", status 134) after
+    a correct answer. ``ParquetFile.read(use_threads=False)`` starts none; convert the result
+    with ``to_pandas(use_threads=False)`` for the same reason. Raises pyarrow's own errors
+    (``pyarrow.ArrowException``, ``OSError``) for a file it cannot read.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)

@@ -256,12 +256,11 @@ def _csv_columns(data: bytes, where: str, columns: Sequence[str]) -> dict[str, l
 
 def _parquet_columns(data: bytes, where: str, columns: Sequence[str]) -> dict[str, list[Any]]:
     import pyarrow as pa
-    import pyarrow.parquet as pq
+
+    from aisim._io import read_parquet_bytes
 
     try:
-        # One thread, no pre-buffering: pyarrow's background I/O threads can still be alive at
-        # interpreter exit and abort the process (exit 134) after a correct answer.
-        table = pq.read_table(pa.BufferReader(data), use_threads=False, pre_buffer=False)
+        table = read_parquet_bytes(data)  # no Arrow pool thread alive at interpreter exit
     except (pa.ArrowException, OSError) as exc:
         raise DataIntegrityError(f"{where}: not a readable parquet file: {exc}") from None
     missing = [name for name in columns if name not in table.schema.names]

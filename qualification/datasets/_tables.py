@@ -24,6 +24,7 @@ from aisim._io import (
     atomic_write_bytes,
     atomic_write_text,
     canonical_json,
+    read_parquet_bytes,
     read_sidecar_object,
     read_verified_bytes,
 )
@@ -144,8 +145,7 @@ def read_table(data_file: Path, expected: TableSchema) -> tuple[pd.DataFrame, di
         )
     data = read_verified_bytes(data_file, sidecar, require_size=True)
     try:
-        # Single-threaded: pyarrow's threaded reader can outlive the interpreter and abort at exit.
-        table = pq.read_table(pa.BufferReader(data), use_threads=False, pre_buffer=False)
+        table = read_parquet_bytes(data)  # no Arrow pool thread alive at interpreter exit
     except (pa.ArrowException, OSError) as exc:
         raise DataIntegrityError(f"{where}: not a readable parquet file: {exc}") from None
     _check_columns(where, table, expected)
@@ -153,7 +153,7 @@ def read_table(data_file: Path, expected: TableSchema) -> tuple[pd.DataFrame, di
         raise DataIntegrityError(
             f"{where}: {table.num_rows} rows, sidecar says {sidecar.get('row_count')!r}"
         )
-    frame = table.to_pandas()
+    frame = table.to_pandas(use_threads=False)
     _check_values(where, frame, expected)
     return frame, sidecar
 

@@ -120,3 +120,39 @@ def test_reading_a_parquet_table_exits_cleanly() -> None:
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
         )
         assert (done.returncode, done.stdout, done.stderr) == (0, "4\n", "")
+
+
+# Counts the process's native threads (Linux /proc) around the readers; prints the increase.
+_THREADS_AFTER_READS = """
+import os, sys
+def threads():
+    return len(os.listdir('/proc/self/task'))
+import pyarrow, pyarrow.parquet, pandas
+from aisim.fpm import load_table_models
+from qualification.datasets import load_dataset
+before = threads()
+load_table_models(sys.argv[1])
+load_dataset(sys.argv[2])
+print(threads() - before)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in Linux /proc")
+def test_parquet_readers_start_no_arrow_pool_thread() -> None:
+    # The at-exit abort above needs an Arrow pool thread alive when the interpreter exits; it is
+    # racy, but the thread is not: pyarrow.parquet.read_table and Table.to_pandas() each start
+    # pool threads (the former even with use_threads=False). The readers must start none.
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _THREADS_AFTER_READS,
+            str(EVIDENCE_ROUNDS),
+            str(EVIDENCE_ROUNDS.parent),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "0\n", "")
