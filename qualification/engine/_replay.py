@@ -45,15 +45,10 @@ DECODE_ROUNDS = "vllm:inter_token_latency_seconds_count"
 FINISHED_REQUESTS = "vllm:request_success"
 
 
-def _read_counters(path: Path) -> tuple[Any, int] | None:
-    """(aisim's ``MeasuredAcceptance`` of the file, decode rounds), or None without SD drafts;
-    DataIntegrityError naming the file when it is unreadable or inconsistent."""
-    read = _read_counters_and_requests(path)
-    return None if read is None else (read[0], read[1])
-
-
-def _read_counters_and_requests(path: Path) -> tuple[Any, int, int] | None:
-    """``_read_counters`` and the finished requests (``FINISHED_REQUESTS``, 0 when absent)."""
+def _read_counters(path: Path) -> tuple[Any, int, int] | None:
+    """(aisim's ``MeasuredAcceptance`` of the file, decode rounds, finished requests
+    (``FINISHED_REQUESTS``, 0 when absent)), or None without SD drafts; DataIntegrityError
+    naming the file when it is unreadable or inconsistent."""
     from aisim.speculation._engine_series import prometheus_samples
     from aisim.speculation._engine_vllm import VLLM_COUNTERS, VLLM_DRAFTS
 
@@ -87,7 +82,7 @@ def engine_counters(path: Path) -> dict[str, Any] | None:
     rounds (``DECODE_ROUNDS``); None without SD. Acceptance length in vLLM's convention is
     1 + accepted / drafts (rounds that drafted nothing are not counted); tokens per decode round
     is 1 + accepted / decode rounds (``ngram`` drafts nothing when no n-gram matches)."""
-    read = _read_counters_and_requests(path)
+    read = _read_counters(path)
     if read is None:
         return None
     measured, rounds, finished = read
@@ -166,23 +161,30 @@ def replay_config(run: ServedRun, table: StepTable) -> dict[str, Any]:
     }
 
 
-def _grid_rates_per_round(table: StepTable, depth: int) -> list[float]:
-    """Per draft position, the share of the grid's decode rounds that accepted at least that
-    many drafts: rounds that drafted nothing count as accepting none, so replay's tokens per
-    round is the engine's. (Per drafted round, vLLM's acceptance-length convention, ``ngram``
-    would over-state tokens per round: it drafts nothing until an n-gram matches,
-    ``vllm/v1/spec_decode/ngram_proposer.py``.) A grid without SD counters, or with a
+def _grid_counts(table: StepTable, depth: int) -> tuple[list[int], int, int, int]:
+    """The grid's engine counters: (rounds accepting at least i drafts, i = 1..depth; decode
+    rounds; drafted rounds; finished requests). A grid without SD counters, or with a
     per-position series of another depth, is refused naming the file."""
     path = table.directory / METRICS_FILE
     read = _read_counters(path)
     if read is None:
         raise DataIntegrityError(f"{str(path)!r}: the grid's engine counters show no SD drafts")
-    measured, rounds = read
+    measured, rounds, finished = read
     try:
         counts = measured.counts(depth, repr(str(path)))
     except ConfigError as exc:
         raise DataIntegrityError(f"grid engine counters: {exc}") from None
     assert counts is not None  # vLLM counters always carry the per-position series
+    return list(counts), rounds, int(measured.drafts), finished
+
+
+def _grid_rates_per_round(table: StepTable, depth: int) -> list[float]:
+    """Per draft position, the share of the grid's decode rounds that accepted at least that
+    many drafts: rounds that drafted nothing count as accepting none, so replay's tokens per
+    round is the engine's. (Per drafted round, vLLM's acceptance-length convention, ``ngram``
+    would over-state tokens per round: it drafts nothing until an n-gram matches,
+    ``vllm/v1/spec_decode/ngram_proposer.py``.)"""
+    counts, rounds, _, _ = _grid_counts(table, depth)
     return [count / rounds for count in counts]
 
 
@@ -199,26 +201,17 @@ def _grid_undrafted_rounds(table: StepTable, depth: int) -> tuple[list[float], i
     matches an earlier n-gram (``vllm/v1/spec_decode/ngram_proposer.py``,
     ``NgramProposer.propose``), which on the recorded requests happens after the first few
     rounds of every request; the grid's counters give their mean, (decode rounds - drafted
-    rounds) / finished requests. A grid whose counters count no finished request is refused
-    naming the file."""
-    path = table.directory / METRICS_FILE
-    counters = engine_counters(path)
-    if counters is None:
-        raise DataIntegrityError(f"{str(path)!r}: the grid's engine counters show no SD drafts")
-    requests = counters["num_requests"]
+    rounds) / finished requests. Refused as ``_grid_counts`` refuses, and when the counters
+    count no finished request, naming the file."""
+    counts, rounds, drafts, requests = _grid_counts(table, depth)
     if requests <= 0:
+        path = table.directory / METRICS_FILE
         raise DataIntegrityError(
             f"{str(path)!r}: {FINISHED_REQUESTS}: no finished request; the undrafted rounds per "
             "request are unknown"
         )
-    rates = list(counters["unconditional_rates"])
-    if len(rates) != depth:
-        raise DataIntegrityError(
-            f"{str(path)!r}: the per-position acceptance series has {len(rates)} positions, "
-            f"the engine drafts {depth}"
-        )
-    undrafted = (counters["num_decode_rounds"] - counters["num_drafts"]) / requests
-    return rates, int(undrafted + 0.5)
+    undrafted = (rounds - drafts) / requests
+    return [count / drafts for count in counts], int(undrafted + 0.5)
 
 
 def check_same_engine(run: ServedRun, table: StepTable) -> None:
