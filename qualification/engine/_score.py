@@ -153,9 +153,10 @@ def noise_floor(runs: Sequence[Latencies]) -> dict[str, Any] | None:
     return floor
 
 
-def host_slowdown(steps: Any) -> float:
+def host_slowdown(steps: Any) -> float | None:
     """Median over steps of wall time / process CPU time: how much the shared host stretched
-    the engine's steps (1.0 on an idle host)."""
+    the engine's steps (1.0 on an idle host); None when the recording has no per-step CPU
+    time (``cpu_ms`` is optional: another driver may not record it)."""
     ratios = [
         float(wall) / float(cpu)
         for wall, cpu in zip(
@@ -165,9 +166,9 @@ def host_slowdown(steps: Any) -> float:
             steps["cpu_ms"].tolist(),
             strict=True,
         )
-        if float(cpu) > 0
+        if math.isfinite(float(cpu)) and float(cpu) > 0
     ]
-    return float(np.median(ratios)) if ratios else math.nan
+    return float(np.median(ratios)) if ratios else None
 
 
 def step_cost_drift(steps: Any, model: Any) -> float:
@@ -259,12 +260,13 @@ def score_recording(
             }
         figures["host_slowdown"] = host_slowdown(run.steps)
         drift = step_cost_drift(run.steps, model)
-        adjusted, _, _ = replay_run(run, table, scale=drift)
+        adjusted, _, _ = replay_run(run, table, scale=drift if math.isfinite(drift) else 1.0)
         figures["step_cost_drift"] = drift
         figures["drift_adjusted"] = compare(_predicted(adjusted, measured["request_id"]), measured)
         figures["run"] = run.name
         figures["host_load"] = run.sidecar.get("host")
         figures["step_model"] = model.describe()
+        figures["requests"] = request_rows(measured, predicted)
         runs.append(figures)
         per_request["runs"][run.name] = measured
     per_request["predicted"] = predicted_all
@@ -275,6 +277,8 @@ def score_recording(
         "step_table": str(table.directory),
         "step_table_host_slowdown": host_slowdown(table.steps[~table.steps["warmup"]]),
         "engine": recording.served[0].sidecar.get("identity", {}).get("engine_version"),
+        "engine_name": recording.served[0].sidecar.get("identity", {}).get("engine"),
+        "weights": recording.served[0].sidecar.get("identity", {}).get("weights"),
         "engine_settings": settings,
         "target_shape": recording.served[0].sidecar.get("identity", {}).get("target_shape"),
         "requests": len(recording.served[0].requests),
@@ -292,9 +296,39 @@ def score_recording(
     return report, per_request
 
 
+def request_rows(measured: MeasuredLatencies, predicted: Latencies) -> dict[str, list[Any]]:
+    """Per request (trace order), the measured and the predicted latencies side by side, as
+    columns (``engine.json`` ``runs[i].requests``): request id, output tokens, and ttft, tpot,
+    e2e in ms (tpot null for a single-token output)."""
+    rows: dict[str, list[Any]] = {
+        "request_id": list(measured["request_id"]),
+        "output_tokens": list(measured["output_tokens"]),
+    }
+    for metric in METRICS:
+        rows[f"measured_{metric}_ms"] = list(measured[metric])
+        rows[f"predicted_{metric}_ms"] = list(predicted[metric])
+    return rows
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every non-finite float (a figure that could not be computed, e.g. TPOT of
+    a one-token output) replaced by None, so the report is valid JSON (null)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(item) for item in value]
+    return value
+
+
 def _undrafted_per_request(counters: dict[str, Any] | None) -> float | None:
     """vLLM's decode rounds that drafted nothing per finished request (``ngram``), or None."""
-    if counters is None or not counters.get("num_requests"):
+    if (
+        counters is None
+        or not counters.get("num_requests")
+        or counters["num_decode_rounds"] is None
+    ):
         return None
     undrafted = counters["num_decode_rounds"] - counters["num_drafts"]
     return float(undrafted / counters["num_requests"])
@@ -348,8 +382,11 @@ def write_outputs(
     targets = [out / "engine.json", out / "engine.md", *(out / name for name in images)]
     for path in targets:
         check_writable(path, overwrite)
+    # Every byte is produced before the first file is written: a failure leaves nothing.
+    report_json = canonical_json(finite(report))
+    markdown = to_markdown(report, sorted(images))
     for name, data in images.items():
         atomic_write_bytes(out / name, data, overwrite=overwrite)
-    atomic_write_text(targets[0], canonical_json(report), overwrite=overwrite)
-    atomic_write_text(targets[1], to_markdown(report, sorted(images)), overwrite=overwrite)
+    atomic_write_text(targets[0], report_json, overwrite=overwrite)
+    atomic_write_text(targets[1], markdown, overwrite=overwrite)
     return targets

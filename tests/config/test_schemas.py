@@ -114,7 +114,9 @@ def test_every_config_kind_has_a_docs_example_checked_against_its_schema() -> No
         match = LANGUAGE_SERVER.match(example.read_text(encoding="utf-8").splitlines()[0])
         assert match is not None
         kinds.add(Path(match.group(1)).name.removesuffix(".schema.json"))
-    assert kinds | {"model"} == set(SCHEMA_KINDS)
+    # engine-recording: docs/examples/engine-recording/settings.json, checked by
+    # tests/qualification/test_engine_plain.py.
+    assert kinds | {"model", "engine-recording"} == set(SCHEMA_KINDS)
 
 
 def test_replay_guide_block_validates() -> None:

@@ -163,7 +163,15 @@ def test_grid_counters_without_decode_rounds_are_refused(tmp_path: Path) -> None
         encoding="utf-8",
     )
     settings = {**SETTINGS, "speculative_method": "ngram", "num_speculative_tokens": 1}
-    with pytest.raises(DataIntegrityError, match="0 decode rounds, fewer than the 10 drafts"):
+    # The counter is absent, not zero: the error names it as missing (issue 23).
+    with pytest.raises(DataIntegrityError, match="inter_token_latency_seconds_count: missing"):
+        replay_config(_run(settings, tmp_path), StepTable(tmp_path, pd.DataFrame(), {}))
+    (tmp_path / "metrics.prom").write_text(
+        (tmp_path / "metrics.prom").read_text(encoding="utf-8")
+        + "vllm:inter_token_latency_seconds_count 4.0\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(DataIntegrityError, match="4 decode rounds, fewer than the 10 drafts"):
         replay_config(_run(settings, tmp_path), StepTable(tmp_path, pd.DataFrame(), {}))
 
 
@@ -276,5 +284,12 @@ def test_ngram_undrafted_rounds_need_finished_requests(tmp_path: Path) -> None:
     )
     plain_steps = pd.DataFrame({"phase": ["decode"], "warmup": [False]})
     settings = {**SETTINGS, "speculative_method": "ngram", "num_speculative_tokens": 1}
+    with pytest.raises(DataIntegrityError, match="vllm:request_success: missing"):
+        replay_config(_run(settings, tmp_path), StepTable(tmp_path, plain_steps, {}))
+    (tmp_path / "metrics.prom").write_text(
+        (tmp_path / "metrics.prom").read_text(encoding="utf-8")
+        + 'vllm:request_success_total{finished_reason="length"} 0.0\n',
+        encoding="utf-8",
+    )
     with pytest.raises(DataIntegrityError, match="vllm:request_success: no finished request"):
         replay_config(_run(settings, tmp_path), StepTable(tmp_path, plain_steps, {}))

@@ -1,0 +1,467 @@
+"""Bring your own engine: convert a recording from a plain layout (CSV + JSON) written by any
+driver into an engine recording, and back (``aisim qualify engine-import PLAIN --out DIR``).
+
+The plain layout (docs/evidence.md, "Bring your own engine"):
+
+```
+PLAIN/
+  settings.json          # identity (engine, engine_version, target[, draft]), engine_settings[, host]
+  grid.csv               # the step table: one row per timed engine step
+  grid-metrics.prom      # the grid's Prometheus counters (needed with SD on)
+  served-N/requests.csv  # one row per request
+  served-N/steps.csv     # one row per engine step
+  served-N/metrics.prom  # the run's Prometheus counters (needed with SD on)
+```
+
+CSV columns are the engine-recording schemas' (``aisim schema engine-recording``); some may be
+left out and take a documented default (``OPTIONAL``), an empty ``cpu_ms`` cell means "not
+recorded", ``token_times_ms`` is ``;``-joined. Rows are named 0-based, the header not counted.
+Every file is parsed and checked as a recording is loaded (types, finite numbers, causal order,
+complete requests, monotone steps) *before* anything is written; the first problem is one
+``DataIntegrityError`` line naming the file, the row and the field. The output is written to a
+temp folder, loaded back through ``load_recording`` and only then renamed into place.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+import pandas as pd
+
+from aisim._io import atomic_write_text, canonical_json
+from aisim.errors import ConfigError, DataIntegrityError
+from qualification.datasets._schema import TableSchema
+from qualification.datasets._tables import _check_values, write_table
+from qualification.engine._recording import (
+    PHASES,
+    _check_requests,
+    _check_steps,
+    _non_decreasing,
+    load_recording,
+)
+from qualification.engine._schema import (
+    ENGINE_SETTINGS,
+    GRID_DIR,
+    GRID_STEPS,
+    METRICS_FILE,
+    SERVED_PREFIX,
+    SERVED_REQUESTS,
+    SERVED_STEPS,
+)
+
+SETTINGS_FILE: Final = "settings.json"
+GRID_FILE: Final = "grid.csv"
+GRID_METRICS_FILE: Final = "grid-metrics.prom"
+REQUESTS_FILE: Final = "requests.csv"
+STEPS_FILE: Final = "steps.csv"
+
+#: Columns a plain CSV may leave out, and the value each then takes (documented in
+#: docs/evidence.md): a function of the row's parsed values and its index.
+Default = Callable[[dict[str, Any], int], Any]
+OPTIONAL: Final[dict[str, dict[str, Default]]] = {
+    GRID_STEPS.name: {
+        "point_id": lambda row, _: _point_id(row),
+        "repetition": lambda row, _: -1,  # numbered per point below
+        "warmup": lambda row, _: False,
+        "start_ms": lambda row, _: math.nan,  # cumulative wall time below
+        "cpu_ms": lambda row, _: None,
+        "num_draft_tokens": lambda row, _: 0,
+        "accepted_tokens": lambda row, _: 0,
+    },
+    SERVED_REQUESTS.name: {"added_ms": lambda row, _: row["arrival_ms"]},
+    SERVED_STEPS.name: {
+        "step_index": lambda row, index: index,
+        "cpu_ms": lambda row, _: None,
+        "draft_tokens": lambda row, _: 0,
+        "scheduled_tokens": lambda row, _: (
+            row["prefill_tokens"] + row["num_decode_requests"] + row["draft_tokens"]
+        ),
+        "tokens_emitted": lambda row, _: 0,
+        "preempted": lambda row, _: 0,
+        "waiting": lambda row, _: 0,
+        "request_ids": lambda row, _: "",
+    },
+}
+
+#: Settings a plain recording must state, with the kind of value each takes.
+_POSITIVE = ("max_num_seqs", "max_num_batched_tokens", "block_size", "num_kv_blocks")
+_FLAGS = ("chunked_prefill", "prefix_caching")
+_METHODS = (None, "draft_model", "ngram")
+
+
+def _point_id(row: dict[str, Any]) -> str:
+    draft = int(row.get("num_draft_tokens") or 0)
+    suffix = f"-d{draft}" if row["phase"] == "sd" else ""
+    return f"{row['phase']}-b{row['batch_size']}-c{row['context_tokens']}{suffix}"
+
+
+def _cell(where: str, row: int, column: Any, text: str) -> Any:
+    """One CSV cell parsed as ``column.kind``; DataIntegrityError naming file, row and field."""
+    place = f"{where}: row {row}: {column.name}"
+    if text == "":
+        if column.optional:
+            return None
+        raise DataIntegrityError(f"{place}: missing (empty cell)")
+    if column.kind == "str":
+        return text
+    if column.kind == "bool":
+        if text.lower() in ("true", "1"):
+            return True
+        if text.lower() in ("false", "0"):
+            return False
+        raise DataIntegrityError(f"{place}: expected true or false, got {text!r}")
+    if column.kind == "int":
+        try:
+            return int(text)
+        except ValueError:
+            raise DataIntegrityError(f"{place}: expected an integer, got {text!r}") from None
+    parts = text.split(";") if column.kind == "list[float]" else [text]
+    values = []
+    for index, part in enumerate(parts):
+        field = f"{place}[{index}]" if column.kind == "list[float]" else place
+        try:
+            value = float(part)
+        except ValueError:
+            raise DataIntegrityError(f"{field}: expected a number, got {part!r}") from None
+        if not math.isfinite(value):
+            raise DataIntegrityError(f"{field}: expected a finite number, got {part!r}")
+        values.append(value)
+    return values if column.kind == "list[float]" else values[0]
+
+
+def read_csv(path: Path, schema: TableSchema) -> dict[str, list[Any]]:
+    """``path`` parsed as ``schema``'s columns (left-out optional ones filled in)."""
+    where = repr(str(path))
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            reader = csv.reader(handle)
+            header = next(reader, None)
+            lines = list(reader)
+    except FileNotFoundError:
+        raise DataIntegrityError(f"{where}: missing") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise DataIntegrityError(f"{where}: not a readable CSV file ({exc})") from None
+    if not header:
+        raise DataIntegrityError(f"{where}: empty; expected a header row")
+    known = {column.name: column for column in schema.columns}
+    defaults = OPTIONAL.get(schema.name, {})
+    for name in header:
+        if name not in known:
+            raise DataIntegrityError(
+                f"{where}: unknown column {name!r}; {schema.name} has the columns "
+                f"{', '.join(schema.column_names)}"
+            )
+    if len(set(header)) != len(header):
+        twice = next(name for name in header if header.count(name) > 1)
+        raise DataIntegrityError(f"{where}: column {twice!r} appears twice")
+    for column in schema.columns:
+        if column.name not in header and column.name not in defaults:
+            raise DataIntegrityError(f"{where}: missing column {column.name!r}")
+    rows: list[dict[str, Any]] = []
+    for index, line in enumerate(lines):
+        if len(line) != len(header):
+            raise DataIntegrityError(
+                f"{where}: row {index}: {len(line)} fields, the header has {len(header)}"
+            )
+        rows.append(
+            {
+                name: _cell(where, index, known[name], text)
+                for name, text in zip(header, line, strict=True)
+            }
+        )
+    order = [column.name for column in schema.columns if column.name not in header]
+    for index, row in enumerate(rows):
+        for name in order:
+            row[name] = defaults[name](row, index)
+    return {column.name: [row[column.name] for row in rows] for column in schema.columns}
+
+
+def _frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
+    return pd.DataFrame({name: pd.Series(values, dtype=object) for name, values in columns.items()})
+
+
+def _check_table(where: str, schema: TableSchema, columns: dict[str, list[Any]]) -> None:
+    """The value checks a loaded table gets (``read_table``), named by the CSV file."""
+    frame = pd.DataFrame(
+        {
+            column.name: pd.Series(
+                [math.nan if value is None else value for value in columns[column.name]],
+                dtype="float64" if column.kind in ("int", "float") else object,
+            )
+            for column in schema.columns
+        }
+    )
+    _check_values(where, frame, schema)
+
+
+def read_grid(path: Path) -> dict[str, list[Any]]:
+    """``grid.csv``: checked, ``repetition`` numbered per point and ``start_ms`` the cumulative
+    wall time where the CSV leaves them out."""
+    columns = read_csv(path, GRID_STEPS)
+    where = repr(str(path))
+    for row, phase in enumerate(columns["phase"]):
+        if phase not in PHASES:
+            raise DataIntegrityError(
+                f"{where}: row {row}: phase: {phase!r} is not one of {', '.join(PHASES)}"
+            )
+    seen: dict[str, int] = {}
+    for row, point in enumerate(columns["point_id"]):
+        if columns["repetition"][row] == -1:
+            columns["repetition"][row] = seen.get(point, 0)
+        seen[point] = seen.get(point, 0) + 1
+    clock = 0.0
+    for row, start in enumerate(columns["start_ms"]):
+        if isinstance(start, float) and math.isnan(start):
+            columns["start_ms"][row] = clock
+        clock = float(columns["start_ms"][row]) + float(columns["wall_ms"][row])
+    _check_table(where, GRID_STEPS, columns)
+    _non_decreasing(where, [float(value) for value in columns["start_ms"]], "start_ms", 0)
+    return columns
+
+
+def read_served(directory: Path) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+    """``served-N/requests.csv`` and ``steps.csv``, checked as a served run is loaded."""
+    requests_path, steps_path = directory / REQUESTS_FILE, directory / STEPS_FILE
+    requests = read_csv(requests_path, SERVED_REQUESTS)
+    steps = read_csv(steps_path, SERVED_STEPS)
+    _check_table(repr(str(requests_path)), SERVED_REQUESTS, requests)
+    _check_table(repr(str(steps_path)), SERVED_STEPS, steps)
+    _check_requests(repr(str(requests_path)), _frame(requests))
+    _check_steps(repr(str(steps_path)), _frame(steps))
+    return requests, steps
+
+
+def read_settings(path: Path) -> dict[str, Any]:
+    """``settings.json``: identity (engine, engine_version, target, optional draft and
+    target_shape), engine_settings (every one of ``ENGINE_SETTINGS``; others are kept) and an
+    optional host; ConfigError naming the field."""
+    where = repr(str(path))
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataIntegrityError(f"{where}: missing") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DataIntegrityError(f"{where}: not a readable JSON file ({exc})") from None
+    if not isinstance(loaded, dict):
+        raise DataIntegrityError(f"{where}: expected a JSON object")
+    unknown = sorted(set(loaded) - {"identity", "engine_settings", "host", "grid"})
+    if unknown:
+        raise DataIntegrityError(
+            f"{where}: {unknown[0]}: unknown field; allowed: identity, engine_settings, host, grid"
+        )
+    identity = loaded.get("identity")
+    if not isinstance(identity, dict):
+        raise DataIntegrityError(f"{where}: identity: expected an object")
+    for key in ("engine", "engine_version"):
+        if not isinstance(identity.get(key), str) or not identity[key]:
+            raise DataIntegrityError(f"{where}: identity.{key}: expected a non-empty string")
+    if identity.get("target") is None:
+        raise DataIntegrityError(
+            f"{where}: identity.target: missing; name the served model (its config or a name)"
+        )
+    settings = loaded.get("engine_settings")
+    if not isinstance(settings, dict):
+        raise DataIntegrityError(f"{where}: engine_settings: expected an object")
+    for key in ENGINE_SETTINGS:
+        if key not in settings:
+            raise DataIntegrityError(
+                f"{where}: engine_settings.{key}: missing; a replay needs every engine setting "
+                f"({', '.join(ENGINE_SETTINGS)})"
+            )
+    for key in _POSITIVE:
+        value = settings[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise DataIntegrityError(
+                f"{where}: engine_settings.{key}: expected a positive integer, got {value!r}"
+            )
+    for key in _FLAGS:
+        if not isinstance(settings[key], bool):
+            raise DataIntegrityError(
+                f"{where}: engine_settings.{key}: expected true or false, got {settings[key]!r}"
+            )
+    method, depth = settings["speculative_method"], settings["num_speculative_tokens"]
+    if method not in _METHODS:
+        raise DataIntegrityError(
+            f"{where}: engine_settings.speculative_method: expected null, 'draft_model' or "
+            f"'ngram', got {method!r}"
+        )
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= 16:
+        raise DataIntegrityError(
+            f"{where}: engine_settings.num_speculative_tokens: expected an integer in 0..16, "
+            f"got {depth!r}"
+        )
+    if (method is None) != (depth == 0):
+        raise DataIntegrityError(
+            f"{where}: engine_settings.num_speculative_tokens: {depth} with speculative_method "
+            f"{method!r} (0 exactly when SD is off)"
+        )
+    return loaded
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def import_plain(source: str | Path, out: str | Path, *, overwrite: bool = False) -> Path:
+    """Convert the plain recording ``source`` into an engine recording at ``out``; everything
+    is checked before anything is written (module docstring). Returns ``out``."""
+    src, target = Path(source), Path(out)
+    if not src.is_dir():
+        raise ConfigError(f"qualify.engine_import.source: {str(src)!r} is not a folder")
+    if target.exists() and not overwrite:
+        raise ConfigError(f"{str(target)!r} already exists; pass --overwrite to replace it")
+    settings = read_settings(src / SETTINGS_FILE)
+    sd_on = settings["engine_settings"]["speculative_method"] is not None
+    grid = read_grid(src / GRID_FILE) if (src / GRID_FILE).exists() else None
+    runs = sorted(
+        (
+            child
+            for child in src.iterdir()
+            if child.is_dir() and child.name.startswith(SERVED_PREFIX)
+        ),
+        key=lambda child: child.name,
+    )
+    if grid is None and not runs:
+        raise DataIntegrityError(
+            f"{str(src)!r}: no {GRID_FILE} and no {SERVED_PREFIX}N/ folders: nothing to import"
+        )
+    served = [(run.name, *read_served(run)) for run in runs]
+    metrics: dict[str, Path] = {}
+    if grid is not None and (src / GRID_METRICS_FILE).exists():
+        metrics[GRID_DIR] = src / GRID_METRICS_FILE
+    for run in runs:
+        if (run / METRICS_FILE).exists():
+            metrics[run.name] = run / METRICS_FILE
+    if sd_on:
+        needed = ([GRID_DIR] if grid is not None else []) + [run.name for run in runs]
+        for part in needed:
+            if part not in metrics:
+                name = GRID_METRICS_FILE if part == GRID_DIR else f"{part}/{METRICS_FILE}"
+                raise DataIntegrityError(
+                    f"{str(src / name)!r}: missing; with speculative decoding on, the engine's "
+                    "SD counters are needed (vllm:spec_decode_num_drafts, ...)"
+                )
+    files = sorted(
+        path
+        for path in [src / SETTINGS_FILE, src / GRID_FILE, *metrics.values()]
+        + [run / name for run in runs for name in (REQUESTS_FILE, STEPS_FILE)]
+        if path.exists()
+    )
+    common = {
+        "evidence_type": "engine-measurement",
+        "command": f"aisim qualify engine-import {src.name}",
+        "identity": settings["identity"],
+        "engine_settings": settings["engine_settings"],
+        "host": settings.get("host"),
+        "timing_metric": "wall",
+        "imported": {
+            "layout": "aisim plain engine recording (docs/evidence.md)",
+            "files": {path.relative_to(src).as_posix(): _sha256(path) for path in files},
+        },
+    }
+    staging = target.with_name(f".{target.name}.import-{os.getpid()}")
+    if staging.exists():
+        shutil.rmtree(staging)
+    try:
+        if grid is not None:
+            extra = {"part": "grid", "grid": settings.get("grid")}
+            write_table(staging / GRID_DIR, GRID_STEPS, grid, {**common, **extra})
+        for name, requests, steps in served:
+            extra = {"part": "served", "metrics_file": METRICS_FILE if name in metrics else None}
+            write_table(staging / name, SERVED_REQUESTS, requests, {**common, **extra})
+            write_table(staging / name, SERVED_STEPS, steps, {**common, **extra})
+        for part, path in metrics.items():
+            shutil.copyfile(path, staging / part / METRICS_FILE)
+        load_recording(staging)  # the whole recording loads as a recorded one would
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return target
+
+
+def _text(value: Any) -> str:
+    """A cell as ``read_csv`` parses it back: floats by repr (exact), lists ';'-joined."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()  # numpy scalars and arrays -> Python values
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return ";".join(repr(float(item)) for item in value)
+    return str(value)
+
+
+def _write_csv(path: Path, frame: pd.DataFrame, schema: TableSchema) -> None:
+    lines = [",".join(schema.column_names)]
+    for record in frame.to_dict("records"):
+        cells = [_text(record[name]) for name in schema.column_names]
+        lines.append(",".join(_quote(cell) for cell in cells))
+    atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def _quote(cell: str) -> str:
+    return f'"{cell}"' if any(char in cell for char in ',"\n') else cell
+
+
+def export_plain(recording: str | Path, out: str | Path) -> Path:
+    """Write an engine recording in the plain layout (every column, floats exact); importing
+    the result gives a recording that scores the same. ``out`` must not exist."""
+    loaded = load_recording(recording)
+    target = Path(out)
+    if target.exists():
+        raise ConfigError(f"{str(target)!r} already exists")
+    first = loaded.served[0].sidecar if loaded.served else loaded.grid.sidecar  # type: ignore[union-attr]
+    settings = {
+        "identity": first.get("identity"),
+        "engine_settings": first.get("engine_settings"),
+        "host": first.get("host"),
+    }
+    atomic_write_text(target / SETTINGS_FILE, canonical_json(settings))
+    if loaded.grid is not None:
+        _write_csv(target / GRID_FILE, loaded.grid.steps, GRID_STEPS)
+        if (loaded.grid.directory / METRICS_FILE).exists():
+            shutil.copyfile(loaded.grid.directory / METRICS_FILE, target / GRID_METRICS_FILE)
+    for run in loaded.served:
+        _write_csv(target / run.name / REQUESTS_FILE, run.requests, SERVED_REQUESTS)
+        _write_csv(target / run.name / STEPS_FILE, run.steps, SERVED_STEPS)
+        if (run.directory / METRICS_FILE).exists():
+            shutil.copyfile(run.directory / METRICS_FILE, target / run.name / METRICS_FILE)
+    return target
+
+
+def register(actions: Any) -> None:
+    """Add ``aisim qualify engine-import`` to the ``qualify`` subcommands."""
+    parser = actions.add_parser(
+        "engine-import",
+        help="convert a plain engine recording (CSV + JSON, any driver) into an engine recording",
+        description=(
+            "Read PLAIN (settings.json, grid.csv, grid-metrics.prom, served-N/requests.csv, "
+            "served-N/steps.csv, served-N/metrics.prom; docs/evidence.md, 'Bring your own "
+            "engine'), check every file as a recording is loaded, and write an engine recording "
+            "to --out that `aisim qualify engine` scores. Nothing is written on an error."
+        ),
+    )
+    parser.add_argument("plain", metavar="PLAIN", type=Path, help="plain recording folder")
+    parser.add_argument("--out", required=True, metavar="DIR", type=Path, help="recording to write")
+    parser.add_argument("--overwrite", action="store_true")
+    parser.set_defaults(handler=_import_command)
+
+
+def _import_command(args: Any) -> int:
+    written = import_plain(args.plain, args.out, overwrite=args.overwrite)
+    print(f"wrote {written}")
+    return 0

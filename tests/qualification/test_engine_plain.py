@@ -1,0 +1,218 @@
+"""Bring your own engine: the plain layout (CSV + JSON from any driver) imports to a recording
+that scores the same as the one it was exported from; a recording without per-step CPU time or
+without metrics.prom scores cleanly; bad input is one line naming file, row and field, and
+nothing is written; ``aisim schema engine-recording`` publishes the layout."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aisim.cli import main
+from aisim.errors import DataIntegrityError
+from qualification.engine import load_recording, score_recording
+from qualification.engine._plain import OPTIONAL, export_plain, import_plain
+from qualification.engine._schema import PLAIN_DEFAULTS
+from qualification.engine._score import write_outputs
+
+ROOT = Path(__file__).resolve().parents[2]
+STP = ROOT / "evidence" / "engine" / "vllm-cpu-quiet-llama-4x256"
+NGRAM = ROOT / "evidence" / "engine" / "vllm-cpu-quiet-llama-4x256-ngram"
+
+
+def _plain(recording: Path, where: Path, runs: int = 1) -> Path:
+    """``recording`` exported to the plain layout, keeping its first ``runs`` served runs."""
+    out = export_plain(recording, where)
+    for child in sorted(out.iterdir()):
+        if child.is_dir() and int(child.name.split("-")[1]) > runs:
+            shutil.rmtree(child)
+    return out
+
+
+def _figures(report: dict[str, Any]) -> dict[str, Any]:
+    """What a score says, without where the files were (paths, host)."""
+    drop = {"step_table", "recording", "host_load"}
+    runs = [{k: v for k, v in run.items() if k not in drop} for run in report["runs"]]
+    return {**{k: v for k, v in report.items() if k not in drop | {"runs"}}, "runs": runs}
+
+
+def _csv_edit(path: Path, column: str, row: int, value: str) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    header = lines[0].split(",")
+    cells = lines[row + 1].split(",")
+    cells[header.index(column)] = value
+    lines[row + 1] = ",".join(cells)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _drop_column(path: Path, column: str) -> None:
+    lines = [line.split(",") for line in path.read_text(encoding="utf-8").splitlines()]
+    index = lines[0].index(column)
+    path.write_text("\n".join(",".join(c[:index] + c[index + 1 :]) for c in lines) + "\n")
+
+
+@pytest.mark.parametrize("recording", [STP, NGRAM], ids=["sd-off", "ngram"])
+def test_plain_import_round_trips_to_the_same_scores(tmp_path: Path, recording: Path) -> None:
+    original = import_plain(_plain(recording, tmp_path / "plain"), tmp_path / "original")
+    again = import_plain(_plain(original, tmp_path / "plain2"), tmp_path / "again")
+    first = load_recording(original)
+    second = load_recording(again)
+    assert first.grid is not None and second.grid is not None
+    report_one, _ = score_recording(first, first.grid)
+    report_two, _ = score_recording(second, second.grid)
+    assert _figures(report_one) == _figures(report_two)
+    # The served run's rows are the committed recording's, value for value.
+    committed = load_recording(recording).served[0]
+    assert second.served[0].steps.equals(committed.steps)
+    assert (
+        second.served[0].requests["finish_ms"].tolist() == committed.requests["finish_ms"].tolist()
+    )
+
+
+def test_a_recording_without_cpu_times_or_metrics_scores_cleanly(tmp_path: Path) -> None:
+    plain = _plain(STP, tmp_path / "plain")
+    _drop_column(plain / "grid.csv", "cpu_ms")
+    _drop_column(plain / "served-1" / "steps.csv", "cpu_ms")
+    (plain / "served-1" / "metrics.prom").unlink()
+    recording = load_recording(import_plain(plain, tmp_path / "rec"))
+    assert recording.served[0].steps["cpu_ms"].isna().all()
+    assert recording.grid is not None
+    report, per_request = score_recording(recording, recording.grid)
+    written = write_outputs(report, per_request, tmp_path / "out", overwrite=False)
+    saved = json.loads(written[0].read_text(encoding="utf-8"))
+    assert saved["runs"][0]["host_slowdown"] is None
+    assert saved["step_table_host_slowdown"] is None
+    # engine.json carries every request's prediction next to its measurement.
+    rows = saved["runs"][0]["requests"]
+    assert len(rows["request_id"]) == 24
+    assert rows["measured_e2e_ms"][0] > 0 and rows["predicted_e2e_ms"][0] > 0
+
+
+def test_sd_without_metrics_is_refused_naming_the_file(tmp_path: Path) -> None:
+    plain = _plain(NGRAM, tmp_path / "plain")
+    (plain / "served-1" / "metrics.prom").unlink()
+    with pytest.raises(DataIntegrityError, match=r"served-1/metrics\.prom': missing; with spec"):
+        import_plain(plain, tmp_path / "rec")
+    assert not (tmp_path / "rec").exists()
+
+
+def test_a_missing_counter_is_named_as_missing(tmp_path: Path) -> None:
+    plain = _plain(NGRAM, tmp_path / "plain")
+    metrics = plain / "grid-metrics.prom"
+    kept = [
+        line
+        for line in metrics.read_text(encoding="utf-8").splitlines()
+        if "vllm:request_success" not in line
+    ]
+    metrics.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    recording = load_recording(import_plain(plain, tmp_path / "rec"))
+    assert recording.grid is not None
+    with pytest.raises(DataIntegrityError, match=r"metrics\.prom': vllm:request_success: missing"):
+        score_recording(recording, recording.grid)
+
+
+BAD = [
+    ("served-1/requests.csv", "first_token_ms", 3, "", r"row 3: first_token_ms: missing"),
+    ("served-1/requests.csv", "finish_ms", 2, "nan", r"row 2: finish_ms: expected a finite"),
+    (
+        "served-1/requests.csv",
+        "output_tokens",
+        1,
+        "999",
+        r"requests\.csv': row 1: token_times_ms: request 'r0001' never finished",
+    ),
+    ("served-1/steps.csv", "start_ms", 5, "1.0", r"steps\.csv': row 5: start_ms: 1\.0 is before"),
+    ("served-1/steps.csv", "cpu_ms", 2, "inf", r"steps\.csv': row 2: cpu_ms: expected a finite"),
+    ("grid.csv", "start_ms", 4, "0.0", r"grid\.csv': row 4: start_ms: 0\.0 is before"),
+    ("grid.csv", "wall_ms", 0, "-3.0", r"grid\.csv': column 'wall_ms' row 0: impossible value"),
+    ("grid.csv", "phase", 0, "decoding", r"grid\.csv': row 0: phase: 'decoding' is not one of"),
+]
+
+
+@pytest.mark.parametrize(("file", "column", "row", "value", "message"), BAD)
+def test_bad_plain_input_is_one_line_and_nothing_is_written(
+    tmp_path: Path, file: str, column: str, row: int, value: str, message: str
+) -> None:
+    plain = _plain(STP, tmp_path / "plain")
+    _csv_edit(plain / file, column, row, value)
+    with pytest.raises(DataIntegrityError, match=message) as caught:
+        import_plain(plain, tmp_path / "rec")
+    assert "\n" not in str(caught.value)
+    assert str(plain / file) in str(caught.value)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["plain"]
+
+
+def test_an_unknown_column_is_refused(tmp_path: Path) -> None:
+    plain = _plain(STP, tmp_path / "plain")
+    steps = plain / "served-1" / "steps.csv"
+    text = steps.read_text(encoding="utf-8").splitlines()
+    steps.write_text("\n".join([text[0] + ",gpu_ms"] + [line + ",1.0" for line in text[1:]]) + "\n")
+    with pytest.raises(DataIntegrityError, match=r"steps\.csv': unknown column 'gpu_ms'"):
+        import_plain(plain, tmp_path / "rec")
+
+
+def test_a_missing_setting_is_named(tmp_path: Path) -> None:
+    plain = _plain(STP, tmp_path / "plain")
+    settings = json.loads((plain / "settings.json").read_text(encoding="utf-8"))
+    del settings["engine_settings"]["num_kv_blocks"]
+    (plain / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+    with pytest.raises(DataIntegrityError, match=r"engine_settings\.num_kv_blocks: missing"):
+        import_plain(plain, tmp_path / "rec")
+
+
+def test_the_published_schema_names_the_plain_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema", "engine-recording"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert set(schema["$defs"]) == {"grid_steps", "requests", "steps"}
+    for name, table in (
+        ("aisim.engine_grid_steps", "grid_steps"),
+        ("aisim.engine_requests", "requests"),
+        ("aisim.engine_steps", "steps"),
+    ):
+        # A column the importer fills in is exactly a column the schema says may be left out.
+        assert set(OPTIONAL[name]) == set(PLAIN_DEFAULTS[name])
+        row = schema["$defs"][table]
+        assert set(row["properties"]) - set(row["required"]) == set(PLAIN_DEFAULTS[name])
+    assert schema["properties"]["engine_settings"]["required"][0] == "max_num_seqs"
+
+
+def test_the_import_command_writes_a_recording(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = _plain(STP, tmp_path / "plain")
+    assert main(["qualify", "engine-import", str(plain), "--out", str(tmp_path / "rec")]) == 0
+    assert "wrote" in capsys.readouterr().out
+    assert main(["qualify", "engine-import", str(plain), "--out", str(tmp_path / "rec")]) == 2
+    assert "already exists" in capsys.readouterr().err
+
+
+EXAMPLE = ROOT / "docs" / "examples" / "engine-recording"
+
+
+def test_the_docs_example_validates_imports_and_scores_as_derived_by_hand(tmp_path: Path) -> None:
+    """docs/examples/engine-recording: three requests; the grid prices a prefill of n tokens
+    for one request by interpolating 8.0 ms (32 tokens) .. 12.0 ms (128 tokens), and a decode
+    step of one request at 4.0 ms (its context, 40-62 tokens, clamped up to the 64 recorded).
+    r0 (40 tokens, at 0): prefill 8 + 8/96 x 4 = 8.333 ms -> TTFT 8.333. r1 (50 tokens, at 5)
+    is admitted after that step, beside r0's decode: one mixed step = prefill 8 + 18/96 x 4
+    (8.75) + decode 4.0 - one step's overhead 4.0 (the cheapest decode step) = 8.75, ending at
+    17.083 -> TTFT 12.083. r2 (60 tokens, at 30, alone): prefill 8 + 28/96 x 4 = 9.1667, then
+    three decode steps of 4.0 -> TTFT 9.1667, E2E 21.1667."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from aisim.config import json_schema
+
+    settings = json.loads((EXAMPLE / "settings.json").read_text(encoding="utf-8"))
+    jsonschema.validate(settings, json_schema("engine-recording"))
+    recording = load_recording(import_plain(EXAMPLE, tmp_path / "rec"))
+    assert recording.grid is not None
+    report, _ = score_recording(recording, recording.grid)
+    rows = report["runs"][0]["requests"]
+    assert rows["request_id"] == ["r0", "r1", "r2"]
+    assert rows["predicted_ttft_ms"] == pytest.approx([8 + 8 / 24, 17 + 1 / 12 - 5, 9 + 1 / 6])
+    assert rows["predicted_e2e_ms"][2] == pytest.approx(9 + 1 / 6 + 12.0)
+    assert rows["measured_ttft_ms"] == [10.0, 16.0, 11.0]
+    assert rows["measured_e2e_ms"] == [26.0, 21.0, 23.0]
