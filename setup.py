@@ -37,6 +37,8 @@ NOT_COMPILED: list[str] = [
     "aisim/speculation/_engine_series.py",
     "aisim/speculation/_engine_sglang.py",
     "aisim/speculation/_engine_vllm.py",
+    # speculation: acceptance traces (file reading).
+    "aisim/speculation/_traces.py",
     # replay: run() reads files and builds pandas frames; the summary uses numpy percentiles;
     # the parquet streams write files.
     "aisim/replay/_run.py",

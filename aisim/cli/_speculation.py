@@ -37,9 +37,80 @@ def register(commands: Any) -> None:
         "--role", choices=("aggregated", "prefill", "decode"), help="worker role (replay)"
     )
     explain.set_defaults(handler=explain_command)
+    profiles = actions.add_parser(
+        "profiles",
+        help="list the published acceptance profiles (acceptance_profile: NAME)",
+        description=(
+            "List the catalogue of published acceptance profiles with their sources and "
+            "conditions (docs/speculation.md, 'Acceptance profiles'). NAME filters by a "
+            "substring of the name."
+        ),
+    )
+    profiles.add_argument("name", nargs="?", metavar="NAME", help="show names containing NAME")
+    profiles.add_argument("--json", action="store_true", help="print canonical JSON instead")
+    profiles.set_defaults(handler=profiles_command)
     from aisim.cli._acceptance import register_action
 
     register_action(actions)
+
+
+def profiles_command(args: argparse.Namespace) -> int:
+    """Handler of ``aisim speculation profiles``."""
+    from aisim.speculation._profiles import PROFILES
+
+    wanted = args.name or ""
+    entries = [entry for entry in PROFILES if wanted in entry["name"]]
+    if not entries:
+        raise ConfigError(f"NAME: no acceptance profile name contains {wanted!r}")
+    if args.json:
+        sys.stdout.write(canonical_json(entries))
+        return 0
+    lines: list[str] = []
+    for entry in entries:
+        lines.append(entry["name"])
+        lines.extend(f"  {line}" for line in profile_lines(entry))
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def profile_lines(entry: dict[str, Any]) -> list[str]:
+    """A catalogue entry as aligned ``name: value`` lines (its numbers, conditions, source)."""
+    numbers: list[str] = []
+    if entry["acceptance_length"] is not None:
+        numbers.append(f"acceptance length {entry['acceptance_length']:.6g}")
+    if entry["unconditional_rates"] is not None:
+        numbers.append(f"unconditional rates {_floats(entry['unconditional_rates'])}")
+    spread = entry["spread"]
+    if entry["conditional_rate"] is not None:
+        if spread is not None and spread["kind"] == "range":
+            numbers.append(
+                f"conditional rate {spread['low']:.4g}..{spread['high']:.4g} "
+                f"(point value {entry['conditional_rate']:.4g}, the midpoint)"
+            )
+        else:
+            numbers.append(f"conditional rate {entry['conditional_rate']:.4g}")
+    drafts = entry["num_draft_tokens"]
+    source = entry["source"]
+    where = source.get("url") or (
+        f"{source['repository']}/{source['path']} @ {source['commit'][:12]}"
+    )
+    rows: list[tuple[str, object]] = [
+        ("method", entry["method"]),
+        ("target", entry["target"]),
+        ("draft", entry["draft"] or "-"),
+        ("draft tokens", "not published" if drafts is None else drafts),
+        ("published", "; ".join(numbers)),
+        ("spread", "none published" if spread is None else _inline(spread)),
+        ("dataset", entry["dataset"]),
+        ("engine", entry["engine"]),
+        ("temperature", "not stated" if entry["temperature"] is None else entry["temperature"]),
+        ("conditions", entry["conditions"]),
+        ("source", f"{source['title']}: {where} ({source['locator']})"),
+    ]
+    if entry["note"]:
+        rows.append(("note", entry["note"]))
+    width = max(len(name) for name, _ in rows)
+    return [f"{name.ljust(width)}  {_cell(value)}" for name, value in rows]
 
 
 def explain_command(args: argparse.Namespace) -> int:
@@ -126,11 +197,24 @@ def render_text(result: dict[str, Any], replay: str, args: argparse.Namespace) -
             ]
         )
     source = result.get("acceptance_source")
-    if source is not None:
+    if source is not None and "files" in source:
         files = " -> ".join(
             f"{item['path']} (sha256 {item['sha256'][:16]})" for item in source["files"]
         )
         rows.append(("acceptance_from", f"{source['format']}: {files}"))
+    elif source is not None and source["format"] == "profile":
+        rows.append(("acceptance profile", source["name"]))
+        rows.extend(
+            ("  " + line.split("  ", 1)[0].strip(), line.split("  ", 1)[1].strip())
+            for line in profile_lines(source["entry"])
+        )
+    elif source is not None:
+        rows.append(("acceptance", _inline(source)))
+    for key in ("draft_length_schedule", "adaptive"):
+        if key in result:
+            rows.append(
+                (key, _inline(result[key]) if isinstance(result[key], dict) else result[key])
+            )
     if result["seed"] is not None:
         rows.append(("seed", result["seed"]))
     width = max(len(name) for name, _ in rows)

@@ -21,6 +21,11 @@ from aisim.errors import ConfigError
 from aisim.speculation import AcceptanceProfile
 from aisim.speculation._acceptance import MAX_ACCEPTANCE_DEPTH
 from aisim.speculation._schemes import ACCEPTANCE_KEYS, SchemeGeometry, SchemeSpec
+from aisim.speculation._synthetic import (
+    SIMULATE_MATCH_EXPECTED,
+    sglang_simulated_profile,
+    vllm_synthetic_profile,
+)
 
 #: Each form and the config field it is read from (the default ``path``).
 FORM_FIELDS: Final = {
@@ -73,6 +78,17 @@ def acceptance_profile(
 
 
 ACCEPTANCE_FROM: Final = "acceptance_from"
+#: Every key that gives a block its acceptance (at most one per block): the five forms, an
+#: engine metrics file, a catalogue profile, vLLM's synthetic sampler, SGLang's simulated
+#: length, a measured acceptance trace.
+ACCEPTANCE_INPUTS: Final = ACCEPTANCE_KEYS + (
+    ACCEPTANCE_FROM,
+    "acceptance_profile",
+    "synthetic_acceptance_rates",
+    "synthetic_acceptance_length",
+    "simulate_acc_len",
+    "acceptance_trace",
+)
 
 
 def block_acceptance(
@@ -85,8 +101,23 @@ def block_acceptance(
     """The one acceptance form given (``nextn_accepted`` is the legacy spelling of
     ``expected_accepted_tokens``), converted at depth ``max_accepted_draft_tokens``, and the
     provenance record of an ``acceptance_from`` file (else ``None``)."""
-    keys = ACCEPTANCE_KEYS + (ACCEPTANCE_FROM,)
+    keys = ACCEPTANCE_INPUTS
     given = [key for key in keys if getattr(block, key) is not None]
+    synthetic = block.rejection_sample_method == "synthetic"
+    if not synthetic:
+        stray = [key for key in given if key.startswith("synthetic_")]
+        if stray:
+            raise ConfigError(
+                f"{path}.{stray[0]}: only valid with rejection_sample_method: synthetic "
+                "(vLLM's rule)"
+            )
+    elif block.synthetic_acceptance_rates is None and block.synthetic_acceptance_length is None:
+        raise ConfigError(
+            f"{path}.rejection_sample_method: synthetic needs exactly one of "
+            "synthetic_acceptance_rates or synthetic_acceptance_length (vLLM's rule)"
+        )
+    if block.simulate_acc_method is not None and block.simulate_acc_len is None:
+        raise ConfigError(f"{path}.simulate_acc_method: only read with simulate_acc_len")
     legacy = block.nextn_accepted
     if legacy is not None:
         if spec.kind != "mtp":
@@ -113,6 +144,30 @@ def block_acceptance(
     field = f"{path}.{key}"
     value = getattr(block, key)
     depth = geometry.max_accepted_draft_tokens
+    if key == "acceptance_profile":
+        from aisim.speculation._profiles import profile_acceptance, profile_entry
+
+        entry = profile_entry(value, field)
+        profile = profile_acceptance(value, spec.kind, depth, field)
+        return profile, {"format": "profile", "name": value, "entry": entry}
+    if key in ("synthetic_acceptance_rates", "synthetic_acceptance_length"):
+        rates = None
+        length = None
+        if key == "synthetic_acceptance_rates":
+            rates = tuple(check(Rates, value, field))
+        else:
+            length = number(value, field, 1.0, float(depth + 1))
+        synthetic_profile = vllm_synthetic_profile(rates, length, depth, path)
+        return synthetic_profile, {"format": "vllm-synthetic", key: value}
+    if key == "simulate_acc_len":
+        method = block.simulate_acc_method or SIMULATE_MATCH_EXPECTED
+        simulated = number(value, field, 0.0, None)
+        profile = sglang_simulated_profile(simulated, method, depth, path)
+        return profile, {"format": "sglang-simulated", key: simulated, "method": method}
+    if key == "acceptance_trace":
+        from aisim.speculation._traces import trace_acceptance
+
+        return trace_acceptance(value.path, value.format, depth, field, base_dir)
     if isinstance(value, AcceptanceFromConfig):
         from aisim.speculation._engine_metrics import acceptance_from_file
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from aisim.catalogue import ModelSpec
-from aisim.config._acceptance import ACCEPTANCE_FROM, block_acceptance
+from aisim.config._acceptance import ACCEPTANCE_INPUTS, block_acceptance
 from aisim.config._catalogue import get_model, model_spec
 from aisim.config._edge import (
     choice,
@@ -29,17 +29,26 @@ from aisim.config._speculation_models import (
     DraftModelParams,
     DsparkParams,
     Eagle3Params,
+    MedusaParams,
+    MlpSpeculatorParams,
     MtpParams,
     NgramParams,
     SpeculationConfig,
+    SuffixParams,
+)
+from aisim.config._speculation_modes import (
+    adaptive_policy,
+    draft_schedule,
+    heads_geometry,
+    reject_unmodelled,
 )
 from aisim.errors import ConfigError
 from aisim.speculation import AcceptanceProfile, ResolvedSpeculation
 from aisim.speculation._resolved import sha256_of_json
 from aisim.speculation._schemes import (
-    ACCEPTANCE_KEYS,
     BACKENDS,
     DRAFT_CONFIG,
+    DRAFT_HEADS,
     DRAFT_NONE,
     DRAFT_PATH,
     MAX_DRAFT_TOKENS,
@@ -87,9 +96,10 @@ def resolve_speculation(
         return _disabled(path)
     block = validate(SpeculationConfig, mapping, path)
     spec = _kind(block, path)
+    reject_unmodelled(block, spec, path)
     params = _params(block, spec, path)
     if spec.kind == "none":
-        keys: tuple[str, ...] = ACCEPTANCE_KEYS + (ACCEPTANCE_FROM,)
+        keys: tuple[str, ...] = ACCEPTANCE_INPUTS
         legacy = block.nextn_accepted
         # Legacy files write `nextn: 0, nextn_accepted: 0` for "no MTP": accept that zero.
         if isinstance(legacy, bool) or not isinstance(legacy, (int, float)) or legacy != 0:
@@ -97,15 +107,44 @@ def resolve_speculation(
         _reject_present(block, keys, spec, path, "acceptance")
     draft_path, draft_config = _draft_inputs(block, spec, path)
     draft_model: ModelSpec | None = None
-    if draft_config is not None:
+    heads: tuple[int, list[list[object]]] | None = None
+    if draft_config is not None and spec.draft == DRAFT_HEADS:
+        heads = heads_geometry(spec, draft_config, path)
+    elif draft_config is not None:
         name = draft_path if draft_path is not None else f"{spec.kind}-draft"
         draft_model = model_spec(draft_config, name, f"{path}.draft_config")
-    geometry = _normalize_params(spec, params, draft_config, draft_model, tp, path)
+    geometry = _normalize_params(spec, params, draft_config, draft_model, tp, path, heads)
     check_gates(spec, target, draft_model, backend_name, role_name, path)
+    _engine_gates(geometry.params, spec, backend_name, path)
+    schedule: list[list[int]] | None = None
+    if block.num_speculative_tokens_per_batch_size is not None:
+        if geometry.tree_shape is not None:
+            raise ConfigError(
+                f"{path}.num_speculative_tokens_per_batch_size: vLLM shortens chains only"
+            )
+        schedule = draft_schedule(
+            block.num_speculative_tokens_per_batch_size,
+            geometry.num_draft_tokens,
+            spec,
+            backend_name,
+            path,
+        )
+    adaptive = adaptive_policy(
+        block,
+        spec,
+        geometry.max_accepted_draft_tokens,
+        geometry.tree_shape is None,
+        backend_name,
+        path,
+    )
     acceptance: AcceptanceProfile | None = None
     acceptance_source: dict[str, Any] | None = None
     if spec.kind != "none":
         acceptance, acceptance_source = block_acceptance(block, geometry, spec, path, base_dir)
+    trace: object = None
+    if acceptance_source is not None and "_trace" in acceptance_source:
+        trace = acceptance_source.pop("_trace")
+    _acceptance_gates(block, backend_name, path)
     undrafted = block.undrafted_rounds
     if undrafted is not None and spec.kind != "ngram":
         raise ConfigError(
@@ -113,9 +152,22 @@ def resolve_speculation(
             f"(no n-gram of the context matches yet); got kind {spec.kind}"
         )
     draft_vocab = _draft_vocab(draft_config, draft_model, path)
+    token_map = geometry.params.get("speculative_token_map_size")
+    if token_map is not None and draft_vocab is not None:
+        if token_map > draft_vocab:
+            raise ConfigError(
+                f"{path}.params.speculative_token_map_size: the FR-Spec token map keeps at most "
+                f"the draft's vocabulary ({draft_vocab} tokens), got {token_map}"
+            )
+        draft_vocab = token_map
     draft_geometry: list[list[object]] | None = None
     draft_identity: str | None = None
-    if draft_model is not None:
+    if heads is not None:
+        draft_geometry = heads[1]
+        draft_identity = "geometry:" + sha256_of_json(draft_geometry)[:16]
+        if draft_path is not None:
+            draft_identity = draft_path + "@" + draft_identity
+    elif draft_model is not None:
         draft_geometry = [[key, value] for key, value in draft_model.geometry_items()]
         draft_geometry.append(["draft_vocab_size", draft_vocab])
         draft_identity = "geometry:" + sha256_of_json(draft_geometry)[:16]
@@ -148,6 +200,9 @@ def resolve_speculation(
         path=path,
         acceptance_source=acceptance_source,
         undrafted_rounds=0 if undrafted is None else undrafted,
+        draft_length_schedule=schedule,
+        adaptive=adaptive,
+        acceptance_trace=trace,
     )
 
 
@@ -246,6 +301,7 @@ _NO_DRAFT_REASONS: Final = {
     "none": "speculation is disabled",
     "mtp": "its drafts come from the target's own MTP heads",
     "ngram": "its drafts are n-gram lookups, with no draft network",
+    "suffix": "its drafts are suffix-tree lookups on the host, with no draft network",
 }
 
 
@@ -271,6 +327,14 @@ def _draft_inputs(
     if draft_path is not None and not draft_path.strip():
         raise ConfigError(f"{path}.draft_model_path: expected a non-empty string")
     draft_config = block.draft_config
+    if spec.draft == DRAFT_HEADS and draft_config is None:
+        fields = "num_heads, num_hidden_layers, hidden_size, vocab_size"
+        if spec.kind == "mlp_speculator":
+            fields = "n_predict, emb_dim, inner_dim, vocab_size"
+        raise ConfigError(
+            f"{path}.draft_config: kind {spec.kind} needs the heads' config.json as a mapping "
+            f"({fields})"
+        )
     if spec.draft == DRAFT_CONFIG and draft_config is None:
         raise ConfigError(
             f"{path}.draft_config: kind {spec.kind} needs the draft's config.json "
@@ -291,6 +355,7 @@ def _normalize_params(
     draft_model: ModelSpec | None,
     tensor_parallel: int | None,
     path: str,
+    heads: tuple[int, list[list[object]]] | None = None,
 ) -> SchemeGeometry:
     """Validate ``params`` for ``spec.kind``, fill defaults and collapse equivalent spellings."""
     params_path = f"{path}.params"
@@ -354,10 +419,78 @@ def _normalize_params(
             params.num_speculative_tokens, params_path, "num_speculative_tokens", kind
         )
         draft_tp = params.draft_tp_size if params.draft_tp_size is not None else tensor_parallel
-        geometry = _chain({"num_speculative_tokens": count, "draft_tp_size": draft_tp}, count)
+        normalized: dict[str, Any] = {"num_speculative_tokens": count, "draft_tp_size": draft_tp}
+        if params.parallel_drafting:
+            normalized["parallel_drafting"] = True
+        geometry = _chain(normalized, count)
         geometry.draft_tp_size = draft_tp
         return geometry
+    if isinstance(params, SuffixParams):
+        depth = params.suffix_decoding_max_tree_depth
+        # vLLM (_validate_suffix_decoding): num_speculative_tokens defaults to the tree depth and
+        # is the most one round drafts.
+        count = (
+            params.num_speculative_tokens if params.num_speculative_tokens is not None else depth
+        )
+        return _chain(
+            {
+                "num_speculative_tokens": count,
+                "suffix_decoding_max_tree_depth": depth,
+                "suffix_decoding_max_cached_requests": params.suffix_decoding_max_cached_requests,
+                "suffix_decoding_max_spec_factor": params.suffix_decoding_max_spec_factor,
+                "suffix_decoding_min_token_prob": params.suffix_decoding_min_token_prob,
+            },
+            count,
+        )
+    if isinstance(params, (MedusaParams, MlpSpeculatorParams)):
+        assert heads is not None
+        predicted = heads[0]
+        count = (
+            params.num_speculative_tokens
+            if params.num_speculative_tokens is not None
+            else predicted
+        )
+        if isinstance(params, MedusaParams) and count != predicted:
+            raise ConfigError(
+                f"{params_path}.num_speculative_tokens: vLLM's MedusaProposer drafts one token "
+                f"per head ({predicted} heads), got {count}"
+            )
+        if count > predicted and count % predicted != 0:
+            raise ConfigError(
+                f"{params_path}.num_speculative_tokens: vLLM needs a multiple of the draft's "
+                f"n_predict ({predicted}) above it, got {count}"
+            )
+        return _chain({"num_speculative_tokens": count}, count)
     return SchemeGeometry({}, 0, 1, 0, None, None, None)
+
+
+def _acceptance_gates(block: SpeculationConfig, backend: str | None, path: str) -> None:
+    """Synthetic acceptance is spelled per engine: vLLM's sampler, SGLang's simulated length."""
+    if block.rejection_sample_method == "synthetic" and backend not in (None, "vllm"):
+        raise ConfigError(
+            f"{path}.rejection_sample_method: the synthetic rejection sampler is vLLM's; "
+            f"SGLang's equivalent is simulate_acc_len (SGLANG_SIMULATE_ACC_LEN), got backend "
+            f"{backend}"
+        )
+    if block.simulate_acc_len is not None and backend not in (None, "sglang"):
+        raise ConfigError(
+            f"{path}.simulate_acc_len: SGLANG_SIMULATE_ACC_LEN is SGLang's; vLLM's equivalent "
+            f"is rejection_sample_method: synthetic, got backend {backend}"
+        )
+
+
+def _engine_gates(params: dict[str, Any], spec: SchemeSpec, backend: str | None, path: str) -> None:
+    """Options only one engine has: vLLM's parallel drafting, SGLang's FR-Spec token map."""
+    if params.get("parallel_drafting") and backend is not None and backend != "vllm":
+        raise ConfigError(
+            f"{path}.params.parallel_drafting: parallel drafting is vLLM's "
+            f"(SpeculativeConfig.parallel_drafting), got backend {backend}"
+        )
+    if params.get("speculative_token_map_size") is not None and backend not in (None, "sglang"):
+        raise ConfigError(
+            f"{path}.params.speculative_token_map_size: FR-Spec token maps are SGLang's "
+            f"(--speculative-token-map), got backend {backend}"
+        )
 
 
 def _chain(params: dict[str, Any], count: int) -> SchemeGeometry:
@@ -377,6 +510,77 @@ def _required(
 
 
 def _eagle3(params: Eagle3Params, params_path: str) -> SchemeGeometry:
+    if (
+        params.speculative_num_steps is not None
+        or params.speculative_eagle_topk is not None
+        or params.speculative_num_draft_tokens is not None
+    ):
+        geometry = _eagle3_sglang(params, params_path)
+    else:
+        geometry = _eagle3_vllm(params, params_path)
+    if params.parallel_drafting:
+        if geometry.tree_shape is not None:
+            raise ConfigError(
+                f"{params_path}.parallel_drafting: vLLM drafts chains in parallel only"
+            )
+        geometry.params["parallel_drafting"] = True
+    if params.speculative_token_map_size is not None:
+        geometry.params["speculative_token_map_size"] = params.speculative_token_map_size
+    return geometry
+
+
+def _eagle3_sglang(params: Eagle3Params, params_path: str) -> SchemeGeometry:
+    """SGLang's spelling: ``speculative_num_steps`` draft forwards of ``speculative_eagle_topk``
+    tokens each, the best ``speculative_num_draft_tokens - 1`` candidates verified (SGLang's
+    ``EagleWorker``: step 1 proposes topk, each later step topk x topk, pruned to topk)."""
+    if params.num_speculative_tokens is not None or params.tree_shape is not None:
+        raise ConfigError(
+            f"{params_path}: give the tree either in SGLang's spelling (speculative_num_steps, "
+            "speculative_eagle_topk, speculative_num_draft_tokens) or in aisim's "
+            "(num_speculative_tokens, tree_shape), not both"
+        )
+    if params.verify_token_budget is not None:
+        raise ConfigError(
+            f"{params_path}.verify_token_budget: with SGLang's spelling the verify budget is "
+            "speculative_num_draft_tokens"
+        )
+    steps = params.speculative_num_steps
+    if steps is None:
+        raise ConfigError(f"{params_path}.speculative_num_steps: required in SGLang's spelling")
+    topk = params.speculative_eagle_topk if params.speculative_eagle_topk is not None else 1
+    budget = params.speculative_num_draft_tokens
+    if topk == 1:
+        if budget is not None and budget != steps + 1:
+            raise ConfigError(
+                f"{params_path}.speculative_num_draft_tokens: with topk 1 SGLang verifies the "
+                f"chain, speculative_num_steps + 1 = {steps + 1} tokens, got {budget}"
+            )
+        return _chain({"num_speculative_tokens": steps, "verify_token_budget": steps + 1}, steps)
+    candidates = topk + (steps - 1) * topk * topk
+    if budget is None:
+        raise ConfigError(
+            f"{params_path}.speculative_num_draft_tokens: required with topk {topk} "
+            f"(2..{candidates + 1})"
+        )
+    budget = integer(
+        budget,
+        f"{params_path}.speculative_num_draft_tokens",
+        2,
+        candidates + 1,
+        label=" (kind eagle3)",
+    )
+    widths = [topk for _ in range(steps)]
+    normalized: dict[str, Any] = {
+        "num_speculative_tokens": steps,
+        "verify_token_budget": budget,
+        "tree_shape": list(widths),
+    }
+    return SchemeGeometry(
+        normalized, topk * steps, budget, min(steps, budget - 1), tuple(widths), None, None
+    )
+
+
+def _eagle3_vllm(params: Eagle3Params, params_path: str) -> SchemeGeometry:
     count = params.num_speculative_tokens if params.num_speculative_tokens is not None else 3
     if params.tree_shape is None:
         widths = [1 for _ in range(count)]

@@ -27,6 +27,7 @@ from aisim.speculation._schemes import (
     MAX_DRAFT_TOKENS,
     SCHEMES,
 )
+from aisim.speculation._synthetic import SIMULATE_METHODS
 
 #: Nesting and size limits for a draft config mapping (bounds every walk over it).
 MAX_CONFIG_DEPTH: Final = 16
@@ -116,6 +117,30 @@ _RATES: Final = {"type": "array", "items": {"type": "number", "minimum": 0, "max
 AcceptanceNumber = Annotated[Any, WithJsonSchema(_NUMBER)]
 AcceptanceRates = Annotated[Any, WithJsonSchema(_RATES)]
 FlatCount = Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 64})]
+#: vLLM's ``num_speculative_tokens_per_batch_size`` entries (checked by ``_dynamic``).
+DraftSchedule = Annotated[
+    Any,
+    WithJsonSchema(
+        {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "array",
+                "minItems": 3,
+                "maxItems": 3,
+                "items": {"type": "integer", "minimum": 0},
+            },
+        }
+    ),
+]
+
+
+class AcceptanceTraceConfig(EdgeModel):
+    """``acceptance_trace``: a file of measured accepted drafts per request and round
+    (docs/speculation.md, "Acceptance from traces")."""
+
+    path: str
+    format: Annotated[str, Choice("jsonl", "vllm-request-metrics")] = "jsonl"
 
 
 class LabelValue(BeforeCheck):
@@ -163,6 +188,24 @@ class SpeculationConfig(EdgeModel):
     acceptance_from: AcceptanceFromConfig | None = None
     nextn_accepted: AcceptanceNumber = None
     undrafted_rounds: Annotated[int, Integer(0, MAX_UNDRAFTED_ROUNDS)] | None = None
+    # A published acceptance profile, by catalogue name (aisim speculation profiles).
+    acceptance_profile: str | None = None
+    # vLLM's synthetic rejection sampler (SpeculativeConfig, same spelling).
+    rejection_sample_method: Annotated[str, Choice("standard", "synthetic", "block")] | None = None
+    synthetic_acceptance_rates: AcceptanceRates = None
+    synthetic_acceptance_length: AcceptanceNumber = None
+    # SGLang's simulated acceptance (env SGLANG_SIMULATE_ACC_LEN / SGLANG_SIMULATE_ACC_METHOD).
+    simulate_acc_len: AcceptanceNumber = None
+    simulate_acc_method: Annotated[str, Choice(*SIMULATE_METHODS)] | None = None
+    # vLLM dynamic speculation length: [[batch_lo, batch_hi, num_speculative_tokens], ...].
+    num_speculative_tokens_per_batch_size: DraftSchedule = None
+    # SGLang adaptive speculation (--speculative-adaptive, --speculative-adaptive-config as JSON).
+    speculative_adaptive: bool | None = None
+    speculative_adaptive_config: Annotated[dict[str, Any], JsonObject(deep=True)] | None = None
+    # vLLM adaptive verification (DSpark only): an engine option aisim does not model.
+    enable_adaptive_verification: bool | None = None
+    # Per-request, per-round accepted drafts measured on an engine (docs/speculation.md).
+    acceptance_trace: AcceptanceTraceConfig | None = None
 
 
 # Draft counts: 1..64, errors labelled with the kind (``params.depth (kind mtp): ...``).
@@ -172,6 +215,10 @@ Eagle3Count = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind eagle3)"
 DflashCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind dflash)")]
 DsparkCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind dspark)")]
 DraftModelCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind draft_model)")]
+
+
+SuffixCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind suffix)")]
+HeadsCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS)]
 
 
 class NoParams(EdgeModel):
@@ -218,6 +265,14 @@ class Eagle3Params(EdgeModel):
         Annotated[list[Annotated[int, Integer(1, MAX_DRAFT_TOKENS)]], TreeShape()] | None
     ) = None
     verify_token_budget: Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 2})] = None
+    # vLLM P-EAGLE: all drafts in one draft pass (SpeculativeConfig.parallel_drafting).
+    parallel_drafting: bool | None = None
+    # SGLang's spelling of the tree: --speculative-num-steps / -eagle-topk / -num-draft-tokens.
+    speculative_num_steps: Eagle3Count | None = None
+    speculative_eagle_topk: Annotated[int, Integer(1, MAX_DRAFT_TOKENS)] | None = None
+    speculative_num_draft_tokens: Annotated[int, Integer(2, 1 << 16)] | None = None
+    # SGLang FR-Spec (--speculative-token-map): the number of token ids in the map file.
+    speculative_token_map_size: Annotated[int, Integer(1, 1 << 24)] | None = None
 
 
 class DflashParams(EdgeModel):
@@ -241,6 +296,34 @@ class DraftModelParams(EdgeModel):
     edge_label = " (kind draft_model)"
     num_speculative_tokens: DraftModelCount | None = None
     draft_tp_size: Annotated[int, Integer(1, MAX_TENSOR_PARALLEL)] | None = None
+    # vLLM PARD: all K drafts in one draft pass (SpeculativeConfig.parallel_drafting).
+    parallel_drafting: bool | None = None
+
+
+class SuffixParams(EdgeModel):
+    """suffix: vLLM's suffix decoding (Arctic Inference), a dynamic number of drafts per round
+    up to ``num_speculative_tokens`` (default ``suffix_decoding_max_tree_depth``)."""
+
+    edge_label = " (kind suffix)"
+    num_speculative_tokens: SuffixCount | None = None
+    suffix_decoding_max_tree_depth: SuffixCount = 24
+    suffix_decoding_max_cached_requests: Annotated[int, Integer(0, 1 << 31)] = 10000
+    suffix_decoding_max_spec_factor: Annotated[float, Number(0.0, None)] = 1.0
+    suffix_decoding_min_token_prob: Annotated[float, Number(0.0, 1.0)] = 0.1
+
+
+class MedusaParams(EdgeModel):
+    """medusa: one token per Medusa head (``num_speculative_tokens`` = the heads)."""
+
+    edge_label = " (kind medusa)"
+    num_speculative_tokens: HeadsCount | None = None
+
+
+class MlpSpeculatorParams(EdgeModel):
+    """mlp_speculator: ``num_speculative_tokens`` sequential MLP stages (default ``n_predict``)."""
+
+    edge_label = " (kind mlp_speculator)"
+    num_speculative_tokens: HeadsCount | None = None
 
 
 PARAMS_MODELS: Final[dict[str, type[EdgeModel]]] = {
@@ -251,6 +334,9 @@ PARAMS_MODELS: Final[dict[str, type[EdgeModel]]] = {
     "dflash": DflashParams,
     "dspark": DsparkParams,
     "draft_model": DraftModelParams,
+    "suffix": SuffixParams,
+    "medusa": MedusaParams,
+    "mlp_speculator": MlpSpeculatorParams,
 }
 
 

@@ -53,6 +53,9 @@ class ResolvedSpeculation:
         path: str,
         acceptance_source: dict[str, Any] | None = None,
         undrafted_rounds: int = 0,
+        draft_length_schedule: list[list[int]] | None = None,
+        adaptive: dict[str, Any] | None = None,
+        acceptance_trace: object = None,
     ) -> None:
         self._kind = kind
         self._params = params
@@ -74,10 +77,14 @@ class ResolvedSpeculation:
         self._path = path
         self._acceptance_source = acceptance_source
         self._undrafted_rounds = undrafted_rounds
+        self._draft_length_schedule = draft_length_schedule
+        self._adaptive = adaptive
+        self._acceptance_trace = acceptance_trace
 
     @property
     def kind(self) -> str:
-        """Registered kind: none, mtp, ngram, eagle3, dflash, dspark or draft_model."""
+        """Registered kind: none, mtp, ngram, eagle3, dflash, dspark, draft_model, suffix,
+        medusa or mlp_speculator."""
         return self._kind
 
     @property
@@ -162,6 +169,29 @@ class ResolvedSpeculation:
         return self._undrafted_rounds
 
     @property
+    def draft_length_schedule(self) -> list[list[int]] | None:
+        """vLLM's ``num_speculative_tokens_per_batch_size``, normalized (``[[batch_lo,
+        batch_hi, K], ...]`` sorted, each K capped at ``num_draft_tokens``; a fresh copy), or
+        ``None`` for a fixed draft length."""
+        if self._draft_length_schedule is None:
+            return None
+        return [list(entry) for entry in self._draft_length_schedule]
+
+    @property
+    def adaptive(self) -> dict[str, Any] | None:
+        """SGLang's adaptive speculation policy (``initial_steps`` and the batch-size tiers with
+        every EMA setting filled; a fresh copy), or ``None``."""
+        if self._adaptive is None:
+            return None
+        return _copy_json(self._adaptive)
+
+    @property
+    def acceptance_trace(self) -> object:
+        """The measured per-request acceptance trace replay consumes (an
+        ``aisim.speculation._traces.AcceptanceTrace``), or ``None``."""
+        return self._acceptance_trace
+
+    @property
     def num_draft_layers(self) -> int | None:
         """dspark: draft layers run per round; ``None`` for other kinds."""
         return self._num_draft_layers
@@ -244,6 +274,10 @@ class ResolvedSpeculation:
             result["acceptance_source"] = self.acceptance_source
         if self._undrafted_rounds:
             result["undrafted_rounds"] = self._undrafted_rounds
+        if self._draft_length_schedule is not None:
+            result["draft_length_schedule"] = self.draft_length_schedule
+        if self._adaptive is not None:
+            result["adaptive"] = self.adaptive
         return result
 
     def __eq__(self, other: object) -> bool:

@@ -19,6 +19,7 @@ MAX_DRAFT_TOKENS: Final = 64
 DRAFT_NONE: Final = "none"  # the kind takes no separate draft: draft fields are rejected
 DRAFT_CONFIG: Final = "draft_config"  # needs the draft's config.json mapping
 DRAFT_PATH: Final = "draft_model_path"  # needs a draft checkpoint identity
+DRAFT_HEADS: Final = "draft_heads"  # needs the heads' config.json (Medusa, MLP speculator)
 
 BACKENDS: Final = ("vllm", "sglang")
 
@@ -101,7 +102,37 @@ SCHEMES: Final[dict[str, SchemeSpec]] = {
         DRAFT_PATH,
         ("vllm",),
         (),
-        "separate small model, K sequential draft steps",
+        "separate small model, K sequential draft steps (one pass with parallel_drafting)",
+    ),
+    "suffix": SchemeSpec(
+        "suffix",
+        (
+            "num_speculative_tokens",
+            "suffix_decoding_max_tree_depth",
+            "suffix_decoding_max_cached_requests",
+            "suffix_decoding_max_spec_factor",
+            "suffix_decoding_min_token_prob",
+        ),
+        DRAFT_NONE,
+        ("vllm",),
+        (),
+        "suffix-tree lookup on the host (Arctic Inference): a dynamic number of drafts per round",
+    ),
+    "medusa": SchemeSpec(
+        "medusa",
+        ("num_speculative_tokens",),
+        DRAFT_HEADS,
+        ("vllm",),
+        (),
+        "Medusa heads on the target's hidden state: one draft pass, one token per head",
+    ),
+    "mlp_speculator": SchemeSpec(
+        "mlp_speculator",
+        ("num_speculative_tokens",),
+        DRAFT_HEADS,
+        ("vllm",),
+        (),
+        "MLP speculator stages on the target's hidden state, one per draft token",
     ),
 }
 

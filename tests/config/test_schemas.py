@@ -77,7 +77,7 @@ def test_speculation_guide_blocks_validate() -> None:
     [
         {"speculation": {"kind": "mtp", "params": {"depth": 0}}},
         {"speculation": {"kind": "mtp", "params": {"width": 3}}},
-        {"speculation": {"kind": "medusa"}},
+        {"speculation": {"kind": "lookahead"}},
         {"speculation": {"kind": "mtp", "params": {"depth": 2}, "depht": 2}},
         {"speculation": {"kind": "ngram", "params": {"num_speculative_tokens": True}}},
     ],

@@ -74,7 +74,7 @@ def test_gate_failure_exits_two_with_one_line(capsys: pytest.CaptureFixture[str]
     [
         ("speculation: {kind: mtp, params: {depth: 0}}\n", "speculation.params.depth"),
         ("speculation: [1, 2]\n", "speculation: expected a mapping"),
-        ("kind: medusa\n", "unknown speculation kind 'medusa'"),
+        ("kind: lookahead\n", "unknown speculation kind 'lookahead'"),
         ("speculation: {kind: mtp, params: {depth: 2}}\nengine: {}\n", "other keys too: engine"),
         ("", "the file is empty"),
         ("kind: [unclosed\n", "not valid"),

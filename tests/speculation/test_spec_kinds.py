@@ -10,8 +10,19 @@ from aisim import ConfigError, ResolvedSpeculation, resolve_speculation
 from aisim.speculation import KINDS
 
 
-def test_registry_lists_the_seven_kinds() -> None:
-    assert KINDS == ("none", "mtp", "ngram", "eagle3", "dflash", "dspark", "draft_model")
+def test_registry_lists_the_kinds() -> None:
+    assert KINDS == (
+        "none",
+        "mtp",
+        "ngram",
+        "eagle3",
+        "dflash",
+        "dspark",
+        "draft_model",
+        "suffix",
+        "medusa",
+        "mlp_speculator",
+    )
 
 
 @pytest.mark.parametrize("block", [None, {}, {"kind": "none"}, {"kind": "none", "params": {}}])
@@ -283,9 +294,9 @@ def test_dflash_block_of_one_is_rejected(block_draft: dict[str, Any]) -> None:
 
 def test_unknown_kind_lists_the_registered_kinds() -> None:
     with pytest.raises(ConfigError) as caught:
-        resolve_speculation({"kind": "medusa"})
+        resolve_speculation({"kind": "lookahead"})
     message = str(caught.value)
-    assert "speculation.kind" in message and "'medusa'" in message
+    assert "speculation.kind" in message and "'lookahead'" in message
     for kind in KINDS:
         assert kind in message
 

@@ -1,0 +1,227 @@
+"""The SD methods and modes the engines ship (docs/speculation.md, "Engine methods and modes"):
+resolution, config names as the engines spell them, and the one-line errors. Every expected
+value is derived by hand from the engine rule cited in the docs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from aisim import ConfigError, resolve_speculation
+from aisim.config._speculation_modes import draft_length_lookup
+
+MEDUSA = {"num_heads": 4, "num_hidden_layers": 1, "hidden_size": 4096, "vocab_size": 32000}
+MLP = {"n_predict": 3, "emb_dim": 4096, "inner_dim": 3072, "vocab_size": 128256}
+
+
+def test_suffix_defaults_follow_vllm() -> None:
+    # _validate_suffix_decoding: num_speculative_tokens defaults to max_tree_depth (24).
+    resolved = resolve_speculation({"kind": "suffix"}, backend="vllm")
+    assert resolved.params["num_speculative_tokens"] == 24
+    assert (resolved.num_draft_tokens, resolved.verify_width) == (24, 25)
+    assert resolved.draft_model is None and resolved.draft_identity is None
+
+
+def test_suffix_is_vllm_only_and_takes_no_draft() -> None:
+    with pytest.raises(ConfigError, match="suffix is supported on vllm only"):
+        resolve_speculation({"kind": "suffix"}, backend="sglang")
+    with pytest.raises(ConfigError, match="suffix-tree lookups"):
+        resolve_speculation({"kind": "suffix", "draft_model_path": "x"})
+
+
+def test_medusa_drafts_one_token_per_head() -> None:
+    resolved = resolve_speculation({"kind": "medusa", "draft_config": MEDUSA})
+    assert resolved.num_draft_tokens == 4 and resolved.verify_width == 5
+    assert resolved.draft_identity is not None and resolved.draft_identity.startswith("geometry:")
+    with pytest.raises(ConfigError, match="one token per head"):
+        resolve_speculation(
+            {"kind": "medusa", "params": {"num_speculative_tokens": 2}, "draft_config": MEDUSA}
+        )
+    with pytest.raises(ConfigError, match=r"draft_config: kind medusa needs the heads'"):
+        resolve_speculation({"kind": "medusa"})
+
+
+def test_mlp_speculator_n_predict_rule() -> None:
+    assert resolve_speculation({"kind": "mlp_speculator", "draft_config": MLP}).verify_width == 4
+    six = {"kind": "mlp_speculator", "params": {"num_speculative_tokens": 6}, "draft_config": MLP}
+    assert resolve_speculation(six).num_draft_tokens == 6
+    two = {"kind": "mlp_speculator", "params": {"num_speculative_tokens": 2}, "draft_config": MLP}
+    assert resolve_speculation(two).num_draft_tokens == 2
+    with pytest.raises(ConfigError, match="multiple of the draft's n_predict"):
+        resolve_speculation({**six, "params": {"num_speculative_tokens": 5}})
+
+
+def test_parallel_drafting_enters_identity_only_when_set() -> None:
+    plain = {
+        "kind": "draft_model",
+        "params": {"num_speculative_tokens": 4},
+        "draft_model_path": "Qwen/Qwen3-0.6B",
+    }
+    parallel = {**plain, "params": {"num_speculative_tokens": 4, "parallel_drafting": True}}
+    off = {**plain, "params": {"num_speculative_tokens": 4, "parallel_drafting": False}}
+    assert resolve_speculation(off).cost_identity == resolve_speculation(plain).cost_identity
+    assert resolve_speculation(parallel).cost_identity != resolve_speculation(plain).cost_identity
+    assert resolve_speculation(parallel).params["parallel_drafting"] is True
+    # draft_model runs on vLLM only; the eagle3 gate is in the goldens (eagle3/parallel-sglang).
+    with pytest.raises(ConfigError, match="supported on vllm only"):
+        resolve_speculation(parallel, backend="sglang")
+
+
+def test_sglang_eagle_spelling(eagle3_draft: dict[str, Any]) -> None:
+    chain = resolve_speculation(
+        {"kind": "eagle3", "params": {"speculative_num_steps": 3}, "draft_config": eagle3_draft}
+    )
+    same = resolve_speculation(
+        {"kind": "eagle3", "params": {"num_speculative_tokens": 3}, "draft_config": eagle3_draft}
+    )
+    assert chain.cost_identity == same.cost_identity
+    tree = resolve_speculation(
+        {
+            "kind": "eagle3",
+            "params": {
+                "speculative_num_steps": 5,
+                "speculative_eagle_topk": 8,
+                "speculative_num_draft_tokens": 64,
+            },
+            "draft_config": eagle3_draft,
+        }
+    )
+    # 5 forwards of 8 tokens; 64 verified; at most 5 accepted.
+    assert tree.tree_shape == (8, 8, 8, 8, 8)
+    assert (tree.num_draft_tokens, tree.verify_width, tree.max_accepted_draft_tokens) == (40, 64, 5)
+    # The candidates: 8 + 4 * 64 = 264, so 266 is one too many.
+    with pytest.raises(ConfigError, match=r"2\.\.265"):
+        resolve_speculation(
+            {
+                "kind": "eagle3",
+                "params": {
+                    "speculative_num_steps": 5,
+                    "speculative_eagle_topk": 8,
+                    "speculative_num_draft_tokens": 266,
+                },
+                "draft_config": eagle3_draft,
+            }
+        )
+    with pytest.raises(ConfigError, match="topk 1 SGLang verifies the chain"):
+        resolve_speculation(
+            {
+                "kind": "eagle3",
+                "params": {"speculative_num_steps": 3, "speculative_num_draft_tokens": 6},
+                "draft_config": eagle3_draft,
+            }
+        )
+
+
+def test_fr_spec_token_map_sets_the_draft_vocabulary(small_draft: dict[str, Any]) -> None:
+    draft = {**small_draft, "model_type": "llama", "hidden_size": 4096}
+    block = {
+        "kind": "eagle3",
+        "params": {"speculative_num_steps": 2, "speculative_token_map_size": 32768},
+        "draft_config": draft,
+    }
+    resolved = resolve_speculation(block, backend="sglang")
+    assert resolved.draft_vocab_size == 32768
+    without = {**block, "params": {"speculative_num_steps": 2}}
+    assert resolve_speculation(without).cost_identity != resolved.cost_identity
+    with pytest.raises(ConfigError, match="FR-Spec token maps are SGLang's"):
+        resolve_speculation(block, backend="vllm")
+
+
+def test_dynamic_length_table_normalized_and_expanded() -> None:
+    resolved = resolve_speculation(
+        {
+            "kind": "mtp",
+            "params": {"depth": 3},
+            "num_speculative_tokens_per_batch_size": [[17, 64, 0], [1, 4, 5], [9, 16, 1]],
+        },
+        backend="vllm",
+    )
+    # Sorted; K = 5 capped at num_speculative_tokens 3.
+    assert resolved.draft_length_schedule == [[1, 4, 3], [9, 16, 1], [17, 64, 0]]
+    lookup = draft_length_lookup([[1, 4, 3], [9, 16, 1], [17, 64, 0]], 80, 3)
+    # 5..8 carry the previous range's K forward; past 64 the last K holds.
+    assert lookup[1:] == [3] * 8 + [1] * 8 + [0] * 48 + [0] * 16
+    assert draft_length_lookup([[1, 2, 2], [5, 6, 1]], 8, 3)[1:] == [2, 2, 2, 2, 1, 1, 1, 1]
+
+
+@pytest.mark.parametrize(
+    ("table", "fragment"),
+    [
+        ([[1, 8, 3], [8, 16, 1]], "overlap at 8"),
+        ([[2, 8, 3]], "must start at 1"),
+        ([[1, 8, 1, 4096, 3]], "does not model"),
+        ([[4, 2, 3]], "above its end"),
+        ([], "non-empty list"),
+        ([[1, 8, -1]], r"\[0\]\[2\]"),
+    ],
+)
+def test_dynamic_length_errors(table: object, fragment: str) -> None:
+    block = {"kind": "mtp", "params": {"depth": 3}, "num_speculative_tokens_per_batch_size": table}
+    with pytest.raises(ConfigError, match=fragment) as caught:
+        resolve_speculation(block)
+    assert "num_speculative_tokens_per_batch_size" in str(caught.value)
+
+
+def test_adaptive_default_config_is_sglangs() -> None:
+    resolved = resolve_speculation(
+        {"kind": "mtp", "params": {"depth": 7}, "speculative_adaptive": True}, backend="sglang"
+    )
+    adaptive = resolved.adaptive
+    assert adaptive is not None and adaptive["initial_steps"] == 7
+    assert [tier["batch_size"] for tier in adaptive["tiers"]] == [1, 8, 32, 64]
+    assert adaptive["tiers"][0]["candidate_steps"] == [1, 3, 5, 7]
+    assert adaptive["tiers"][0]["down_hysteresis"] == -0.25
+    assert adaptive["tiers"][1]["down_hysteresis"] == 0.0
+    # AdaptiveStepSlot.__init__ defaults.
+    assert (adaptive["tiers"][0]["ema_alpha"], adaptive["tiers"][0]["update_interval"]) == (0.2, 5)
+    assert adaptive["tiers"][0]["warmup_batches"] == 10
+
+
+def test_adaptive_top_level_keys_apply_to_every_tier() -> None:
+    resolved = resolve_speculation(
+        {
+            "kind": "mtp",
+            "params": {"depth": 3},
+            "speculative_adaptive": True,
+            "speculative_adaptive_config": {
+                "ema_alpha": 0.5,
+                "1": {"candidate_steps": [3, 1, 3]},
+                "16": {"candidate_steps": [0, 1], "ema_alpha": 0.1},
+            },
+        }
+    )
+    tiers = resolved.adaptive["tiers"]  # type: ignore[index]
+    assert tiers[0]["candidate_steps"] == [1, 3] and tiers[0]["ema_alpha"] == 0.5
+    assert tiers[1]["ema_alpha"] == 0.1
+
+
+@pytest.mark.parametrize(
+    ("extra", "backend", "fragment"),
+    [
+        ({}, "vllm", "adaptive speculation is SGLang's"),
+        ({"speculative_adaptive_config": {"strategy": "throughput_aware"}}, None, "not modelled"),
+        ({"speculative_adaptive_config": {"ema": 1}}, None, "unknown key"),
+        ({"speculative_adaptive_config": {"1": {"candidate_steps": []}}}, None, "non-empty"),
+        ({"speculative_adaptive_config": {"1": {"candidate_steps": [9]}}}, None, "deeper"),
+    ],
+)
+def test_adaptive_errors(extra: dict[str, Any], backend: str | None, fragment: str) -> None:
+    block = {"kind": "mtp", "params": {"depth": 3}, "speculative_adaptive": True, **extra}
+    with pytest.raises(ConfigError, match=fragment):
+        resolve_speculation(block, backend=backend)
+
+
+def test_unmodelled_engine_options_say_so() -> None:
+    with pytest.raises(ConfigError, match="not modelled by aisim") as caught:
+        resolve_speculation(
+            {"kind": "mtp", "params": {"depth": 1}, "rejection_sample_method": "block"}
+        )
+    assert "\n" not in str(caught.value)
+    with pytest.raises(ConfigError, match="adaptive verification .* is not modelled"):
+        resolve_speculation(
+            {"kind": "mtp", "params": {"depth": 1}, "enable_adaptive_verification": True}
+        )
+    # An option aisim does not know at all is the usual unknown-field error.
+    with pytest.raises(ConfigError, match="unknown field"):
+        resolve_speculation({"kind": "mtp", "params": {"depth": 1}, "speculative_algorithm": "x"})
