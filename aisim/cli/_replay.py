@@ -19,7 +19,9 @@ from aisim._io import (
     check_path_text,
     check_writable,
 )
+from aisim.cli._args import integer
 from aisim.errors import ConfigError, SimulationError
+from aisim.uncertainty._cli import add_interval_arguments, prepare_intervals, write_intervals
 
 #: Progress is reported every this many simulation events.
 PROGRESS_EVERY_EVENTS = 20_000
@@ -46,6 +48,14 @@ def register(commands: Any) -> None:
         action="store_true",
         help="also write DIR/tokens.parquet: every emission event (request_id, time_ms, tokens)",
     )
+    parser.add_argument(
+        "--intervals",
+        type=integer,
+        metavar="N",
+        help="also write DIR/intervals.json: p50 and central 90 %% intervals over N Monte Carlo "
+        "replays (docs/design.md#uncertainty)",
+    )
+    add_interval_arguments(parser)
     parser.set_defaults(handler=replay_command)
 
 
@@ -59,6 +69,7 @@ def replay_command(args: argparse.Namespace) -> int:
     check_writable(out / "requests.parquet", args.overwrite)
     if args.per_token:
         check_writable(out / "tokens.parquet", args.overwrite)
+    intervals = prepare_intervals(args, out)
     show = not args.no_progress and sys.stderr.isatty()
     with _progress(show) as callback:
         summary, written = write_replay(
@@ -68,6 +79,8 @@ def replay_command(args: argparse.Namespace) -> int:
         sys.stdout.write(summary_path.read_text(encoding="utf-8"))
     else:
         sys.stdout.write(render_text(summary, *written))
+    if intervals is not None:
+        sys.stdout.write(write_intervals(args, intervals, out))
     return 0
 
 

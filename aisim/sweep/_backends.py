@@ -39,11 +39,13 @@ FORKSERVER_PRELOAD: Final = ("aisim.sweep._backends", "aisim.sweep._evaluate", "
 
 
 class Task:
-    """One point to evaluate: its index in the sweep and its full replay config."""
+    """One point to evaluate: its index in the sweep and its full replay config; ``draw``: a
+    Monte Carlo replica's sampled inputs (``aisim.uncertainty``), None for a plain point."""
 
-    def __init__(self, point: int, config: dict[str, Any]) -> None:
+    def __init__(self, point: int, config: dict[str, Any], draw: Any = None) -> None:
         self.point = point
         self.config = config
+        self.draw = draw
 
 
 def run_tasks(
@@ -96,7 +98,7 @@ def _run_pool(
     traces = trace_contents(tasks, base_dir)
     if min(count, len(tasks)) <= 1:
         for task in tasks:
-            on_row(task.point, evaluate_pinned(task.config, base_dir, slos, traces))
+            on_row(task.point, evaluate_pinned(task.config, base_dir, slos, traces, task.draw))
         return
     queue = deque(tasks)
     helpers = _start_helpers(min(count, len(tasks)), traces, base_dir, slos)
@@ -147,7 +149,7 @@ class _Helper:
             task = queue.popleft()
             self.queued.append(task.point)
             try:
-                self.connection.send((task.point, task.config))
+                self.connection.send((task.point, task.config, task.draw))
             except OSError:
                 raise self._exited() from None
 
@@ -261,10 +263,10 @@ def _helper_main(
             return
         if message is None:
             return
-        point, config = message
+        point, config, draw = message
         reply: tuple[int, dict[str, Any] | None, str | None]
         try:
-            reply = (point, evaluate_pinned(config, base_dir, slos, traces), None)
+            reply = (point, evaluate_pinned(config, base_dir, slos, traces, draw), None)
         except KeyboardInterrupt:
             return
         except Exception as exc:  # a bug, not bad input (that is an error row): say which
@@ -295,10 +297,11 @@ def evaluate_pinned(
     base_dir: str,
     slos: dict[str, dict[str, float]],
     traces: dict[str, Contents],
+    draw: Any = None,
 ) -> dict[str, Any]:
     """``evaluate_point`` with the sweep's trace contents pinned."""
     with TRACES.pinned(traces):
-        return evaluate_point(config, base_dir, slos)
+        return evaluate_point(config, base_dir, slos, draw)
 
 
 def _run_ray(
@@ -329,7 +332,7 @@ def _run_ray(
     for task in tasks:
         path = trace_path(task.config, base_dir)
         files = {str(path): shipped[str(path)]} if str(path) in shipped else {}
-        pending[evaluate.remote(task.config, base_dir, slos, files)] = task.point
+        pending[evaluate.remote(task.config, base_dir, slos, files, task.draw)] = task.point
     try:
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
@@ -356,10 +359,11 @@ def _evaluate_with_files(
     base_dir: str,
     slos: dict[str, dict[str, float]],
     files: dict[str, Any],
+    draw: Any = None,
 ) -> dict[str, Any]:
     """The Ray task body: the shipped traces (object references) pinned, evaluate."""
     import ray
 
     return evaluate_pinned(
-        config, base_dir, slos, {path: ray.get(ref) for path, ref in files.items()}
+        config, base_dir, slos, {path: ray.get(ref) for path, ref in files.items()}, draw
     )

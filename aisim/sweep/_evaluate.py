@@ -81,14 +81,20 @@ def metric_columns() -> list[str]:
 
 
 def evaluate_point(
-    config: dict[str, Any], base_dir: str, slos: dict[str, dict[str, float]]
+    config: dict[str, Any], base_dir: str, slos: dict[str, dict[str, float]], draw: Any = None
 ) -> dict[str, Any]:
     """Replay ``config``; returns ``{"status": "ok", ...metrics}`` or ``{"status": "error",
-    "error": message}`` for a config the replay edge rejects (or a run that fails)."""
+    "error": message}`` for a config the replay edge rejects (or a run that fails). ``draw``:
+    replay it as that Monte Carlo replica (``aisim.uncertainty``)."""
     from aisim.config import run_replay
 
     try:
-        result = run_replay(config, base_dir=Path(base_dir))
+        if draw is None:
+            result = run_replay(config, base_dir=Path(base_dir))
+        else:
+            from aisim.uncertainty._draw import run_draw
+
+            result = run_draw(config, Path(base_dir), draw)
     except AisimError as exc:
         return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
     return {

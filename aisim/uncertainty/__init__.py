@@ -1,0 +1,37 @@
+"""Prediction intervals (docs/design.md#uncertainty): what a replay's headline figures would be
+across the uncertainty of its inputs, by Monte Carlo over replicas.
+
+``replay_intervals(config, N)`` samples three switchable ``Sources`` (acceptance rates from
+engine counters, step-price factors from the cost-error evidence, simulation seeds), replays
+each replica on the sweep's backends and reports the point prediction, the p50 and a central
+90 % interval per metric, and what each interval includes. ``load_cost_errors()`` is the
+committed cost-error table with its provenance. Not compiled: sampling uses numpy, outside the
+simulation, and reaches the core as plain values.
+"""
+
+from __future__ import annotations
+
+from aisim.uncertainty._acceptance import AcceptanceCounts
+from aisim.uncertainty._cost_errors import (
+    CostErrorTable,
+    CostFactors,
+    ErrorSample,
+    load_cost_errors,
+)
+from aisim.uncertainty._draw import Draw, WorkerDraw
+from aisim.uncertainty._intervals import METRICS, check_replicas, replay_intervals
+from aisim.uncertainty._sources import Sources
+
+__all__ = [
+    "METRICS",
+    "AcceptanceCounts",
+    "CostErrorTable",
+    "CostFactors",
+    "Draw",
+    "ErrorSample",
+    "Sources",
+    "WorkerDraw",
+    "check_replicas",
+    "load_cost_errors",
+    "replay_intervals",
+]

@@ -1,0 +1,186 @@
+"""Command-line pieces shared by ``aisim replay --intervals N``, ``aisim estimate --intervals``
+and ``aisim advise``: the interval flags, SLO flags and the text rendering of intervals."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any, Final
+
+from aisim.errors import ConfigError
+
+#: SLO metrics and statistics (as a sweep's ``slos``: docs/sweep.md).
+SLO_METRICS: Final = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+SLO_STATISTICS: Final = ("mean", "p50", "p90", "p95", "p99")
+
+
+def add_interval_arguments(parser: Any, *, replicas_flag: bool = False) -> None:
+    """``--sources``, ``--seed``, ``--acceptance-rounds``, ``--workers`` (and, with
+    ``replicas_flag``, ``--replicas``)."""
+    from aisim.cli._args import integer
+
+    group = parser.add_argument_group("prediction intervals (docs/design.md#uncertainty)")
+    if replicas_flag:
+        group.add_argument(
+            "--replicas", type=integer, default=20, metavar="N", help="Monte Carlo replicas (20)"
+        )
+    group.add_argument(
+        "--sources",
+        default="all",
+        help="what the intervals include: all (default), none, or a comma list of "
+        "acceptance, cost, simulation",
+    )
+    group.add_argument(
+        "--seed", type=integer, default=0, help="seed of the replicas' draws (default 0)"
+    )
+    group.add_argument(
+        "--acceptance-rounds",
+        type=integer,
+        metavar="R",
+        help="treat configured acceptance rates as observed over R rounds (a binomial spread) "
+        "where no engine counters give one",
+    )
+    group.add_argument(
+        "--workers", type=integer, default=1, help="processes for the replicas (default 1)"
+    )
+
+
+def parse_slos(texts: list[str], flag: str = "--slo") -> dict[str, dict[str, float]]:
+    """``METRIC:STAT=MS`` (``tpot_ms:p90=50``) -> ``{"tpot_ms": {"p90": 50.0}}``; one line
+    naming the flag, the value and what is allowed when malformed."""
+    from aisim.cli._args import number
+
+    slos: dict[str, dict[str, float]] = {}
+    for text in texts:
+        metric, _, rest = text.partition(":")
+        stat, _, limit_text = rest.partition("=")
+        if metric not in SLO_METRICS:
+            raise ConfigError(
+                f"{flag} {text!r}: unknown metric {metric!r}; expected one of "
+                f"{', '.join(SLO_METRICS)} (METRIC:STAT=MS, e.g. tpot_ms:p90=50)"
+            )
+        if stat not in SLO_STATISTICS:
+            raise ConfigError(
+                f"{flag} {text!r}: unknown statistic {stat!r}; expected one of "
+                f"{', '.join(SLO_STATISTICS)}"
+            )
+        try:
+            limit = number(limit_text)
+        except argparse.ArgumentTypeError:
+            raise ConfigError(f"{flag} {text!r}: expected a limit in ms after '='") from None
+        if not limit > 0:
+            raise ConfigError(f"{flag} {text!r}: expected a limit > 0 ms, got {limit_text}")
+        slos.setdefault(metric, {})[stat] = limit
+    return slos
+
+
+def fmt(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    if abs(value) >= 100:
+        return f"{value:.1f}"
+    if abs(value) >= 10:
+        return f"{value:.2f}"
+    return f"{value:.3f}"
+
+
+def render_intervals(report: dict[str, Any]) -> str:
+    """A table of point, p50 and 90 % interval per metric, then what the intervals include."""
+    from aisim.uncertainty._intervals import METRICS
+
+    lines = [
+        f"intervals: {report['replicas']} replicas, seed {report['seed']}, central "
+        f"{report['confidence']:.0%}",
+        f"{'metric':<28} {'point':>10} {'p50':>10}   90 % interval",
+    ]
+    for name, label in METRICS.items():
+        item = report["metrics"][name]
+        lines.append(
+            f"{label:<28} {fmt(item['point']):>10} {fmt(item['p50']):>10}   "
+            f"[{fmt(item['low'])}, {fmt(item['high'])}]"
+        )
+    lines.extend(describe_included(report["sources"]))
+    return "\n".join(lines) + "\n"
+
+
+def describe_included(sources: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per source: included, off, or on with nothing to sample (and why)."""
+    lines = []
+    for name, item in sources.items():
+        if item["included"]:
+            lines.append(f"includes {name}: {_detail(name, item['detail'])}")
+        elif not item["on"]:
+            lines.append(f"excludes {name}: switched off (--sources)")
+        else:
+            lines.append(f"excludes {name}: {_detail(name, item['detail'])}")
+    return lines
+
+
+def _detail(name: str, detail: list[Any]) -> str:
+    if name != "cost":
+        parts = []
+        for item in detail:
+            if isinstance(item, dict):
+                parts.append(
+                    f"{item['worker']}: {item['rounds']} rounds, accepted >= i: "
+                    f"{item['accepted_at_least']} ({item['origin']})"
+                )
+            else:
+                parts.append(str(item))
+        return "; ".join(parts)
+    parts = []
+    for item in detail:
+        kinds = item["sampled_kinds"]
+        sampled = ", ".join(
+            f"{kind} ({info['samples']} samples, ratio 5-95 % "
+            f"{fmt(info['p05_ratio'])}-{fmt(info['p95_ratio'])})"
+            for kind, info in kinds.items()
+        )
+        missing = ", ".join(item["without_evidence"])
+        text = f"{item['worker']} priced by {item['estimator']}: "
+        text += f"sampled {sampled}" if sampled else "no evidence in the cost-error table"
+        if sampled and missing:
+            text += f"; no evidence for {missing} (priced as estimated)"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def prepare_intervals(args: argparse.Namespace, out: Any) -> Any:
+    """Check ``aisim replay``'s interval flags before the run; returns the intervals.json path
+    to write, or None without ``--intervals``."""
+    from aisim._io import check_writable
+    from aisim.uncertainty._intervals import check_replicas
+    from aisim.uncertainty._sources import Sources
+
+    if args.intervals is None:
+        return None
+    check_replicas(args.intervals)
+    Sources.parse(args.sources)
+    if args.acceptance_rounds is not None and args.acceptance_rounds < 1:
+        raise ConfigError(
+            f"--acceptance-rounds: expected an integer >= 1, got {args.acceptance_rounds}"
+        )
+    if args.workers < 1:
+        raise ConfigError(f"--workers: expected an integer >= 1, got {args.workers}")
+    return check_writable(out / "intervals.json", args.overwrite)
+
+
+def write_intervals(args: argparse.Namespace, path: Any, out: Any) -> str:
+    """Run the replicas of ``args.config``, write ``intervals.json`` atomically, return the
+    text to print (nothing with ``--json``: the file is the JSON answer)."""
+    from aisim._io import atomic_write_text, canonical_json
+    from aisim.uncertainty._intervals import replay_intervals
+    from aisim.uncertainty._sources import Sources
+
+    report = replay_intervals(
+        args.config,
+        args.intervals,
+        seed=args.seed,
+        sources=Sources.parse(args.sources),
+        acceptance_rounds=args.acceptance_rounds,
+        workers=args.workers,
+    )
+    atomic_write_text(path, canonical_json(report), overwrite=args.overwrite)
+    if args.json:
+        return ""
+    return render_intervals(report) + f"wrote {path}\n"

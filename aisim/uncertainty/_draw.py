@@ -1,0 +1,137 @@
+"""One Monte Carlo replica (``Draw``: plain values, picklable for a process pool or Ray) and how
+it is applied to a replay plan: seeds and acceptance rates replace the plan's, cost factors
+multiply each pass's price by the factor of its step kind.
+
+The compiled core is untouched: the factors reach it as a fixed pricer with scaled prices, or
+as an estimator wrapped by ``ScaledModel`` (one Python call per pass, never per event).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aisim.uncertainty._cost_errors import CostFactors
+
+
+@dataclass(frozen=True)
+class WorkerDraw:
+    """A worker's sampled inputs: ``conditional_rates`` (None: the plan's), ``seed`` of its
+    acceptance draws (None: the plan's), ``factors`` on its step prices."""
+
+    conditional_rates: tuple[float, ...] | None = None
+    seed: int | None = None
+    factors: CostFactors = CostFactors()
+
+
+@dataclass(frozen=True)
+class Draw:
+    """Replica ``replica``: the traffic seed (None: the config's) and one ``WorkerDraw`` per
+    worker, in the plan's worker order."""
+
+    replica: int
+    traffic_seed: int | None
+    workers: tuple[WorkerDraw, ...]
+
+
+class ScaledModel:
+    """A forward-pass model whose answers are multiplied by the factor of the pass's kind:
+    ``mixed`` (prefill beside decode), ``prefill``, ``sd_round`` (decode work of a speculating
+    worker) or ``decode``. ``undrafted``: it prices plain decode steps of a speculating worker."""
+
+    def __init__(self, model: Any, factors: CostFactors, speculating: bool, undrafted: bool):
+        self.model = model
+        self.factors = factors
+        self.speculating = speculating and not undrafted
+        self.name = getattr(model, "name", type(model).__name__)
+        self.prices_speculation_natively = bool(
+            getattr(model, "prices_speculation_natively", False)
+        )
+        self.supports_draft_length = bool(getattr(model, "supports_draft_length", False))
+
+    def estimate_forward_pass_time_ms(self, metrics: Any, draft_length: int | None = None) -> float:
+        if draft_length is None:
+            price = float(self.model.estimate_forward_pass_time_ms(metrics))
+        else:
+            price = float(
+                self.model.estimate_forward_pass_time_ms(metrics, draft_length=draft_length)
+            )
+        ranks = metrics if isinstance(metrics, list) else [metrics]
+        prefill = any(rank.num_prefill_requests > 0 for rank in ranks)
+        decode = any(rank.num_decode_requests > 0 for rank in ranks)
+        if prefill and decode:
+            kind = "mixed"
+        elif prefill:
+            kind = "prefill"
+        elif self.speculating and (draft_length is not None or self.prices_speculation_natively):
+            kind = "sd_round"
+        else:
+            kind = "decode"
+        return price * self.factors.of(kind)
+
+
+def scaled_pricer(pricer: Any, factors: CostFactors, speculating: bool) -> Any:
+    """``pricer`` (an ``aisim.replay`` pass pricer) with ``factors`` applied; itself when every
+    factor is 1 (so a replica without cost uncertainty prices exactly as the point run)."""
+    from aisim.replay._pricing import PRICING_FIXED, PassPricer
+
+    if factors.is_identity:
+        return pricer
+    if pricer.kind == PRICING_FIXED:
+        decode = factors.sd_round if speculating else factors.decode
+        return PassPricer.fixed(pricer.prefill_ms * factors.prefill, pricer.decode_ms * decode)
+    plain = pricer.plain_model
+    return PassPricer.from_model(
+        ScaledModel(pricer.model, factors, speculating, False),
+        pricer.metrics_factory,
+        pricer.prices_speculation_natively,
+        pricer.wants_request_lists,
+        None if plain is None else ScaledModel(plain, factors, speculating, True),
+    )
+
+
+def with_traffic_seed(config: dict[str, Any], seed: int | None) -> dict[str, Any]:
+    """``config`` with ``traffic.seed`` replaced (a copy; the config itself when ``seed`` is None)."""
+    if seed is None:
+        return config
+    changed = copy.deepcopy(config)
+    traffic = changed.get("traffic")
+    if isinstance(traffic, dict):
+        traffic["seed"] = seed
+    return changed
+
+
+def apply_draw(plan: Any, draw: Draw) -> Any:
+    """``plan`` with ``draw``'s acceptance rates, seeds and cost factors."""
+    workers = []
+    for worker, sampled in zip(plan.workers, draw.workers, strict=True):
+        speculation = worker.speculation
+        changes: dict[str, Any] = {}
+        if sampled.conditional_rates is not None:
+            changes["conditional_rates"] = list(sampled.conditional_rates)
+        if sampled.seed is not None:
+            changes["seed"] = sampled.seed
+        if changes:
+            speculation = dataclasses.replace(speculation, **changes)
+        pricer = scaled_pricer(worker.pricer, sampled.factors, speculation.enabled)
+        if speculation is not worker.speculation or pricer is not worker.pricer:
+            worker = dataclasses.replace(worker, speculation=speculation, pricer=pricer)
+        workers.append(worker)
+    return dataclasses.replace(plan, workers=workers)
+
+
+def run_draw(
+    config: dict[str, Any], base_dir: Path, draw: Draw, forward_pass_model: object | None = None
+) -> Any:
+    """Replay ``config`` (a mapping) as replica ``draw``; returns the ``ReplayResult``."""
+    from aisim.config._replay import build_plan
+    from aisim.config._run_replay import _with_model
+    from aisim.replay import run
+
+    plan, description = build_plan(with_traffic_seed(config, draw.traffic_seed), base_dir)
+    if forward_pass_model is not None:
+        plan, description = _with_model(plan, description, forward_pass_model)
+    return run(apply_draw(plan, draw), description)

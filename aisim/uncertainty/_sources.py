@@ -1,0 +1,48 @@
+"""The three sources of uncertainty a prediction interval can include, each switchable.
+
+* ``acceptance``: the acceptance rates are uncertain (binomial counts from an engine's metrics,
+  or rates observed over a stated number of rounds); each replica samples its rates.
+* ``cost``: each estimator's step prices are off by an amount the committed qualification
+  evidence measured (``cost_errors.v1.json``); each replica samples multiplicative factors.
+* ``simulation``: the seeds (Poisson arrivals and synthetic lengths, the acceptance draws);
+  each replica runs with its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from aisim.errors import ConfigError
+
+SOURCE_NAMES: Final = ("acceptance", "cost", "simulation")
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Which sources a Monte Carlo run samples (a source switched off keeps the point value)."""
+
+    acceptance: bool = True
+    cost: bool = True
+    simulation: bool = True
+
+    @staticmethod
+    def parse(text: str, path: str = "--sources") -> Sources:
+        """``all``, ``none`` or a comma list of ``acceptance``, ``cost``, ``simulation``."""
+        spelled = text.strip()
+        if spelled == "all":
+            return Sources()
+        if spelled == "none":
+            return Sources(False, False, False)
+        names = [name.strip() for name in spelled.split(",") if name.strip()]
+        unknown = [name for name in names if name not in SOURCE_NAMES]
+        if unknown or not names:
+            raise ConfigError(
+                f"{path}: expected all, none or a comma list of {', '.join(SOURCE_NAMES)}, "
+                f"got {text!r}"
+            )
+        return Sources("acceptance" in names, "cost" in names, "simulation" in names)
+
+    def names(self) -> list[str]:
+        """The sources switched on, in ``SOURCE_NAMES`` order."""
+        return [name for name in SOURCE_NAMES if getattr(self, name)]

@@ -1,0 +1,35 @@
+"""``python -m qualification.uncertainty build [--check]``: (re)write
+``aisim/uncertainty/cost_errors.v1.json`` from the committed evidence (``--check``: fail if the
+committed file differs)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from aisim._io import atomic_write_text, canonical_json
+from qualification.uncertainty._table import ABOUT, build_table
+
+ROOT = Path(__file__).resolve().parents[2]
+TABLE = ROOT / "aisim/uncertainty/cost_errors.v1.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m qualification.uncertainty")
+    commands = parser.add_subparsers(dest="command", required=True)
+    build = commands.add_parser("build", help="write the cost-error table")
+    build.add_argument("--check", action="store_true", help="only compare with the committed file")
+    args = parser.parse_args(argv)
+    text = canonical_json(build_table(ROOT).to_dict(ABOUT))
+    if args.check:
+        same = TABLE.read_text(encoding="utf-8") == text
+        sys.stdout.write("cost-error table up to date\n" if same else "cost-error table differs\n")
+        return 0 if same else 1
+    atomic_write_text(TABLE, text, overwrite=True)
+    sys.stdout.write(f"wrote {TABLE.relative_to(ROOT)}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

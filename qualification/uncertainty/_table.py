@@ -1,0 +1,170 @@
+"""Build the cost-error table (``aisim/uncertainty/cost_errors.v1.json``) from the committed
+evidence: one sample per measured / predicted step-price ratio, with its provenance.
+
+* ``roofline`` (public GPU measurements, ``qualification/public/measurements.json``): decode
+  steps (ratio = measured / roofline), and EAGLE-3 round / STP ratios (``sd_round`` relative to
+  ``decode``: measured ratio / roofline ratio). Rows whose role is ``derivation`` fixed a
+  roofline constant: they are kept out (their error is in-sample).
+* ``stp_rule`` (recorded SD-round datasets, ``evidence/cpu-*``): per configuration (d, B, K), the
+  measured median round / the published rule's price from the dataset's own STP table
+  (``sd_round`` relative to ``decode``: the rule multiplies an STP price).
+* ``engine-step-table`` (engine recordings, ``evidence/engine/*``): per served run and step kind,
+  the median over its steps of measured wall time / the price the recording's step table gives
+  the same composition (as ``aisim qualify engine`` prices it). One served run is one group, so
+  a replica takes every kind's factor from the same run: the run's speed moved all of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+from pathlib import Path
+from typing import Any, Final
+
+from aisim.uncertainty import CostErrorTable, ErrorSample
+
+#: engine step kinds (``qualification.engine.step_diff``) -> cost-error step kind.
+ENGINE_KINDS: Final = {
+    "prefill": "prefill",
+    "mixed": "mixed",
+    "decode": "decode",
+    "decode-undrafted": "decode",
+    "decode-drafted": "sd_round",
+    "decode-partial": "sd_round",
+}
+ABOUT: Final = (
+    "Measured / predicted step-price ratios by estimator, step kind and regime, built from the "
+    "committed evidence by `python -m qualification.uncertainty build` (docs/design.md#uncertainty)."
+)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def public_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[str, Any]]]:
+    from qualification.public import load_measurements, score
+
+    data = load_measurements()
+    file = root / "qualification/public/measurements.json"
+    source = "qualification/public/measurements.json"
+    scored = {row["id"]: row for row in score("roofline")["rows"]}
+    samples = []
+    for row in data["decode_steps"]:
+        if row["role"] != "validation":
+            continue
+        result = scored[row["id"]]
+        samples.append(
+            ErrorSample(
+                "roofline",
+                "decode",
+                f"{row['hardware']}/{row['engine']}/B{row['batch']}/kv{row['kv_per_request']}",
+                f"public/{row['id']}",
+                result["measured"] / result["predicted"],
+                f"{source}#{row['id']}",
+                "public-measurement",
+            )
+        )
+    setup = data["sd_round_setup"]
+    if setup["role"] == "validation":
+        for row in data["sd_round_ratios"]:
+            result = scored[row["id"]]
+            samples.append(
+                ErrorSample(
+                    "roofline",
+                    "sd_round",
+                    f"{setup['hardware']}/eagle3/d{row['draft_tokens']}/B{setup['batch']}",
+                    f"public/{row['id']}",
+                    result["measured"] / result["predicted"],
+                    f"{source}#{row['id']}",
+                    "public-measurement",
+                    relative_to="decode",
+                )
+            )
+    sources = {source: {"sha256": _sha256(file), "evidence_type": "public-measurement"}}
+    return samples, sources
+
+
+def rule_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[str, Any]]]:
+    from qualification.datasets import load_dataset
+    from qualification.mape import configuration_table, evaluate, make_predictor
+
+    samples = []
+    sources = {}
+    for folder in sorted((root / "evidence").glob("cpu-*")):
+        dataset = load_dataset(folder)
+        _, scored = evaluate(dataset, make_predictor("rule", dataset))
+        drafter = dataset.identity.get("draft", {}).get("kind", "unknown")
+        name = f"evidence/{folder.name}"
+        for row in configuration_table(scored).to_dict("records"):
+            if not row["predicted_ms"] > 0:
+                continue
+            samples.append(
+                ErrorSample(
+                    "stp_rule",
+                    "sd_round",
+                    f"cpu/{drafter}/{row['config_id']}",
+                    f"{name}/{row['config_id']}",
+                    float(row["measured_median_ms"]) / float(row["predicted_ms"]),
+                    name,
+                    str(dataset.evidence_type),
+                    relative_to="decode",
+                    weight_steps=int(row["rounds"]),
+                )
+            )
+        sources[name] = {"sha256": dataset.sha256, "evidence_type": str(dataset.evidence_type)}
+    return samples, sources
+
+
+def engine_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[str, Any]]]:
+    from qualification.engine import EngineStepModel, load_recording
+    from qualification.engine._replay import recorded_settings
+    from qualification.engine.step_diff import priced_steps
+
+    samples = []
+    sources = {}
+    for folder in sorted((root / "evidence/engine").iterdir()):
+        if not folder.is_dir():
+            continue
+        recording = load_recording(folder)
+        if recording.grid is None:
+            continue
+        name = f"evidence/engine/{folder.name}"
+        method = recording.grid.settings.get("speculative_method") or "none"
+        for run in recording.served:
+            depth = int(recorded_settings(run)["num_speculative_tokens"] or 0)
+            model = EngineStepModel(recording.grid, depth)
+            rows = priced_steps(run.steps, model, 1.0, depth)
+            by_kind: dict[str, list[float]] = {}
+            for row in rows:
+                if row["price_ms"] > 0:
+                    by_kind.setdefault(ENGINE_KINDS[row["kind"]], []).append(row["ratio"])
+            for kind, ratios in sorted(by_kind.items()):
+                samples.append(
+                    ErrorSample(
+                        "engine-step-table",
+                        kind,
+                        f"vllm-cpu/{folder.name}/{method}",
+                        f"{name}/{run.name}",
+                        float(statistics.median(ratios)),
+                        name,
+                        "engine-measurement",
+                        weight_steps=len(ratios),
+                    )
+                )
+        sources[name] = {
+            "sha256": _sha256(folder / "grid/grid_steps.parquet"),
+            "evidence_type": "engine-measurement",
+        }
+    return samples, sources
+
+
+def build_table(root: Path) -> CostErrorTable:
+    """Every sample the committed evidence under ``root`` (the repository) gives."""
+    samples: list[ErrorSample] = []
+    sources: dict[str, dict[str, Any]] = {}
+    for part in (public_samples, rule_samples, engine_samples):
+        found, where = part(root)
+        samples.extend(found)
+        sources.update(where)
+    return CostErrorTable(tuple(samples), sources)
