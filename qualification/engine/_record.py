@@ -230,6 +230,19 @@ def record_grid(
         if step.num_prefill_requests == batch and step.prefill_tokens == batch * length:
             add_row(f"prefill-b{batch}-c{nominal}", batch, nominal, rep, step, "prefill", warmup)
         engine.reset_prefix_cache()
+        # The same step token count again (other prompts, so no prefix hit): the primitives
+        # are cached now. The difference is what a served step at a new count pays
+        # (aisim/fpm/_engine_steps.py, PrimitiveCache; the step model's creation cost).
+        for _ in range(batch):
+            counter += 1
+            engine.add(f"grid-{counter}", _prompt(rng, length, vocab), 1)
+        first.clear()
+        _run_until_idle(engine, clock, keep)
+        step = first[0]
+        if step.num_prefill_requests == batch and step.prefill_tokens == batch * length:
+            point = f"prefill-cached-b{batch}-c{nominal}"
+            add_row(point, batch, nominal, rep, step, "prefill-cached", warmup)
+        engine.reset_prefix_cache()
 
     # Repetitions are interleaved (every point once per pass), so a slow spell of the shared
     # host spreads over points instead of biasing one; each decode pass starts from a fresh
@@ -272,7 +285,10 @@ def record_grid(
             "repetitions": spec.repetitions,
             "warmup": spec.warmup,
             "interleaved_with_served_runs": between_passes is not None,
-            "prefill_token_counts": "new to the engine at every prefill point",
+            "prefill_token_counts": (
+                "new to the engine at every prefill point (phase prefill), then the same "
+                "count again, cached (phase prefill-cached)"
+            ),
             "metrics": (
                 f"engine counters over an acceptance sample of {len(acceptance_sample)} requests"
                 if acceptance_sample
@@ -306,7 +322,7 @@ def _write_derived_tables(
 
     groups: dict[tuple[str, int], list[tuple[int, float]]] = {}
     for index, phase in enumerate(rows["phase"]):
-        if rows["warmup"][index] or phase == "prefill":
+        if rows["warmup"][index] or phase.startswith("prefill"):
             continue
         key = (phase, int(rows["batch_size"][index]))
         point = rows["point_id"][index]

@@ -28,7 +28,7 @@ from qualification.engine._schema import (
     SERVED_STEPS,
 )
 
-PHASES = ("decode", "prefill", "sd")
+PHASES = ("decode", "prefill", "prefill-cached", "sd")
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,24 @@ def test_every_prefill_point_is_timed_at_a_new_token_count(tmp_path: Path) -> No
     assert all(tokens % 2 == 0 and 56 <= tokens <= 72 for tokens in b2c32["scheduled_tokens"])
 
 
+def test_every_prefill_point_is_timed_again_at_the_same_cached_token_count(tmp_path: Path) -> None:
+    engine = ScriptedEngine()
+    spec = GridSpec((1,), (64,), (1, 2), (32, 128), repetitions=2, warmup=1)
+    grid = _record(engine, spec, tmp_path, {"evidence_type": "engine-measurement"})
+    rows = pd.read_parquet(grid / "grid_steps.parquet")
+    novel = rows[rows["phase"] == "prefill"]
+    cached = rows[rows["phase"] == "prefill-cached"]
+    assert len(cached) == len(novel) == 4 * 2 + 4
+    for (_, new), (_, again) in zip(novel.iterrows(), cached.iterrows(), strict=True):
+        # Right after its point at a new count, the same count once more: cached this time.
+        assert again["point_id"] == new["point_id"].replace("prefill-", "prefill-cached-")
+        assert again["scheduled_tokens"] == new["scheduled_tokens"]
+        index = int(again["start_ms"])
+        assert engine.history[index] == again["scheduled_tokens"]
+        assert again["scheduled_tokens"] in engine.history[:index]
+        assert again["warmup"] == new["warmup"]
+
+
 class _NgramOptions(_Options):
     num_speculative_tokens = 3
     speculative_method = "ngram"

@@ -90,3 +90,50 @@ def test_a_table_without_prefill_steps_is_refused(tmp_path: Path) -> None:
         EngineStepModel(_table(tmp_path, with_prefill=False), 0)
     with pytest.raises(DataIntegrityError, match="no timed sd steps at d=3"):
         EngineStepModel(_table(tmp_path), 3)
+
+
+def _cpu_table(tmp_path: Path) -> StepTable:
+    """The table above with its prefill points timed again at the same (cached) token count,
+    2, 3, 5 and 4 ms cheaper, recorded by our recorder (vLLM CPU)."""
+    base = _table(tmp_path)
+    cached = base.steps[base.steps["phase"] == "prefill"].copy()
+    cheaper = {"prefill-b1-c100": 2.0, "prefill-b1-c300": 3.0, "prefill-b2-c100": 5.0}
+    cached["wall_ms"] = cached["wall_ms"] - cached["point_id"].map(cheaper).fillna(4.0)
+    cached["point_id"] = cached["point_id"].str.replace("prefill-", "prefill-cached-")
+    cached["phase"] = "prefill-cached"
+    steps = pd.concat([base.steps, cached], ignore_index=True)
+    return StepTable(tmp_path, steps, {"identity": {"engine": "vllm-cpu"}})
+
+
+def test_creation_cost_comes_from_the_grid_and_new_token_counts_pay_it(tmp_path: Path) -> None:
+    model = EngineStepModel(_cpu_table(tmp_path), 0)
+    # Median of 2, 3, 4, 5 ms.
+    assert model.platform == "cpu"
+    assert model.creation_ms == pytest.approx(3.5)
+    prefill = ForwardPassMetrics(num_prefill_requests=1, sum_prefill_tokens=200)
+    # Cached prefill at 200 tokens: halfway between 28 and 67 = 47.5; new count: + 3.5 = 51.
+    assert model.estimate_forward_pass_time_ms(prefill) == pytest.approx(51.0)
+    assert model.estimate_forward_pass_time_ms(prefill) == pytest.approx(47.5)
+    # A decode step at a new token count (1) pays it too, then not.
+    decode = ForwardPassMetrics(1, 200)
+    assert model.estimate_forward_pass_time_ms(decode) == pytest.approx(15.0 + 3.5)
+    assert model.estimate_forward_pass_time_ms(decode) == pytest.approx(15.0)
+    # The table alone (engine_model=False) prices prefill from the new-count steps: 50.
+    plain = EngineStepModel(_cpu_table(tmp_path), 0, engine_model=False)
+    assert plain.estimate_forward_pass_time_ms(prefill) == pytest.approx(50.0)
+    assert plain.estimate_forward_pass_time_ms(prefill) == pytest.approx(50.0)
+
+
+def test_a_cuda_table_pads_decode_batches_to_the_captured_sizes(tmp_path: Path) -> None:
+    base = _table(tmp_path)
+    settings = {
+        "platform": "cuda",
+        "enforce_eager": False,
+        "max_num_seqs": 4,
+        "max_num_batched_tokens": 512,
+    }
+    model = EngineStepModel(StepTable(tmp_path, base.steps, {"engine_settings": settings}), 0)
+    # vLLM's default sizes for 4 sequences: largest min(4 x 2, 512) = 8 -> 1, 2, 4, 8.
+    assert model.capture_sizes == [1, 2, 4, 8]
+    # 3 requests at 200 tokens each run the graph of 4: row B = 4 at 150 each -> 16 + 0.25 x 24.
+    assert model.estimate_forward_pass_time_ms(ForwardPassMetrics(3, 600)) == pytest.approx(22.0)

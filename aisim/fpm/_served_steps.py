@@ -1,0 +1,122 @@
+"""Price replay's passes as an engine runs its served steps, from a step table recorded apart
+(an engine's grid of timed decode, prefill and SD-round steps) and a model of the engine
+(docs/replay.md, "Served steps"; the engine behaviours and their sources: ``_engine_steps``).
+
+A pass is priced as:
+
+* decode only: the decode surface (SD rounds when SD is on) at (requests, past KV);
+* prefill only: the prefill surface at (requests, prompt tokens);
+* mixed (chunked prefill beside decodes, one engine step): decode part + prefill part - the
+  per-step overhead (the table's cheapest decode step), which one engine step pays once
+  (``vllm/v1/engine/core.py``, ``EngineCore.step``);
+* vLLM CPU, with the primitive-cache model on: the step's token count M (every scheduled query
+  token) goes through the oneDNN cache model; prefill is priced from the table's *cached*
+  prefill steps and a step whose M is not cached adds the table's creation cost (its prefill
+  steps at a new token count minus the same steps cached: the grid is the only input). Without
+  cached prefill steps in the table, prefill keeps the new-token-count price and decode steps
+  are never charged (the creation cost is unknown; ``describe`` says so);
+* vLLM GPU, CUDA graphs on: the step is priced at the token count it is padded to (a decode
+  batch of B requests at d+1 query tokens each at the captured size above B (d+1), as that many
+  requests over the same past KV; a mixed or prefill step with its prompt tokens padded), and
+  eagerly (unpadded) above the largest captured size.
+
+Outside the recorded box the surfaces clamp, counted per answer in ``coverage``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aisim.fpm._engine_steps import PrimitiveCache, StepSurface, padded_graph_size
+
+
+class ServedStepModel:
+    """A forward-pass model over an engine step table (``estimate_forward_pass_time_ms``); it
+    prices SD rounds natively. Stateful: the primitive cache follows the passes in the order
+    replay prices them, so build one model per replay."""
+
+    name = "engine-step-table"
+    prices_speculation_natively = True
+    supports_draft_length = False
+
+    def __init__(
+        self,
+        decode: StepSurface,
+        prefill: StepSurface,
+        *,
+        draft_length: int,
+        step_overhead_ms: float,
+        creation_ms: float | None = None,
+        cache: PrimitiveCache | None = None,
+        capture_sizes: list[int] | None = None,
+        coverage: dict[str, int] | None = None,
+    ) -> None:
+        """``creation_ms``: the table's primitive-creation cost per step (None: unknown; then
+        ``prefill`` must be the table's new-token-count prefill steps, else its cached ones).
+        ``cache``: the oneDNN cache model (None: off). ``capture_sizes``: CUDA-graph sizes,
+        ascending (None or empty: eager)."""
+        self.decode = decode
+        self.prefill = prefill
+        self.draft_length = draft_length
+        self.step_overhead_ms = step_overhead_ms
+        self.creation_ms = creation_ms
+        self.cache = cache
+        self.capture_sizes: list[int] = list(capture_sizes or [])
+        self.coverage: dict[str, int] = {} if coverage is None else coverage
+        #: With SD: the table's plain decode steps (rounds that drafted nothing), or None.
+        self.plain_decode_model: ServedStepModel | None = None
+
+    def _count(self, key: str) -> None:
+        self.coverage[key] = self.coverage.get(key, 0) + 1
+
+    def price_step(
+        self,
+        num_decode_requests: int,
+        decode_kv_tokens: int,
+        num_prefill_requests: int,
+        prefill_tokens: int,
+    ) -> float:
+        """One engine step's price (ms) from its composition."""
+        query = self.draft_length + 1
+        step_tokens = num_decode_requests * query + prefill_tokens
+        decode_count = num_decode_requests
+        if self.capture_sizes:
+            padded = padded_graph_size(step_tokens, self.capture_sizes)
+            if padded == 0:
+                self._count("graph:eager")
+            elif num_prefill_requests == 0:
+                decode_count = max(num_decode_requests, padded // query)
+                self._count("graph:full")
+            else:
+                prefill_tokens += padded - step_tokens
+                self._count("graph:piecewise")
+        decode_ms = prefill_ms = 0.0
+        if num_decode_requests > 0:
+            decode_ms = self.decode.price(decode_count, decode_kv_tokens, self.coverage)
+        if num_prefill_requests > 0:
+            prefill_ms = self.prefill.price(num_prefill_requests, prefill_tokens, self.coverage)
+        price = decode_ms + prefill_ms
+        if decode_ms and prefill_ms:
+            self._count("mixed")
+            price -= self.step_overhead_ms
+        if self.cache is not None:
+            created = self.cache.touch(step_tokens)
+            if created and self.creation_ms is not None:
+                self._count("primitives:created")
+                price += self.creation_ms
+            elif created:
+                self._count("primitives:created-unpriced")
+        return price
+
+    def estimate_forward_pass_time_ms(self, metrics: Any, draft_length: int | None = None) -> float:
+        if isinstance(metrics, list):
+            worst = 0.0
+            for rank in metrics:
+                worst = max(worst, self.estimate_forward_pass_time_ms(rank))
+            return worst
+        return self.price_step(
+            int(metrics.num_decode_requests),
+            int(metrics.sum_decode_kv_tokens),
+            int(metrics.num_prefill_requests),
+            int(metrics.sum_prefill_tokens),
+        )

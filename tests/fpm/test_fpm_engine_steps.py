@@ -1,0 +1,169 @@
+"""Served steps as the engine runs them: vLLM CPU's oneDNN primitive cache (which steps pay
+creation), vLLM GPU's CUDA-graph padding (which size a batch runs at), and the served-step
+model's prices, every expected number derived by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from aisim.fpm import ForwardPassMetrics
+from aisim.fpm._engine_steps import (
+    PrimitiveCache,
+    StepSurface,
+    capture_sizes,
+    creation_steps,
+    padded_graph_size,
+)
+from aisim.fpm._served_steps import ServedStepModel
+
+
+def test_lru_of_three_token_counts_by_hand() -> None:
+    # capacity 3: 5 new; 7 new; 5 cached (front: 5, 7); 9 new (9, 5, 7); 11 new, evicts 7
+    # (11, 9, 5); 7 new, evicts 5 (7, 11, 9); 5 new again.
+    assert creation_steps([5, 7, 5, 9, 11, 7, 5], capacity=3) == [
+        True,
+        True,
+        False,
+        True,
+        True,
+        True,
+        True,
+    ]
+
+
+def test_a_decode_batch_is_evicted_by_32_new_token_counts_not_31() -> None:
+    # vLLM keeps 32 token counts per weight shape: decode at 4 tokens, then n distinct prefill
+    # step sizes, then decode at 4 again. With 31 others 4 is still the 32nd most recent.
+    kept = creation_steps([4, *range(100, 131), 4])
+    evicted = creation_steps([4, *range(100, 132), 4])
+    assert (kept[-1], evicted[-1]) == (False, True)
+    assert sum(kept) == 32 and sum(evicted) == 34
+
+
+def test_a_hit_moves_the_count_to_the_front() -> None:
+    cache = PrimitiveCache(2)
+    assert [cache.touch(n) for n in (1, 2, 1, 3)] == [True, True, False, True]
+    assert 1 in cache and 2 not in cache  # 2 was least recently used when 3 came
+
+
+def test_default_capture_sizes_as_vllm_computes_them() -> None:
+    # max_num_seqs 8: the largest is min(8 x 1 x 2, 512, 512) = 16 -> 1, 2, 4, 8, 16.
+    assert capture_sizes(8, 512) == [1, 2, 4, 8, 16]
+    # d = 3 (4 query tokens per request): min(8 x 4 x 2, 512, 512) = 64.
+    assert capture_sizes(8, 512, 4) == [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64]
+    # 256 sequences: 512; 1, 2, 4, 8..248 by 8 (31 sizes), 256..512 by 16 (17 sizes).
+    sizes = capture_sizes(256, 8192)
+    assert len(sizes) == 3 + 31 + 17 and sizes[-1] == 512 and sizes[34] == 256
+    # The token budget caps it: 6 tokens -> 1, 2, 4.
+    assert capture_sizes(8, 6) == [1, 2, 4]
+
+
+def test_padding_to_the_captured_size_above() -> None:
+    sizes = [1, 2, 4, 8, 16]
+    assert [padded_graph_size(n, sizes) for n in (1, 3, 5, 8, 9, 16)] == [1, 4, 8, 8, 16, 16]
+    assert padded_graph_size(17, sizes) == 0  # above the largest: eager
+
+
+def _decode_surface() -> StepSurface:
+    # Decode steps cost the same at every context here: B = 1: 10 ms, 4: 16 ms, 8: 28 ms.
+    points = [
+        (b, context, ms) for b, ms in ((1, 10.0), (4, 16.0), (8, 28.0)) for context in (50.0, 500.0)
+    ]
+    return StepSurface(points, "decode")
+
+
+def _prefill_surface() -> StepSurface:
+    return StepSurface([(1, 100.0, 20.0), (1, 200.0, 30.0)], "prefill")
+
+
+def test_a_batch_of_five_is_priced_as_the_captured_size_above_it() -> None:
+    eager = ServedStepModel(
+        _decode_surface(), _prefill_surface(), draft_length=0, step_overhead_ms=10.0
+    )
+    graphs = ServedStepModel(
+        _decode_surface(),
+        _prefill_surface(),
+        draft_length=0,
+        step_overhead_ms=10.0,
+        capture_sizes=[1, 2, 4, 8, 16],
+    )
+    five = ForwardPassMetrics(5, 5 * 100)
+    # Eager: a quarter of the way from B = 4 (16) to B = 8 (28) -> 19. Graphs: B = 8 -> 28.
+    assert eager.estimate_forward_pass_time_ms(five) == pytest.approx(19.0)
+    assert graphs.estimate_forward_pass_time_ms(five) == pytest.approx(28.0)
+    assert graphs.coverage["graph:full"] == 1
+    # SD at d = 1 (2 query tokens per request), sizes 1, 2, 4, 8: 2 requests = 4 tokens, a
+    # captured size: priced at B = 2, a third of the way from 10 to 16 -> 12.
+    sd = ServedStepModel(
+        _decode_surface(),
+        _prefill_surface(),
+        draft_length=1,
+        step_overhead_ms=10.0,
+        capture_sizes=[1, 2, 4, 8],
+    )
+    assert sd.estimate_forward_pass_time_ms(ForwardPassMetrics(2, 200)) == pytest.approx(12.0)
+    # 3 requests = 6 tokens -> captured 8 = 4 requests: 16 (eager: 10 + 2/3 x 6 = 14).
+    assert sd.estimate_forward_pass_time_ms(ForwardPassMetrics(3, 300)) == pytest.approx(16.0)
+
+
+def test_above_the_largest_capture_the_step_runs_eagerly() -> None:
+    model = ServedStepModel(
+        _decode_surface(),
+        _prefill_surface(),
+        draft_length=0,
+        step_overhead_ms=10.0,
+        capture_sizes=[1, 2, 4],
+    )
+    assert model.estimate_forward_pass_time_ms(ForwardPassMetrics(5, 500)) == pytest.approx(19.0)
+    assert model.coverage["graph:eager"] == 1
+
+
+def test_a_mixed_step_pads_its_prompt_tokens() -> None:
+    model = ServedStepModel(
+        _decode_surface(),
+        _prefill_surface(),
+        draft_length=0,
+        step_overhead_ms=10.0,
+        capture_sizes=[1, 2, 4, 8, 128, 256],
+    )
+    # 1 decode + 119 prompt tokens = 120 -> 128: the prompt part is priced at 127 tokens:
+    # 20 + 27/100 x 10 = 22.7; + decode 10 - overhead 10 = 22.7.
+    mixed = ForwardPassMetrics(1, 100, 1, 119)
+    assert model.estimate_forward_pass_time_ms(mixed) == pytest.approx(22.7)
+
+
+def test_primitive_creation_is_charged_to_the_steps_whose_token_count_is_new() -> None:
+    model = ServedStepModel(
+        _decode_surface(),
+        _prefill_surface(),  # the table's cached prefill steps
+        draft_length=0,
+        step_overhead_ms=10.0,
+        creation_ms=3.0,
+        cache=PrimitiveCache(),
+    )
+    prices = [
+        model.estimate_forward_pass_time_ms(metrics)
+        for metrics in (
+            ForwardPassMetrics(0, 0, 1, 150),  # new 150: 25 + 3
+            ForwardPassMetrics(0, 0, 1, 150),  # cached: 25
+            ForwardPassMetrics(1, 100),  # new 1: 10 + 3
+            ForwardPassMetrics(1, 120),  # cached: 10
+            ForwardPassMetrics(1, 100, 1, 149),  # 1 + 149 = 150, cached: 10 + 24.9 - 10
+        )
+    ]
+    assert prices == pytest.approx([28.0, 25.0, 13.0, 10.0, 24.9])
+    assert model.coverage["primitives:created"] == 2
+
+
+def test_without_a_creation_cost_nothing_is_charged_but_the_misses_are_counted() -> None:
+    model = ServedStepModel(
+        _decode_surface(),
+        _prefill_surface(),
+        draft_length=0,
+        step_overhead_ms=10.0,
+        cache=PrimitiveCache(),
+    )
+    assert model.estimate_forward_pass_time_ms(ForwardPassMetrics(0, 0, 1, 150)) == pytest.approx(
+        25.0
+    )
+    assert model.coverage["primitives:created-unpriced"] == 1
