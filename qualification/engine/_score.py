@@ -22,6 +22,7 @@ import numpy as np
 from aisim.errors import DataIntegrityError
 from qualification.engine._recording import EngineRecording, ServedRun, StepTable
 from qualification.engine._replay import observed_acceptance, replay_run
+from qualification.engine.step_diff import step_price_errors
 
 Metric = Literal["ttft", "tpot", "e2e"]
 METRICS: tuple[Metric, ...] = ("ttft", "tpot", "e2e")
@@ -267,6 +268,9 @@ def score_recording(
         figures["host_load"] = run.sidecar.get("host")
         figures["step_model"] = model.describe()
         figures["requests"] = request_rows(measured, predicted)
+        # Per step kind, every served step's price error from the grid alone (no drift), for
+        # error distributions; the same with the table alone beside it (step_diff).
+        figures["step_errors"] = step_price_errors(run, table)
         runs.append(figures)
         per_request["runs"][run.name] = measured
     per_request["predicted"] = predicted_all

@@ -191,6 +191,47 @@ def error_by_output_length(run: Any, result: Any) -> list[dict[str, Any]]:
     return out
 
 
+def price_errors(rows: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Per step kind, every step's price error (price - measured) / measured, the grid as the
+    only input (no drift), in the run's step order; what ``engine.json`` keeps per run
+    (``step_errors``) for error distributions."""
+    out: dict[str, list[float]] = {}
+    for row in rows:
+        if row["measured_ms"] > 0:
+            error = (row["price_ms"] - row["measured_ms"]) / row["measured_ms"]
+            out.setdefault(row["kind"], []).append(round(float(error), 5))
+    return out
+
+
+def _spread(errors: list[float]) -> dict[str, Any]:
+    values = np.array(errors, dtype=float) * 100.0
+    return {
+        "steps": len(errors),
+        "median_pct": float(np.median(values)),
+        "median_abs_pct": float(np.median(np.abs(values))),
+        "p10_pct": float(np.percentile(values, 10)),
+        "p90_pct": float(np.percentile(values, 90)),
+    }
+
+
+def step_price_errors(run: Any, table: Any) -> dict[str, Any]:
+    """Per kind, the price error of every recorded step of ``run`` priced from ``table`` alone
+    (no drift): with the served-step model (``errors``, ``summary``) and with the table alone
+    (``table_only``, the engine model off)."""
+    from qualification.engine._step_model import EngineStepModel
+
+    depth = int(run.settings["num_speculative_tokens"] or 0)
+    modelled = price_errors(priced_steps(run.steps, EngineStepModel(table, depth), 1.0, depth))
+    alone = price_errors(
+        priced_steps(run.steps, EngineStepModel(table, depth, engine_model=False), 1.0, depth)
+    )
+    return {
+        "errors": modelled,
+        "summary": {kind: _spread(values) for kind, values in modelled.items()},
+        "table_only": {kind: _spread(values) for kind, values in alone.items()},
+    }
+
+
 def diff_run(run: Any, table: Any) -> dict[str, Any]:
     """Per kind: engine steps (count, total ms, median and P10/P90 ratio to price x drift;
     median ratio after more / less than 5 ms idle; median ratio to the decode + prefill price
@@ -246,16 +287,42 @@ def diff_run(run: Any, table: Any) -> dict[str, Any]:
             "replay_ms": float(sum(theirs)),
         }
     prompt = [row for row in rows if row["kind"] in ("prefill", "mixed")]
+    errors = step_price_errors(run, table)
     return {
         "run": run.name,
         "drift": drift,
         "kinds": kinds,
+        "price_error": errors["summary"],
+        "price_error_table_only": errors["table_only"],
+        "decode_by_composition": decode_by_composition(run.steps, rows),
         "prompt_excess_ms_median": (
             float(np.median([row["measured_ms"] - row["price_ms"] * drift for row in prompt]))
             if prompt
             else None
         ),
         "by_output_length": error_by_output_length(run, result),
+    }
+
+
+def decode_by_composition(steps: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Decode-only steps' median measured / (price x drift), split by what the served step had
+    that a grid step has not: requests waiting, a batch different from the step before (a
+    request joined or left), or neither."""
+    groups: dict[str, list[float]] = {"same batch": [], "batch changed": [], "requests waiting": []}
+    previous: set[str] = set()
+    for step, row in zip(steps.to_dict("records"), rows, strict=True):
+        ids = set(str(step["request_ids"]).split(";")) if step["request_ids"] else set()
+        if row["kind"].startswith("decode"):
+            if int(step["waiting"]) > 0:
+                groups["requests waiting"].append(row["ratio"])
+            elif ids != previous:
+                groups["batch changed"].append(row["ratio"])
+            else:
+                groups["same batch"].append(row["ratio"])
+        previous = ids
+    return {
+        name: {"steps": len(values), "ratio_median": float(np.median(values)) if values else None}
+        for name, values in groups.items()
     }
 
 
@@ -284,6 +351,30 @@ def to_markdown(name: str, runs: list[dict[str, Any]]) -> str:
                 f"| {_fmt(row['ratio_median_busy'], '.2f')} "
                 f"| {_fmt(row['excess_ms_median'], '+.1f')} |"
             )
+    lines += [
+        "",
+        "Step price error, (price - measured) / measured with the grid as the only input (no "
+        "drift): median [P10, P90] and median |error|, served-step model / table alone:",
+        "",
+        "| run | kind | steps | served-step model | median abs | table alone | median abs |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        for kind, row in run["price_error"].items():
+            alone = run["price_error_table_only"].get(kind, {})
+            lines.append(
+                f"| {run['run']} | {kind} | {row['steps']} | {row['median_pct']:+.1f} % "
+                f"[{row['p10_pct']:+.1f}, {row['p90_pct']:+.1f}] | {row['median_abs_pct']:.1f} % "
+                f"| {_fmt(alone.get('median_pct'), '+.1f')} % | "
+                f"{_fmt(alone.get('median_abs_pct'), '.1f')} % |"
+            )
+    lines += ["", "Decode steps by composition, measured / (price x drift), median (steps):", ""]
+    for run in runs:
+        parts = [
+            f"{name} {_fmt(group['ratio_median'], '.2f')} ({group['steps']})"
+            for name, group in run["decode_by_composition"].items()
+        ]
+        lines.append(f"- {run['run']}: " + "; ".join(parts))
     lines += [
         "",
         "Mean signed per-request E2E error (replay vs engine) by output length, shortest third "

@@ -90,6 +90,14 @@ def test_a_recording_without_cpu_times_or_metrics_scores_cleanly(tmp_path: Path)
     rows = saved["runs"][0]["requests"]
     assert len(rows["request_id"]) == 24
     assert rows["measured_e2e_ms"][0] > 0 and rows["predicted_e2e_ms"][0] > 0
+    # ... and every served step's price error by kind (the grid as the only input).
+    steps = recording.served[0].steps
+    decode_only = int(
+        ((steps["num_prefill_requests"] == 0) & (steps["num_decode_requests"] > 0)).sum()
+    )
+    errors = saved["runs"][0]["step_errors"]["errors"]
+    assert len(errors["decode"]) == decode_only
+    assert sum(len(values) for values in errors.values()) == len(steps)
 
 
 def test_sd_without_metrics_is_refused_naming_the_file(tmp_path: Path) -> None:

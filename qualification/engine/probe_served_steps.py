@@ -1,0 +1,210 @@
+"""Why a served engine step can cost more than the same step in the grid: each candidate
+measured on a real vLLM CPU engine, in one engine instance, as the difference between a step
+that has the candidate and the same step that has not
+(``.tox/engine/bin/python -m qualification.engine.probe_served_steps [--shape NAME]``; needs
+vLLM, prints one line per candidate; a benchmark, not a test).
+
+* **primitive creation on decode**: a decode step of B requests right after 40 prefill steps
+  at 40 new token counts (vLLM's oneDNN cache keeps 32 per weight shape, so B's primitives were
+  evicted: ``csrc/cpu/dnnl_helper.cpp``, ``MatMulPrimitiveHandler::get_matmul_cache``) against
+  the same first decode step after a prefill that evicted nothing;
+* **waiting requests**: decode steps of ``max_num_seqs`` running requests with 0 and with 32
+  requests waiting (the scheduler walks its waiting queue every step:
+  ``vllm/v1/core/sched/scheduler.py``, ``Scheduler.schedule``);
+* **batch changes**: a decode step in which a request finishes (its output is processed and its
+  state freed: ``Scheduler.update_from_output``, ``GPUModelRunner._update_states``) against a
+  decode step of the same batch in which none does;
+* **mixed contexts**: a decode step of 4 requests at contexts 16, 16, 16, 208 against one at
+  64 each (the same past KV in total: what the table's per-request mean assumes).
+
+Every figure is the median over ``--reps`` repetitions of wall time (ms) with one OpenMP thread;
+the host load is printed before and after. Run it on a quiet host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _load() -> float:
+    return float(os.getloadavg()[0])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m qualification.engine.probe_served_steps")
+    parser.add_argument("--shape", default="llama-12x384")
+    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--block-size", type=int, default=128)
+    args = parser.parse_args(argv)
+    from qualification.engine._vllm import set_process_environment
+
+    set_process_environment()
+    try:
+        import vllm  # noqa: F401
+    except ImportError as exc:
+        print(f"error: needs vLLM (tox -e engine): {exc}", file=sys.stderr)
+        return 2
+    from aisim._io import atomic_write_text, canonical_json
+    from qualification.engine._shapes import shape_config
+    from qualification.engine._vllm import Clock, Engine, EngineOptions
+
+    folder = Path(tempfile.mkdtemp(prefix="probe-served-"))
+    config = shape_config(args.shape, "shape")
+    atomic_write_text(folder / "config.json", canonical_json(config))
+    engine = Engine(
+        EngineOptions(
+            model_dir=folder,
+            draft_dir=None,
+            speculative_method=None,
+            num_speculative_tokens=0,
+            block_size=args.block_size,
+            max_num_seqs=8,
+            max_num_batched_tokens=512,
+            kv_cache_memory_bytes=256 * 1024 * 1024,
+            max_model_len=1024,
+            prefix_caching=False,
+            chunked_prefill=True,
+            seed=0,
+            served_model_name=args.shape,
+        )
+    )
+    vocab = int(config["vocab_size"])
+    rng = np.random.default_rng(0)
+    clock = Clock()
+    clock.start()
+    counter = 0
+
+    def prompt(length: int) -> list[int]:
+        return [int(t) for t in rng.integers(10, vocab, size=length)]
+
+    def add(length: int, output: int) -> str:
+        nonlocal counter
+        counter += 1
+        rid = f"p{counter}"
+        engine.add(rid, prompt(length), output)
+        return rid
+
+    def steps(until: Callable[[], bool] | None = None) -> list[Any]:
+        out = []
+        while engine.has_work() and (until is None or not until()):
+            record, _ = engine.step(clock)
+            if record is not None:
+                out.append(record)
+        return out
+
+    def wall(record: Any) -> float:
+        return float(record.end_ms - record.start_ms)
+
+    print(f"load before: {_load():.2f}; shape {args.shape}, block {args.block_size}")
+    for _ in range(3):  # warm the engine
+        add(96, 16)
+    steps()
+
+    # 1. primitive creation on a decode step after eviction.
+    evicted: list[float] = []
+    kept: list[float] = []
+    fresh_lengths = iter(range(300, 500, 1))
+    for rep in range(args.reps):
+        for evict in (False, True):
+            if evict:
+                for _ in range(40):  # 40 prefill steps at 40 new token counts
+                    add(next(fresh_lengths), 1)
+                    steps()
+            for _ in range(4):
+                add(64 + rep, 6)
+            records = steps()
+            decodes = [r for r in records if r.num_prefill_requests == 0]
+            (evicted if evict else kept).append(wall(decodes[0]) - wall(decodes[2]))
+    print(
+        "primitive creation on decode (B=4): first decode step - third, after 40 new counts "
+        f"{statistics.median(evicted):+.2f} ms, without {statistics.median(kept):+.2f} ms, "
+        f"difference {statistics.median(evicted) - statistics.median(kept):+.2f} ms"
+    )
+
+    # 2. waiting requests.
+    results: dict[int, list[float]] = {}
+    for _ in range(args.reps):
+        for waiting in (0, 32):
+            running = [add(64, 40) for _ in range(8)]
+            steps_until_decoding(engine, clock, running)
+            for _ in range(waiting):
+                add(64, 1)
+            sample = []
+            for _ in range(6):
+                record, _ = engine.step(clock)
+                if record is not None and record.num_prefill_requests == 0:
+                    sample.append(wall(record))
+            results.setdefault(waiting, []).append(
+                statistics.median(sample) if sample else float("nan")
+            )
+            steps()
+    base = statistics.median(results[0])
+    busy = statistics.median(results[32])
+    print(
+        f"waiting requests (B=8 decoding): 0 waiting {base:.2f} ms, 32 waiting {busy:.2f} ms, "
+        f"difference {busy - base:+.2f} ms ({(busy - base) / 32 * 1000:.1f} us per waiting request)"
+    )
+
+    # 3. a request finishing in the step.
+    finishing: list[float] = []
+    same: list[float] = []
+    for _ in range(args.reps):
+        ids = [add(64, 12 if index else 8) for index in range(4)]
+        records = [r for r in steps() if r.num_prefill_requests == 0 and r.num_decode_requests == 4]
+        del ids
+        # outputs: one request 8 tokens (its last decode step is the 7th), others 12.
+        finishing.append(wall(records[6]))
+        same.append(statistics.median([wall(r) for r in records[3:6]]))
+    print(
+        "a request finishing in a decode step (B=4): "
+        f"{statistics.median(finishing):.2f} ms vs {statistics.median(same):.2f} ms, difference "
+        f"{statistics.median(finishing) - statistics.median(same):+.2f} ms"
+    )
+
+    # 4. mixed contexts at the same total past KV.
+    uniform: list[float] = []
+    mixed: list[float] = []
+    for _ in range(args.reps):
+        for lengths, sink in (((64, 64, 64, 64), uniform), ((16, 16, 16, 208), mixed)):
+            for length in lengths:
+                add(length, 6)
+            records = [
+                r for r in steps() if r.num_prefill_requests == 0 and r.num_decode_requests == 4
+            ]
+            sink.append(statistics.median([wall(r) for r in records[1:4]]))
+    print(
+        "mixed contexts (B=4, 256 KV): uniform 64 each "
+        f"{statistics.median(uniform):.2f} ms, 16/16/16/208 {statistics.median(mixed):.2f} ms, "
+        f"difference {statistics.median(mixed) - statistics.median(uniform):+.2f} ms"
+    )
+    print(f"load after: {_load():.2f}")
+    return 0
+
+
+def steps_until_decoding(engine: Any, clock: Any, ids: list[str]) -> int:
+    """Step until every one of ``ids`` decodes (their prefill done); returns the steps run."""
+    count = 0
+    while True:
+        record, _ = engine.step(clock)
+        count += 1
+        if (
+            record is not None
+            and record.num_prefill_requests == 0
+            and record.num_decode_requests == len(ids)
+        ):
+            return count
+        if count > 1000:
+            raise RuntimeError("probe: requests never all decoded")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
