@@ -30,11 +30,21 @@ __all__ = ["build_parser", "integer_argument", "main", "number_argument"]
 _COMMAND_GROUP = "aisim.commands"
 
 #: The order commands are listed in ``aisim --help``; entry points not named here follow, by name.
-_ORDER = ("speculation", "gate", "estimate", "record", "qualify", "replay", "schema", "sweep")
+_ORDER = (
+    "speculation",
+    "gate",
+    "estimate",
+    "record",
+    "qualify",
+    "replay",
+    "schema",
+    "sweep",
+    "advise",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from aisim.cli import _estimate, _replay, _schema, _speculation, _sweep
+    from aisim.cli import _advise, _estimate, _replay, _schema, _speculation, _sweep
     from aisim.cli._args import Parser
 
     parser = Parser(
@@ -49,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         "replay": _replay.register,
         "schema": _schema.register,
         "sweep": _sweep.register,
+        "advise": _advise.register,
     }
     plugins = _plugin_commands()
     for name in (*_ORDER, *sorted(set(plugins) - set(_ORDER))):

@@ -120,11 +120,13 @@ def _detail(name: str, detail: list[Any]) -> str:
     if name != "cost":
         parts = []
         for item in detail:
-            if isinstance(item, dict):
+            if isinstance(item, dict) and "rounds" in item:
                 parts.append(
                     f"{item['worker']}: {item['rounds']} rounds, accepted >= i: "
                     f"{item['accepted_at_least']} ({item['origin']})"
                 )
+            elif isinstance(item, dict):
+                parts.append(f"{item['worker']}: {item['origin']} ({item['spread']})")
             else:
                 parts.append(str(item))
         return "; ".join(parts)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from aisim.errors import ConfigError
-from aisim.uncertainty._acceptance import AcceptanceCounts
+from aisim.uncertainty._acceptance import AcceptanceCounts, AcceptanceSpread, ProfileSpread
 from aisim.uncertainty._cost_errors import CostErrorTable, CostFactors, load_cost_errors
 from aisim.uncertainty._draw import Draw, WorkerDraw
 from aisim.uncertainty._sources import Sources
@@ -66,7 +66,7 @@ class WorkerFacts:
     point_rates: list[float]
     estimator: str
     native: bool
-    counts: AcceptanceCounts | None
+    counts: AcceptanceSpread | None
 
 
 @dataclass
@@ -86,16 +86,18 @@ def _facts(
     described = description.get("workers", [])
     for index, worker in enumerate(plan.workers):
         pricer = worker.pricer
-        if pricer.kind == PRICING_FIXED:
-            estimator = "fixed"
-        else:
-            estimator = str(getattr(pricer.model, "name", type(pricer.model).__name__))
+        estimator = "fixed" if pricer.kind == PRICING_FIXED else estimator_name(pricer.model)
         speculation = worker.speculation
-        counts = None
+        counts: AcceptanceSpread | None = None
         info = described[index] if index < len(described) else {}
         if speculation.enabled:
             record = info.get("acceptance_from")
-            if isinstance(record, dict):
+            if isinstance(record, dict) and record.get("format") == "profile":
+                counts = ProfileSpread.from_entry(
+                    record.get("entry") or {},
+                    f"profile {record.get('name')}: published spread",
+                )
+            elif isinstance(record, dict):
                 counts = AcceptanceCounts.from_record(
                     record, f"engine.workers.{worker.role}: acceptance_from counters"
                 )
@@ -116,6 +118,17 @@ def _facts(
             )
         )
     return facts
+
+
+def estimator_name(model: Any) -> str:
+    """The estimator whose evidence applies to ``model``: its name, or for ``auto`` the
+    estimator it tries first (``describe()["candidates"][0]``)."""
+    name = str(getattr(model, "name", type(model).__name__))
+    if name == "auto" and callable(getattr(model, "describe", None)):
+        candidates = model.describe().get("candidates") or []
+        if candidates:
+            return str(candidates[0])
+    return name
 
 
 def _cost_factors(rng: Any, table: CostErrorTable, worker: WorkerFacts) -> CostFactors:
@@ -291,68 +304,176 @@ def replay_intervals(
     ``config``: a replay config mapping or file path (docs/replay.md). ``sources`` (default all
     three) say what is sampled; ``table`` the cost evidence (default the committed one);
     ``acceptance_rounds`` treats configured rates as observed over that many rounds (a binomial
-    spread) where no engine counters give one. ``slos`` (``{"ttft_ms": {"p90": 200}}``, as a
-    sweep's) define goodput. Replicas run on ``backend`` (``pool``, ``workers`` processes, or
-    ``ray``) unless ``forward_pass_model`` is given (then in this process). Returns a JSON-ready
-    mapping: ``metrics`` (point, p50, low, high per metric), ``sources`` (what each interval
-    includes and what it cannot), ``replicas``, ``seed``, ``confidence``.
+    spread) where no engine counters or profile spread give one. ``slos``
+    (``{"ttft_ms": {"p90": 200}}``, as a sweep's) define goodput. Replicas run on ``backend``
+    (``pool``, ``workers`` processes, or ``ray``) unless ``forward_pass_model`` is given (then in
+    this process). Returns a JSON-ready mapping: ``metrics`` (point, p50, low, high per metric),
+    ``sources`` (what each interval includes and what it cannot), ``replicas``, ``seed``,
+    ``confidence``.
     """
-    from aisim.sweep._backends import Task, run_tasks
-    from aisim.sweep._evaluate import evaluate_point, point_metrics
+    mapping, folder = _mapping(config, base_dir)
+    if forward_pass_model is not None:
+        return _in_process(
+            mapping,
+            folder,
+            replicas,
+            seed,
+            sources or Sources(),
+            slos or {},
+            table if table is not None else load_cost_errors(),
+            acceptance_rounds,
+            forward_pass_model,
+        )
+    (runs,) = run_replicas(
+        [mapping],
+        folder,
+        replicas,
+        seed=seed,
+        sources=sources,
+        slos=slos,
+        table=table,
+        acceptance_rounds=acceptance_rounds,
+        backend=backend,
+        workers=workers,
+        address=address,
+    )
+    return report(runs)
 
-    replicas = check_replicas(replicas)
+
+class Replicas:
+    """One config's point row, replica rows (in replica order) and what they include."""
+
+    def __init__(
+        self,
+        point: dict[str, Any],
+        rows: list[dict[str, Any]],
+        setup: Setup,
+        replicas: int,
+        seed: int,
+    ) -> None:
+        self.point = point
+        self.rows = rows
+        self.setup = setup
+        self.replicas = replicas
+        self.seed = seed
+
+
+def report(runs: Replicas) -> dict[str, Any]:
+    """The JSON-ready interval report of one config's replicas."""
+    return {
+        "replicas": runs.replicas,
+        "seed": runs.seed,
+        "confidence": CONFIDENCE,
+        "sources": runs.setup.sources,
+        "includes": [name for name, item in runs.setup.sources.items() if item["included"]],
+        "metrics": reduce(runs.point, runs.rows),
+        "mean_acceptance_length": reduce_acceptance(runs.point, runs.rows),
+    }
+
+
+def check_seed(seed: object) -> int:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEED_LIMIT:
         raise ConfigError(f"--seed: expected an integer in 0..{SEED_LIMIT - 1}, got {seed!r}")
-    mapping, folder = _mapping(config, base_dir)
+    return seed
+
+
+def run_replicas(
+    configs: list[dict[str, Any]],
+    folder: Path,
+    replicas: int,
+    *,
+    seed: int = 0,
+    sources: Sources | None = None,
+    slos: dict[str, dict[str, float]] | None = None,
+    table: CostErrorTable | None = None,
+    acceptance_rounds: int | None = None,
+    backend: str = "pool",
+    workers: int | None = 1,
+    address: str | None = None,
+) -> list[Replicas]:
+    """The point run and ``replicas`` replicas of every config (mappings whose relative paths
+    resolve against ``folder``), all as tasks of one sweep-backend run. Every config draws with
+    the same ``seed``: replica i of two configs shares its traffic seed and its evidence group
+    (common random numbers), so configs compare replica by replica."""
+    from aisim.sweep._backends import Task, run_tasks
+
+    check_replicas(replicas)
+    check_seed(seed)
     chosen = sources if sources is not None else Sources()
     evidence = table if table is not None else load_cost_errors()
     limits = slos or {}
+    tasks = []
+    setups = []
+    stride = replicas + 1
+    for index, mapping in enumerate(configs):
+        draws, setup = plan_draws(
+            mapping,
+            folder,
+            replicas,
+            seed=seed,
+            sources=chosen,
+            table=evidence,
+            acceptance_rounds=acceptance_rounds,
+        )
+        setups.append(setup)
+        tasks.append(Task(index * stride, mapping))
+        tasks.extend(Task(index * stride + 1 + draw.replica, mapping, draw) for draw in draws)
+    rows: dict[int, dict[str, Any]] = {}
+
+    def on_row(index: int, row: dict[str, Any]) -> None:
+        rows[index] = row
+
+    run_tasks(tasks, str(folder), limits, on_row, backend=backend, workers=workers, address=address)
+    failed = [rows[task.point] for task in tasks if rows[task.point].get("status") != "ok"]
+    if failed:
+        raise ConfigError(str(failed[0]["error"]).split(": ", 1)[-1])
+    return [
+        Replicas(
+            rows[index * stride],
+            [rows[index * stride + 1 + replica] for replica in range(replicas)],
+            setups[index],
+            replicas,
+            seed,
+        )
+        for index in range(len(configs))
+    ]
+
+
+def _in_process(
+    mapping: dict[str, Any],
+    folder: Path,
+    replicas: int,
+    seed: int,
+    sources: Sources,
+    slos: dict[str, dict[str, float]],
+    table: CostErrorTable,
+    acceptance_rounds: int | None,
+    forward_pass_model: object,
+) -> dict[str, Any]:
+    """``replay_intervals`` with a forward-pass model (not sent to other processes)."""
+    from aisim.config import run_replay
+    from aisim.sweep._evaluate import point_metrics
+    from aisim.uncertainty._draw import run_draw
+
+    check_replicas(replicas)
+    check_seed(seed)
     draws, setup = plan_draws(
         mapping,
         folder,
         replicas,
         seed=seed,
-        sources=chosen,
-        table=evidence,
+        sources=sources,
+        table=table,
         acceptance_rounds=acceptance_rounds,
         forward_pass_model=forward_pass_model,
     )
-    rows: dict[int, dict[str, Any]] = {}
-    if forward_pass_model is not None:
-        from aisim.config import run_replay
-        from aisim.uncertainty._draw import run_draw
-
-        base = run_replay(mapping, base_dir=folder, forward_pass_model=forward_pass_model)
-        point = point_metrics(base.summary, base.columns, limits)
-        for draw in draws:
-            result = run_draw(mapping, folder, draw, forward_pass_model)
-            rows[draw.replica] = point_metrics(result.summary, result.columns, limits)
-    else:
-        point_row = evaluate_point(mapping, str(folder), limits)
-        if point_row["status"] != "ok":
-            raise ConfigError(point_row["error"].split(": ", 1)[-1])
-        point = point_row
-
-        def on_row(index: int, row: dict[str, Any]) -> None:
-            rows[index] = row
-
-        tasks = [Task(draw.replica, mapping, draw) for draw in draws]
-        run_tasks(
-            tasks, str(folder), limits, on_row, backend=backend, workers=workers, address=address
-        )
-        failed = [row for row in rows.values() if row.get("status") != "ok"]
-        if failed:
-            raise ConfigError(f"a replica failed: {failed[0]['error']}")
-    ordered = [rows[index] for index in range(replicas)]
-    return {
-        "replicas": replicas,
-        "seed": seed,
-        "confidence": CONFIDENCE,
-        "sources": setup.sources,
-        "includes": [name for name, item in setup.sources.items() if item["included"]],
-        "metrics": reduce(point, ordered),
-        "mean_acceptance_length": reduce_acceptance(point, ordered),
-    }
+    base = run_replay(mapping, base_dir=folder, forward_pass_model=forward_pass_model)
+    point = point_metrics(base.summary, base.columns, slos)
+    rows = []
+    for draw in draws:
+        result = run_draw(mapping, folder, draw, forward_pass_model)
+        rows.append(point_metrics(result.summary, result.columns, slos))
+    return report(Replicas(point, rows, setup, replicas, seed))
 
 
 def reduce_acceptance(point: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:

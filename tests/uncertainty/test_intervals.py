@@ -217,3 +217,33 @@ def test_unknown_slo_metric_is_one_line() -> None:
         "tpot_ms": {"p90": 50.0},
         "ttft_ms": {"mean": 200.0},
     }
+
+
+def test_profile_tolerance_moves_every_unconditional_rate_by_one_factor() -> None:
+    import numpy as np
+
+    from aisim.uncertainty._acceptance import ProfileSpread
+
+    entry = {"spread": {"kind": "relative_tolerance", "value": 0.05, "of": "each rate"}}
+    spread = ProfileSpread.from_entry(entry, "test")
+    assert spread is not None
+    # Published unconditional [0.8, 0.4] = conditional [0.8, 0.5]; a replica multiplies both
+    # unconditional rates by one factor in [0.95, 1.05], so the conditional second rate stays
+    # 0.5 and the first lies in [0.76, 0.84].
+    rng = np.random.default_rng(3)
+    for _ in range(100):
+        first, second = spread.sample(rng, [0.8, 0.5])
+        assert 0.76 <= first <= 0.84
+        assert second == pytest.approx(0.5)
+
+
+def test_a_profile_range_draws_the_rate_inside_it() -> None:
+    import numpy as np
+
+    from aisim.uncertainty._acceptance import ProfileSpread
+
+    spread = ProfileSpread.from_entry({"spread": {"kind": "range", "low": 0.85, "high": 0.9}}, "t")
+    assert spread is not None
+    rng = np.random.default_rng(4)
+    rates = [spread.sample(rng, [0.875])[0] for _ in range(200)]
+    assert 0.85 <= min(rates) < 0.86 and 0.89 < max(rates) <= 0.9

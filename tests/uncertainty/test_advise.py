@@ -1,0 +1,128 @@
+"""``aisim advise``: a hand-checkable search, the crossover rule, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aisim.cli import main
+from aisim.uncertainty import Sources
+from aisim.uncertainty._advise import Question, Variant, _crossover, advise
+
+
+def fixed_question(loads: list[float]) -> Question:
+    """Requests of 100 in / 13 out every second (never overlapping: each takes 10 + 12 x 5 ms
+    without SD), fixed timing prefill 10 ms, decode or SD round 5 ms."""
+    engine = {
+        "backend": "vllm",
+        "workers": {
+            "aggregated": {
+                "kv_cache": {"capacity": {"type": "fixed", "blocks": 256}},
+                "timing": {"type": "fixed", "prefill_ms": 10, "decode_ms": 5},
+            }
+        },
+    }
+    traffic = {
+        "source": {
+            "type": "synthetic",
+            "num_requests": 5,
+            "prompt_tokens": 100,
+            "output_tokens": 13,
+        },
+        "load": {"type": "constant", "rate_rps": 1.0},
+    }
+    return Question(
+        engine,
+        traffic,
+        "rate",
+        1.0,
+        loads,
+        [Variant("none", 0), Variant("mtp", 1, {"acceptance_rate": 1.0})],
+        {"tpot_ms": {"p90": 50.0}},
+        3,
+        0,
+        Sources(),
+        None,
+        Path.cwd(),
+    )
+
+
+def test_a_chain_that_accepts_everything_halves_tpot_at_every_load() -> None:
+    # d = 1, every draft accepted: 12 tokens after the first in 6 rounds of 5 ms instead of 12
+    # steps: TPOT 2.5 ms against 5 ms, a gain of exactly 1 - 2.5 / 5 = 0.5 at every load.
+    answer = advise(fixed_question([0.5, 1.0, 2.0]))
+    assert answer["recommendation"] == "mtp d=1"
+    gains = answer["gain_vs_load"]["mtp d=1"]
+    assert [(g["load"], g["low"], g["p50"], g["high"]) for g in gains] == [
+        (0.5, 0.5, 0.5, 0.5),
+        (1.0, 0.5, 0.5, 0.5),
+        (2.0, 0.5, 0.5, 0.5),
+    ]
+    assert answer["sd_stops_helping_at"] is None
+    sd = answer["ranking"][0]
+    assert sd["latency"]["p50"] == 2.5 and sd["p_beats_sd_off"] == 1.0
+    assert answer["ranking"][1]["latency"]["p50"] == 5.0
+    assert answer["configurations_searched"] == 6
+
+
+def test_crossover_is_interpolated_where_the_median_gain_reaches_zero() -> None:
+    # Between load 2 (gain +0.1) and 4 (gain -0.1): 2 + 2 x 0.1 / 0.2 = 3.
+    series = [
+        {"load": 1.0, "p50": 0.2},
+        {"load": 2.0, "p50": 0.1},
+        {"load": 4.0, "p50": -0.1},
+    ]
+    assert _crossover(series) == pytest.approx(3.0)
+    assert _crossover(series[:2]) is None
+
+
+def run_cli(tmp_path: Path, *flags: str) -> int:
+    return main(
+        [
+            "advise",
+            "--model",
+            "Qwen/Qwen3-8B",
+            "--hardware",
+            "h100_sxm",
+            "--rate",
+            "2",
+            "--requests",
+            "6",
+            "--out",
+            str(tmp_path / "out"),
+            *flags,
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ((), "search space: no SD configuration to compare with SD off"),
+        (("--acceptance", "mtp=0.7", "--slo", "ttfb_ms:p90=5"), "unknown metric 'ttfb_ms'"),
+        (("--acceptance", "mtp=0.7", "--replicas", "1"), "--replicas: expected an integer >= 2"),
+        (("--acceptance", "mtp=1.7"), "--acceptance 'mtp=1.7': expected a per-draft"),
+        (("--acceptance", "eagle3=0.5"), "eagle3 left out: it needs --draft-config"),
+    ],
+)
+def test_bad_input_is_one_line(tmp_path: Path, capsys, flags, message) -> None:
+    assert run_cli(tmp_path, *flags) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_writes_every_answer(tmp_path: Path, capsys) -> None:
+    code = run_cli(
+        tmp_path, "--acceptance", "ngram=0.5", "--depths", "2", "--loads", "1", "--replicas", "2"
+    )
+    assert code == 0
+    answer = json.loads((tmp_path / "out/advice.json").read_text())
+    assert [item["configuration"] for item in answer["ranking"]] != []
+    assert {"SD off", "ngram d=2"} == {item["configuration"] for item in answer["ranking"]}
+    assert (tmp_path / "out/advice.md").read_text().startswith("# aisim advise")
+    assert (tmp_path / "out/advice.html").read_text().startswith("<!doctype html>")
+    assert (tmp_path / "out/gain_vs_load.png").read_bytes()[:4] == b"\x89PNG"
+    assert "Recommendation" in capsys.readouterr().out
