@@ -30,6 +30,7 @@ NOT_COMPILED: list[str] = [
     # fpm: the API edge (user values -> typed values, with the aisim._fields readers).
     "aisim/fpm/_inputs.py",
     "aisim/fpm/_table_files.py",
+    "aisim/fpm/_engine_step_files.py",
     "aisim/fpm/_recorded_rounds.py",
     "aisim/fpm/_vector.py",
     # speculation: engine metrics files (prometheus_client, scipy, file I/O).

@@ -56,6 +56,15 @@ def register(commands: Any) -> None:
         "replays (docs/design.md#uncertainty)",
     )
     add_interval_arguments(parser)
+    parser.add_argument(
+        "--step-table",
+        metavar="DIR",
+        help=(
+            "price every pass from an engine step table instead of the config's timing: an "
+            "engine recording, its grid/ folder or grid_steps.parquet (decode, prefill, mixed "
+            "steps and SD rounds as `aisim qualify engine` prices them; docs/replay.md)"
+        ),
+    )
     parser.set_defaults(handler=replay_command)
 
 
@@ -70,10 +79,19 @@ def replay_command(args: argparse.Namespace) -> int:
     if args.per_token:
         check_writable(out / "tokens.parquet", args.overwrite)
     intervals = prepare_intervals(args, out)
+    model = None
+    if args.step_table is not None:
+        model = step_table_model(args.config, check_path_text(args.step_table, "--step-table"))
     show = not args.no_progress and sys.stderr.isatty()
     with _progress(show) as callback:
         summary, written = write_replay(
-            args.config, out, args.overwrite, args.per_token, callback, PROGRESS_EVERY_EVENTS
+            args.config,
+            out,
+            args.overwrite,
+            args.per_token,
+            callback,
+            PROGRESS_EVERY_EVENTS,
+            forward_pass_model=model,
         )
     if args.json:
         sys.stdout.write(summary_path.read_text(encoding="utf-8"))
@@ -91,6 +109,7 @@ def write_replay(
     per_token: bool,
     progress: Callable[[int, int, float], None] | None = None,
     progress_every: int = PROGRESS_EVERY_EVENTS,
+    forward_pass_model: object | None = None,
 ) -> tuple[dict[str, Any], list[Path]]:
     """Replay ``config`` into ``out``: ``requests.parquet`` (and ``tokens.parquet`` when
     ``per_token`` or the config's ``simulation.per_token`` asks) streamed to temp files while the
@@ -112,6 +131,7 @@ def write_replay(
             per_token=True if per_token else None,
             request_sink=requests_stream.sink,
             token_sink=tokens_stream.sink,
+            forward_pass_model=forward_pass_model,
         )
         summary = result.to_dict()
         summary_text = _summary_json(summary)
@@ -128,6 +148,25 @@ def write_replay(
     tokens_stream.discard()
     summary_path = atomic_write_text(out / "summary.json", summary_text, overwrite=overwrite)
     return summary, [summary_path, *written]
+
+
+def step_table_model(config: str, step_table: Path) -> object:
+    """The served-step model of ``step_table`` at the config's SD depth (0 without SD):
+    ``aisim.fpm._engine_step_files.load_step_table_model``."""
+    from aisim._io import load_config_file
+    from aisim.config import resolve_speculation
+    from aisim.fpm._engine_step_files import load_step_table_model
+
+    mapping = load_config_file(config, "config")
+    engine = mapping.get("engine") if isinstance(mapping, dict) else None
+    speculation = engine.get("speculation") if isinstance(engine, dict) else None
+    depth = 0
+    if speculation is not None:
+        resolved = resolve_speculation(
+            speculation, path="engine.speculation", base_dir=Path(config).resolve().parent
+        )
+        depth = resolved.replay_depth if resolved.enabled else 0
+    return load_step_table_model(step_table, depth)
 
 
 def _summary_json(summary: dict[str, Any]) -> str:

@@ -65,6 +65,10 @@ class ServedStepModel:
         self.coverage: dict[str, int] = {} if coverage is None else coverage
         #: With SD: the table's plain decode steps (rounds that drafted nothing), or None.
         self.plain_decode_model: ServedStepModel | None = None
+        #: What the model was built from (``describe``): the table's points and platform.
+        self.decode_points: list[tuple[int, float, float]] = []
+        self.prefill_points: list[tuple[int, float, float]] = []
+        self.platform: str | None = None
 
     def _count(self, key: str) -> None:
         self.coverage[key] = self.coverage.get(key, 0) + 1
@@ -120,3 +124,18 @@ class ServedStepModel:
             int(metrics.num_prefill_requests),
             int(metrics.sum_prefill_tokens),
         )
+
+    def describe(self) -> dict[str, object]:
+        """What priced the passes: points, platform, the engine behaviours modelled, and per
+        answer kind how many passes (``coverage``)."""
+        plain = self.plain_decode_model
+        return {
+            "decode_points": len(self.decode_points),
+            "plain_decode_points": 0 if plain is None else len(plain.decode_points),
+            "prefill_points": len(self.prefill_points),
+            "platform": self.platform,
+            "primitive_cache": self.cache is not None,
+            "creation_ms": self.creation_ms,
+            "cudagraph_capture_sizes": list(self.capture_sizes) or None,
+            "coverage": dict(sorted(self.coverage.items())),
+        }

@@ -224,3 +224,44 @@ def test_the_docs_example_validates_imports_and_scores_as_derived_by_hand(tmp_pa
     assert rows["predicted_e2e_ms"][2] == pytest.approx(9 + 1 / 6 + 12.0)
     assert rows["measured_ttft_ms"] == [10.0, 16.0, 11.0]
     assert rows["measured_e2e_ms"] == [26.0, 21.0, 23.0]
+
+
+@pytest.mark.parametrize("recording", [EXAMPLE, NGRAM], ids=["example", "ngram"])
+def test_aisim_replay_prices_with_a_step_table_as_qualify_engine_does(
+    tmp_path: Path, recording: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pandas as pd
+
+    from qualification.engine._replay import replay_config
+
+    if recording == EXAMPLE:
+        recording = import_plain(EXAMPLE, tmp_path / "rec")
+    loaded = load_recording(recording)
+    assert loaded.grid is not None
+    run = loaded.served[0]
+    config = tmp_path / "replay.json"
+    config.write_text(json.dumps(replay_config(run, loaded.grid)), encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["replay", str(config), "--out", str(out), "--step-table", str(recording), "--json"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    replayed = pd.read_parquet(out / "requests.parquet").set_index("request_id")
+    report, _ = score_recording(loaded, loaded.grid)
+    rows = report["runs"][0]["requests"]
+    assert replayed.loc[rows["request_id"], "e2e_latency_ms"].tolist() == pytest.approx(
+        rows["predicted_e2e_ms"], rel=1e-12
+    )
+    assert replayed.loc[rows["request_id"], "ttft_ms"].tolist() == pytest.approx(
+        rows["predicted_ttft_ms"], rel=1e-12
+    )
+
+
+def test_aisim_replay_refuses_a_step_table_that_is_not_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = ROOT / "docs" / "examples" / "replay" / "aggregated_mtp.yaml"
+    argv = ["replay", str(config), "--out", str(tmp_path / "o"), "--step-table", str(tmp_path)]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert "grid_steps.parquet" in error and "sidecar" in error and error.count("\n") == 1
+    assert not (tmp_path / "o").exists()

@@ -1,0 +1,193 @@
+"""An engine step table (``grid/grid_steps.parquet`` of an engine recording) as a served-step
+model: the edge between a recorded file and ``ServedStepModel`` (not compiled: file I/O).
+
+``served_step_model(rows, ...)`` builds the model from the table's rows (one mapping per timed
+engine step: ``phase``, ``point_id``, ``batch_size``, ``total_kv_tokens``,
+``scheduled_tokens``, ``num_draft_tokens``, ``warmup`` and the latency column); the engine
+recording scorer (``qualification/engine/_step_model.py``) and ``aisim replay --step-table``
+(``load_step_table_model``) both price with it. The points are per ``point_id`` medians of the
+non-warm-up steps: decode (or SD rounds at the model's d) over (B, past KV per request),
+prefill over (requests, prompt tokens per request) from phase ``prefill`` (a token count new to
+the engine) and ``prefill-cached`` (the same count again). The engine behaviours modelled and
+their sources: ``aisim/fpm/_engine_steps.py``; the pricing rules: ``_served_steps.py``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from aisim._io import read_parquet_bytes, read_sidecar_object, read_verified_bytes
+from aisim.errors import DataIntegrityError
+from aisim.fpm._engine_steps import PrimitiveCache, StepSurface, capture_sizes
+from aisim.fpm._served_steps import ServedStepModel
+
+ENGINE_GRID_SCHEMA = "aisim.engine_grid_steps"
+#: Phase of the table's prefill steps timed again at the token count just scheduled.
+CACHED_PREFILL = "prefill-cached"
+_NEEDED = ("phase", "point_id", "batch_size", "total_kv_tokens", "scheduled_tokens", "warmup")
+
+
+def _points(
+    rows: Sequence[Mapping[str, Any]], tokens_column: str, latency_column: str, scale: float
+) -> dict[str, tuple[int, float, float]]:
+    """Per point id: (count, median tokens per request, median ms)."""
+    grouped: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        grouped.setdefault(str(row["point_id"]), []).append(row)
+    points = {}
+    for point_id in sorted(grouped):
+        group = grouped[point_id]
+        count = int(group[0]["batch_size"])
+        tokens = float(statistics.median(int(row[tokens_column]) for row in group))
+        latency = scale * float(statistics.median(float(row[latency_column]) for row in group))
+        points[point_id] = (count, tokens / count, latency)
+    return points
+
+
+def creation_cost_ms(
+    novel: Mapping[str, tuple[int, float, float]], cached: Mapping[str, tuple[int, float, float]]
+) -> float | None:
+    """Median over prefill points timed both ways of (new token count - cached) ms, at least 0;
+    None when no point was."""
+    differences = [
+        novel[point][2] - cached[CACHED_PREFILL + point.removeprefix("prefill")][2]
+        for point in sorted(novel)
+        if CACHED_PREFILL + point.removeprefix("prefill") in cached
+    ]
+    return max(0.0, float(statistics.median(differences))) if differences else None
+
+
+def engine_platform(settings: Mapping[str, Any], identity: Mapping[str, Any]) -> str | None:
+    """``cpu``, ``cuda`` or None (unknown: no engine behaviour is modelled):
+    ``engine_settings.platform``, else ``cpu`` for our recorder's ``identity.engine``
+    ``vllm-cpu``."""
+    platform = settings.get("platform")
+    if platform in ("cpu", "cuda"):
+        return str(platform)
+    return "cpu" if identity.get("engine") == "vllm-cpu" else None
+
+
+def served_step_model(
+    rows: Sequence[Mapping[str, Any]],
+    settings: Mapping[str, Any],
+    identity: Mapping[str, Any],
+    draft_length: int,
+    *,
+    where: str,
+    latency_column: str = "wall_ms",
+    scale: float = 1.0,
+    engine_model: bool = True,
+    _shared: tuple[PrimitiveCache | None, dict[str, int]] | None = None,
+) -> ServedStepModel:
+    """The served-step model of an engine step table (module docstring). ``engine_model``
+    False prices with the table alone (no primitive cache, no graph padding); ``scale``
+    multiplies every price (a diagnostic). DataIntegrityError naming ``where`` when the table
+    has no timed steps of a kind the model needs."""
+    timed = [row for row in rows if not row["warmup"]]
+    decode_phase = "sd" if draft_length > 0 else "decode"
+    decode = [row for row in timed if row["phase"] == decode_phase]
+    if draft_length > 0:
+        decode = [row for row in decode if int(row["num_draft_tokens"]) == draft_length]
+    novel = [row for row in timed if row["phase"] == "prefill"]
+    cached = [row for row in timed if row["phase"] == CACHED_PREFILL]
+    if not decode:
+        raise DataIntegrityError(
+            f"{where}: the step table has no timed {decode_phase} steps"
+            + (f" at d={draft_length}" if draft_length else "")
+        )
+    if not novel:
+        raise DataIntegrityError(f"{where}: the step table has no timed prefill steps")
+    decode_points = list(_points(decode, "total_kv_tokens", latency_column, scale).values())
+    novel_points = _points(novel, "scheduled_tokens", latency_column, scale)
+    cached_points = _points(cached, "scheduled_tokens", latency_column, scale)
+    platform = engine_platform(settings, identity) if engine_model else None
+    creation = creation_cost_ms(novel_points, cached_points)
+    on_cpu = platform == "cpu"
+    use_cached = on_cpu and creation is not None
+    prefill_points = list((cached_points if use_cached else novel_points).values())
+    sizes: list[int] = []
+    if platform == "cuda" and not settings.get("enforce_eager", False):
+        given = settings.get("cudagraph_capture_sizes")
+        sizes = (
+            sorted(int(size) for size in given)
+            if given
+            else capture_sizes(
+                int(settings["max_num_seqs"]),
+                int(settings["max_num_batched_tokens"]),
+                draft_length + 1,
+            )
+        )
+    cache, coverage = _shared or (PrimitiveCache() if on_cpu else None, {})
+    model = ServedStepModel(
+        StepSurface(decode_points, decode_phase),
+        StepSurface(prefill_points, "prefill"),
+        draft_length=draft_length,
+        # One engine step's fixed cost, counted once in a mixed step: the cheapest decode step
+        # (or SD round) of the table.
+        step_overhead_ms=min(latency for _, _, latency in decode_points),
+        creation_ms=creation if use_cached else None,
+        cache=cache,
+        capture_sizes=sizes,
+        coverage=coverage,
+    )
+    model.decode_points = decode_points
+    model.prefill_points = prefill_points
+    model.platform = platform
+    if draft_length > 0 and any(row["phase"] == "decode" for row in timed):
+        model.plain_decode_model = served_step_model(
+            rows,
+            settings,
+            identity,
+            0,
+            where=where,
+            latency_column=latency_column,
+            scale=scale,
+            engine_model=engine_model,
+            _shared=(cache, coverage),
+        )
+    return model
+
+
+def load_step_table_model(
+    path: str | Path, draft_length: int, *, engine_model: bool = True
+) -> ServedStepModel:
+    """The served-step model of an engine recording's step table: ``path`` is the recording,
+    its ``grid/`` folder or ``grid_steps.parquet`` (sidecar ``grid_steps.parquet.json``: schema
+    ``aisim.engine_grid_steps`` v1, SHA-256 and size checked). DataIntegrityError naming the
+    file when it is missing, modified, or lacks a needed column."""
+    given = Path(path)
+    if given.suffix == ".parquet":
+        data = given
+    elif (given / "grid_steps.parquet").exists():
+        data = given / "grid_steps.parquet"
+    else:
+        data = given / "grid" / "grid_steps.parquet"
+    sidecar = read_sidecar_object(
+        data, data.with_name(data.name + ".json"), missing_reason="an engine step table needs one"
+    )
+    where = repr(str(data))
+    schema = sidecar.get("schema")
+    if not isinstance(schema, dict) or schema.get("name") != ENGINE_GRID_SCHEMA:
+        raise DataIntegrityError(
+            f"{where}: sidecar schema {schema!r} is not {ENGINE_GRID_SCHEMA!r}: not an engine "
+            "step table"
+        )
+    if schema.get("version") != 1:
+        raise DataIntegrityError(
+            f"{where}: schema.version: {schema.get('version')!r} is not supported (reads 1)"
+        )
+    table = read_parquet_bytes(read_verified_bytes(data, sidecar, require_size=True))
+    missing = [
+        name for name in (*_NEEDED, "wall_ms", "num_draft_tokens") if name not in table.column_names
+    ]
+    if missing:
+        raise DataIntegrityError(f"{where}: missing column {missing[0]!r}")
+    rows = table.to_pylist()
+    settings = sidecar.get("engine_settings") or {}
+    identity = sidecar.get("identity") or {}
+    return served_step_model(
+        rows, settings, identity, draft_length, where=where, engine_model=engine_model
+    )
