@@ -252,6 +252,9 @@ def _speculation(
     rates = [float(rate) for rate in resolved.acceptance.conditional_rates]
     seed = 0 if resolved.seed is None else int(resolved.seed)
     lookahead = lookahead_tokens_for(context.backend, resolved.kind, depth)
+    from aisim.config._speculation_replay import varying_lengths
+
+    varying = varying_lengths(resolved, depth, spec_path)
     plan = SpeculationPlan(
         resolved.kind,
         depth,
@@ -260,6 +263,11 @@ def _speculation(
         seed,
         lookahead,
         int(resolved.undrafted_rounds),
+        varying.draft_lengths,
+        varying.adaptive_tiers,
+        varying.adaptive_initial,
+        varying.trace_accepted,
+        varying.trace_drafted,
     )
     return resolved, plan
 
@@ -328,6 +336,13 @@ def _timing(
         raise ConfigError(
             f"{timing_path}: kind {speculation.kind}: the selected estimator {model.name!r} can "
             "neither price SD rounds natively nor apply the STP->SD scaling rule"
+        )
+    if speculation.varies and model.prices_speculation_natively:
+        raise ConfigError(
+            f"{timing_path}: kind {speculation.kind}: the draft length varies per round "
+            f"(a batch-size table, an adaptive policy or a trace), but the estimator "
+            f"{model.name!r} prices the scheme's full length natively; use fixed timing or an "
+            "estimator with the STP->SD scaling rule"
         )
     plain = None
     if speculation.undrafted_rounds > 0 and model.prices_speculation_natively:

@@ -84,6 +84,12 @@ def _with_model(
             f"{native!r}"
         )
     speculating = any(worker.speculation.enabled for worker in plan.workers)
+    if native and any(worker.speculation.varies for worker in plan.workers):
+        raise ConfigError(
+            "forward_pass_model: the draft length varies per round (a batch-size table, an "
+            "adaptive policy or a trace), but this model prices whole SD rounds of the full "
+            "length natively; give a model with supports_draft_length instead"
+        )
     if speculating and not native and getattr(model, "supports_draft_length", False) is not True:
         raise ConfigError(
             "forward_pass_model: the config speculates, and this model neither prices SD rounds "

@@ -16,6 +16,17 @@ from aisim.catalogue._specs import ModelSpec
 from aisim.errors import ConfigError
 from aisim.speculation._resolved import ResolvedSpeculation
 
+#: Kinds the roofline cannot price, and why (a measured-round or fixed-timing estimator can).
+UNPRICED_KINDS: Final = {
+    "suffix": "the roofline has no measured host-side suffix-tree lookup cost per request "
+    "(vLLM runs it on the CPU, SuffixDecodingProposer.propose), and its draft length varies "
+    "per round; price it with a measured_round estimator or fixed timing",
+    "medusa": "the roofline has no operator model of Medusa heads (residual blocks and one LM "
+    "head per head); price it with a measured_round estimator or fixed timing",
+    "mlp_speculator": "the roofline has no operator model of MLP-speculator stages; price it "
+    "with a measured_round estimator or fixed timing",
+}
+
 #: Kinds whose drafter is a neural network described by ``draft_config``/``draft_model_path``.
 NETWORK_DRAFT_KINDS: Final = ("eagle3", "dflash", "dspark", "draft_model")
 
@@ -130,6 +141,8 @@ class SpeculationCost:
         elif kind == "eagle3" and spec is not None:
             tree = resolved.tree_shape
             steps = list(tree) if tree is not None else [1] * drafts
+            if resolved.params.get("parallel_drafting"):
+                steps = [drafts]  # vLLM's P-EAGLE: one draft pass of K queries
             layers = 1
             vocab = resolved.draft_vocab_size or spec.vocab_size
             fused = 3 * hidden
@@ -144,12 +157,15 @@ class SpeculationCost:
             weights = layers * layer_parameters(spec) * spec.dtype_bytes
             kv_bytes = layers * layer_kv_bytes_per_token(spec)
         elif kind == "draft_model" and spec is not None:
-            steps = [1] * drafts
+            # vLLM's parallel drafting (PARD): all K drafts in one draft pass of K queries.
+            steps = [drafts] if resolved.params.get("parallel_drafting") else [1] * drafts
             layers = spec.num_layers
             vocab = spec.vocab_size
             draft_tp = resolved.draft_tp_size or tensor_parallel
             weights = spec.weight_bytes
             kv_bytes = spec.kv_bytes_per_token
+        elif kind in UNPRICED_KINDS:
+            raise ConfigError(f"{path}.kind: kind {kind}: {UNPRICED_KINDS[kind]}")
         elif kind != "ngram" and kind not in NETWORK_DRAFT_KINDS:
             raise ConfigError(f"{path}.kind: the roofline has no cost model for kind {kind!r}")
         return SpeculationCost(

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from aisim.replay._pricing import PassPricer
+from aisim.replay._sd_policy import AdaptiveTier
 
 ROLE_AGGREGATED: Final = "aggregated"
 ROLE_PREFILL: Final = "prefill"
@@ -93,6 +94,13 @@ class SpeculationPlan:
     proposes nothing (``ngram``: no n-gram of the context matches yet); such a round schedules
     one token, accepts nothing, and a pass whose decode rounds are all undrafted is priced as a
     plain decode step.
+
+    Per-round draft lengths (docs/speculation.md, "Dynamic draft lengths in replay"):
+    ``draft_lengths`` is vLLM's dense batch-size table (``draft_lengths[b]``: the drafts the
+    next step verifies after a step that scheduled ``b`` requests); ``adaptive_tiers`` SGLang's
+    adaptive policy starting at ``adaptive_initial`` steps. ``draft_length`` stays the deepest
+    chain (KV reservation, acceptance rates). ``trace_accepted`` / ``trace_drafted``: measured
+    accepted (and drafted) drafts per request id and decode round, replayed instead of sampled.
     """
 
     kind: str
@@ -102,6 +110,11 @@ class SpeculationPlan:
     seed: int
     lookahead_tokens: int
     undrafted_rounds: int = 0
+    draft_lengths: list[int] | None = None
+    adaptive_tiers: list[AdaptiveTier] | None = None
+    adaptive_initial: int = 0
+    trace_accepted: dict[str, list[int]] | None = None
+    trace_drafted: dict[str, list[int]] | None = None
     acceptance_thresholds: list[int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -112,6 +125,16 @@ class SpeculationPlan:
     @property
     def enabled(self) -> bool:
         return self.draft_length > 0
+
+    @property
+    def varies(self) -> bool:
+        """Whether the draft length changes from round to round (a batch-size table, an
+        adaptive policy, or a trace with drafted counts)."""
+        return (
+            self.draft_lengths is not None
+            or self.adaptive_tiers is not None
+            or self.trace_drafted is not None
+        )
 
 
 def rate_threshold(rate: float) -> int:
@@ -139,7 +162,8 @@ def lookahead_tokens_for(scheduler_kind: str, kind: str, draft_length: int) -> i
     """
     if draft_length <= 0:
         return 0
-    if scheduler_kind == SCHEDULER_VLLM and kind == "ngram":
+    if scheduler_kind == SCHEDULER_VLLM and kind in ("ngram", "suffix", "medusa", "mlp_speculator"):
+        # Neither use_eagle() nor uses_draft_model(): no lookahead slots.
         return 0
     return draft_length
 

@@ -21,6 +21,7 @@ from aisim.replay._request import (
     WORK_PREFILL,
     SimRequest,
 )
+from aisim.replay._sd_policy import AdaptivePolicy
 from aisim.replay._sd_round import (
     finish_decode_round,
     is_undrafted,
@@ -48,6 +49,16 @@ class RankState:
         self.speculation = worker.speculation
         # KV slots reserved per running request per step beyond its scheduled tokens.
         self.lookahead = worker.speculation.lookahead_tokens
+        # Drafts of this rank's next rounds (docs/speculation.md, "Dynamic draft lengths in
+        # replay"): the chain, or what vLLM's table / SGLang's adaptive policy chose.
+        self.round_drafts = worker.speculation.draft_length
+        # The draft length of the pass being planned (pricing of a varying length).
+        self.pass_drafts = 0
+        self.policy: AdaptivePolicy | None = None
+        tiers = worker.speculation.adaptive_tiers
+        if tiers is not None:
+            self.policy = AdaptivePolicy(worker.speculation.adaptive_initial, tiers)
+            self.round_drafts = self.policy.steps_for_batch(1)
         self.is_sglang = worker.scheduler.kind != SCHEDULER_VLLM
         self.recorder = recorder
         self.lists = lists
@@ -82,7 +93,7 @@ class RankState:
     def width(self, request: SimRequest) -> int:
         """Verification slots of ``request``'s next decode round (vLLM: every draft, even in a
         request's last round; SGLang-like: clamped to the remaining output)."""
-        return round_width(self.speculation, request, self.is_sglang)
+        return round_width(self.speculation, request, self.is_sglang, self.round_drafts)
 
     # -- admission and eviction --------------------------------------------------------------
 
@@ -246,8 +257,9 @@ class RankState:
     # -- the pass ------------------------------------------------------------------------------
 
     def work(self) -> RankWork:
-        """The metrics of this rank's planned pass."""
+        """The metrics of this rank's planned pass (call before ``next_draft_length``)."""
         work = RankWork()
+        self.pass_drafts = 0
         for request in self.batch:
             if request.work == WORK_PREFILL:
                 work.num_prefill_requests += 1
@@ -258,11 +270,25 @@ class RankState:
             else:
                 work.num_decode_requests += 1
                 work.sum_decode_kv_tokens += request.work_past_kv
-                if request.work_tokens == 1 and is_undrafted(self.speculation, request):
+                if request.work_tokens == 1 and is_undrafted(
+                    self.speculation, request, self.round_drafts
+                ):
                     work.num_undrafted_decode_requests += 1
+                elif request.work_tokens - 1 > self.pass_drafts:
+                    self.pass_drafts = request.work_tokens - 1
                 if self.lists:
                     work.decode_past_kv.append(request.work_past_kv)
         return work
+
+    def next_draft_length(self) -> None:
+        """vLLM's dynamic speculation length, after planning a pass: the drafter proposes
+        ``lookup[number of requests scheduled]`` tokens, which the next pass verifies
+        (``Scheduler.schedule``: ``dynamic_sd_lookup[len(num_scheduled_tokens)]``)."""
+        lookup = self.speculation.draft_lengths
+        if lookup is None or not self.batch:
+            return
+        scheduled = len(self.batch)
+        self.round_drafts = lookup[scheduled if scheduled < len(lookup) else len(lookup) - 1]
 
     def complete(
         self, now_ms: float, finished: list[SimRequest], handoff: list[SimRequest]
@@ -271,6 +297,8 @@ class RankState:
         prefill pool hands to the decode pool go to ``handoff`` (their KV still held)."""
         pool = self.pool
         left = False
+        policy = self.policy
+        verified: list[int] = []
         for request in self.batch:
             if request.work == WORK_PREFILL or request.work == WORK_FIRST_TOKEN:
                 request.computed += request.work_tokens
@@ -293,11 +321,17 @@ class RankState:
                     else:
                         request.phase = PHASE_DECODE
             elif request.work == WORK_DECODE:
+                before = request.accepted_drafts
                 finish_decode_round(pool, self.speculation, request, self.recorder, now_ms)
+                if policy is not None:
+                    verified.append(request.accepted_drafts - before)
                 if request.emitted >= request.output_tokens:
                     self._finish(request, finished)
                     left = True
             request.work = WORK_NONE
+        if policy is not None and verified:
+            # SGLang: on_verify_complete(num_correct_drafts_per_req, batch_size) per decode pass.
+            policy.on_verify_complete(verified, len(verified))
         self.batch = []
         if left:
             self.running = [

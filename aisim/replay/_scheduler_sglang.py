@@ -110,6 +110,10 @@ def _schedule_decode(rank: RankState) -> bool:
     ]
     retracted = False
     lookahead = rank.lookahead
+    policy = rank.policy
+    if policy is not None:
+        # The memory check reserves the deepest candidate (SGLang sizes for it).
+        rank.round_drafts = rank.speculation.draft_length
     # Bounded: each iteration retracts one request.
     while decodes and _pages_needed(rank, decodes, lookahead) > pool.available_pages:
         by_sd = _pages_needed(rank, decodes, -1) <= pool.available_pages
@@ -117,6 +121,9 @@ def _schedule_decode(rank: RankState) -> bool:
         decodes.remove(victim)
         rank.preempt(victim, by_sd)
         retracted = True
+    if policy is not None and decodes:
+        # EAGLEWorkerV2: activate_step_by_batch(batch size) before the draft round.
+        rank.round_drafts = policy.steps_for_batch(len(decodes))
     for request in decodes:
         width = rank.width(request)
         grown = pool.grow(request.kv, request.computed + width + lookahead)

@@ -12,10 +12,17 @@ without passing the requested output length.
 A request's first ``undrafted_rounds`` rounds (``ngram``: before any n-gram of its context
 matches, ``vllm/v1/spec_decode/ngram_proposer.py``, ``NgramProposer.propose``) carry no drafts:
 width 1, nothing sampled, one token emitted.
+
+The drafts of a round are the rank's current draft length (``RankState.round_drafts``: the
+configured chain, or what vLLM's batch-size table or SGLang's adaptive policy chose, see
+``_sd_policy``), or the trace's drafted count for that round; 0 makes an undrafted round. With
+an acceptance trace the accepted drafts are the trace's, capped by the round's width, instead
+of sampled.
 """
 
 from __future__ import annotations
 
+from aisim.errors import ConfigError
 from aisim.replay._kv_pool import CacheEntry, KvPool
 from aisim.replay._metrics import Recorder
 from aisim.replay._plan import SpeculationPlan
@@ -23,20 +30,37 @@ from aisim.replay._request import SimRequest
 from aisim.replay._rng import RandomStream
 
 
-def is_undrafted(speculation: SpeculationPlan, request: SimRequest) -> bool:
-    """Whether the request's next decode round proposes no drafts (its first
-    ``undrafted_rounds`` rounds)."""
-    return request.rounds < speculation.undrafted_rounds
+def round_drafts(speculation: SpeculationPlan, request: SimRequest, rank_drafts: int) -> int:
+    """Drafts of the request's next decode round: 0 in its first ``undrafted_rounds``, the
+    trace's drafted count when the trace gives one, else the rank's current length."""
+    if request.rounds < speculation.undrafted_rounds:
+        return 0
+    drafted = speculation.trace_drafted
+    if drafted is not None:
+        rounds = _trace_rounds(drafted, request, "drafted")
+        count = rounds[request.rounds]
+        return count if count < speculation.draft_length else speculation.draft_length
+    return rank_drafts
 
 
-def round_width(speculation: SpeculationPlan, request: SimRequest, clamp: bool) -> int:
-    """Verification slots of the request's next round: ``d + 1``, clamped to its remaining
+def is_undrafted(speculation: SpeculationPlan, request: SimRequest, rank_drafts: int) -> bool:
+    """Whether the request's next decode round proposes no drafts."""
+    return round_drafts(speculation, request, rank_drafts) == 0
+
+
+def round_width(
+    speculation: SpeculationPlan, request: SimRequest, clamp: bool, rank_drafts: int
+) -> int:
+    """Verification slots of the request's next round: its drafts + 1, clamped to its remaining
     output when ``clamp`` (SGLang-like; vLLM verifies every draft, see the module docstring);
     1 in an undrafted round."""
     remaining = request.remaining_output
-    if remaining > 0 and is_undrafted(speculation, request):
+    drafts = round_drafts(speculation, request, rank_drafts) if remaining > 0 else 0
+    if remaining > 0 and drafts == 0:
         return 1
     width = speculation.verify_width
+    if drafts != speculation.draft_length:
+        width = drafts + 1
     if width < remaining or (not clamp and remaining > 0):
         return width
     return remaining
@@ -153,7 +177,13 @@ def finish_decode_round(
         assert rng is not None
         remaining = request.remaining_output
         usable = width if width < remaining else remaining
-        accepted = sample_accepted(rng, speculation.acceptance_thresholds, usable - 1)
+        trace = speculation.trace_accepted
+        if trace is not None:
+            accepted = _trace_rounds(trace, request, "accepted")[request.rounds]
+            if accepted > usable - 1:
+                accepted = usable - 1
+        else:
+            accepted = sample_accepted(rng, speculation.acceptance_thresholds, usable - 1)
         request.sd_rounds += 1
         request.accepted_drafts += accepted
         recorder.accepted_histogram[accepted] += 1
@@ -163,3 +193,22 @@ def finish_decode_round(
     recorder.emit(request, emitted, now_ms)
     pool.shrink(request.kv, request.computed)
     register_full_units(pool, request)
+
+
+def _trace_rounds(trace: dict[str, list[int]], request: SimRequest, what: str) -> list[int]:
+    """The trace's rounds of ``request``; a request the trace lacks, or one it runs out of
+    before the request's output ends, is a ``ConfigError`` (a trace replays exactly or not at
+    all)."""
+    rounds = trace.get(request.spec.request_id)
+    if rounds is None:
+        raise ConfigError(
+            f"speculation.acceptance_trace: request {request.spec.request_id!r} of the traffic "
+            f"has no rounds in the trace ({what})"
+        )
+    if request.rounds >= len(rounds):
+        raise ConfigError(
+            f"speculation.acceptance_trace: request {request.spec.request_id!r} needs decode "
+            f"round {request.rounds + 1}, but the trace has {len(rounds)} ({what}); its rounds "
+            f"emit fewer tokens than the request's output length"
+        )
+    return rounds

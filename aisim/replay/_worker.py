@@ -58,6 +58,7 @@ class Worker:
             else:
                 schedule_vllm(rank)
             work = rank.work()
+            rank.next_draft_length()
             if not work.is_idle:
                 any_work = True
             if work.num_decode_requests > 0:
@@ -69,6 +70,11 @@ class Worker:
             self._idle()
             return -1.0
         draft_length = self.draft_length if has_decode else 0
+        if has_decode and self.plan.speculation.varies:
+            # The length this pass drafted (vLLM's table, SGLang's adaptive steps, a trace).
+            draft_length = max(rank.pass_drafts for rank in self.ranks)
+            if draft_length == 0:
+                return self.plan.pricer.price_plain(works)
         plain = has_decode and not drafting and draft_length > 0
         try:
             if plain:

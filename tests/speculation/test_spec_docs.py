@@ -26,7 +26,18 @@ def test_every_yaml_example_in_the_guide_resolves() -> None:
         document = yaml.safe_load(text)
         resolved = resolve_speculation(document["speculation"])
         kinds.add(resolved.kind)
-    assert kinds == {"none", "mtp", "ngram", "eagle3", "dflash", "dspark", "draft_model"}
+    assert kinds == {
+        "none",
+        "mtp",
+        "ngram",
+        "eagle3",
+        "dflash",
+        "dspark",
+        "draft_model",
+        "suffix",
+        "medusa",
+        "mlp_speculator",
+    }
 
 
 def test_public_names() -> None:

@@ -1,0 +1,58 @@
+"""Replay's view of a resolved block's per-round draft lengths and acceptance trace: vLLM's
+batch-size table expanded as the engine expands it, SGLang's adaptive tiers, a trace's rounds
+(docs/speculation.md, "Dynamic draft lengths in replay")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aisim.config._speculation_modes import draft_length_lookup
+from aisim.errors import ConfigError
+from aisim.replay._sd_policy import AdaptiveTier
+
+
+class VaryingLengths:
+    """What ``SpeculationPlan`` takes beyond a fixed chain (each ``None`` when unused)."""
+
+    def __init__(self) -> None:
+        self.draft_lengths: list[int] | None = None
+        self.adaptive_tiers: list[AdaptiveTier] | None = None
+        self.adaptive_initial = 0
+        self.trace_accepted: dict[str, list[int]] | None = None
+        self.trace_drafted: dict[str, list[int]] | None = None
+
+
+def varying_lengths(resolved: Any, depth: int, path: str) -> VaryingLengths:
+    """The per-round length inputs of ``resolved`` (a ``ResolvedSpeculation``) for replay."""
+    result = VaryingLengths()
+    schedule = resolved.draft_length_schedule
+    if schedule is not None:
+        # Indexes past the last range repeat the last K (the engine's tail), so the table
+        # stops at the last range's end.
+        result.draft_lengths = draft_length_lookup(schedule, schedule[-1][1], depth)
+    adaptive = resolved.adaptive
+    if adaptive is not None:
+        result.adaptive_initial = int(adaptive["initial_steps"])
+        result.adaptive_tiers = [
+            AdaptiveTier(
+                int(tier["batch_size"]),
+                [int(step) for step in tier["candidate_steps"]],
+                float(tier["ema_alpha"]),
+                int(tier["update_interval"]),
+                int(tier["warmup_batches"]),
+                float(tier["down_hysteresis"]),
+                float(tier["up_hysteresis"]),
+                float(tier["ceiling_coeff"]),
+            )
+            for tier in adaptive["tiers"]
+        ]
+    trace = resolved.acceptance_trace
+    if trace is not None:
+        result.trace_accepted = trace.accepted
+        result.trace_drafted = trace.drafted
+    if resolved.kind == "suffix" and (trace is None or trace.drafted is None):
+        raise ConfigError(
+            f"{path}: kind suffix: suffix decoding drafts a text-dependent number of tokens "
+            "each round; replay needs an acceptance_trace with drafted counts per round"
+        )
+    return result

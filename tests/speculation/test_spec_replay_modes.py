@@ -1,0 +1,318 @@
+"""Per-round draft lengths and acceptance traces in replay (docs/speculation.md, "Dynamic draft
+lengths in replay"): vLLM's batch-size table followed pass by pass on a load that rises and
+falls, SGLang's adaptive EMA step by step, a measured trace replayed exactly. Expected values
+are the engines' rules applied by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aisim import ConfigError, run_replay
+from aisim.config._replay import build_plan
+from aisim.replay._metrics import Recorder
+from aisim.replay._request import WORK_DECODE, SimRequest
+from aisim.replay._rng import RandomStream
+from aisim.replay._sd_policy import AdaptivePolicy, AdaptiveTier
+from aisim.replay._worker import Worker
+
+#: vLLM's table for these tests and its expansion by hand (build_dynamic_sd_schedule_lookup):
+#: batch 1 -> 3, 2..3 -> 2, 4..5 -> 1, 6 and more -> 0.
+TABLE = [[1, 1, 3], [2, 3, 2], [4, 5, 1], [6, 64, 0]]
+EXPANDED = {1: 3, 2: 2, 3: 2, 4: 1, 5: 1}
+
+
+def _engine_k(scheduled: int) -> int:
+    return EXPANDED.get(scheduled, 0)
+
+
+def _config(
+    outputs: list[int], speculation: dict[str, Any], backend: str = "vllm"
+) -> dict[str, Any]:
+    requests = [
+        {"request_id": f"r{index}", "input_length": 16, "output_length": output}
+        for index, output in enumerate(outputs)
+    ]
+    return {
+        "traffic": {"source": {"type": "agentic", "requests": requests}},
+        "engine": {
+            "backend": backend,
+            "speculation": speculation,
+            "workers": {
+                "aggregated": {
+                    "kv_cache": {"block_size": 16, "capacity": {"type": "fixed", "blocks": 4096}},
+                    "timing": {"type": "fixed", "prefill_ms": 10.0, "decode_ms": 5.0},
+                }
+            },
+        },
+    }
+
+
+def _drive(
+    config: dict[str, Any], arrivals: dict[int, list[int]], passes: int
+) -> list[tuple[int, list[int]]]:
+    """Run the worker pass by pass, adding request ``i`` before pass ``p`` for each ``i`` in
+    ``arrivals[p]``; returns per pass (requests scheduled, widths of its decode rounds)."""
+    plan, _ = build_plan(config, None)
+    worker_plan = plan.workers[0]
+    worker = Worker(0, worker_plan, Recorder(worker_plan.speculation.draft_length))
+    history: list[tuple[int, list[int]]] = []
+    now = 0.0
+    for index in range(passes):
+        for request_index in arrivals.get(index, []):
+            spec = plan.requests[request_index]
+            worker.route(SimRequest(spec, RandomStream(7, request_index)))
+        duration = worker.plan_pass(now)
+        if duration < 0:
+            break
+        batch = worker.ranks[0].batch
+        widths = [request.work_tokens for request in batch if request.work == WORK_DECODE]
+        history.append((len(batch), widths))
+        now += duration
+        worker.complete_pass(now, [], [])
+    return history
+
+
+def test_vllm_dynamic_length_follows_the_engines_table_as_load_rises_and_falls() -> None:
+    outputs = [40, 34, 28, 24, 20, 16, 12]
+    speculation = {
+        "kind": "mtp",
+        "params": {"depth": 3},
+        "acceptance_rates": [0.0, 0.0, 0.0],  # one token per round: the load changes slowly
+        "num_speculative_tokens_per_batch_size": TABLE,
+    }
+    arrivals = {0: [0], 3: [1], 5: [2], 7: [3, 4], 9: [5, 6]}
+    history = _drive(_config(outputs, speculation), arrivals, 200)
+    sizes = [scheduled for scheduled, _ in history]
+    assert max(sizes) == 7 and sizes[-1] == 1  # rose to 7 running, fell back to 1
+    seen: set[int] = set()
+    for (previous, _), (_, widths) in zip(history, history[1:], strict=False):
+        k = _engine_k(previous)
+        seen.add(k)
+        # Every decode round of a pass verifies the drafts the previous step asked for.
+        assert widths == [k + 1] * len(widths)
+    assert seen == {0, 1, 2, 3}
+
+
+def test_vllm_dynamic_length_replays_end_to_end() -> None:
+    speculation = {
+        "kind": "mtp",
+        "params": {"depth": 3},
+        "acceptance_rates": [1.0, 1.0, 1.0],
+        "num_speculative_tokens_per_batch_size": [[1, 1, 3], [2, 64, 1]],
+    }
+    # One request alone: every round verifies 3 drafts and accepts them (4 tokens per round):
+    # 1 token from the prefill, then ceil(39 / 4) = 10 rounds.
+    result = run_replay(_config([40], speculation))
+    frame = result.requests
+    assert int(frame["decode_rounds"].iloc[0]) == 10
+    # Two requests together: 2 scheduled -> 1 draft each round after the first.
+    both = run_replay(_config([40, 40], speculation)).requests
+    assert (both["decode_rounds"] > 10).all()
+
+
+def test_sglang_adaptive_slot_steps_by_hand() -> None:
+    tier = AdaptiveTier(1, [1, 3, 5], 0.5, 1, 0, -0.25, 0.0, 0.0)
+    policy = AdaptivePolicy(3, [tier])
+    slot = policy.slot_for(1)
+    assert (slot.current_steps, slot.ema_accept_len) == (3, 2.0)
+    steps = []
+    for accepted in ([0, 0], [0], [0], [1, 1], [3, 3]):
+        policy.on_verify_complete(accepted, 1)
+        steps.append(policy.steps_for_batch(1))
+    # EMA 1.0, 0.5, 0.25 (<= 1 - 0.5 - 0.25: down to 1), 0.625 (> 0.5: up to 3),
+    # 1.8125 (not > 2.5): stays 3.
+    assert steps == [3, 3, 1, 3, 3]
+    assert slot.ema_accept_len == pytest.approx(1.8125)
+
+
+def test_sglang_adaptive_zero_step_probe_and_routing() -> None:
+    zero = AdaptiveTier(8, [0, 1], 0.2, 1, 0, 0.0, 0.0, 0.0)
+    one = AdaptiveTier(1, [1, 3], 0.2, 5, 10, -0.25, 0.0, 0.0)
+    policy = AdaptivePolicy(0, [zero, one])
+    # initial 0 is a candidate of tier 8 only; tier 1 starts at its middle candidate (3).
+    assert policy.steps_for_batch(8) == 0 and policy.steps_for_batch(1) == 3
+    # Routing: the largest key <= batch size, the smallest key below them.
+    assert policy.slot_for(5) is policy.slot_for(1)
+    assert policy.slot_for(100) is policy.slot_for(8)
+    # A zero-step slot keeps its EMA, then probes the next candidate with a neutral EMA.
+    policy.on_verify_complete([0, 0, 0, 0, 0, 0, 0, 0], 8)
+    slot = policy.slot_for(8)
+    assert slot.current_steps == 1 and slot.ema_accept_len == 0.0
+
+
+def test_sglang_adaptive_replay_width_follows_the_ema() -> None:
+    speculation = {
+        "kind": "mtp",
+        "params": {"depth": 3},
+        "acceptance_rates": [0.0, 0.0, 0.0],
+        "speculative_adaptive": True,
+        "speculative_adaptive_config": {
+            "ema_alpha": 0.5,
+            "warmup_batches": 0,
+            "update_interval": 1,
+            "1": {"candidate_steps": [1, 3]},
+        },
+    }
+    history = _drive(_config([12], speculation, "sglang"), {0: [0]}, 50)
+    widths = [widths[0] for _, widths in history if widths]
+    # EMA 2 -> 1.0, 0.5 (3 steps stay), 0.25 (<= 0.25: 1 step) -> widths 4, 4, 4, then 2;
+    # one token per round: 11 rounds, the last clamped to the 1 token left (SGLang-like).
+    assert widths == [4, 4, 4] + [2] * 7 + [1]
+
+
+def _trace(tmp_path: Path, lines: list[dict[str, Any]]) -> str:
+    file = tmp_path / "trace.jsonl"
+    file.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return str(file)
+
+
+def test_acceptance_trace_replays_exactly(tmp_path: Path) -> None:
+    path = _trace(
+        tmp_path,
+        [
+            {"request_id": "r0", "accepted": [2, 0, 3, 1]},
+            {"request_id": "r1", "accepted": [3, 3, 0, 0, 0, 0]},
+        ],
+    )
+    speculation = {
+        "kind": "mtp",
+        "params": {"depth": 3},
+        "acceptance_trace": {"path": path},
+    }
+    config = _config([10, 9], speculation)
+    config["engine"]["speculation"]["acceptance_trace"]["path"] = path
+    frame = run_replay(config, per_token=True).requests.set_index("request_id")
+    # r0: 1 (prefill) + 3 + 1 + 4 = 9, then one round with 1 token left: accepted capped at 0.
+    assert int(frame.loc["r0", "decode_rounds"]) == 4
+    assert int(frame.loc["r0", "accepted_drafts"]) == 2 + 0 + 3
+    # r1: 1 + 4 + 4 = 9 tokens after two rounds.
+    assert int(frame.loc["r1", "decode_rounds"]) == 2
+    assert int(frame.loc["r1", "accepted_drafts"]) == 6
+
+
+def test_vllm_request_metrics_trace(tmp_path: Path) -> None:
+    # c0 = 6 steps; >= 1 accepted: 4; >= 2: 2; >= 3: 1 -> rounds 3, 2, 1, 1, 0, 0.
+    path = _trace(tmp_path, [{"request_id": "r0", "spec_token_acceptance_counts": [6, 4, 2, 1]}])
+    speculation = {
+        "kind": "mtp",
+        "params": {"depth": 3},
+        "acceptance_trace": {"path": path, "format": "vllm-request-metrics"},
+    }
+    from aisim import resolve_speculation
+
+    resolved = resolve_speculation(speculation)
+    assert resolved.acceptance_trace.accepted == {"r0": [3, 2, 1, 1, 0, 0]}
+    assert resolved.acceptance.unconditional_rates == pytest.approx((4 / 6, 2 / 6, 1 / 6))
+    # 1 + 4 + 3 + 2 + 2 + 1 + 1 = 14 tokens over the six rounds.
+    frame = run_replay(_config([14], speculation)).requests
+    assert int(frame["decode_rounds"].iloc[0]) == 6
+
+
+def test_trace_errors(tmp_path: Path) -> None:
+    short = _trace(tmp_path, [{"request_id": "r0", "accepted": [1]}])
+    speculation = {"kind": "mtp", "params": {"depth": 3}, "acceptance_trace": {"path": short}}
+    with pytest.raises(ConfigError, match="needs decode round 2, but the trace has 1"):
+        run_replay(_config([10], speculation))
+    deep = _trace(tmp_path, [{"request_id": "r0", "accepted": [4]}])
+    with pytest.raises(ConfigError, match=r"accepted\[0\]: expected an integer in 0\.\.3"):
+        run_replay(_config([10], {**speculation, "acceptance_trace": {"path": deep}}))
+
+
+def test_suffix_replays_only_from_a_trace_with_drafted_counts(tmp_path: Path) -> None:
+    speculation: dict[str, Any] = {
+        "kind": "suffix",
+        "params": {"num_speculative_tokens": 4},
+        "acceptance_rate": 0.5,
+    }
+    with pytest.raises(ConfigError, match="needs an acceptance_trace with drafted counts"):
+        run_replay(_config([10], speculation))
+    path = _trace(
+        tmp_path, [{"request_id": "r0", "accepted": [0, 2, 4, 1], "drafted": [0, 3, 4, 2]}]
+    )
+    speculation = {
+        "kind": "suffix",
+        "params": {"num_speculative_tokens": 4},
+        "acceptance_trace": {"path": path},
+    }
+    frame = run_replay(_config([10], speculation)).requests
+    # 1 + 1 + 3 + 5 = 10 tokens in 3 rounds (the first drafted nothing).
+    assert int(frame["decode_rounds"].iloc[0]) == 3
+    assert int(frame["accepted_drafts"].iloc[0]) == 6
+
+
+def _synthetic_replay(speculation: dict[str, Any], backend: str = "vllm") -> dict[str, Any]:
+    config = _config([1000] * 300, {**speculation, "seed": 20261201}, backend)
+    return dict(run_replay(config).summary)
+
+
+def _three_figures(value: float) -> str:
+    return f"{value:.3g}"
+
+
+@pytest.mark.parametrize(
+    ("speculation", "backend"),
+    [
+        (
+            {
+                "kind": "mtp",
+                "params": {"depth": 3},
+                "rejection_sample_method": "synthetic",
+                "synthetic_acceptance_rates": [0.7, 0.4, 0.1],
+            },
+            "vllm",
+        ),
+        (
+            {
+                "kind": "mtp",
+                "params": {"depth": 4},
+                "rejection_sample_method": "synthetic",
+                "synthetic_acceptance_length": 2.65,
+            },
+            "vllm",
+        ),
+        (
+            {
+                "kind": "mtp",
+                "params": {"depth": 3},
+                "simulate_acc_len": 2.49,
+                "simulate_acc_method": "multinomial",
+            },
+            "sglang",
+        ),
+    ],
+)
+def test_synthetic_counters_match_the_engines_formula(
+    speculation: dict[str, Any], backend: str
+) -> None:
+    from statistics import NormalDist
+
+    summary = _synthetic_replay(speculation, backend)
+    rounds = summary["sd_rounds"]
+    assert rounds >= 100_000
+    histogram = {int(key): count for key, count in summary["accepted_length_histogram"].items()}
+    depth = max(histogram)
+    # The engine's formula, by hand: the unconditional rates u_i.
+    if "synthetic_acceptance_rates" in speculation:
+        expected = [0.7, 0.4, 0.1]
+    elif "synthetic_acceptance_length" in speculation:
+        expected = [1.0, 0.65, 0.0, 0.0]  # L = 2.65 -> E = 1.65 -> (1, 0.65, 0, 0)
+    else:
+        normal = NormalDist(2.49, 1.0)
+        expected = [1.0 - normal.cdf(drafts + 0.5) for drafts in (1, 2, 3)]
+    assert depth <= len(expected)
+    observed = [
+        sum(count for accepted, count in histogram.items() if accepted >= position) / rounds
+        for position in range(1, len(expected) + 1)
+    ]
+    for got, want in zip(observed, expected, strict=True):
+        sigma = (want * (1.0 - want) / rounds) ** 0.5
+        # Within 4 standard errors (a request's last round, capped by the output left, is the
+        # only other difference: 300 of >= 100k rounds).
+        assert abs(got - want) <= 4 * sigma + 300 / rounds
+    # The acceptance length, the counters' headline, to 3 significant figures.
+    length = 1.0 + sum(expected)
+    assert _three_figures(summary["mean_acceptance_length"]) == _three_figures(length)
