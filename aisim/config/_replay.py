@@ -175,7 +175,10 @@ def _scan(
             request.private_from_block = hash_ids.private_from(request.hash_ids)
             yield request
 
-    return [], RequestStream(reread, count, trace.closed_loop_users), count, total_tokens
+    stream = RequestStream(
+        reread, count, trace.closed_loop_users, trace.closed_loop_slots, trace.clock.think_ms
+    )
+    return [], stream, count, total_tokens
 
 
 def _worker(raw: object, role: str, context: EngineContext) -> tuple[WorkerPlan, dict[str, Any]]:

@@ -271,12 +271,16 @@ class RateLoad(EdgeModel):
 
 
 class ConcurrencyLoad(EdgeModel):
-    """``users`` closed-loop users, each sending its next request ``think_ms`` after the last
-    one completes."""
+    """``users`` closed loops. ``queue: per_user`` (the default): each user sends its next
+    request ``think_ms`` after its own last one completes. ``queue: shared``: ``users`` slots
+    over one queue in traffic order, so exactly ``users`` requests are in flight while any wait
+    (a benchmark client's ``--max-concurrency`` semaphore); a freed slot takes the next request
+    ``think_ms`` after the completion."""
 
     type: Literal["concurrency"]
     users: Annotated[int, Integer(1, MAX_REQUESTS)]
     think_ms: Milliseconds = 0.0
+    queue: Annotated[str, Choice("per_user", "shared")] = "per_user"
 
 
 class Traffic(EdgeModel):

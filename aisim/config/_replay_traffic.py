@@ -114,8 +114,14 @@ class TrafficStream(ABC):
 
     @property
     def closed_loop_users(self) -> int:
-        """Users of a ``concurrency`` load (``RequestStream.closed_loop_users``), else 0."""
-        return self.clock.users
+        """Users of a per-user ``concurrency`` load (``RequestStream.closed_loop_users``), else
+        0."""
+        return 0 if self.clock.shared_slots else self.clock.users
+
+    @property
+    def closed_loop_slots(self) -> int:
+        """Slots of a ``concurrency`` load with ``queue: shared`` (``RequestStream``), else 0."""
+        return self.clock.users if self.clock.shared_slots else 0
 
     def changed_error(self, why: str) -> str:
         return f"{self.source_path}: the traffic changed while it was replayed ({why})"
@@ -133,7 +139,14 @@ class LoadClock:
     i - users, then ``think_ms``)."""
 
     def __init__(
-        self, load: str, time_scale: float, rate_rps: float, users: int, think_ms: float, seed: int
+        self,
+        load: str,
+        time_scale: float,
+        rate_rps: float,
+        users: int,
+        think_ms: float,
+        seed: int,
+        shared_slots: bool = False,
     ) -> None:
         self.load = load
         self.time_scale = time_scale
@@ -141,6 +154,9 @@ class LoadClock:
         self.users = users
         self.think_ms = think_ms
         self.seed = seed
+        #: ``queue: shared``: the simulation releases the requests into ``users`` slots (none
+        #: waits for a particular request; every arrival is set when a slot frees).
+        self.shared_slots = shared_slots
         self._clock: ArrivalClock | None = None
         # Closed loops: each user's earliest next arrival (the sum of the think times before
         # it, added as _check_arrivals adds them).
@@ -150,7 +166,13 @@ class LoadClock:
     def start(self) -> LoadClock:
         """A fresh clock for one pass."""
         clock = LoadClock(
-            self.load, self.time_scale, self.rate_rps, self.users, self.think_ms, self.seed
+            self.load,
+            self.time_scale,
+            self.rate_rps,
+            self.users,
+            self.think_ms,
+            self.seed,
+            self.shared_slots,
         )
         if self.load in (LOAD_POISSON, LOAD_CONSTANT):
             clock._clock = ArrivalClock(self.load, self.rate_rps, self.seed)
@@ -167,6 +189,8 @@ class LoadClock:
         position = self._position
         self._position += 1
         spec.arrival_ms = 0.0
+        if self.shared_slots:
+            return 0.0  # the simulation sets it when a slot frees
         if position < self.users:
             self._earliest_ms.append(0.0)
             return 0.0
@@ -306,7 +330,15 @@ def _stream_clock(value: object, source: str, seed: int, path: str) -> LoadClock
         return LoadClock(LOAD_TRACE, scale, 0.0, 0, 0.0, seed)
     if kind == LOAD_CONCURRENCY:
         concurrency = validate(ConcurrencyLoad, block, path)
-        return LoadClock(kind, 1.0, 0.0, concurrency.users, concurrency.think_ms, seed)
+        return LoadClock(
+            kind,
+            1.0,
+            0.0,
+            concurrency.users,
+            concurrency.think_ms,
+            seed,
+            concurrency.queue == "shared",
+        )
     rate = validate(RateLoad, block, path).rate_rps
     return LoadClock(kind, 1.0, rate, 0, 0.0, seed)
 
@@ -694,6 +726,11 @@ def _load(value: object, requests: list[RequestSpec], source: str, seed: int, pa
         )
     if kind == LOAD_CONCURRENCY:
         concurrency = validate(ConcurrencyLoad, block, path)
+        if concurrency.queue == "shared":
+            raise ConfigError(
+                f"{join_path(path, 'queue')}: 'shared' slots need a streamed traffic "
+                "(build_traffic(..., stream=True), what replay uses)"
+            )
         users = concurrency.users
         think = concurrency.think_ms
     else:

@@ -119,6 +119,11 @@ class Simulation:
         # A streamed closed loop: requests 0..users-1 are the roots; how many specs were read.
         self._loop_users = 0
         self._read = 0
+        # A streamed closed loop over shared slots: how many, the think time a freed slot
+        # waits, and how many requests hold a slot (released, not completed).
+        self._slots = 0
+        self._slot_think_ms = 0.0
+        self._in_slots = 0
         # Whether the roots had to be put in arrival order (the traffic lists them otherwise).
         self.sorted_arrivals = False
         # Roots in (arrival, traffic order); None: traffic order already is (no list kept).
@@ -130,6 +135,8 @@ class Simulation:
             count = plan.stream.count
             self._reader = plan.stream.requests()
             self._loop_users = plan.stream.closed_loop_users
+            self._slots = plan.stream.closed_loop_slots
+            self._slot_think_ms = plan.stream.slot_think_ms
         roots_sorted = True
         last_root_ms = -1.0
         for spec in specs:
@@ -203,8 +210,16 @@ class Simulation:
         if reader is not None:
             if self._loop_users > 0 and self._read >= self._loop_users:
                 return  # the rest of a closed loop waits for its users' previous requests
+            if self._slots > 0 and self._in_slots >= self._slots:
+                return  # every slot is taken: a completion releases the next request
             spec = self._read_spec(reader)
             if spec is not None:
+                if self._slots > 0:
+                    # The first requests fill the slots at once; later ones arrive a think
+                    # time after the completion that freed their slot.
+                    late = self._read > self._slots
+                    spec.arrival_ms = self.now_ms + (self._slot_think_ms if late else 0.0)
+                    self._in_slots += 1
                 self._push_root(spec)
             return
         specs = self.plan.requests
@@ -389,6 +404,9 @@ class Simulation:
 
     def _release_dependents(self, request: SimRequest) -> None:
         reader = self._reader
+        if self._slots > 0:
+            self._in_slots -= 1
+            self._push_next_root()
         if reader is not None and self._loop_users > 0:
             # A streamed closed loop: read on to this user's next request (at most one
             # request per user is read ahead).

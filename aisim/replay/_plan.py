@@ -65,17 +65,25 @@ class RequestStream:
     ``concurrency`` load) the first U wait for nothing and request i >= U waits for request
     i - U alone (``wait_for``, ``delay_ms``). The edge checked every request in a first pass,
     so the simulation holds only the requests in flight plus those read ahead (the next
-    arrival; in a closed loop, the next request of each user), never the whole traffic."""
+    arrival; in a closed loop, the next request of each user), never the whole traffic.
+    With ``closed_loop_slots`` = S > 0 (a ``concurrency`` load with ``queue: shared``) no
+    request waits for another: the simulation keeps S requests in flight, each completion
+    releasing the next request in traffic order ``slot_think_ms`` later (its arrival is set
+    then)."""
 
     def __init__(
         self,
         opener: Callable[[], Iterator[RequestSpec]],
         count: int,
         closed_loop_users: int = 0,
+        closed_loop_slots: int = 0,
+        slot_think_ms: float = 0.0,
     ) -> None:
         self.opener = opener
         self.count = count
         self.closed_loop_users = closed_loop_users
+        self.closed_loop_slots = closed_loop_slots
+        self.slot_think_ms = slot_think_ms
 
     def requests(self) -> Iterator[RequestSpec]:
         return self.opener()

@@ -100,6 +100,55 @@ def test_closed_loop_concurrency_chains_each_user() -> None:
     assert list(frame["e2e_latency_ms"]) == [15.0, 15.0, 15.0]
 
 
+def _three_request_loop(tmp_path: Path, queue: str) -> Any:
+    """Requests 0, 1, 2 with 10, 2 and 3 output tokens (16-token prompts) under 2 closed loops."""
+    trace = tmp_path / "three.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n0,16,10\n0,16,2\n0,16,3\n")
+    config = {
+        "traffic": {
+            "source": {"type": "trace", "path": str(trace)},
+            "load": {"type": "concurrency", "users": 2, "queue": queue},
+        },
+        "engine": engine(),
+    }
+    return run_replay(config).requests
+
+
+def test_shared_slots_keep_n_requests_in_flight(tmp_path: Path) -> None:
+    # Prefill 10 ms, decode 5 ms, a mixed pass 15 ms. Requests 0 and 1 fill both slots at 0:
+    # one prefill pass [0, 10] gives both their first token, one decode pass [10, 15] their
+    # second, so request 1 (2 tokens) completes at 15 and its slot takes request 2 at once.
+    # [15, 30] is mixed (2's prefill, 0's 3rd token): 2's first token at 30; decode passes end
+    # at 35 and 40 (2 done: 3 tokens, E2E 25); 0 then decodes alone: tokens 6..10 at 45..65.
+    frame = _three_request_loop(tmp_path, "shared")
+    assert list(frame["arrival_ms"]) == [0.0, 0.0, 15.0]
+    assert list(frame["ttft_ms"]) == [10.0, 10.0, 15.0]
+    assert list(frame["last_token_ms"]) == [65.0, 15.0, 40.0]
+
+
+def test_per_user_loops_wait_for_their_own_request(tmp_path: Path) -> None:
+    # The same requests, per user: request 2 belongs to user 0 and waits for request 0, which
+    # decodes alone after 15 (tokens 3..10 at 20..55); 2 arrives at 55, its first token at 65,
+    # then 70 and 75. Only one request is in flight from 15 to 75 although two users exist.
+    frame = _three_request_loop(tmp_path, "per_user")
+    assert list(frame["arrival_ms"]) == [0.0, 0.0, 55.0]
+    assert list(frame["last_token_ms"]) == [55.0, 15.0, 75.0]
+
+
+def test_shared_slots_need_a_streamed_traffic() -> None:
+    from aisim.config._replay_traffic import build_traffic
+
+    traffic = {
+        "source": {"type": "synthetic", "num_requests": 3, "prompt_tokens": 4, "output_tokens": 2},
+        "load": {"type": "concurrency", "users": 2, "queue": "shared"},
+    }
+    with pytest.raises(ConfigError, match=r"traffic\.load\.queue: 'shared' slots need"):
+        build_traffic(traffic, None, stream=False)
+    traffic["load"]["queue"] = "fifo"
+    with pytest.raises(ConfigError, match=r"traffic\.load\.queue"):
+        build_traffic(traffic, None)
+
+
 def test_constant_rate_spaces_arrivals_exactly() -> None:
     config = {
         "traffic": {
