@@ -25,6 +25,7 @@ COMPILED_EXTRA: list[str] = [
     "aisim/_text.py",
     "aisim/catalogue/_specs.py",
     "aisim/catalogue/_costs.py",
+    "aisim/catalogue/_deployment.py",
 ]
 NOT_COMPILED: list[str] = [
     # fpm: the API edge (user values -> typed values, with the aisim._fields readers).

@@ -41,7 +41,11 @@ class CostTerms:
       synchronisation, scheduling not hidden behind the GPU);
     * ``ngram_proposal_s_per_request``: host-side n-gram lookup per request per round;
     * ``charge_sampling``: price the sampler / rejection sampler reading the fp32 logits;
-    * ``mtp_legacy_scale``: price MTP as the (depth + L) / L compute scale instead of draft steps.
+    * ``mtp_legacy_scale``: price MTP as the (depth + L) / L compute scale instead of draft steps;
+    * ``allreduce_bus_bytes_per_s``: NCCL all-reduce bus bandwidth by per-GPU NVLink line rate
+      (bytes/s), for messages beyond the measured latency curve;
+    * ``link_protocol_efficiency``: the fraction of the NVLink line rate NCCL moves as payload
+      (ring all-reduce bus bandwidth where no NVLS figure is known; all-to-all bandwidth).
     """
 
     name: str
@@ -57,6 +61,8 @@ class CostTerms:
     ngram_proposal_s_per_request: float
     charge_sampling: bool
     mtp_legacy_scale: bool
+    allreduce_bus_bytes_per_s: dict[float, float]
+    link_protocol_efficiency: float
 
 
 def _non_decreasing(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -83,6 +89,15 @@ ALLREDUCE_CURVE: Final[dict[int, list[tuple[float, float]]]] = {
     )
     for tp, values in _ALLREDUCE_MS.items()
 }
+
+#: NCCL all-reduce bus bandwidth (nccl-tests' busBw) on 8 GPUs, by the per-GPU NVLink line rate
+#: (bytes/s, one direction): NVLink4 (H100/H200, 450 GB/s) ~480 GB/s with NVLink SHARP (NCCL
+#: maintainer, NVIDIA/nccl-tests#212; 8x H200 measured 475 GB/s in NVIDIA/nccl-tests#272);
+#: NVLink5 (B200, 900 GB/s) 830 GB/s measured on 8x B200 (NVIDIA/nccl#1807, NCCL 2.27).
+ALLREDUCE_BUS_BYTES_PER_S: Final[dict[float, float]] = {450e9: 480e9, 900e9: 830e9}
+#: NCCL's effective NVLink payload bandwidth: 370 of 450 GB/s on H100 (~20 % protocol
+#: overhead; NVIDIA/nccl-tests#212), the bus bandwidth of ring and non-all-reduce collectives.
+LINK_PROTOCOL_EFFICIENCY: Final = 370.0 / 450.0
 
 #: GEMMs that are compute-bound reach ~70 % of the dense BF16 peak (the unchanged ideal value,
 #: consistent with FlashAttention-3's GEMM-like kernels at 75 % and cuBLAS large GEMMs).
@@ -118,6 +133,8 @@ MEASURED_TERMS: Final = CostTerms(
     ngram_proposal_s_per_request=NGRAM_PROPOSAL_S_PER_REQUEST,
     charge_sampling=True,
     mtp_legacy_scale=False,
+    allreduce_bus_bytes_per_s=ALLREDUCE_BUS_BYTES_PER_S,
+    link_protocol_efficiency=LINK_PROTOCOL_EFFICIENCY,
 )
 
 #: The pure roofline: the round efficiencies it always had, no overheads (a bound, not a forecast).
@@ -135,6 +152,8 @@ IDEAL_TERMS: Final = CostTerms(
     ngram_proposal_s_per_request=0.0,
     charge_sampling=False,
     mtp_legacy_scale=True,
+    allreduce_bus_bytes_per_s={},
+    link_protocol_efficiency=0.7,
 )
 
 COST_SOURCES: Final = (
@@ -194,6 +213,25 @@ COST_SOURCES: Final = (
         "https://github.com/sgl-project/sglang/pull/2904 (H100 custom all-reduce latency table)",
         "interpolated linearly in bytes, extended with the last slope; other TP sizes use the "
         "next larger measured one (TP > 8: TP 8); made non-decreasing",
+    ),
+    CostSource(
+        "ALLREDUCE_BUS_BYTES_PER_S",
+        "480e9 (NVLink4), 830e9 (NVLink5)",
+        "bytes/s NCCL all-reduce bus bandwidth, 8 GPUs",
+        "https://github.com/NVIDIA/nccl-tests/issues/212 (NCCL maintainer: H100 NVLS peak busBw "
+        "~480 GB/s on 8 GPUs; 8x H200 475 GB/s in NVIDIA/nccl-tests#272); "
+        "https://github.com/NVIDIA/nccl/issues/1807 (8x B200 all_reduce_perf 830+ GB/s)",
+        "messages beyond the measured latency curve: last measured latency + 2 (n - 1) / n x "
+        "extra bytes / bus bandwidth (the engines hand large messages to NCCL)",
+    ),
+    CostSource(
+        "LINK_PROTOCOL_EFFICIENCY",
+        repr(370.0 / 450.0),
+        "of the NVLink line rate",
+        "https://github.com/NVIDIA/nccl-tests/issues/212 (370 of 450 GB/s after NCCL's protocol "
+        "overhead)",
+        "370 / 450: ring all-reduce bus bandwidth on a GPU without an NVLS figure, and the "
+        "MoE all-to-all's bandwidth (its latency: the all-reduce curve's smallest point)",
     ),
     CostSource(
         "NGRAM_PROPOSAL_S_PER_REQUEST",

@@ -142,6 +142,29 @@ MODELS: Final[tuple[ModelSpec, ...]] = (
         max_position_embeddings=163840,
     ),
     ModelSpec(
+        name="deepseek-ai/DeepSeek-R1",
+        model_type="deepseek_v3",
+        num_layers=61,
+        hidden_size=7168,
+        intermediate_size=18432,
+        num_attention_heads=128,
+        num_kv_heads=128,
+        head_dim=56,
+        vocab_size=129280,
+        num_experts=256,
+        experts_per_token=8,
+        moe_intermediate_size=2048,
+        num_shared_experts=1,
+        first_dense_layers=3,
+        kv_lora_rank=512,
+        q_lora_rank=1536,
+        qk_nope_head_dim=128,
+        qk_rope_head_dim=64,
+        v_head_dim=128,
+        num_nextn_predict_layers=1,
+        max_position_embeddings=163840,
+    ),
+    ModelSpec(
         name="XiaomiMiMo/MiMo-7B-Base",
         model_type="mimo",
         num_layers=36,
@@ -196,6 +219,8 @@ GPUS: Final[tuple[GpuSpec, ...]] = (
         nvlink_bytes_per_s=900e9,
         tdp_w=1000.0,
         sm_version=100,
+        # DGX B200 datasheet: 144 PFLOPS FP4 (sparse) for 8 GPUs = 9 PFLOPS dense per GPU.
+        fp4_flops=9000e12,
     ),
     GpuSpec(
         name="gb200",
@@ -206,5 +231,7 @@ GPUS: Final[tuple[GpuSpec, ...]] = (
         nvlink_bytes_per_s=900e9,
         tdp_w=1200.0,
         sm_version=100,
+        # GB200 NVL72 datasheet: 1,440 PFLOPS FP4 (sparse) for 72 GPUs = 10 PFLOPS dense per GPU.
+        fp4_flops=10000e12,
     ),
 )

@@ -188,6 +188,8 @@ class GpuSpec:
     nvlink_bytes_per_s: float
     tdp_w: float
     sm_version: int
+    #: Dense FP4 tensor-core peak (0: no FP4 units).
+    fp4_flops: float = 0.0
 
     def __repr__(self) -> str:
         return f"GpuSpec({self.name!r}, bf16={self.bf16_flops:.3g} FLOP/s, hbm={self.hbm_bytes_per_s:.3g} B/s)"

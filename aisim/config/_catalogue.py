@@ -138,6 +138,7 @@ class HardwareFile(EdgeModel):
     nvlink_bytes_per_s_per_gpu: MaybeFigure = None
     tdp_w: MaybeFigure = None
     sm_version: MaybeFigure = None
+    fp4_dense_flops: MaybeFigure = None
 
     def to_spec(self, name: str, path: str) -> GpuSpec:
         """The frozen ``GpuSpec``; FLOP/s and bandwidth of at least 1 keep every time finite."""
@@ -152,6 +153,7 @@ class HardwareFile(EdgeModel):
             nvlink_bytes_per_s=_or(self.nvlink_bytes_per_s_per_gpu, 0.0),
             tdp_w=_or(self.tdp_w, 0.0),
             sm_version=int(_or(self.sm_version, 0.0)),
+            fp4_flops=_or(self.fp4_dense_flops, 0.0),
         )
 
 

@@ -12,7 +12,11 @@ Keys (the same appear under a replay worker's ``timing``):
   measured-round table per recorded draft length), ``points`` (in-memory STP point mappings) and
   ``measured_rounds`` (a list of ``{points, identity}`` mappings);
 * ``role`` (``aggregated``/``prefill``/``decode``, default ``aggregated``) and ``timing_scope``
-  (default ``round``): part of the identity measured rounds must match.
+  (default ``round``): part of the identity measured rounds must match;
+* ``deployment``: ``weights`` (``bf16``/``fp16``/``fp8``/``fp4``), ``kv_cache``
+  (``bf16``/``fp16``/``fp8``), ``expert_parallel``, ``attention_data_parallel`` (default: the
+  checkpoint's dtype, no EP, no attention DP); the roofline prices them
+  (``aisim.catalogue._deployment``).
 
 The choice itself (measured_round > table > regression > roofline) is the core's
 ``aisim.fpm.select_estimator``; see docs/estimators.md.
@@ -27,8 +31,9 @@ from pydantic import BeforeValidator, WithJsonSchema
 
 from aisim._io import check_path_text
 from aisim.catalogue import GpuSpec, ModelSpec
+from aisim.catalogue._deployment import CHECKPOINT, KV_PRECISIONS, WEIGHT_PRECISIONS, Deployment
 from aisim.config._catalogue import get_gpu, get_model
-from aisim.config._edge import Choice, EdgeModel, Integer, validate
+from aisim.config._edge import Choice, EdgeModel, Integer, OrNone, validate
 from aisim.config._speculation import resolve_speculation
 from aisim.errors import ConfigError
 from aisim.fpm import (
@@ -52,6 +57,23 @@ class MeasuredRoundsConfig(EdgeModel):
 
     points: Annotated[Any, _POINTS] = None
     identity: Annotated[Any, WithJsonSchema({"type": "object"})] = None
+
+
+class DeploymentConfig(EdgeModel):
+    """Precision and parallelism beyond tensor parallelism (``Deployment``)."""
+
+    weights: Annotated[str | None, OrNone(Choice(*WEIGHT_PRECISIONS))] = None
+    kv_cache: Annotated[str | None, OrNone(Choice(*KV_PRECISIONS))] = None
+    expert_parallel: Annotated[int, Integer(1, 1024)] = 1
+    attention_data_parallel: Annotated[int, Integer(1, 1024)] = 1
+
+    def to_deployment(self) -> Deployment:
+        return Deployment(
+            self.weights or "",
+            self.kv_cache or "",
+            self.expert_parallel,
+            self.attention_data_parallel,
+        )
 
 
 class EstimatorConfig(EdgeModel):
@@ -83,6 +105,7 @@ class EstimatorConfig(EdgeModel):
     ) = None
     points: Annotated[Any, _POINTS] = None
     measured_rounds: list[MeasuredRoundsConfig] | None = None
+    deployment: DeploymentConfig | None = None
 
 
 def best_available(config: object, path: str = "") -> SelectedModel:
@@ -139,6 +162,7 @@ def best_available(config: object, path: str = "") -> SelectedModel:
         stp,
         measured,
         path,
+        block.deployment.to_deployment() if block.deployment is not None else CHECKPOINT,
     )
 
 

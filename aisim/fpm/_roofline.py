@@ -28,6 +28,7 @@ draft steps. Prefill work is priced as target-only (draft prefill is not charged
 from __future__ import annotations
 
 from aisim.catalogue._costs import MEASURED_TERMS, CostTerms
+from aisim.catalogue._deployment import CHECKPOINT, Deployment
 from aisim.catalogue._specs import GpuSpec, ModelSpec
 from aisim.errors import ConfigError
 from aisim.fpm._metrics import ForwardPassMetrics
@@ -68,6 +69,8 @@ class RooflineModel(ForwardPassModel):
 
     ``terms`` selects the variant: ``MEASURED_TERMS`` (``roofline``, the default) or
     ``IDEAL_TERMS`` (``roofline_ideal``); the estimator's name is the terms' name.
+    ``deployment``: weight / KV precision, expert parallelism and data-parallel attention
+    (``aisim.catalogue._deployment``); a pass is then one attention rank's.
     """
 
     def __init__(
@@ -77,6 +80,7 @@ class RooflineModel(ForwardPassModel):
         tensor_parallel: int = 1,
         scheme: SpeculationCost | None = None,
         terms: CostTerms = MEASURED_TERMS,
+        deployment: Deployment = CHECKPOINT,
     ) -> None:
         if tensor_parallel < 1:
             raise ConfigError(f"tensor_parallel: expected an integer >= 1, got {tensor_parallel}")
@@ -110,10 +114,17 @@ class RooflineModel(ForwardPassModel):
         )
         self.gpu = gpu
         self.terms = terms
+        self.deployment = deployment
         self.tensor_parallel = tensor_parallel
         self.scheme = scheme
         self.target = LayerStack(
-            model_spec, gpu, tensor_parallel, model_spec.num_layers, model_spec.vocab_size, terms
+            model_spec,
+            gpu,
+            tensor_parallel,
+            model_spec.num_layers,
+            model_spec.vocab_size,
+            terms,
+            deployment=deployment,
         )
         self.verify_width = scheme.verify_width if scheme is not None else 1
         self.mtp_scale = 1.0
@@ -139,6 +150,7 @@ class RooflineModel(ForwardPassModel):
                     terms,
                     2 * model_spec.hidden_size,
                     all_moe=True,
+                    deployment=deployment,
                 )
                 self.draft_step_tokens = [1] * scheme.mtp_depth
             if scheme.kind == "ngram":
@@ -228,6 +240,8 @@ class RooflineModel(ForwardPassModel):
         notes = [
             f"{self.terms.name} on {self.gpu.name}, tensor_parallel={self.tensor_parallel}",
         ]
+        if self.deployment != CHECKPOINT:
+            notes.append(f"deployment: {self.deployment.describe()}")
         if self.scheme is not None:
             notes.append(f"scheme-native SD round: {self.scheme.describe()}")
         return notes

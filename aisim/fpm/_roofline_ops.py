@@ -14,6 +14,7 @@ compressed KV is replicated. The efficiencies are a ``CostTerms`` (``aisim.catal
 from __future__ import annotations
 
 from aisim.catalogue._costs import CostTerms
+from aisim.catalogue._deployment import CHECKPOINT, Deployment, alltoall_bytes_per_rank
 from aisim.catalogue._specs import GpuSpec, ModelSpec
 
 
@@ -93,6 +94,14 @@ class LayerStack:
     ``lm_head_vocab`` 0 omits the head; ``fused_feature_inputs`` > 0 adds a projection
     (``fused_feature_inputs`` -> hidden) in front of the layers (EAGLE-3's fused features, MTP's
     2 hidden -> hidden); ``all_moe`` makes every layer a MoE layer on a MoE ``spec`` (an MTP block).
+
+    ``deployment`` (aisim.catalogue._deployment): the blocks' linear layers at its weight
+    precision (bytes and tensor-core peak; the LM head stays at the checkpoint dtype), KV at its
+    KV precision. With ``attention_data_parallel`` D > 1 a pass is one rank's: its attention,
+    dense MLPs and LM head run on its own ``tensor_parallel`` GPUs, while the routed and shared
+    experts span all D x tensor_parallel GPUs of the replica and see every rank's tokens (D x
+    this rank's, ranks assumed equally loaded); tokens reach their experts and come back through
+    an all-to-all (``alltoall_bytes_per_rank``) instead of the MoE's all-reduce.
     """
 
     def __init__(
@@ -105,16 +114,20 @@ class LayerStack:
         terms: CostTerms,
         fused_feature_inputs: int = 0,
         all_moe: bool = False,
+        deployment: Deployment = CHECKPOINT,
     ) -> None:
         tp = float(tensor_parallel)
         dtype = float(spec.dtype_bytes)
         hidden = float(spec.hidden_size)
         heads = float(spec.num_attention_heads)
+        ranks = deployment.attention_data_parallel
         self.terms = terms
         self.tensor_parallel = tensor_parallel
         self.dtype = dtype
+        self.weight_bytes = deployment.weight_bytes_per_parameter(spec)
         self.hidden = hidden
-        self.gemm_flops_per_s = gpu.bf16_flops * terms.gemm_compute_efficiency
+        self.gemm_flops_per_s = deployment.gemm_peak_flops(gpu) * terms.gemm_compute_efficiency
+        self.head_flops_per_s = gpu.bf16_flops * terms.gemm_compute_efficiency
         self.attention_flops_per_s = gpu.bf16_flops * terms.attention_compute_efficiency
         self.bytes_per_s = gpu.hbm_bytes_per_s * terms.weight_bandwidth_efficiency
         # KV bytes are scaled so that one division by ``bytes_per_s`` prices them at the KV
@@ -124,27 +137,39 @@ class LayerStack:
         self.allreduce_points: list[tuple[float, float]] = _allreduce_points(
             terms.allreduce_curve, tensor_parallel
         )
+        # Large all-reduces (beyond the measured latency curve): NCCL's bus bandwidth on this
+        # GPU's NVLink generation (NVLS where measured, else the ring's protocol efficiency).
+        self.allreduce_bus_bytes_per_s = allreduce_bus_bytes_per_s(terms, gpu)
+        # Data-parallel attention: the replica's GPUs, the MoE's token multiplier, and the
+        # all-to-all that carries tokens to their experts.
+        self.attention_ranks = float(ranks)
+        self.moe_group = float(tensor_parallel * ranks)
+        self.alltoall_ranks = tensor_parallel * ranks if ranks > 1 else 1
+        self.alltoall_bytes_per_s = gpu.nvlink_bytes_per_s * terms.link_protocol_efficiency
+        group_points = _allreduce_points(terms.allreduce_curve, self.alltoall_ranks)
+        self.alltoall_latency_s = group_points[0][1] if group_points else 0.0
         value_dim = float(spec.v_head_dim if spec.uses_mla else spec.head_dim)
         o_params = heads * value_dim * hidden
         self.qkv_params = (float(spec.attention_parameters_per_layer) - o_params) / tp
         self.qkv_out = (float(spec.attention_parameters_per_layer) - o_params) / hidden / tp
         self.o_params = o_params / tp
         self.o_in = heads * value_dim / tp
+        kv_element = deployment.kv_bytes_per_element(spec)
         if spec.uses_mla:
             latent = float(spec.kv_lora_rank + spec.qk_rope_head_dim)
             self.flops_per_pair = (2.0 * heads * latent + 2.0 * heads * spec.kv_lora_rank) / tp
-            self.kv_bytes_per_token = latent * dtype
+            self.kv_bytes_per_token = latent * kv_element
         else:
             kv_heads = float(-(-spec.num_kv_heads // tensor_parallel))
             self.flops_per_pair = 4.0 * heads * float(spec.head_dim) / tp
-            self.kv_bytes_per_token = 2.0 * kv_heads * float(spec.head_dim) * dtype
+            self.kv_bytes_per_token = 2.0 * kv_heads * float(spec.head_dim) * kv_element
         self.dense_mlp_params = float(spec.dense_mlp_parameters) / tp
         self.dense_intermediate = float(spec.intermediate_size) / tp
         self.num_experts = float(spec.num_experts)
         self.experts_per_token = float(spec.experts_per_token)
         self.shared_experts = float(spec.num_shared_experts)
-        self.expert_params = 3.0 * hidden * float(spec.moe_intermediate_size) / tp
-        self.expert_intermediate = float(spec.moe_intermediate_size) / tp
+        self.expert_params = 3.0 * hidden * float(spec.moe_intermediate_size) / self.moe_group
+        self.expert_intermediate = float(spec.moe_intermediate_size) / self.moe_group
         self.router_params = hidden * float(spec.num_experts)
         moe_layers = 0
         if spec.is_moe:
@@ -158,18 +183,40 @@ class LayerStack:
         self.lm_head_vocab = float(lm_head_vocab)
 
     def _gemm(self, tokens: float, params: float, in_features: float, out_features: float) -> float:
+        """A linear layer of the decoder blocks (weights at the deployment's precision)."""
         flops = 2.0 * tokens * params
-        moved = (params + tokens * (in_features + out_features)) * self.dtype
+        moved = params * self.weight_bytes + tokens * (in_features + out_features) * self.dtype
         return op_seconds(flops, moved, self.gemm_flops_per_s, self.bytes_per_s)
+
+    def _head_gemm(self, tokens: float, params: float, out_features: float) -> float:
+        """The LM head (checkpoint dtype, BF16 peak)."""
+        flops = 2.0 * tokens * params
+        moved = (params + tokens * (self.hidden + out_features)) * self.dtype
+        return op_seconds(flops, moved, self.head_flops_per_s, self.bytes_per_s)
 
     def _allreduce(self, tokens: float) -> float:
         if self.tensor_parallel <= 1:
             return 0.0
+        message = tokens * self.hidden * self.dtype
         if self.allreduce_points:
-            return interpolate_latency(self.allreduce_points, tokens * self.hidden * self.dtype)
+            return allreduce_seconds(
+                self.allreduce_points,
+                self.allreduce_bus_bytes_per_s,
+                self.tensor_parallel,
+                message,
+            )
         tp = float(self.tensor_parallel)
-        moved = 2.0 * (tp - 1.0) / tp * tokens * self.hidden * self.dtype
+        moved = 2.0 * (tp - 1.0) / tp * message
         return moved / self.link_bytes_per_s + self.terms.allreduce_latency_s
+
+    def _alltoall(self, tokens: float) -> float:
+        """One MoE layer's dispatch and combine over the replica's GPUs (attention DP only)."""
+        if self.alltoall_ranks <= 1 or tokens <= 0.0:
+            return 0.0
+        moved = alltoall_bytes_per_rank(
+            tokens, self.experts_per_token, self.hidden, self.dtype, self.alltoall_ranks
+        )
+        return 2.0 * self.alltoall_latency_s + moved / self.alltoall_bytes_per_s
 
     def _common_layer(self, shape: PassShape) -> float:
         """Everything in a layer except the MLP and its activation."""
@@ -196,20 +243,23 @@ class LayerStack:
         return up + activation + down
 
     def _moe_mlp(self, tokens: float) -> float:
+        """One rank's share of a MoE layer: the experts see every attention rank's tokens
+        (``attention_ranks`` x ``tokens``), each GPU its 1 / ``moe_group`` of them."""
         experts = self.num_experts
         chosen = self.experts_per_token
         if tokens <= 0.0:
             return 0.0
-        touched = experts * (1.0 - (1.0 - chosen / experts) ** tokens) if experts > 0 else 0.0
+        routed = tokens * self.attention_ranks
+        touched = experts * (1.0 - (1.0 - chosen / experts) ** routed) if experts > 0 else 0.0
         active = chosen + self.shared_experts
-        flops = 2.0 * tokens * active * self.expert_params
-        moved = (
-            (touched + self.shared_experts) * self.expert_params
-            + tokens * active * (2.0 * self.hidden)
-        ) * self.dtype
+        flops = 2.0 * routed * active * self.expert_params
+        moved = (touched + self.shared_experts) * self.expert_params * self.weight_bytes + (
+            routed * active * (2.0 * self.hidden) * self.dtype / self.attention_ranks
+        )
         seconds = op_seconds(flops, moved, self.gemm_flops_per_s, self.bytes_per_s)
-        seconds += self._gemm(tokens, self.router_params, self.hidden, experts)
-        seconds += 3.0 * tokens * active * self.expert_intermediate * self.dtype / self.bytes_per_s
+        seconds += self._head_gemm(tokens, self.router_params, experts)
+        seconds += 3.0 * routed * active * self.expert_intermediate * self.dtype / self.bytes_per_s
+        seconds += self._alltoall(tokens)
         return seconds
 
     def seconds(self, shape: PassShape) -> float:
@@ -229,7 +279,7 @@ class LayerStack:
             logits = shape.logit_tokens
             total += 2.0 * logits * self.hidden * self.dtype / self.bytes_per_s  # final norm
             vocab = self.lm_head_params / self.hidden
-            total += self._gemm(logits, self.lm_head_params, self.hidden, vocab)
+            total += self._head_gemm(logits, self.lm_head_params, vocab)
         return total
 
     def kernels(self, shape: PassShape) -> float:
@@ -240,7 +290,8 @@ class LayerStack:
         if shape.tokens <= 0.0:
             return 0.0
         common = 7.0
-        total = self.dense_layers * (common + 3.0) + self.moe_layers * (common + 4.0)
+        moe = 4.0 if self.alltoall_ranks <= 1 else 6.0  # + dispatch and combine
+        total = self.dense_layers * (common + 3.0) + self.moe_layers * (common + moe)
         if self.fused_params > 0.0:
             total += 1.0
         if self.lm_head_params > 0.0 and shape.logit_tokens > 0.0:
@@ -266,6 +317,35 @@ def _allreduce_points(
         if size >= tensor_parallel:
             return curve[size]
     return curve[sizes[-1]]
+
+
+def allreduce_bus_bytes_per_s(terms: CostTerms, gpu: GpuSpec) -> float:
+    """NCCL's all-reduce bus bandwidth on ``gpu``: the measured NVLS figure of its NVLink
+    generation (``terms.allreduce_bus_bytes_per_s``, keyed by the per-GPU NVLink line rate),
+    else the ring at NCCL's protocol efficiency of the line rate (0 without NVLink)."""
+    measured = terms.allreduce_bus_bytes_per_s.get(gpu.nvlink_bytes_per_s, 0.0)
+    if measured > 0.0:
+        return measured
+    return gpu.nvlink_bytes_per_s * terms.link_protocol_efficiency
+
+
+def allreduce_seconds(
+    points: list[tuple[float, float]],
+    bus_bytes_per_s: float,
+    tensor_parallel: int,
+    message_bytes: float,
+) -> float:
+    """All-reduce time of ``message_bytes`` over ``tensor_parallel`` GPUs.
+
+    Latency regime (up to the last measured size): the measured curve (the engines' custom
+    one-shot / two-shot all-reduce). Bandwidth regime (beyond it): the last measured latency plus
+    the extra bytes at NCCL's bus bandwidth, ``2 (n - 1) / n x extra / bus`` (nccl-tests'
+    definition of bus bandwidth), instead of extending the small-message slope."""
+    last_bytes, last_s = points[-1]
+    if message_bytes <= last_bytes or bus_bytes_per_s <= 0.0:
+        return interpolate_latency(points, message_bytes)
+    n = float(tensor_parallel)
+    return last_s + 2.0 * (n - 1.0) / n * (message_bytes - last_bytes) / bus_bytes_per_s
 
 
 def interpolate_latency(points: list[tuple[float, float]], message_bytes: float) -> float:

@@ -17,6 +17,7 @@ from typing import Any, Final
 from aisim._text import join_path
 from aisim.catalogue import builtin_gpu, builtin_model
 from aisim.catalogue._costs import IDEAL_TERMS, MEASURED_TERMS
+from aisim.catalogue._deployment import CHECKPOINT, Deployment
 from aisim.catalogue._specs import GpuSpec, ModelSpec
 from aisim.errors import ConfigError
 from aisim.fpm._chain import SelectedModel
@@ -65,6 +66,7 @@ def select_estimator(
     stp_tables: list[TableModel],
     measured: list[MeasuredRoundModel],
     path: str = "",
+    deployment: Deployment = CHECKPOINT,
 ) -> SelectedModel:
     """The estimator these validated inputs select; ``ConfigError`` if none is available.
 
@@ -72,6 +74,7 @@ def select_estimator(
 
     ``draft_spec`` is the drafter's geometry (from its config, or a catalogue model named by its
     path), used to price the draft; ``path`` prefixes error fields (``engine.workers.x.timing``).
+    ``deployment`` (precision, EP, attention DP) reaches the roofline only.
     """
     tp = tensor_parallel
     scheme: SpeculationCost | None = None
@@ -94,7 +97,7 @@ def select_estimator(
     _add_measured(sources, measured, resolved, common, role, timing_scope)
     _add_stp(sources, stp_tables, common, model_spec)
     ideal = estimator == "roofline_ideal"
-    _add_roofline(sources, model_spec, gpu, tp, scheme, geometry_error, ideal)
+    _add_roofline(sources, model_spec, gpu, tp, scheme, geometry_error, ideal, deployment)
     candidates = _choose(sources, estimator, fallback_policy, path)
     return SelectedModel(estimator, candidates, sources.skipped, model_spec, scheme)
 
@@ -212,6 +215,7 @@ def _add_roofline(
     scheme: SpeculationCost | None,
     geometry_error: str,
     ideal: bool,
+    deployment: Deployment,
 ) -> None:
     """The default roofline, or (``ideal``: asked for by name) the pure ``roofline_ideal``."""
     for terms in (IDEAL_TERMS,) if ideal else (MEASURED_TERMS,):
@@ -224,7 +228,7 @@ def _add_roofline(
             sources.skipped.append((name, geometry_error))
             continue
         try:
-            sources.available[name].append(RooflineModel(spec, gpu, tp, scheme, terms))
+            sources.available[name].append(RooflineModel(spec, gpu, tp, scheme, terms, deployment))
         except ConfigError as exc:
             sources.skipped.append((name, str(exc)))
 

@@ -23,6 +23,7 @@ from aisim.errors import ConfigError
         ("Qwen/Qwen3-30B-A3B", 30.5, 0.01),
         ("mistralai/Mixtral-8x7B-v0.1", 46.7, 0.01),
         ("deepseek-ai/DeepSeek-V3", 671.0, 0.01),
+        ("deepseek-ai/DeepSeek-R1", 671.0, 0.01),
     ],
 )
 def test_parameter_counts_match_published_sizes(
@@ -51,7 +52,7 @@ def test_short_names_and_aliases() -> None:
     assert get_gpu("h100").name == "h100_sxm"
     assert get_gpu("H200_SXM").hbm_bytes_per_s == 4.8e12
     assert "gb200" in gpu_names()
-    assert len(model_names()) == 10
+    assert len(model_names()) == 11
 
 
 def test_user_model_file(tmp_path: Path) -> None:
@@ -219,7 +220,8 @@ def test_hardware_files_reject_unknown_fields() -> None:
     with pytest.raises(ConfigError) as info:
         get_gpu({"bf16_dense_flops": 1e15, "hbm_bytes_per_s": 3e12, "hbm_capacity": 8e10})
     assert str(info.value) == (
-        "hardware: unknown field(s) hbm_capacity; allowed: bf16_dense_flops, fp8_dense_flops, "
+        "hardware: unknown field(s) hbm_capacity; allowed: bf16_dense_flops, fp4_dense_flops, "
+        "fp8_dense_flops, "
         "hbm_bytes_per_s, hbm_capacity_bytes, nvlink_bytes_per_s_per_gpu, sm_version, system, "
         "tdp_w"
     )

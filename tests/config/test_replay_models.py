@@ -39,8 +39,9 @@ def test_model_hardware_and_nextn_axis_paths_follow_their_models() -> None:
         _check_known("engine.hardware.hbm_gbps")
     assert str(info.value) == (
         "axes.engine.hardware.hbm_gbps: unknown config path ('hbm_gbps' is not a field of "
-        "engine.hardware; allowed: bf16_dense_flops, fp8_dense_flops, hbm_bytes_per_s, "
-        "hbm_capacity_bytes, nvlink_bytes_per_s_per_gpu, sm_version, system, tdp_w)"
+        "engine.hardware; allowed: bf16_dense_flops, fp4_dense_flops, fp8_dense_flops, "
+        "hbm_bytes_per_s, hbm_capacity_bytes, nvlink_bytes_per_s_per_gpu, sm_version, system, "
+        "tdp_w)"
     )
     with pytest.raises(ConfigError) as info:
         _check_known("engine.nextn.depth")
