@@ -1,7 +1,8 @@
-"""``aisim qualify mape|calibrate|engine|report|rulecheck|public``: score, calibrate, cross-check, publish.
+"""``aisim qualify mape|calibrate|engine|report|rulecheck|public|public-gpu``: score, publish.
 
-The logic lives in ``qualification.mape``, ``qualification.calibrate``, ``qualification.report``
-and ``qualification.public``; this module only parses arguments and prints.
+The logic lives in ``qualification.mape``, ``qualification.calibrate``, ``qualification.report``,
+``qualification.public`` and ``qualification.public_gpu``; this module only parses arguments
+and prints.
 """
 
 from __future__ import annotations
@@ -178,6 +179,35 @@ def register(commands: Any) -> None:
     public.add_argument("--json", action="store_true", help="print canonical JSON")
     public.set_defaults(handler=public_command)
 
+    public_gpu = actions.add_parser(
+        "public-gpu",
+        help="predict public GPU serving runs (InferenceX, speculators) and score them",
+        description=(
+            "Build the replay of every measured point in evidence/public-gpu (the workload as it "
+            "was run), predict it with the default cost model and score median TTFT, mean / "
+            "median TPOT, throughput per GPU and the SD gain; refused points are counted with "
+            "their reason. Writes public_gpu.json, public_gpu.md and one plot per GPU."
+        ),
+    )
+    public_gpu.add_argument(
+        "--evidence",
+        metavar="DIR",
+        type=Path,
+        default=Path("evidence/public-gpu"),
+        help="the public measurements (default: evidence/public-gpu)",
+    )
+    public_gpu.add_argument(
+        "--only",
+        metavar="TEXT",
+        action="append",
+        default=[],
+        help="keep points whose id contains every TEXT given (repeatable), e.g. h200/sglang",
+    )
+    public_gpu.add_argument("--out", metavar="DIR", type=Path, help="write the report here")
+    public_gpu.add_argument("--overwrite", action="store_true")
+    public_gpu.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    public_gpu.set_defaults(handler=public_gpu_command)
+
 
 def mape_command(args: argparse.Namespace) -> int:
     from qualification.calibrate import calibrated_factory, load_artefact
@@ -299,4 +329,23 @@ def public_command(args: argparse.Namespace) -> int:
         print(canonical_json({"before": before, "after": after}), end="")
     else:
         print(score_markdown(before, after), end="")
+    return 0
+
+
+def public_gpu_command(args: argparse.Namespace) -> int:
+    from qualification.public_gpu import run, stderr_progress, to_markdown, write_outputs
+
+    if args.out is not None:
+        check_writable(args.out / "public_gpu.json", args.overwrite)
+    only = list(args.only)
+    report = run(
+        args.evidence,
+        select=(lambda point: all(text in point["id"] for text in only)) if only else None,
+        progress=None if args.quiet else stderr_progress,
+    )
+    if args.out is not None:
+        written = write_outputs(report, args.out, overwrite=args.overwrite)
+        print(f"wrote {', '.join(str(path) for path in written)}")
+    else:
+        print(to_markdown(report), end="")
     return 0

@@ -1,0 +1,97 @@
+"""Predict real GPU serving runs other people measured, and score the predictions.
+
+The evidence (``evidence/public-gpu/``, its README says where each file comes from): InferenceX
+runs of DeepSeek-R1 (fp8, NVFP4) on H100/H200/B200 with SGLang and TensorRT-LLM, and a vLLM
+Qwen3.8-27B sweep on one B200 with and without MTP. For every point, ``replay_config`` builds
+the workload as it was run (closed-loop concurrency over a shared queue, the client's length
+distribution and prompt count, ignore-eos, the engine's limits, parallelism, precision, SD with
+its acceptance) or refuses it with a one-line reason (counted in the report); ``run`` replays
+each distinct workload once with the default cost model and scores TTFT, TPOT, throughput per
+GPU and the SD gain; ``write_outputs`` writes ``public_gpu.json``, ``public_gpu.md`` and one
+throughput-vs-interactivity plot per GPU. Evidence type: ``public-measurement``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+from aisim._io import atomic_write_bytes, atomic_write_text, canonical_json, check_writable
+from qualification.public_gpu._points import load_points
+from qualification.public_gpu._predict import predict, stderr_progress
+from qualification.public_gpu._render import curve_plots, to_markdown
+from qualification.public_gpu._score import group_stats, headline, pair_stats, score_rows, sd_pairs
+from qualification.public_gpu._workload import Refusal, replay_config
+
+EVIDENCE_TYPE: Final = "public-measurement"
+GROUP_KEYS: Final = ("source", "hardware", "engine", "sd", "regime", "concurrency_band")
+
+__all__ = [
+    "EVIDENCE_TYPE",
+    "Refusal",
+    "load_points",
+    "replay_config",
+    "run",
+    "stderr_progress",
+    "to_markdown",
+    "write_outputs",
+]
+
+
+def run(
+    evidence: Path,
+    select: Callable[[dict[str, Any]], bool] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Predict and score every point under ``evidence`` (those ``select`` keeps)."""
+    points = load_points(evidence)
+    if select is not None:
+        points = [point for point in points if select(point)]
+    predicted, refused = predict(points, progress)
+    rows = score_rows(predicted)
+    pairs = sd_pairs(rows)
+    reasons = Counter(entry["reason"] for entry in refused)
+    from qualification.public_gpu._workload import workload_key
+
+    distinct = len({workload_key(replay_config(p)[0]) for p in predicted})
+    return {
+        "evidence_type": EVIDENCE_TYPE,
+        "evidence_directory": evidence.as_posix(),
+        "estimator": "roofline (default terms, aisim.catalogue._costs.MEASURED_TERMS)",
+        "held_out": {
+            "description": (
+                "every point: no cost term was fitted on these sources (the default terms' "
+                "sources are in docs/estimators.md); seen_by lists a term that saw a point"
+            ),
+        },
+        "counts": {
+            "points": len(points),
+            "predicted": len(rows),
+            "refused": len(refused),
+            "distinct_replays": distinct,
+        },
+        "headline": headline(rows, pairs),
+        "groups": {key: group_stats(rows, key) for key in GROUP_KEYS},
+        "pair_stats": pair_stats(pairs),
+        "pairs": pairs,
+        "refused_reasons": dict(sorted(reasons.items())),
+        "refused": refused,
+        "rows": rows,
+    }
+
+
+def write_outputs(report: dict[str, Any], out_dir: Path, *, overwrite: bool = False) -> list[Path]:
+    """``public_gpu.json``, ``public_gpu.md`` and the curve plots (refusing to clobber unless
+    ``overwrite``); the paths written."""
+    images = curve_plots(report)
+    targets = [out_dir / "public_gpu.json", out_dir / "public_gpu.md"]
+    targets += [out_dir / name for name in images]
+    for target in targets:
+        check_writable(target, overwrite)
+    atomic_write_text(targets[0], canonical_json(report), overwrite=overwrite)
+    atomic_write_text(targets[1], to_markdown(report), overwrite=overwrite)
+    for name, data in images.items():
+        atomic_write_bytes(out_dir / name, data, overwrite=overwrite)
+    return targets

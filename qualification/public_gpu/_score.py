@@ -1,0 +1,226 @@
+"""Errors per point, per group and per SD pair; the held-out split the plan judges.
+
+Signed error = (predicted - measured) / measured, in percent, per metric:
+
+* ``median_ttft_ms``, ``mean_tpot_ms``, ``median_tpot_ms``, ``tput_per_gpu`` (InferenceX) or
+  ``output_tput_per_gpu`` (the speculators sweep, whose one GPU's output tokens/s is measured).
+
+Each scored row carries its ``regime`` (``ISL/OSL``), concurrency band and step kind (``decode``
+for no SD, ``sd_round`` for MTP) so a consumer (the uncertainty work) can take error
+distributions per estimator regime. The SD gain of an MTP point is its throughput and TPOT over
+the no-SD point of the same source file, deployment, lengths and concurrency (the history pairs).
+
+Held out: a point is held out unless a fitted term saw it (``seen_by``); with the default terms
+no term was fitted on these sources, so every point is held out and the report says so.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Final
+
+METRICS: Final = ("median_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "tput_per_gpu")
+SPEC_METRICS: Final = ("median_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "output_tput_per_gpu")
+
+
+def _error(predicted: Any, measured: Any) -> float | None:
+    if predicted is None or measured is None or float(measured) == 0.0:
+        return None
+    return 100.0 * (float(predicted) - float(measured)) / float(measured)
+
+
+def band(conc: int) -> str:
+    if conc <= 8:
+        return "conc<=8"
+    if conc <= 64:
+        return "conc16-64"
+    return "conc>=128"
+
+
+def score_rows(predicted: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One scored row per predicted point (signed % errors; measured and predicted values)."""
+    rows = []
+    for point in predicted:
+        metrics = SPEC_METRICS if point["source"] == "speculators" else METRICS
+        errors = {
+            metric: _error(point["predicted"].get(metric), point["measured"].get(metric))
+            for metric in metrics
+        }
+        rows.append(
+            {
+                "id": point["id"],
+                "source": point["source"],
+                "hardware": point["hardware"],
+                "engine": point["engine"],
+                "precision": point["precision"],
+                "sd": point["sd"],
+                "tp": point["tp"],
+                "ep": point["ep"],
+                "dp_attention": point["dp_attention"],
+                "isl": point["isl"],
+                "osl": point["osl"],
+                "conc": point["conc"],
+                "dataset": point["dataset"],
+                "regime": f"{point['dataset']}",
+                "concurrency_band": band(int(point["conc"])),
+                "step_kind": "sd_round" if point["sd"] != "none" else "decode",
+                "also_in_latest": point["also_in_latest"],
+                "seen_by": [],
+                "held_out": True,
+                "citation": point["citation"],
+                "settings": point["settings"],
+                "measured": point["measured"],
+                "predicted": point["predicted"],
+                "error_pct": errors,
+            }
+        )
+    return rows
+
+
+def _pair_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    return (
+        row["source"],
+        row["hardware"],
+        row["engine"],
+        row["precision"],
+        row["tp"],
+        row["ep"],
+        row["dp_attention"],
+        row["dataset"],
+        row["isl"] if row["source"] != "speculators" else 0,
+        row["osl"] if row["source"] != "speculators" else 0,
+        row["conc"],
+    )
+
+
+def sd_pairs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every MTP point with a no-SD point of the same source file, deployment, lengths and
+    concurrency: measured and predicted TPOT ratio (MTP / none) and throughput gain."""
+    plain: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        if row["sd"] == "none":
+            plain.setdefault(_pair_key(row), []).append(row)
+    pairs = []
+    throughput = "tput_per_gpu"
+    for row in rows:
+        if row["sd"] != "mtp":
+            continue
+        for base in plain.get(_pair_key(row), []):
+            metric = "output_tput_per_gpu" if row["source"] == "speculators" else throughput
+            measured_tpot = row["measured"]["mean_tpot_ms"] / base["measured"]["mean_tpot_ms"]
+            predicted_tpot = row["predicted"]["mean_tpot_ms"] / base["predicted"]["mean_tpot_ms"]
+            measured_gain = row["measured"][metric] / base["measured"][metric]
+            predicted_gain = row["predicted"][metric] / base["predicted"][metric]
+            pairs.append(
+                {
+                    "mtp": row["id"],
+                    "none": base["id"],
+                    "source": row["source"],
+                    "hardware": row["hardware"],
+                    "engine": row["engine"],
+                    "conc": row["conc"],
+                    "regime": row["regime"],
+                    "tpot_ratio": {"measured": measured_tpot, "predicted": predicted_tpot},
+                    "tpot_ratio_error_pct": _error(predicted_tpot, measured_tpot),
+                    "throughput_gain": {"measured": measured_gain, "predicted": predicted_gain},
+                    "throughput_gain_error_pct": _error(predicted_gain, measured_gain),
+                }
+            )
+    return pairs
+
+
+def _abs_median(values: list[float]) -> float | None:
+    return statistics.median(abs(v) for v in values) if values else None
+
+
+def _stats(values: list[float]) -> dict[str, Any]:
+    if not values:
+        return {
+            "n": 0,
+            "median_abs_error_pct": None,
+            "mean_error_pct": None,
+            "p90_abs_error_pct": None,
+        }
+    ordered = sorted(abs(v) for v in values)
+    p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+    return {
+        "n": len(values),
+        "median_abs_error_pct": statistics.median(ordered),
+        "mean_error_pct": statistics.fmean(values),
+        "p90_abs_error_pct": p90,
+    }
+
+
+def group_stats(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
+    """Per value of ``key`` (``source``, ``hardware``, ...): stats of each metric's errors."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(str(row[key]), []).append(row)
+    out: dict[str, dict[str, Any]] = {}
+    for name in sorted(groups):
+        members = groups[name]
+        metrics = {m for row in members for m in row["error_pct"]}
+        out[name] = {
+            metric: _stats(
+                [
+                    row["error_pct"][metric]
+                    for row in members
+                    if row["error_pct"].get(metric) is not None
+                ]
+            )
+            for metric in sorted(metrics)
+        }
+    return out
+
+
+def pair_stats(pairs: list[dict[str, Any]]) -> dict[str, Any]:
+    by: dict[str, list[dict[str, Any]]] = {}
+    for pair in pairs:
+        by.setdefault(f"{pair['source']}/{pair['hardware']}", []).append(pair)
+    return {
+        name: {
+            "tpot_ratio": _stats([p["tpot_ratio_error_pct"] for p in members]),
+            "throughput_gain": _stats([p["throughput_gain_error_pct"] for p in members]),
+        }
+        for name, members in sorted(by.items())
+    }
+
+
+def headline(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The figures the plan judges (held-out rows only): InferenceX single-node median |error|
+    of TPOT, throughput and TTFT; MTP/no-MTP TPOT ratio error on the history pairs; the
+    Qwen3.8-27B ratio-level figures."""
+    ix = [r for r in rows if r["source"].startswith("inferencex") and r["held_out"]]
+    qwen = [r for r in rows if r["source"] == "speculators" and r["held_out"]]
+
+    def med(members: list[dict[str, Any]], metric: str) -> float | None:
+        return _abs_median(
+            [r["error_pct"][metric] for r in members if r["error_pct"].get(metric) is not None]
+        )
+
+    history = [p for p in pairs if p["source"] == "inferencex-history"]
+    qwen_pairs = [p for p in pairs if p["source"] == "speculators"]
+    return {
+        "inferencex_points": len(ix),
+        "inferencex_median_abs_tpot_error_pct": med(ix, "mean_tpot_ms"),
+        "inferencex_median_abs_median_tpot_error_pct": med(ix, "median_tpot_ms"),
+        "inferencex_median_abs_throughput_error_pct": med(ix, "tput_per_gpu"),
+        "inferencex_median_abs_ttft_error_pct": med(ix, "median_ttft_ms"),
+        "history_pairs": len(history),
+        "history_mtp_tpot_ratio_median_abs_error_pct": _abs_median(
+            [p["tpot_ratio_error_pct"] for p in history]
+        ),
+        "history_mtp_tpot_ratio_within_10pct": sum(
+            1 for p in history if abs(p["tpot_ratio_error_pct"]) <= 10.0
+        ),
+        "qwen_points": len(qwen),
+        "qwen_median_abs_tpot_error_pct": med(qwen, "mean_tpot_ms"),
+        "qwen_median_abs_throughput_error_pct": med(qwen, "output_tput_per_gpu"),
+        "qwen_pairs": len(qwen_pairs),
+        "qwen_mtp_gain_median_abs_error_pct": _abs_median(
+            [p["throughput_gain_error_pct"] for p in qwen_pairs]
+        ),
+        "qwen_mtp_tpot_ratio_median_abs_error_pct": _abs_median(
+            [p["tpot_ratio_error_pct"] for p in qwen_pairs]
+        ),
+    }

@@ -1,0 +1,337 @@
+"""The replay config of a public point: the workload as it was run, or a one-line refusal.
+
+InferenceX (SemiAnalysisAI/InferenceX at 843c6254, ``benchmarks/benchmark_lib.sh`` and
+``benchmarks/single_node/fixed_seq_len/dsr1_*.sh``; settings from the scripts at that commit,
+not from each run): ``benchmark_serving.py --dataset-name random --random-range-ratio 0.8
+--num-prompts 10 x conc --max-concurrency conc --ignore-eos`` (lengths uniform in [0.8 L, L],
+``sample_uniform``: ``randint(int(L x 0.8), L + 1)``), i.e. ``conc`` slots over 10 x conc
+prompts (``queue: shared``); the engine flags below per script; weights fp8 (DeepSeek-R1-0528)
+or NVFP4 (nvidia/DeepSeek-R1-0528-FP4); SGLang MTP ``--speculative-num-steps 2
+--speculative-num-draft-tokens 3 --speculative-eagle-topk 1`` (a chain of 2 drafts), TRT MTP
+``num_nextn_predict_layers: 3`` (1 with attention DP).
+
+The speculators sweep (vllm-project/speculators, ``examples/evaluate/results/qwen3_8_27b_dspark``):
+GuideLLM ``concurrent`` with N streams (``queue: shared``), real prompts without ignore-eos, so
+each request is given the point's mean prompt and output length; vLLM 0.30.1 with its limits
+(``max_num_seqs``, ``max_num_batched_tokens`` from the serve commands / README).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from aisim.catalogue import builtin_gpu, builtin_model
+from aisim.catalogue._deployment import Deployment, deployed_weight_bytes
+
+SCRIPTS: Final = "SemiAnalysisAI/InferenceX@843c6254:benchmarks/single_node/fixed_seq_len/"
+ENGINES: Final = ("sglang", "trt", "vllm")
+#: DeepSeek-V3 technical report (arXiv 2412.19437, section 5.4.3): "the acceptance rate of the
+#: second token prediction ranges between 85% and 90%"; the midpoint, applied per draft
+#: position (InferenceX records no acceptance: an assumption, named in the report).
+DEEPSEEK_MTP_ACCEPTANCE: Final = 0.875
+GIB: Final = 1024.0**3
+#: Memory left for activations and CUDA graphs beside the engine's own fraction (replay's
+#: documented default reserve, aisim/config kv_cache capacity ``default``).
+ACTIVATION_RESERVE_BYTES: Final = 2.0 * GIB
+#: The proxy geometry used for Qwen3.8-27B, whose config.json was not found in public sources:
+#: the public Qwen3.6-27B text decoder (64 layers, hidden 5120, MLP 17408, 24 query / 4 KV heads
+#: of 256, vocabulary 248,320, untied head, one MTP layer), every layer priced as full
+#: attention (its 48 Gated DeltaNet layers are not modelled): absolute figures are not judged.
+QWEN_PROXY: Final[dict[str, Any]] = {
+    "model_type": "qwen3",
+    "num_hidden_layers": 64,
+    "hidden_size": 5120,
+    "intermediate_size": 17408,
+    "num_attention_heads": 24,
+    "num_key_value_heads": 4,
+    "head_dim": 256,
+    "vocab_size": 248320,
+    "tie_word_embeddings": False,
+    "num_nextn_predict_layers": 1,
+    "max_position_embeddings": 262144,
+    "torch_dtype": "bfloat16",
+}
+
+
+class Refusal(Exception):
+    """A point the builder cannot reproduce; the message is the one-line reason."""
+
+
+def _gpu_name(hardware: str) -> str:
+    return f"{hardware}_sxm"
+
+
+def _uniform(length: int) -> dict[str, Any]:
+    return {"type": "uniform", "min": int(length * 0.8), "max": length}
+
+
+def sglang_settings(point: dict[str, Any]) -> dict[str, Any]:
+    """SGLang flags of the InferenceX script for this point (script name in ``script``)."""
+    hw, precision, mtp = point["hardware"], point["precision"], point["sd"] == "mtp"
+    isl, osl, tp = point["isl"], point["osl"], point["tp"]
+    script = f"dsr1_{precision}_{hw}{'_mtp' if mtp else ''}.sh"
+    if hw == "h200" and precision == "fp8":
+        running = 512 if (isl, osl) == (1024, 1024) else 256
+        return _s(script, running, 32768, 0.82, "bf16")
+    if hw == "b200" and precision == "fp8":
+        if mtp:
+            return _s(script, 512, 16384, 0.82, "fp8")
+        if tp == 4:
+            return _s(script, 32, 8192, 0.95, "fp8")
+        return _s(script, 128, 32768, 0.82, "fp8")
+    if hw == "b200" and precision == "fp4":
+        return _s(script, 256, 16384, 0.85, "fp8")
+    raise Refusal(f"no InferenceX SGLang script for {precision} on {hw}")
+
+
+def _s(script: str, running: int, chunk: int, memory: float, kv: str) -> dict[str, Any]:
+    return {
+        "script": SCRIPTS + script,
+        "max_running_requests": running,
+        "chunked_prefill_size": chunk,
+        "memory_fraction": memory,
+        "kv_cache": kv,
+    }
+
+
+def trt_settings(point: dict[str, Any]) -> dict[str, Any]:
+    """TensorRT-LLM options of the InferenceX script (``max_num_tokens`` formula, KV fp8, the
+    free-memory fraction, ``max_batch_size``, MTP layers)."""
+    hw, precision, mtp = point["hardware"], point["precision"], point["sd"] == "mtp"
+    isl, conc, tp, dpa = point["isl"], point["conc"], point["tp"], point["dp_attention"]
+    script = f"dsr1_{precision}_{hw}_trt{'_mtp' if mtp else ''}.sh"
+    depth = (1 if dpa else 3) if mtp else 0
+    if hw == "h200":
+        fraction = 0.75
+        batch = max(1, conc // tp) if (dpa and mtp) else (128 if not mtp else conc)
+    elif precision == "fp8":
+        fraction = 0.7 if (mtp and dpa) else (0.75 if (not mtp and tp == 4) else 0.8)
+        batch = (conc if conc < 8 else conc // 8) if dpa else conc
+    else:
+        fraction = 0.8
+        batch = (conc if conc < 4 else conc // 4) if dpa else conc
+    tokens = ((depth + 1) * batch + isl + 64 + 63) // 64 * 64
+    if not mtp:
+        tokens = max(8192, (conc + isl + 64 + 63) // 64 * 64)
+    return {
+        "script": SCRIPTS + script,
+        "max_batch_size": batch,
+        "max_num_tokens": tokens,
+        "free_gpu_memory_fraction": fraction,
+        "kv_cache": "fp8",
+        "mtp_layers": depth,
+    }
+
+
+def _blocks(
+    point: dict[str, Any], deployment: Deployment, memory: float, ranks: int, block: int
+) -> int:
+    """KV blocks per attention rank: the engine's memory share minus the weights one GPU holds
+    (and the activation reserve), over the KV bytes one token takes on it (MLA's latent KV is
+    whole on every GPU of a rank)."""
+    spec = builtin_model(point["model"])
+    gpu = builtin_gpu(_gpu_name(point["hardware"]))
+    assert spec is not None and gpu is not None
+    tp = point["tp"]
+    weights = deployed_weight_bytes(spec, deployment) / tp
+    if ranks > 1:
+        # Attention weights are whole on every rank (data-parallel attention).
+        attention = spec.attention_parameters_per_layer * spec.num_layers
+        weights += attention * deployment.weight_bytes_per_parameter(spec) * (1.0 - 1.0 / tp)
+    free = gpu.hbm_capacity_bytes * memory - weights - ACTIVATION_RESERVE_BYTES
+    per_token = spec.kv_bytes_per_token / spec.dtype_bytes * deployment.kv_bytes_per_element(spec)
+    if not spec.uses_mla:
+        per_token /= tp
+    blocks = int(free / (per_token * block))
+    if blocks < 1:
+        raise Refusal(f"the weights do not fit: {weights / GIB:.0f} GiB per GPU")
+    return blocks
+
+
+def inferencex_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The replay config of an InferenceX point and the settings it used (with their script)."""
+    engine = point["engine"]
+    if point["disaggregated"] or point["multinode"]:
+        raise Refusal(
+            f"{engine}: disaggregated multi-node serving (prefill and decode pools across "
+            "nodes); replay's P/D model of this deployment is not built"
+        )
+    if engine not in ("sglang", "trt"):
+        raise Refusal(f"unknown engine {engine!r}: replay models sglang and trt (vLLM-like)")
+    if point["tp"] is None or point["ep"] is None:
+        raise Refusal("parallelism not recorded (decode_tp / decode_ep missing)")
+    if point["hardware"] not in ("h100", "h200", "b200"):
+        raise Refusal(f"hardware {point['hardware']!r} is not in the catalogue")
+    tp, ep, dpa = point["tp"], point["ep"], point["dp_attention"]
+    ranks = tp if dpa else 1
+    tensor = 1 if dpa else tp
+    settings = sglang_settings(point) if engine == "sglang" else trt_settings(point)
+    deployment = Deployment(
+        weights=point["precision"],
+        kv_cache=settings["kv_cache"],
+        expert_parallel=ep,
+        attention_data_parallel=ranks,
+    )
+    if engine == "sglang":
+        block = 1
+        memory = settings["memory_fraction"]
+        scheduler: dict[str, Any] = {
+            "chunked_prefill_size": settings["chunked_prefill_size"],
+            "max_running_requests": max(1, settings["max_running_requests"] // ranks),
+        }
+        backend = "sglang"
+    else:
+        block = 32  # TensorRT-LLM's default tokens_per_block
+        spec = builtin_model(point["model"])
+        gpu = builtin_gpu(_gpu_name(point["hardware"]))
+        assert spec is not None and gpu is not None
+        # free_gpu_memory_fraction is of the memory left after the weights.
+        weights = deployed_weight_bytes(spec, deployment) / tp
+        left = gpu.hbm_capacity_bytes - weights
+        memory = (weights + left * settings["free_gpu_memory_fraction"]) / gpu.hbm_capacity_bytes
+        scheduler = {
+            "max_batched_tokens": settings["max_num_tokens"],
+            "max_sequences": settings["max_batch_size"],
+        }
+        backend = "vllm"
+    blocks = _blocks(point, deployment, memory, ranks, block)
+    worker: dict[str, Any] = {
+        "parallelism": {"tensor": tensor, "attention_data": ranks},
+        "scheduler": scheduler,
+        "kv_cache": {
+            "block_size": block,
+            "prefix_caching": False,
+            "capacity": {"type": "fixed", "blocks": blocks},
+        },
+        "timing": {
+            "estimator": "roofline",
+            "deployment": {
+                "weights": deployment.weights,
+                "kv_cache": deployment.kv_cache,
+                "expert_parallel": ep,
+                "attention_data_parallel": ranks,
+            },
+        },
+    }
+    engine_block: dict[str, Any] = {
+        "model": point["model"],
+        "hardware": _gpu_name(point["hardware"]),
+        "backend": backend,
+        "workers": {"aggregated": worker},
+    }
+    if point["sd"] == "mtp":
+        depth = 2 if engine == "sglang" else settings["mtp_layers"]
+        engine_block["speculation"] = {
+            "kind": "mtp",
+            "params": {"depth": depth},
+            "acceptance_rate": DEEPSEEK_MTP_ACCEPTANCE,
+            "seed": 7,
+        }
+        settings["acceptance"] = (
+            f"assumed: {DEEPSEEK_MTP_ACCEPTANCE} per draft position (DeepSeek-V3 report, "
+            "5.4.3; not recorded by InferenceX)"
+        )
+    elif point["sd"] != "none":
+        raise Refusal(f"unknown SD method {point['sd']!r}")
+    conc = point["conc"]
+    config = {
+        "traffic": {
+            "seed": 0,
+            "source": {
+                "type": "synthetic",
+                "num_requests": 10 * conc,
+                "prompt_tokens": _uniform(point["isl"]),
+                "output_tokens": _uniform(point["osl"]),
+            },
+            "load": {"type": "concurrency", "users": conc, "queue": "shared"},
+        },
+        "engine": engine_block,
+    }
+    settings["kv_blocks_per_rank"] = blocks
+    settings["gpus"] = tp
+    return config, settings
+
+
+def speculators_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The replay config of a Qwen3.8-27B point (proxy geometry, see ``QWEN_PROXY``)."""
+    if point.get("diagnostic"):
+        raise Refusal("diagnostic rerun (dspark pinned limits, gauges sampled): not a sweep point")
+    if point["sd"] not in ("none", "mtp"):
+        raise Refusal(
+            f"{point['sd']} with {point['num_speculative_tokens']} draft tokens: replay runs "
+            "chains of 1..5 drafts"
+        )
+    conc = point["conc"]
+    # README: vLLM's KV cache held 1.36M token slots without a drafter (16-token blocks).
+    blocks = 1_360_000 // 16
+    worker: dict[str, Any] = {
+        "parallelism": {"tensor": 1},
+        "scheduler": {
+            "max_batched_tokens": point["max_num_batched_tokens"],
+            "max_sequences": point["max_num_seqs"],
+        },
+        "kv_cache": {
+            "block_size": 16,
+            "prefix_caching": False,
+            "capacity": {"type": "fixed", "blocks": blocks},
+        },
+        "timing": {"estimator": "roofline"},
+    }
+    engine: dict[str, Any] = {
+        "model": {**QWEN_PROXY, "name": "Qwen3.8-27B (proxy: Qwen3.6-27B geometry)"},
+        "hardware": "b200_sxm",
+        "backend": "vllm",
+        "workers": {"aggregated": worker},
+    }
+    settings: dict[str, Any] = {
+        "script": "vllm-project/speculators: serve_*_command.txt, README (limits)",
+        "max_num_seqs": point["max_num_seqs"],
+        "max_num_batched_tokens": point["max_num_batched_tokens"],
+        "kv_blocks_per_rank": blocks,
+        "gpus": 1,
+        "geometry": "proxy (Qwen3.6-27B public dimensions; Qwen3.8-27B config.json not found)",
+    }
+    if point["sd"] == "mtp":
+        accepted = float(point["acceptance_length"]) - 1.0
+        engine["speculation"] = {
+            "kind": "mtp",
+            "params": {"depth": point["num_speculative_tokens"]},
+            "expected_accepted_tokens": accepted,
+            "seed": 7,
+        }
+        settings["acceptance"] = f"measured: acceptance length {accepted + 1.0:.4f}"
+    prompt = max(1, round(point["isl"]))
+    output = max(1, round(point["osl"]))
+    config = {
+        "traffic": {
+            "seed": 0,
+            "source": {
+                "type": "synthetic",
+                "num_requests": steady_requests(conc),
+                "prompt_tokens": prompt,
+                "output_tokens": output,
+            },
+            "load": {"type": "concurrency", "users": conc, "queue": "shared"},
+        },
+        "engine": engine,
+    }
+    return config, settings
+
+
+def steady_requests(conc: int) -> int:
+    """Requests simulated for a windowed closed loop: the first wave (``conc``) warms it up,
+    then at least 8 more per stream (steady-state figures come from those)."""
+    return conc + max(8 * conc, 32)
+
+
+def replay_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The point's replay config and settings, or ``Refusal`` with the reason."""
+    if point["source"] == "speculators":
+        return speculators_config(point)
+    return inferencex_config(point)
+
+
+def workload_key(config: dict[str, Any]) -> str:
+    """Identical configs (repeated InferenceX runs of one setting) are replayed once."""
+    return json.dumps(config, sort_keys=True)

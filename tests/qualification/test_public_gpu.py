@@ -1,0 +1,143 @@
+"""The public-GPU harness: workloads as run, refusals counted, errors and SD pairs by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from qualification.public_gpu import Refusal, load_points, replay_config
+from qualification.public_gpu._score import score_rows, sd_pairs
+from qualification.public_gpu._workload import sglang_settings, trt_settings
+
+EVIDENCE = Path(__file__).resolve().parents[2] / "evidence" / "public-gpu"
+
+
+def _point(**changes: Any) -> dict[str, Any]:
+    point: dict[str, Any] = {
+        "id": "p",
+        "source": "inferencex-latest",
+        "model": "deepseek-ai/DeepSeek-R1",
+        "hardware": "h200",
+        "engine": "sglang",
+        "precision": "fp8",
+        "sd": "none",
+        "tp": 8,
+        "ep": 1,
+        "dp_attention": False,
+        "disaggregated": False,
+        "multinode": False,
+        "isl": 1024,
+        "osl": 1024,
+        "conc": 64,
+        "also_in_latest": False,
+        "dataset": "random 1024/1024",
+    }
+    point.update(changes)
+    return point
+
+
+def test_every_committed_point_is_built_or_refused_with_a_reason() -> None:
+    points = load_points(EVIDENCE)
+    assert len(points) == 826 + 50
+    reasons: dict[str, int] = {}
+    for point in points:
+        try:
+            replay_config(point)
+        except Refusal as exc:
+            assert "\n" not in str(exc)
+            reasons[str(exc)] = reasons.get(str(exc), 0) + 1
+    # 196 disaggregated dynamo rows on H100/H200/B200, 16 DSpark k=7 points, 2 diagnostic.
+    assert sum(reasons.values()) == 196 + 16 + 2
+    assert sum(n for r, n in reasons.items() if "disaggregated" in r) == 196
+
+
+def test_inferencex_workload_is_the_benchmark_client_as_run() -> None:
+    # benchmark_serving: 10 x conc prompts, conc in flight, lengths uniform in [0.8 L, L].
+    config, settings = replay_config(_point(isl=8192, osl=1024, conc=32))
+    traffic = config["traffic"]
+    assert traffic["source"]["num_requests"] == 320
+    assert traffic["source"]["prompt_tokens"] == {"type": "uniform", "min": 6553, "max": 8192}
+    assert traffic["source"]["output_tokens"] == {"type": "uniform", "min": 819, "max": 1024}
+    assert traffic["load"] == {"type": "concurrency", "users": 32, "queue": "shared"}
+    # dsr1_fp8_h200.sh, ISL/OSL other than 1k/1k: --max-running-requests 256,
+    # --chunked-prefill-size 32768, --mem-fraction-static 0.82, KV at the model dtype.
+    worker = config["engine"]["workers"]["aggregated"]
+    assert worker["scheduler"] == {"chunked_prefill_size": 32768, "max_running_requests": 256}
+    assert worker["timing"]["deployment"]["weights"] == "fp8"
+    assert settings["script"].endswith("dsr1_fp8_h200.sh")
+
+
+def test_trt_limits_follow_the_script_formulas() -> None:
+    # dsr1_fp4_b200_trt_mtp.sh with attention DP at conc 64: MAX_BATCH_SIZE = 64 / 4 = 16,
+    # MTP = 1, MAX_NUM_TOKENS = ((1 + 1) x 16 + 1024 + 64 + 63) // 64 x 64 = 1152.
+    point = _point(hardware="b200", engine="trt", precision="fp4", sd="mtp", tp=4, ep=4)
+    point.update(dp_attention=True, conc=64)
+    settings = trt_settings(point)
+    assert (settings["max_batch_size"], settings["mtp_layers"]) == (16, 1)
+    assert settings["max_num_tokens"] == 1152
+    config, _ = replay_config(point)
+    worker = config["engine"]["workers"]["aggregated"]
+    assert worker["parallelism"] == {"tensor": 1, "attention_data": 4}
+    assert config["engine"]["speculation"]["params"] == {"depth": 1}
+    # Without MTP: max(8192, (conc + ISL + 64 + 63) // 64 x 64) = 8192 at conc 64.
+    assert trt_settings(_point(engine="trt", conc=64))["max_num_tokens"] == 8192
+
+
+def test_sglang_b200_fp8_tp4_limits() -> None:
+    # dsr1_fp8_b200.sh, TP 4: max-running 32, chunked prefill 8192, mem fraction 0.95.
+    settings = sglang_settings(_point(hardware="b200", tp=4, isl=8192))
+    assert settings["max_running_requests"] == 32
+    assert settings["chunked_prefill_size"] == 8192
+    assert settings["memory_fraction"] == 0.95
+
+
+@pytest.mark.parametrize(
+    ("changes", "needle"),
+    [
+        ({"engine": "dynamo-sglang", "disaggregated": True, "multinode": True}, "disaggregated"),
+        ({"engine": "atom"}, "unknown engine 'atom'"),
+        ({"tp": None}, "parallelism not recorded"),
+    ],
+)
+def test_unreproducible_rows_are_refused_in_one_line(changes: dict[str, Any], needle: str) -> None:
+    with pytest.raises(Refusal, match=needle):
+        replay_config(_point(**changes))
+
+
+def _scored(point_id: str, sd: str, tpot: tuple[float, float], tput: tuple[float, float]) -> Any:
+    return {
+        **_point(id=point_id, sd=sd),
+        "citation": {},
+        "settings": {},
+        "measured": {
+            "median_ttft_ms": 100.0,
+            "mean_tpot_ms": tpot[0],
+            "median_tpot_ms": tpot[0],
+            "tput_per_gpu": tput[0],
+        },
+        "predicted": {
+            "median_ttft_ms": 125.0,
+            "mean_tpot_ms": tpot[1],
+            "median_tpot_ms": tpot[1],
+            "tput_per_gpu": tput[1],
+        },
+    }
+
+
+def test_errors_and_the_mtp_pair_by_hand() -> None:
+    rows = score_rows(
+        [
+            _scored("none", "none", (20.0, 16.0), (1000.0, 1200.0)),
+            _scored("mtp", "mtp", (10.0, 9.6), (1800.0, 2040.0)),
+        ]
+    )
+    assert rows[0]["error_pct"]["median_ttft_ms"] == 25.0
+    assert rows[0]["error_pct"]["mean_tpot_ms"] == -20.0
+    assert rows[1]["step_kind"] == "sd_round"
+    (pair,) = sd_pairs(rows)
+    # TPOT ratio: measured 10 / 20 = 0.5, predicted 9.6 / 16 = 0.6: +20 %.
+    assert pair["tpot_ratio_error_pct"] == pytest.approx(20.0)
+    # Gain: measured 1.8, predicted 1.7: -5.56 %.
+    assert pair["throughput_gain_error_pct"] == pytest.approx(100.0 * (1.7 - 1.8) / 1.8)
