@@ -211,6 +211,12 @@ def _worker(raw: object, role: str, context: EngineContext) -> tuple[WorkerPlan,
     source = None if resolved is None else resolved.acceptance_source
     if source is not None and speculation.enabled:
         info["acceptance_from"] = source
+    if resolved is not None and speculation.enabled:
+        # Per-round draft lengths (docs/speculation.md, "Dynamic draft lengths in replay").
+        if resolved.draft_length_schedule is not None:
+            info["draft_length_schedule"] = resolved.draft_length_schedule
+        if resolved.adaptive is not None:
+            info["adaptive"] = resolved.adaptive
     return worker, info
 
 

@@ -238,7 +238,87 @@ def _rows() -> list[Row]:
             {"config": _config("vllm", traffic={**TRAFFIC, "load": {"type": "trace_timestamps"}})},
         ),
     ]
+    rows += _engine_mode_rows()
     return rows
+
+
+def _engine_mode_rows() -> list[Row]:
+    """The engines' per-round draft lengths, synthetic acceptance and new kinds
+    (docs/speculation.md, "Engine methods and modes")."""
+    load = [
+        {
+            "request_id": f"r{index}",
+            "timestamp": 4.0 * index,
+            "input_length": 64,
+            "output_length": 40 + 8 * index,
+        }
+        for index in range(8)
+    ]
+    mtp3 = {"kind": "mtp", "params": {"depth": 3}, "acceptance_rates": [0.8, 0.6, 0.4]}
+    table = {
+        **mtp3,
+        "num_speculative_tokens_per_batch_size": [[1, 2, 3], [3, 5, 2], [6, 64, 1]],
+        "seed": 17,
+    }
+    adaptive = {
+        **mtp3,
+        "speculative_adaptive": True,
+        "speculative_adaptive_config": {
+            "warmup_batches": 2,
+            "update_interval": 2,
+            "1": {"candidate_steps": [1, 3]},
+            "4": {"candidate_steps": [0, 1, 2]},
+        },
+        "seed": 19,
+    }
+    synthetic = {
+        "kind": "mtp",
+        "params": {"depth": 3},
+        "rejection_sample_method": "synthetic",
+        "synthetic_acceptance_length": 2.5,
+        "seed": 23,
+    }
+    simulated = {"kind": "mtp", "params": {"depth": 3}, "simulate_acc_len": 2.5, "seed": 29}
+    medusa = {
+        "kind": "medusa",
+        "draft_config": {
+            "num_heads": 3,
+            "num_hidden_layers": 1,
+            "hidden_size": 4096,
+            "vocab_size": 151936,
+        },
+        "acceptance_rate": 0.6,
+        "seed": 31,
+    }
+    parallel = {
+        **SCHEMES["draft_model-5"],
+        "params": {"num_speculative_tokens": 5, "parallel_drafting": True},
+    }
+    return [
+        ("fixed/vllm/dynamic-length-table", {"config": _fixed(load, table)}),
+        ("fixed/sglang/adaptive-steps", {"config": _fixed(load, adaptive, "sglang")}),
+        ("fixed/vllm/synthetic-length", {"config": _fixed(load, synthetic)}),
+        ("fixed/sglang/simulated-length", {"config": _fixed(load, simulated, "sglang")}),
+        ("fixed/vllm/medusa-3", {"config": _fixed(load, medusa)}),
+        (
+            "vllm/aggregated/draft_model-5-parallel",
+            {
+                "config": {
+                    **_config("vllm"),
+                    "engine": {**_config("vllm")["engine"], "speculation": parallel},
+                }
+            },
+        ),
+        (
+            "error/dynamic-length-with-native-estimator",
+            {
+                "config": {
+                    **_config("vllm"),
+                    "engine": {**_config("vllm")["engine"], "speculation": table},
+                }
+            },
+        ),
+    ]
 
 
 def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
