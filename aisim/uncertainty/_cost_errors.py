@@ -44,9 +44,13 @@ class ErrorSample:
     evidence_type: str
     relative_to: str | None = None
     weight_steps: int = 1
+    #: Per-step scatter within the group: quantiles (0, 5, ..., 100 %) of each step's ratio
+    #: divided by ``ratio`` (the group's median), or None when only a group figure is known.
+    step_quantiles: tuple[float, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "step_quantiles": None if self.step_quantiles is None else list(self.step_quantiles),
             "estimator": self.estimator,
             "step_kind": self.step_kind,
             "regime": self.regime,
@@ -69,14 +73,27 @@ class CostFactors:
     decode: float = 1.0
     sd_round: float = 1.0
     sampled: tuple[str, ...] = ()
+    #: (kind, quantiles of step ratio / run ratio): each step of that kind is also multiplied by
+    #: a draw from these quantiles (linear between them), seeded by ``noise_seed``.
+    step_noise: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    noise_seed: int = 0
 
     def of(self, kind: str) -> float:
         value: float = getattr(self, kind)
         return value
 
+    def noise(self, kind: str) -> tuple[float, ...] | None:
+        for name, quantiles in self.step_noise:
+            if name == kind:
+                return quantiles
+        return None
+
     @property
     def is_identity(self) -> bool:
-        return self.prefill == self.mixed == self.decode == self.sd_round == 1.0
+        return (
+            self.prefill == self.mixed == self.decode == self.sd_round == 1.0
+            and not self.step_noise
+        )
 
 
 @dataclass(frozen=True)
@@ -97,11 +114,16 @@ class CostErrorTable:
     def for_estimator(self, estimator: str) -> list[ErrorSample]:
         return [sample for sample in self.samples if sample.estimator == estimator]
 
-    def excluding(self, source_prefix: str) -> CostErrorTable:
-        """The table without the samples whose ``source`` starts with ``source_prefix``
-        (held-out calibration: fit on the rest, judge on what was left out)."""
-        kept = tuple(s for s in self.samples if not s.source.startswith(source_prefix))
-        sources = {k: v for k, v in self.sources.items() if not k.startswith(source_prefix)}
+    def excluding(self, source: str) -> CostErrorTable:
+        """The table without the samples of ``source`` (a source id, or a folder above
+        sources: ``evidence/engine/NAME`` leaves out that recording, not ``NAME-ngram``), for
+        held-out calibration: fit on the rest, judge on what was left out."""
+
+        def left_out(name: str) -> bool:
+            return name == source or name.startswith((source + "/", source + "#"))
+
+        kept = tuple(s for s in self.samples if not left_out(s.source))
+        sources = {k: v for k, v in self.sources.items() if not left_out(k)}
         return CostErrorTable(kept, sources)
 
     def extended(self, samples: Iterable[ErrorSample]) -> CostErrorTable:
@@ -153,12 +175,19 @@ class CostErrorTable:
         factors: dict[str, float] = {}
         for kind in STEP_KINDS:
             factors[kind] = _factor(kind, drawn, 0)
+        noise = tuple(
+            (kind, sample.step_quantiles)
+            for kind, sample in drawn.items()
+            if sample.step_quantiles is not None
+        )
         return CostFactors(
             factors["prefill"],
             factors["mixed"],
             factors["decode"],
             factors["sd_round"],
             tuple(kind for kind in STEP_KINDS if kind in drawn),
+            noise,
+            int(rng.integers(1 << 62)) if noise else 0,
         )
 
     def to_dict(self, about: str = "") -> dict[str, Any]:
@@ -227,6 +256,11 @@ def _sample(row: object, where: str) -> ErrorSample:
             evidence_type=str(row["evidence_type"]),
             relative_to=None if row.get("relative_to") is None else str(row["relative_to"]),
             weight_steps=int(row.get("weight_steps", 1)),
+            step_quantiles=(
+                None
+                if row.get("step_quantiles") is None
+                else tuple(float(value) for value in row["step_quantiles"])
+            ),
         )
     except KeyError as exc:
         raise DataIntegrityError(f"{where}.{exc.args[0]}: missing") from None

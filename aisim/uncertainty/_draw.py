@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,18 @@ class ScaledModel:
     ``mixed`` (prefill beside decode), ``prefill``, ``sd_round`` (decode work of a speculating
     worker) or ``decode``. ``undrafted``: it prices plain decode steps of a speculating worker."""
 
-    def __init__(self, model: Any, factors: CostFactors, speculating: bool, undrafted: bool):
+    def __init__(
+        self,
+        model: Any,
+        factors: CostFactors,
+        speculating: bool,
+        undrafted: bool,
+        noise: random.Random | None = None,
+    ):
         self.model = model
+        #: Draws of the per-step scatter (shared with the plain-decode model of the same pricer,
+        #: so the passes draw in simulation order from one stream).
+        self.noise = noise if noise is not None else random.Random(factors.noise_seed)
         self.factors = factors
         self.speculating = speculating and not undrafted
         self.name = getattr(model, "name", type(model).__name__)
@@ -70,12 +81,25 @@ class ScaledModel:
             kind = "sd_round"
         else:
             kind = "decode"
-        return price * self.factors.of(kind)
+        quantiles = self.factors.noise(kind)
+        if quantiles is None:
+            return price * self.factors.of(kind)
+        return price * self.factors.of(kind) * interpolate(quantiles, self.noise.random())
+
+
+def interpolate(quantiles: tuple[float, ...], u: float) -> float:
+    """The value at probability ``u`` of evenly spaced ``quantiles`` (0 .. 100 %), linear
+    between them: an inverse-CDF draw from the recorded per-step scatter."""
+    position = u * (len(quantiles) - 1)
+    index = min(int(position), len(quantiles) - 2)
+    fraction = position - index
+    return quantiles[index] + (quantiles[index + 1] - quantiles[index]) * fraction
 
 
 def scaled_pricer(pricer: Any, factors: CostFactors, speculating: bool) -> Any:
     """``pricer`` (an ``aisim.replay`` pass pricer) with ``factors`` applied; itself when every
-    factor is 1 (so a replica without cost uncertainty prices exactly as the point run)."""
+    factor is 1 (so a replica without cost uncertainty prices exactly as the point run). A fixed
+    pricer takes the run-level factors only (its per-step scatter has no evidence)."""
     from aisim.replay._pricing import PRICING_FIXED, PassPricer
 
     if factors.is_identity:
@@ -84,12 +108,13 @@ def scaled_pricer(pricer: Any, factors: CostFactors, speculating: bool) -> Any:
         decode = factors.sd_round if speculating else factors.decode
         return PassPricer.fixed(pricer.prefill_ms * factors.prefill, pricer.decode_ms * decode)
     plain = pricer.plain_model
+    main = ScaledModel(pricer.model, factors, speculating, False)
     return PassPricer.from_model(
-        ScaledModel(pricer.model, factors, speculating, False),
+        main,
         pricer.metrics_factory,
         pricer.prices_speculation_natively,
         pricer.wants_request_lists,
-        None if plain is None else ScaledModel(plain, factors, speculating, True),
+        None if plain is None else ScaledModel(plain, factors, speculating, True, main.noise),
     )
 
 

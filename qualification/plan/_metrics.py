@@ -97,6 +97,23 @@ CHECKS: Final[dict[str, dict[str, Metric]]] = {
             "count", False, "rulecheck points where a round is priced below the widened STP pass"
         ),
     },
+    # aisim's prediction intervals (docs/design.md#uncertainty) against held-out evidence
+    # (`python -m qualification.uncertainty coverage`): per metric, the share of measured values
+    # inside their central 90 % interval; the lowest and highest over the metrics.
+    "interval_coverage": {
+        "engine_min_coverage": Metric(
+            "fraction", False, "lowest per-metric coverage of the 90 % intervals, engine runs"
+        ),
+        "engine_max_coverage": Metric(
+            "error", False, "highest per-metric coverage of the 90 % intervals, engine runs"
+        ),
+        "public_min_coverage": Metric(
+            "fraction", False, "lowest per-quantity coverage of the 90 % intervals, public rows"
+        ),
+        "public_max_coverage": Metric(
+            "error", False, "highest per-quantity coverage of the 90 % intervals, public rows"
+        ),
+    },
 }
 
 #: engine_comparison metric -> (figure in a scored engine section, noise-floor figure or None);

