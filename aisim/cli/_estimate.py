@@ -65,6 +65,12 @@ def register(commands: Any) -> None:
         help="worker role measured rounds must match (default aggregated)",
     )
     parser.add_argument("--json", action="store_true", help="print canonical JSON")
+    parser.add_argument(
+        "--intervals",
+        action="store_true",
+        help="add the p50 and central 90 %% interval of the price from the cost-error evidence "
+        "(docs/design.md#uncertainty)",
+    )
     parser.set_defaults(handler=estimate_command)
 
 
@@ -146,10 +152,18 @@ def estimate_command(args: argparse.Namespace) -> int:
         "draft_weight_bytes": model.draft_weight_bytes,
         "draft_kv_bytes_per_token": model.draft_kv_bytes_per_token,
     }
+    if args.intervals:
+        from aisim.uncertainty._estimate import estimate_interval, render_interval
+
+        payload["interval"] = estimate_interval(
+            model, metrics, float(result.latency_ms), args.draft_length
+        )
     if args.json:
         sys.stdout.write(canonical_json(payload))
         return 0
     sys.stdout.write(render_text(payload))
+    if args.intervals:
+        sys.stdout.write(render_interval(payload["interval"]))
     return 0
 
 

@@ -1,0 +1,43 @@
+"""``aisim estimate --intervals``: the price times the step kind's cost-error factors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from aisim.cli import main
+from aisim.config import best_available
+from aisim.fpm import ForwardPassMetrics
+from aisim.uncertainty import CostErrorTable, ErrorSample
+from aisim.uncertainty._estimate import estimate_interval
+
+
+def test_two_decode_samples_bound_the_interval() -> None:
+    model = best_available({"model": "Qwen/Qwen3-8B", "hardware": "h100", "estimator": "roofline"})
+    metrics = ForwardPassMetrics(4, 4096)
+    table = CostErrorTable(
+        (
+            ErrorSample("roofline", "decode", "r", "a", 0.9, "s", "t"),
+            ErrorSample("roofline", "decode", "r", "b", 1.1, "s", "t"),
+        )
+    )
+    interval = estimate_interval(model, metrics, 10.0, None, table=table)
+    assert (interval["low_ms"], interval["high_ms"]) == (9.0, 11.0)
+    assert interval["p50_ms"] in (9.0, 11.0) and interval["step_kind"] == "decode"
+    assert interval["included"]
+    prefill = estimate_interval(model, ForwardPassMetrics(0, 0, 1, 512), 10.0, None, table=table)
+    assert not prefill["included"] and prefill["low_ms"] == prefill["high_ms"] == 10.0
+
+
+def test_cli_json_carries_the_interval(capsys: pytest.CaptureFixture[str]) -> None:
+    flags = ["--model", "Qwen/Qwen3-8B", "--hardware", "h100", "--batch", "8", "--kv", "1024"]
+    assert main(["estimate", *flags, "--json", "--intervals"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    interval = payload["interval"]
+    latency = payload["result"]["latency_ms"]
+    assert interval["point_ms"] == latency
+    assert interval["low_ms"] <= latency * 1.0000001 or interval["high_ms"] >= latency
+    assert interval["sources"] == ["qualification/public/measurements.json"]
+    assert main(["estimate", *flags, "--json"]) == 0
+    assert "interval" not in json.loads(capsys.readouterr().out)
