@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -34,6 +35,13 @@ MAX_FILE_NAME_BYTES: Final = 255
 MAX_PATH_CHARS: Final = 1024
 #: Most digits an integer field written as text may have (2**63 has 19).
 MAX_INT_DIGITS: Final = 19
+#: Largest file read whole as a document: a config, ``--model``/``--hardware`` file, plan,
+#: snapshot, sidecar or engine metrics scrape (real ones are kilobytes; a snapshot of 20,000
+#: predictions is about 2 MB). A bigger file (or ``/dev/zero``) would exhaust memory first.
+MAX_DOCUMENT_BYTES: Final = 64 * 2**20
+#: Largest trace file (it is read whole once, to hash it for the trace cache; the Mooncake
+#: trace of 23,608 requests is 9 MB).
+MAX_TRACE_BYTES: Final = 1024 * 2**20
 
 # A JSON integer or real number, ASCII only: no sign other than a leading '-', no '+', no
 # underscores, no surrounding blanks, no 'inf'/'nan' (the text forms Python's int()/float()
@@ -118,15 +126,63 @@ def _shorten(text: str) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def load_config_file(path: str | os.PathLike[str], field: str = "") -> Any:
-    """Parse a YAML or JSON file (JSON when the name ends in ``.json``); a bad path, a missing
-    or malformed file is one clear ConfigError. ``field`` names the input in path errors."""
-    file = check_path_text(path, field or "config file")
+def input_file_problem(file: Path, max_bytes: int) -> str | None:
+    """Why ``file`` cannot be read as an input (None when it can): ``"file not found"``, ``"is
+    a folder, not a file"``, ``"is not a regular file (a FIFO, socket or device)"`` (reading one
+    could block forever or never end), ``"is N bytes, over the limit of M"`` or ``"cannot read:
+    <reason>"``. Only ``stat`` is called: a FIFO is never opened."""
     try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{str(file)!r}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
+        status = os.stat(file)
+    except (FileNotFoundError, NotADirectoryError):
+        return "file not found"
+    except (OSError, ValueError) as exc:
+        return f"cannot read: {_os_reason(exc)}"
+    if stat.S_ISDIR(status.st_mode):
+        return "is a folder, not a file"
+    if not stat.S_ISREG(status.st_mode):
+        return "is not a regular file (a FIFO, socket or device)"
+    if status.st_size > max_bytes:
+        return f"is {status.st_size} bytes, over the limit of {max_bytes} ({_mib(max_bytes)})"
+    return None
+
+
+def read_input_bytes(file: Path, max_bytes: int, where: str) -> bytes:
+    """The bytes of the regular file ``file`` (at most ``max_bytes``, checked before and while
+    reading: a file that grows, or a ``/proc`` file that reports size 0, cannot get past it).
+    ``ConfigError('<where>: <problem>')`` otherwise, with ``input_file_problem``'s wording."""
+    problem = input_file_problem(file, max_bytes)
+    if problem is not None:
+        raise ConfigError(f"{where}: {problem}")
+    try:
+        with open(file, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read: {_os_reason(exc)}") from None
+    if len(data) > max_bytes:
+        raise ConfigError(f"{where}: is over the limit of {max_bytes} bytes ({_mib(max_bytes)})")
+    return data
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:g} MiB"
+
+
+def _os_reason(exc: BaseException) -> str:
+    """An ``OSError``'s reason without the path Python appends (we name the file ourselves)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return " ".join(str(exc).split())
+
+
+def load_config_file(path: str | os.PathLike[str], field: str = "") -> Any:
+    """Parse a YAML or JSON file (JSON when the name ends in ``.json``); a bad path, a missing,
+    oversized (``MAX_DOCUMENT_BYTES``), non-regular or malformed file is one clear
+    ConfigError. ``field`` names the input in path errors."""
+    file = check_path_text(path, field or "config file")
+    data = read_input_bytes(file, MAX_DOCUMENT_BYTES, repr(str(file)))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{str(file)!r}: cannot read: {' '.join(str(exc).split())}") from None
     source = repr(str(file))
     if file.suffix.lower() == ".json":
@@ -274,6 +330,70 @@ def check_writable(path: str | os.PathLike[str], overwrite: bool) -> Path:
     return target
 
 
+def check_output_file(path: str | os.PathLike[str], overwrite: bool, field: str) -> Path:
+    """Check, before any work, that a command can write the file ``path`` (``field``: the
+    option naming it, e.g. ``--out``): not an existing folder (even with ``overwrite``), not an
+    existing FIFO or device, no existing file without ``overwrite``, and a folder to create it
+    in that is a folder (not under a file) and writable. One ``ConfigError`` otherwise."""
+    target = check_path_text(path, field)
+    shown = f"{field} {str(target)!r}"
+    if target.is_dir():
+        raise ConfigError(f"{shown}: is a folder; give the path of a file to write")
+    if os.path.lexists(target):
+        if not target.is_file():
+            raise ConfigError(f"{shown}: exists and is not a regular file")
+        if not overwrite:
+            raise ConfigError(f"{str(target)!r} already exists; pass --overwrite to replace it")
+    _check_location(target.parent, shown)
+    return target
+
+
+def check_output_dir(
+    path: str | os.PathLike[str], overwrite: bool, field: str, files: tuple[str, ...] = ()
+) -> Path:
+    """Check, before any work, that a command can write into the folder ``path``: not an
+    existing file, not under a file, writable (or creatable in a writable place), and each of
+    ``files`` inside it passes ``check_output_file`` (so an existing output needs
+    ``overwrite`` and a folder standing where a file goes is refused)."""
+    out = check_path_text(path, field)
+    shown = f"{field} {str(out)!r}"
+    if os.path.lexists(out) and not out.is_dir():
+        raise ConfigError(f"{shown}: exists and is not a folder")
+    _check_location(out, shown)
+    for name in files:
+        check_output_file(out / name, overwrite, field)
+    return out
+
+
+def _check_location(folder: Path, shown: str) -> None:
+    """``folder`` (to be created where missing) can hold new files: its nearest existing
+    ancestor is a folder and accepts a new file (tried for real, so read-only mounts, ``/proc``
+    and permissions are seen as the write would see them, for root too)."""
+    existing = folder
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"{shown}: {str(existing)!r} is a file, not a folder")
+    name = os.path.join(existing, f".aisim-probe-{os.urandom(6).hex()}.tmp")
+    try:
+        os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError as exc:
+        raise ConfigError(
+            f"{shown}: cannot write in {str(existing)!r}: {_os_reason(exc)}"
+        ) from None
+    os.unlink(name)
+
+
+def writable_folder(folder: Path, field: str = "--out") -> None:
+    """Create ``folder`` (and its parents) for output; an ``OSError`` is one ``ConfigError``."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"{field} {str(folder)!r}: cannot create the folder: {_os_reason(exc)}"
+        ) from None
+
+
 def atomic_write_bytes(
     path: str | os.PathLike[str], data: bytes, *, overwrite: bool = False
 ) -> Path:
@@ -286,10 +406,14 @@ def atomic_write_bytes(
     """
     target = check_writable(path, overwrite)
     try:
-        fd, tmp = _create_temp(target)
-    except FileNotFoundError:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = _create_temp(target)
+        try:
+            fd, tmp = create_temp_beside(target)
+        except FileNotFoundError:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = create_temp_beside(target)
+    except OSError as exc:
+        # Callers check their outputs first (check_output_file/_dir); this is the backstop.
+        raise ConfigError(f"cannot write {str(target)!r}: {_os_reason(exc)}") from None
     try:
         with memoryview(data) as view:
             written = 0
@@ -299,15 +423,17 @@ def atomic_write_bytes(
         os.close(fd)
         fd = -1
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         if fd >= 0:
             os.close(fd)
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise ConfigError(f"cannot write {str(target)!r}: {_os_reason(exc)}") from None
         raise
     return target
 
 
-def _create_temp(target: Path) -> tuple[int, str]:
+def create_temp_beside(target: Path) -> tuple[int, str]:
     """A new, empty ``.<name>.<random>.tmp`` beside ``target`` (never an existing file), open
     for writing: (descriptor, path)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)

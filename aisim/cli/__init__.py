@@ -80,15 +80,36 @@ def _plugin_commands() -> dict[str, Callable[[Any], None]]:
     return found
 
 
+class Terminated(BaseException):
+    """Raised in the main thread on SIGTERM, so a command killed by ``timeout`` or a job
+    scheduler unwinds like one interrupted by Ctrl-C: temp files and half-made outputs are
+    deleted by the same ``except BaseException``/``finally`` blocks."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: user errors (argument errors included) print one line to stderr and exit 2;
-    never a traceback."""
-    from aisim.cli._args import one_line
+    never a traceback. SIGINT exits 130 and SIGTERM 143, leaving no partial output."""
+    import signal
+    import threading
+
+    from aisim.cli._args import one_line, reject_unknown
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        reject_unknown(parser, args, unknown)
+    previous: Any = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return int(args.handler(args))
+    except Terminated:
+        print("aisim: terminated", file=sys.stderr)
+        return 143
     except AisimError as exc:
         print(f"aisim: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
@@ -112,6 +133,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _version() -> str:

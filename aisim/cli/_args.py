@@ -21,6 +21,25 @@ def one_line(message: str) -> str:
     )
 
 
+def reject_unknown(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]
+) -> NoReturn:
+    """Refuse arguments no parser took, in the words of the (sub)command they were given to
+    (``aisim estimate: error: unrecognized arguments: --bogus (see aisim estimate --help)``),
+    not the top-level parser's."""
+    chosen = parser
+    while True:
+        actions = [a for a in chosen._actions if isinstance(a, argparse._SubParsersAction)]
+        if not actions:
+            break
+        name = getattr(args, actions[0].dest, None)
+        sub = actions[0].choices.get(name) if isinstance(name, str) else None
+        if not isinstance(sub, argparse.ArgumentParser):
+            break
+        chosen = sub
+    chosen.error(f"unrecognized arguments: {' '.join(unknown)}")
+
+
 class Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose usage errors are one line on stderr (exit 2), like every
     other aisim error; the usage itself is one ``--help`` away."""

@@ -13,14 +13,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from aisim._io import (
-    atomic_write_text,
-    canonical_json,
-    check_path_text,
-    check_writable,
-)
+from aisim._io import atomic_write_text, canonical_json, check_output_dir, check_path_text
 from aisim.cli._args import integer
-from aisim.errors import ConfigError, SimulationError
+from aisim.errors import SimulationError
 from aisim.uncertainty._cli import add_interval_arguments, prepare_intervals, write_intervals
 
 #: Progress is reported every this many simulation events.
@@ -71,13 +66,9 @@ def register(commands: Any) -> None:
 def replay_command(args: argparse.Namespace) -> int:
     """Handler of ``aisim replay``; user errors raise ``ConfigError``."""
     check_path_text(args.config, "CONFIG")
-    out = check_path_text(args.out, "--out")
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {str(out)!r}: exists and is not a folder")
-    summary_path = check_writable(out / "summary.json", args.overwrite)
-    check_writable(out / "requests.parquet", args.overwrite)
-    if args.per_token:
-        check_writable(out / "tokens.parquet", args.overwrite)
+    outputs = ("summary.json", "requests.parquet", *(("tokens.parquet",) if args.per_token else ()))
+    out = check_output_dir(args.out, args.overwrite, "--out", outputs)
+    summary_path = out / "summary.json"
     intervals = prepare_intervals(args, out)
     model = None
     if args.step_table is not None:
@@ -146,6 +137,9 @@ def write_replay(
             out.rmdir()
         raise
     tokens_stream.discard()
+    if not wants_tokens and overwrite:
+        # An earlier run's per-token file would read as this run's.
+        (out / "tokens.parquet").unlink(missing_ok=True)
     summary_path = atomic_write_text(out / "summary.json", summary_text, overwrite=overwrite)
     return summary, [summary_path, *written]
 
@@ -226,7 +220,7 @@ def render_text(summary: dict[str, Any], *written: Path) -> str:
 
     lines = [
         f"completed requests: {summary['completed_requests']} of {summary['total_requests']}",
-        f"duration: {summary['duration_ms'] / 1000.0:.3f} s",
+        f"duration: {summary['duration_ms'] / 1000.0:.3f} s of simulated time",
         f"throughput: {summary['request_throughput_rps']:.3f} req/s, "
         f"{summary['output_throughput_tok_s']:.1f} output tok/s",
         f"TTFT: mean {ms('mean_ttft_ms')}, p99 {ms('p99_ttft_ms')}",

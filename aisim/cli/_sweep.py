@@ -13,12 +13,24 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
-from aisim._io import atomic_write_bytes, atomic_write_text, canonical_json, check_path_text
+from aisim._io import (
+    atomic_write_bytes,
+    atomic_write_text,
+    canonical_json,
+    check_output_dir,
+    check_path_text,
+)
 from aisim.cli._args import integer
 from aisim.errors import ConfigError
 
 #: Least time between two redraws of the progress bar.
 REDRAW_INTERVAL_S: Final = 0.1
+#: The files a sweep (re)writes in DIR, and its folders (checked before the first point).
+OUTPUT_FILES: Final = ("sweep.json", "points.parquet", "summary.json", "merged.parquet")
+OUTPUT_FOLDERS: Final = ("points", "plots")
+#: Every plot a sweep may write in DIR/plots (one it did not write this time is an earlier
+#: run's, and is removed).
+PLOT_FILES: Final = ("throughput_vs_latency.png", "sd_gain_vs_load.png")
 
 
 def register(commands: Any) -> None:
@@ -76,7 +88,10 @@ def sweep_command(args: argparse.Namespace) -> int:
     from aisim.sweep._report import render_text
 
     check_path_text(args.sweep, "SWEEP")
-    out = check_path_text(args.out, "--out")
+    # The sweep replaces its own outputs (it resumes), so only their kind and place are checked.
+    out = check_output_dir(args.out, True, "--out", OUTPUT_FILES)
+    for name in OUTPUT_FOLDERS:
+        check_output_dir(out / name, True, "--out")
     if args.address is not None and args.backend != "ray":
         raise ConfigError("--address: only with --backend ray")
     if args.merge_over is not None:
@@ -109,8 +124,14 @@ def sweep_command(args: argparse.Namespace) -> int:
         merged.to_parquet(buffer, index=False)
         atomic_write_bytes(out / "merged.parquet", buffer.getvalue(), overwrite=True)
         written.append(out / "merged.parquet")
+    else:
+        # An earlier run's pooled percentiles would read as this run's.
+        (out / "merged.parquet").unlink(missing_ok=True)
     atomic_write_text(out / "summary.json", canonical_json(summary), overwrite=True)
     plots = write_plots(frame, out / "plots")
+    for name in PLOT_FILES:
+        if out / "plots" / name not in plots:
+            (out / "plots" / name).unlink(missing_ok=True)
     if args.json:
         sys.stdout.write(canonical_json(summary))
     else:

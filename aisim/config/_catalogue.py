@@ -174,11 +174,16 @@ def gpu_spec(mapping: object, name: str, path: str = "hardware") -> GpuSpec:
 def _read_text(file: Path, path: str, what: str) -> str:
     """The file's UTF-8 text; a missing, unreadable or binary file is one ``ConfigError``
     (``what`` names it: ``"model config"``)."""
+    from aisim._io import MAX_DOCUMENT_BYTES, input_file_problem, read_input_bytes
+
+    problem = input_file_problem(file, MAX_DOCUMENT_BYTES)
+    if problem == "file not found":
+        raise ConfigError(f"{path}: {what} file not found: {str(file)!r}")
     try:
-        return file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: {what} file not found: {str(file)!r}") from None
-    except (OSError, UnicodeDecodeError) as exc:
+        return read_input_bytes(file, MAX_DOCUMENT_BYTES, f"{path}: {what} {str(file)!r}").decode(
+            "utf-8"
+        )
+    except UnicodeDecodeError as exc:
         raise ConfigError(
             f"{path}: cannot read {what} {str(file)!r}: {' '.join(str(exc).split())}"
         ) from None

@@ -29,7 +29,14 @@ from aisim._fields import (
     join_path,
     reject_unknown,
 )
-from aisim._io import check_path_text, parse_float_text, parse_int_text, parse_json_text
+from aisim._io import (
+    MAX_TRACE_BYTES,
+    check_path_text,
+    input_file_problem,
+    parse_float_text,
+    parse_int_text,
+    parse_json_text,
+)
 from aisim.config._edge import check_mapping_at, choice, integer, validate
 from aisim.config._replay_limits import (
     MAX_REQUESTS,
@@ -390,8 +397,13 @@ def _resolve_file(value: object, base_dir: Path | None, path: str) -> Path:
     file = check_path_text(as_str(value, path), path)
     if not file.is_absolute() and base_dir is not None:
         file = base_dir / file
-    if not file.is_file() and not TRACES.is_pinned(file):
+    if TRACES.is_pinned(file):
+        return file
+    problem = input_file_problem(file, MAX_TRACE_BYTES)
+    if problem == "file not found":
         raise ConfigError(f"{path}: trace file not found: {str(file)!r}")
+    if problem is not None:
+        raise ConfigError(f"{path}: trace {str(file)!r}: {problem}")
     return file
 
 

@@ -49,10 +49,9 @@ Contents = tuple[str, bytes]
 
 def read_contents(file: Path, path: str = "traffic.source") -> Contents:
     """A trace file's (digest, bytes), read once (``path``: the config path for errors)."""
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{path}.path: cannot read {str(file)!r}: {exc}") from None
+    from aisim._io import MAX_TRACE_BYTES, read_input_bytes
+
+    data = read_input_bytes(file, MAX_TRACE_BYTES, f"{path}.path: trace {str(file)!r}")
     return hashlib.sha256(data).hexdigest(), data
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -80,10 +79,11 @@ class ParquetStream:
     def _open(self) -> None:
         import pyarrow.parquet as pq
 
-        self.target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(
-            prefix=f".{self.target.name}.", suffix=".tmp", dir=self.target.parent
-        )
+        from aisim._io import create_temp_beside, writable_folder
+
+        writable_folder(self.target.parent)
+        # Mode 0666 less the umask, as the other outputs (mkstemp would make it 0600).
+        fd, tmp = create_temp_beside(self.target)
         os.close(fd)
         self._tmp = Path(tmp)
         self._writer = pq.ParquetWriter(str(self._tmp), self.schema)

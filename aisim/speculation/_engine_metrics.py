@@ -277,15 +277,10 @@ def _config_path(text: str, base_dir: str | Path | None) -> Path:
 def read_source(path: str | Path, prefix: str) -> tuple[str, SourceFile]:
     """The text of an engine source and its SHA-256; a missing or undecodable file is one
     ``ConfigError`` line."""
-    from aisim._io import check_path_text
+    from aisim._io import MAX_DOCUMENT_BYTES, check_path_text, read_input_bytes
 
     file = check_path_text(path, prefix.rstrip(": ") or "path")
-    try:
-        data = file.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"{prefix}{str(file)!r}: file not found") from None
-    except OSError as exc:
-        raise ConfigError(f"{prefix}{str(file)!r}: cannot read: {exc.strerror or exc}") from None
+    data = read_input_bytes(file, MAX_DOCUMENT_BYTES, f"{prefix}{str(file)!r}")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

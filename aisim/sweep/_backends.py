@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import signal
 import sys
 from collections import deque
 from collections.abc import Callable
@@ -250,6 +251,9 @@ def _helper_main(
     (``gc.freeze``): a collection writes to every object it scans, which copies the page
     holding it (measured: 6,600 -> 1,500 page faults per 100 points of the bench sweep)."""
     gc.freeze()
+    # A forked helper inherits the CLI's SIGTERM handler (aisim.cli.Terminated); terminate()
+    # must simply end it.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     for end in inherited:
         end.close()
     try:

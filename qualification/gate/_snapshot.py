@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from aisim._fields import as_mapping, join_path
-from aisim._io import atomic_write_text, canonical_json, check_path_text, parse_json_text
+from aisim._io import (
+    MAX_DOCUMENT_BYTES,
+    atomic_write_text,
+    canonical_json,
+    check_path_text,
+    input_file_problem,
+    parse_json_text,
+    read_input_bytes,
+)
 from aisim.errors import ConfigError
 from qualification.gate._scenarios import evaluate, load_scenarios
 
@@ -44,11 +52,12 @@ def load_snapshot(path: str | Path) -> dict[str, Any]:
     """Read a snapshot file; anything that is not one is a ConfigError naming the file."""
     file = check_path_text(path, "snapshot")
     where = str(file)
+    problem = input_file_problem(file, MAX_DOCUMENT_BYTES)
+    if problem == "file not found":
+        raise ConfigError(f"{where!r}: snapshot file not found")
     try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{where!r}: snapshot file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_input_bytes(file, MAX_DOCUMENT_BYTES, repr(where)).decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{where!r}: not a readable JSON snapshot: {exc}") from None
     document = parse_json_text(text, f"{where!r}: not a readable JSON snapshot")
     root = as_mapping(document, where)

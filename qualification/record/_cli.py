@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from aisim.cli import integer_argument as integer
+from aisim._io import int_text_problem
 from aisim.errors import ConfigError
 from qualification.record._geometry import DRAFTER_KINDS, PRESETS, Grid, get_preset
 
@@ -55,18 +56,35 @@ def add_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> 
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
+#: Bounds of the grid flags (``--d``, ``--batch``, ``--kv``): the largest value and the most
+#: values of each. Real recordings use d 1..5, B 1..64, K up to 32k; beyond these a grid runs
+#: for hours (``--d 1000`` built a 1000-token draft chain per point).
+GRID_LIMITS = {"d": 16, "batch": 1024, "kv": 1_048_576}
+MAX_GRID_VALUES = 32
+
+
 def _int_list(text: str | None, default: tuple[int, ...], field: str) -> tuple[int, ...]:
     if text is None:
         return default
-    try:
-        values = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
+    highest = GRID_LIMITS[field]
+    parts = text.split(",")
+    if len(parts) > MAX_GRID_VALUES:
         raise ConfigError(
-            f"record.{field}: expected comma-separated integers, got {text!r}"
-        ) from None
-    if not values or min(values) < 1:
-        raise ConfigError(f"record.{field}: expected positive integers, got {text!r}")
+            f"record.{field}: at most {MAX_GRID_VALUES} values, got {len(parts)} in {_short(text)}"
+        )
+    values: list[int] = []
+    for part in parts:
+        if int_text_problem(part) is not None or not 1 <= int(part) <= highest:
+            raise ConfigError(
+                f"record.{field}: expected comma-separated integers in 1..{highest}, got "
+                f"{_short(text)}"
+            )
+        values.append(int(part))
     return tuple(sorted(set(values)))
+
+
+def _short(text: str) -> str:
+    return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
 def grid_from_args(args: argparse.Namespace) -> Grid:
@@ -133,6 +151,8 @@ def run(args: argparse.Namespace) -> int:
     grid = grid_from_args(args)
     if args.threads < 1 or args.threads > 256:
         raise ConfigError(f"record.threads: expected an integer in 1..256, got {args.threads}")
+    if not 0 <= args.seed < 2**32:
+        raise ConfigError(f"record.seed: expected an integer in 0..4294967295, got {args.seed}")
     torch = require_torch()
     wants_cpu = args.device == "cpu" or (args.device == "auto" and not torch.cuda.is_available())
     missing = any(key not in os.environ for key in MALLOC_ENV)

@@ -375,5 +375,6 @@ def test_unrecognised_arguments_with_control_characters_stay_on_one_line(
         main(["speculation", "explain", "f.yaml", "\nz\x0b"])
     assert info.value.code == 2
     assert one_error_line(capsys.readouterr().err) == (
-        "aisim: error: unrecognized arguments: \\nz\\x0b (see aisim --help)"
+        "aisim speculation explain: error: unrecognized arguments: \\nz\\x0b "
+        "(see aisim speculation explain --help)"
     )
