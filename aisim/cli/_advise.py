@@ -262,15 +262,12 @@ def advise_command(args: argparse.Namespace) -> int:
         atomic_write_bytes,
         atomic_write_text,
         canonical_json,
-        check_path_text,
-        check_writable,
+        check_output_dir,
     )
     from aisim.uncertainty._advise import advise
 
-    out = check_path_text(args.out, "--out")
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {str(out)!r}: exists and is not a folder")
-    paths = {name: check_writable(out / name, args.overwrite) for name in OUTPUTS}
+    out = check_output_dir(args.out, args.overwrite, "--out", tuple(OUTPUTS))
+    paths = {name: out / name for name in OUTPUTS}
     question = build_question(args)
     answer = advise(question, workers=args.workers)
     plot = gain_plot(answer)
