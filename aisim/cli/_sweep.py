@@ -72,6 +72,17 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    parser.add_argument(
+        "--intervals",
+        type=integer,
+        metavar="N",
+        help="every point also carries <metric>_p50/_low/_high over N Monte Carlo replicas "
+        "(docs/uncertainty.md)",
+    )
+    parser.add_argument("--interval-seed", type=integer, default=0, help="seed of the replicas")
+    parser.add_argument(
+        "--sources", default="all", help="what the intervals include (all, none, or a list)"
+    )
     parser.set_defaults(handler=sweep_command)
 
 
@@ -99,6 +110,13 @@ def sweep_command(args: argparse.Namespace) -> int:
 
         # Before any point runs, and under the option's own name.
         check_merge_over(args.merge_over, load_sweep(args.sweep).axis_paths, "--merge-over")
+    if args.intervals is not None:
+        from aisim.uncertainty import Sources, check_replicas
+        from aisim.uncertainty._intervals import check_seed
+
+        check_replicas(args.intervals)
+        check_seed(args.interval_seed)
+        Sources.parse(args.sources)
     show = not args.no_progress and sys.stderr.isatty()
     with _progress(show) as callback:
         frame = run(
@@ -111,8 +129,24 @@ def sweep_command(args: argparse.Namespace) -> int:
             progress=callback,
             merge_over=args.merge_over,
         )
+    if args.intervals is not None:
+        from aisim.uncertainty import Sources
+        from aisim.uncertainty._sweep import add_sweep_intervals
+
+        frame = add_sweep_intervals(
+            frame,
+            args.sweep,
+            args.intervals,
+            seed=args.interval_seed,
+            sources=Sources.parse(args.sources),
+            backend=args.backend,
+            workers=args.workers,
+            address=args.address,
+        )
     summary = summarize(frame)
     summary["skipped_points"] = frame.attrs["skipped_points"]
+    if "intervals" in frame.attrs:
+        summary["intervals"] = frame.attrs["intervals"]
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False)
     atomic_write_bytes(out / "points.parquet", buffer.getvalue(), overwrite=True)
