@@ -78,6 +78,12 @@ def profile_lines(entry: dict[str, Any]) -> list[str]:
     numbers: list[str] = []
     if entry["acceptance_length"] is not None:
         numbers.append(f"acceptance length {entry['acceptance_length']:.6g}")
+    curve = entry.get("acceptance_length_by_draft_tokens")
+    if curve is not None:
+        numbers.append(
+            "acceptance length by draft tokens "
+            + ", ".join(f"{int(point[0])}: {point[1]:.4g}" for point in curve)
+        )
     if entry["unconditional_rates"] is not None:
         numbers.append(f"unconditional rates {_floats(entry['unconditional_rates'])}")
     spread = entry["spread"]
@@ -98,7 +104,12 @@ def profile_lines(entry: dict[str, Any]) -> list[str]:
         ("method", entry["method"]),
         ("target", entry["target"]),
         ("draft", entry["draft"] or "-"),
-        ("draft tokens", "not published" if drafts is None else drafts),
+        (
+            "draft tokens",
+            ("per the curve" if curve is not None else "not published")
+            if drafts is None
+            else drafts,
+        ),
         ("published", "; ".join(numbers)),
         ("spread", "none published" if spread is None else _inline(spread)),
         ("dataset", entry["dataset"]),

@@ -85,6 +85,7 @@ def _entry(
     locator: str,
     conditional_rate: float | None = None,
     note: str | None = None,
+    curve: list[list[float]] | None = None,
 ) -> dict[str, Any]:
     record: dict[str, Any] = {
         "name": name,
@@ -98,6 +99,7 @@ def _entry(
         "acceptance_length": acceptance_length,
         "unconditional_rates": unconditional_rates,
         "conditional_rate": conditional_rate,
+        "acceptance_length_by_draft_tokens": curve,
         "spread": spread,
         "source": {**source, "locator": locator},
         "conditions": conditions,
@@ -194,6 +196,61 @@ def _nebius(key: str, draft: str, target: str, dataset: str, length: float) -> d
         f"table 'Comparison with Public Checkpoints', row {draft}, column {dataset} (tau)",
     )
 
+
+_INFERENCEX_CONDITIONS: Final = (
+    "InferenceX golden AL curve: SPEED-Bench Qualitative split, coding category (80 prompts), "
+    "output_len 4096, {sampling}, {engine}; AL = 1 + accepted draft tokens / verification "
+    "drafts from the engine's counters, rounded to 2 decimals; one cell per draft length"
+)
+
+
+def _inferencex(
+    name: str,
+    method: str,
+    target: str,
+    draft: str | None,
+    mode: str,
+    curve: dict[int, float],
+    path: str,
+    commit: str,
+    run: str,
+    sampling: str,
+    engine: str,
+    counts: tuple[int, int] | None = None,
+) -> dict[str, Any]:
+    ks = sorted(curve)
+    spread: dict[str, Any] | None = None
+    if counts is not None:
+        spread = {"kind": "counts", "num_drafts": counts[0], "num_accepted_tokens": counts[1]}
+    return _entry(
+        f"inferencex/{method}/{name}/{mode}",
+        method,
+        target,
+        draft,
+        f"SPEED-Bench coding ({mode.replace('-', ' ')})",
+        "sglang" if engine.startswith("SGLang") else "vllm",
+        1.0,
+        ks[0] if len(ks) == 1 else None,
+        curve[ks[0]] if len(ks) == 1 else None,
+        None,
+        spread,
+        {
+            "title": f"InferenceX golden_al_distribution ({run})",
+            "repository": "SemiAnalysisAI/InferenceX",
+            "path": path,
+            "commit": commit,
+        },
+        _INFERENCEX_CONDITIONS.format(sampling=sampling, engine=engine),
+        f"key {mode.replace('-', '_')}: num_speculative_tokens -> golden AL",
+        curve=[[float(k), curve[k]] for k in ks] if len(ks) > 1 else None,
+    )
+
+
+_MINIMAX: Final = "temperature 1.0, top_p 0.95, top_k 40"
+_MINIMAX_ENGINE: Final = "vLLM EAGLE3 on B300"
+_MINIMAX_COMMIT: Final = "ce4e6f073750328525786d1e799f86c3745abf90"
+_DSV4_COMMIT: Final = "1a3739748e76ef2b2d0814914a36d0c6c7b9dff0"
+_QWEN38_COMMIT: Final = "5625e8038c3a35460e1c8ef3e561909b08dbd2a7"
 
 PROFILES: Final[tuple[dict[str, Any], ...]] = (
     _vllm_ci(
@@ -321,6 +378,126 @@ PROFILES: Final[tuple[dict[str, Any], ...]] = (
     _spec_bench("medusa", "medusa", "7b", 2.32, "Medusa"),
     _spec_bench("medusa", "medusa", "13b", 2.39, "Medusa"),
     _spec_bench("medusa", "medusa", "33b", 2.33, "Medusa"),
+    _inferencex(
+        "minimax-m3",
+        "eagle3",
+        "MiniMax-M3",
+        "Inferact/MiniMax-M3-EAGLE3",
+        "thinking-on",
+        {1: 1.78, 2: 2.38, 3: 2.83, 4: 3.11, 5: 3.35, 6: 3.45, 7: 3.53, 8: 3.74},
+        "golden_al_distribution/minimaxm3_eagle3.yaml",
+        _MINIMAX_COMMIT,
+        "actions run 28061204145",
+        _MINIMAX,
+        _MINIMAX_ENGINE,
+    ),
+    _inferencex(
+        "minimax-m3",
+        "eagle3",
+        "MiniMax-M3",
+        "Inferact/MiniMax-M3-EAGLE3",
+        "thinking-off",
+        {1: 1.84, 2: 2.52, 3: 2.93, 4: 3.41, 5: 3.59, 6: 3.57, 7: 3.85, 8: 4.06},
+        "golden_al_distribution/minimaxm3_eagle3.yaml",
+        _MINIMAX_COMMIT,
+        "actions run 28061204145",
+        _MINIMAX,
+        _MINIMAX_ENGINE,
+    ),
+    _inferencex(
+        "minimax-m3-gqa",
+        "eagle3",
+        "MiniMax-M3",
+        "Inferact/MiniMax-M3-EAGLE3-GQA",
+        "thinking-on",
+        {1: 1.79, 2: 2.39, 3: 2.78, 4: 3.02, 5: 3.21, 6: 3.30, 7: 3.52, 8: 3.51},
+        "golden_al_distribution/minimaxm3_eagle3_gqa.yaml",
+        _MINIMAX_COMMIT,
+        "actions run 29784780049",
+        _MINIMAX,
+        _MINIMAX_ENGINE,
+    ),
+    _inferencex(
+        "minimax-m3-gqa",
+        "eagle3",
+        "MiniMax-M3",
+        "Inferact/MiniMax-M3-EAGLE3-GQA",
+        "thinking-off",
+        {1: 1.83, 2: 2.46, 3: 2.97, 4: 3.29, 5: 3.72, 6: 3.76, 7: 3.75, 8: 3.93},
+        "golden_al_distribution/minimaxm3_eagle3_gqa.yaml",
+        _MINIMAX_COMMIT,
+        "actions run 29784780049",
+        _MINIMAX,
+        _MINIMAX_ENGINE,
+    ),
+    _inferencex(
+        "deepseek-v4-pro",
+        "dspark",
+        "DeepSeek-V4-Pro (DSpark)",
+        None,
+        "thinking-on",
+        {1: 1.86, 2: 2.55, 3: 3.08, 4: 3.43, 5: 3.74, 6: 3.82, 7: 3.86, 8: 3.75},
+        "golden_al_distribution/dsv4_dspark_probabilistic.yaml",
+        _DSV4_COMMIT,
+        "actions run 31279568355",
+        "temperature 1.0, draft_sample_method probabilistic",
+        "vLLM DSpark on B300",
+    ),
+    _inferencex(
+        "deepseek-v4-pro",
+        "dspark",
+        "DeepSeek-V4-Pro (DSpark)",
+        None,
+        "thinking-off",
+        {1: 1.93, 2: 2.76, 3: 3.47, 4: 4.10, 5: 4.52, 6: 4.87, 7: 4.94, 8: 4.94},
+        "golden_al_distribution/dsv4_dspark_probabilistic.yaml",
+        _DSV4_COMMIT,
+        "actions run 31279568355",
+        "temperature 1.0, draft_sample_method probabilistic",
+        "vLLM DSpark on B300",
+    ),
+    _inferencex(
+        "qwen3.8-27b-bf16",
+        "mtp",
+        "Qwen/Qwen3.8-27B",
+        None,
+        "thinking-on",
+        {3: 2.52},
+        "golden_al_distribution/qwen3.827b_bf16_mtp.yaml",
+        _QWEN38_COMMIT,
+        "actions run 35490571863",
+        "production sampling, enable_thinking true",
+        "vLLM nightly-cd10ed6f native MTP, TP 1",
+        counts=(84995, 128899),
+    ),
+    _inferencex(
+        "qwen3.8-27b-fp8",
+        "mtp",
+        "Qwen/Qwen3.8-27B-FP8",
+        None,
+        "thinking-on",
+        {3: 2.51},
+        "golden_al_distribution/qwen3.827b_fp8_mtp.yaml",
+        _QWEN38_COMMIT,
+        "actions run 35491616007",
+        "production sampling, enable_thinking true",
+        "vLLM nightly-cd10ed6f native MTP, TP 1",
+        counts=(87994, 133034),
+    ),
+    _inferencex(
+        "qwen3.8-27b-awq-int4",
+        "mtp",
+        "qwen3.8-27b (AWQ-INT4-g128)",
+        None,
+        "thinking-on",
+        {7: 3.67},
+        "golden_al_distribution/qwen3.8_mtp.yaml",
+        "4b2d885b44d6ff13dfa9667cabf94db166c84c58",
+        "rahulunair/qwen38-agentx evidence",
+        "temperature 1.0, top_p 0.95, top_k 20",
+        "SGLang 0.0.0.dev15740 native MTP on four Intel Arc Pro B70",
+        counts=(55993, 149574),
+    ),
 )
 
 _BY_NAME: Final[dict[str, dict[str, Any]]] = {entry["name"]: entry for entry in PROFILES}
@@ -328,6 +505,17 @@ _BY_NAME: Final[dict[str, dict[str, Any]]] = {entry["name"]: entry for entry in 
 
 def profile_names() -> tuple[str, ...]:
     return tuple(_BY_NAME)
+
+
+def profile_depths(name: str) -> list[int] | None:
+    """The draft lengths ``name`` was published at (``None``: not published, any depth the
+    length fits)."""
+    entry = _BY_NAME[name]
+    curve = entry["acceptance_length_by_draft_tokens"]
+    if curve is not None:
+        return [int(point[0]) for point in curve]
+    published = entry["num_draft_tokens"]
+    return None if published is None else [int(published)]
 
 
 def profile_entry(name: object, path: str = "acceptance_profile") -> dict[str, Any]:
@@ -363,7 +551,9 @@ def profile_acceptance(name: object, kind: str, depth: int, path: str) -> Accept
     """The ``AcceptanceProfile`` of catalogue entry ``name`` for a block of ``kind`` that accepts
     at most ``depth`` drafts per round.
 
-    The entry's method must be the block's kind. Published per-position rates and a length
+    The entry's method must be the block's kind. A curve (length by draft length) applies at
+    its published lengths, each the staircase of its length. Published per-position rates and a
+    length
     published at a draft length K apply at depth K only; a length published without its draft
     length is the staircase at the block's depth (which must reach ``AL - 1``); a published
     conditional rate of a depth-1 chain applies at depth 1.
@@ -376,6 +566,16 @@ def profile_acceptance(name: object, kind: str, depth: int, path: str) -> Accept
     if method != kind:
         raise ConfigError(
             f"{path}: profile {name!r} was measured with method {method}, not kind {kind}"
+        )
+    curve = entry["acceptance_length_by_draft_tokens"]
+    if curve is not None:
+        for point in curve:
+            if int(point[0]) == depth:
+                return AcceptanceProfile.from_acceptance_length(float(point[1]), depth, path)
+        published_ks = ", ".join(str(int(point[0])) for point in curve)
+        raise ConfigError(
+            f"{path}: profile {name!r} was published at {published_ks} draft tokens per round; "
+            f"this block accepts at most {depth}"
         )
     published = entry["num_draft_tokens"]
     if published is not None and published != depth:

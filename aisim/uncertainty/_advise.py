@@ -116,7 +116,7 @@ def variants(
     """SD off, then every method given an acceptance at every depth it applies to (a profile
     published at K draft tokens applies at depth K only). Returns the variants and notes on
     what was left out and why."""
-    from aisim.speculation._profiles import profile_entry
+    from aisim.speculation._profiles import profile_depths
 
     found = [Variant("none", 0)]
     notes = []
@@ -134,13 +134,14 @@ def variants(
             block["draft_model_path"] = draft_model
         usable = depths
         if "acceptance_profile" in block:
-            published = profile_entry(block["acceptance_profile"])["num_draft_tokens"]
+            published = profile_depths(block["acceptance_profile"])
             if published is not None:
-                usable = [published]
-                if published not in depths:
+                usable = [depth for depth in depths if depth in published] or published[:1]
+                if usable != [depth for depth in depths if depth in published]:
                     notes.append(
                         f"{method}: profile {block['acceptance_profile']} was measured at "
-                        f"{published} draft tokens, so only that depth is searched"
+                        f"{', '.join(str(k) for k in published)} draft tokens, none of the "
+                        f"searched depths, so only {usable[0]} is searched"
                     )
         else:
             notes.append(

@@ -28,6 +28,7 @@ def test_at_least_twenty_sourced_entries_across_methods() -> None:
             entry["acceptance_length"] is not None
             or entry["unconditional_rates"] is not None
             or entry["conditional_rate"] is not None
+            or entry["acceptance_length_by_draft_tokens"] is not None
         )
 
 
@@ -175,3 +176,28 @@ def test_cli_lists_and_explains_with_source(
     assert "vllm-ci/eagle3/qwen3-8b/mt-bench" in shown
     assert "tests/v1/spec_decode/test_acceptance_length.py" in shown
     assert "qwen3-8b-eagle3" in shown
+
+
+def test_inferencex_golden_curves_as_published() -> None:
+    # golden_al_distribution/minimaxm3_eagle3.yaml @ ce4e6f07: minimax-m3.thinking_on.
+    entry = profile_entry("inferencex/eagle3/minimax-m3/thinking-on")
+    assert entry["acceptance_length_by_draft_tokens"] == [
+        [1.0, 1.78], [2.0, 2.38], [3.0, 2.83], [4.0, 3.11],
+        [5.0, 3.35], [6.0, 3.45], [7.0, 3.53], [8.0, 3.74],
+    ]  # fmt: skip
+    # qwen3.827b_bf16_mtp.yaml: thinking_on k=3 -> 2.52; accepted 128899 over 84995 drafts.
+    qwen = profile_entry("inferencex/mtp/qwen3.8-27b-bf16/thinking-on")
+    assert (qwen["num_draft_tokens"], qwen["acceptance_length"]) == (3, 2.52)
+    assert (
+        round(1 + qwen["spread"]["num_accepted_tokens"] / qwen["spread"]["num_drafts"], 2) == 2.52
+    )
+
+
+def test_curve_profile_applies_at_its_published_lengths(eagle3_draft: dict[str, Any]) -> None:
+    name = "inferencex/eagle3/minimax-m3/thinking-on"
+    draft = {**eagle3_draft}
+    # K = 4 -> AL 3.11: the staircase of E = 2.11 (vLLM's synthetic_acceptance_length schedule).
+    resolved = _eagle3(draft, name, depth=4)
+    assert resolved.acceptance.unconditional_rates == pytest.approx((1.0, 1.0, 0.11, 0.0))
+    with pytest.raises(ConfigError, match="published at 1, 2, 3, 4, 5, 6, 7, 8 draft tokens"):
+        _eagle3(draft, name, depth=9)
