@@ -293,7 +293,7 @@ def advise(question: Question, *, workers: int = 1, backend: str = "pool") -> di
         "replicas": question.replicas,
         "seed": question.seed,
         "confidence": CONFIDENCE,
-        "sources": off.setup.sources,
+        "sources": _sources_over(runs),
         "nominal_load": load_label(question, nominal),
         "load_unit": "users" if question.load_kind == "concurrency" else "req/s",
         "loads": [load_label(question, load) for load in question.loads],
@@ -303,6 +303,16 @@ def advise(question: Question, *, workers: int = 1, backend: str = "pool") -> di
         "notes": question.notes,
         "configurations_searched": len(configs),
     }
+
+
+def _sources_over(runs: list[Replicas]) -> dict[str, dict[str, Any]]:
+    """Per source, its description in the first configuration that includes it (else in the
+    first configuration): what the answer's intervals include, over every configuration."""
+    described: dict[str, dict[str, Any]] = {}
+    for name in runs[0].setup.sources:
+        including = [r.setup.sources[name] for r in runs if r.setup.sources[name]["included"]]
+        described[name] = including[0] if including else runs[0].setup.sources[name]
+    return described
 
 
 def _gains(
