@@ -157,6 +157,9 @@ def explain_command(args: argparse.Namespace) -> int:
         return 0
     try:
         replay = f"chain of {resolved.replay_depth}, replayable"
+        trace = resolved.acceptance_trace
+        if resolved.kind == "suffix" and getattr(trace, "drafted", None) is None:
+            replay = "not replayable: suffix replay needs an acceptance_trace with drafted counts"
     except ConfigError as exc:
         replay = "not replayable: " + str(exc).split(": ", 2)[-1]
     sys.stdout.write(render_text(result, replay, args))
