@@ -275,6 +275,7 @@ def _speculation(
         varying.draft_lengths,
         varying.adaptive_tiers,
         varying.adaptive_initial,
+        varying.adaptive_cuda_graph_bs,
         varying.trace_accepted,
         varying.trace_drafted,
     )

@@ -202,6 +202,8 @@ class SpeculationConfig(EdgeModel):
     # SGLang adaptive speculation (--speculative-adaptive, --speculative-adaptive-config as JSON).
     speculative_adaptive: bool | None = None
     speculative_adaptive_config: Annotated[dict[str, Any], JsonObject(deep=True)] | None = None
+    # SGLang's --cuda-graph-bs: adaptive routing pads a batch size up to a captured size.
+    cuda_graph_bs: list[Annotated[int, Integer(1, 1 << 16)]] | None = None
     # vLLM adaptive verification (DSpark only): an engine option aisim does not model.
     enable_adaptive_verification: bool | None = None
     # Per-request, per-round accepted drafts measured on an engine (docs/speculation.md).

@@ -142,13 +142,13 @@ def adaptive_policy(
     """SGLang's ``--speculative-adaptive`` with its config (``speculative_adaptive_config``, the
     JSON file's content; SGLang's ``DEFAULT_ADAPTIVE_CONFIG`` when absent), checked as
     ``adaptive_unsupported_reason`` and ``_load_adaptive_config`` do. Returns
-    ``{"initial_steps": .., "tiers": [{"batch_size": .., <slot keys>}, ...]}`` or ``None``."""
+    ``{"initial_steps": .., "tiers": [{"batch_size": .., <slot keys>}, ...]}`` (and
+    ``cuda_graph_bs`` when given) or ``None``."""
     config = block.speculative_adaptive_config
     if not block.speculative_adaptive:
-        if config is not None:
-            raise ConfigError(
-                f"{path}.speculative_adaptive_config: only read with speculative_adaptive: true"
-            )
+        for key in ("speculative_adaptive_config", "cuda_graph_bs"):
+            if getattr(block, key) is not None:
+                raise ConfigError(f"{path}.{key}: only read with speculative_adaptive: true")
         return None
     where = f"{path}.speculative_adaptive"
     if backend is not None and backend != "sglang":
@@ -234,7 +234,13 @@ def adaptive_policy(
             f"acceptance of every position: give the block {deepest} steps (depth) and an "
             f"acceptance for {deepest} positions"
         )
-    return {"initial_steps": steps, "tiers": tiers}
+    policy: dict[str, Any] = {"initial_steps": steps, "tiers": tiers}
+    if block.cuda_graph_bs is not None:
+        if not block.cuda_graph_bs:
+            raise ConfigError(f"{path}.cuda_graph_bs: expected a non-empty list of batch sizes")
+        # AdaptiveStepRouter.set_cuda_graph_bs keeps them sorted.
+        policy["cuda_graph_bs"] = sorted(set(block.cuda_graph_bs))
+    return policy
 
 
 def _slot_value(value: object, key: str, path: str) -> float | int:

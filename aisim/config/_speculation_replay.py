@@ -18,6 +18,7 @@ class VaryingLengths:
         self.draft_lengths: list[int] | None = None
         self.adaptive_tiers: list[AdaptiveTier] | None = None
         self.adaptive_initial = 0
+        self.adaptive_cuda_graph_bs: list[int] | None = None
         self.trace_accepted: dict[str, list[int]] | None = None
         self.trace_drafted: dict[str, list[int]] | None = None
 
@@ -33,6 +34,9 @@ def varying_lengths(resolved: Any, depth: int, path: str) -> VaryingLengths:
     adaptive = resolved.adaptive
     if adaptive is not None:
         result.adaptive_initial = int(adaptive["initial_steps"])
+        graphs = adaptive.get("cuda_graph_bs")
+        if graphs is not None:
+            result.adaptive_cuda_graph_bs = [int(size) for size in graphs]
         result.adaptive_tiers = [
             AdaptiveTier(
                 int(tier["batch_size"]),

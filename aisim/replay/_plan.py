@@ -121,6 +121,7 @@ class SpeculationPlan:
     draft_lengths: list[int] | None = None
     adaptive_tiers: list[AdaptiveTier] | None = None
     adaptive_initial: int = 0
+    adaptive_cuda_graph_bs: list[int] | None = None
     trace_accepted: dict[str, list[int]] | None = None
     trace_drafted: dict[str, list[int]] | None = None
     acceptance_thresholds: list[int] = field(init=False)

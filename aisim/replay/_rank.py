@@ -57,7 +57,11 @@ class RankState:
         self.policy: AdaptivePolicy | None = None
         tiers = worker.speculation.adaptive_tiers
         if tiers is not None:
-            self.policy = AdaptivePolicy(worker.speculation.adaptive_initial, tiers)
+            self.policy = AdaptivePolicy(
+                worker.speculation.adaptive_initial,
+                tiers,
+                worker.speculation.adaptive_cuda_graph_bs,
+            )
             self.round_drafts = self.policy.steps_for_batch(1)
         self.is_sglang = worker.scheduler.kind != SCHEDULER_VLLM
         self.recorder = recorder

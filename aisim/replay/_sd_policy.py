@@ -10,8 +10,8 @@ SGLang's adaptive speculation (docs/speculation.md, "Dynamic draft lengths in re
   (``update``), stepping through the tier's candidate steps with hysteresis after a warm-up
   and every ``update_interval`` batches (``_recompute_params``); the decode pass drafts the
   current steps of the tier its batch size routes to (``AdaptiveStepRouter.
-  batch_size_key_for_batch`` without CUDA-graph padding: the largest tier key <= the batch size,
-  else the smallest key). ``AdaptivePolicy`` below is that code, line for line.
+  batch_size_key_for_batch``: padded up to a captured CUDA-graph size when ``cuda_graph_bs`` is
+  given, then the largest tier key <= it, else the smallest key). ``AdaptivePolicy`` below is that code, line for line.
 
 Compiled by mypyc: plain classes, no I/O.
 """
@@ -126,13 +126,25 @@ class AdaptiveSlot:
 class AdaptivePolicy:
     """SGLang's ``AdaptiveSpeculativeParams``: one slot per tier, routed by batch size."""
 
-    def __init__(self, initial_steps: int, tiers: list[AdaptiveTier]) -> None:
+    def __init__(
+        self,
+        initial_steps: int,
+        tiers: list[AdaptiveTier],
+        cuda_graph_bs: list[int] | None = None,
+    ) -> None:
         ordered = sorted(tiers, key=_tier_key)
         self.keys = [tier.batch_size for tier in ordered]
         self.slots = [AdaptiveSlot(initial_steps, tier) for tier in ordered]
+        self.cuda_graph_bs = sorted(cuda_graph_bs) if cuda_graph_bs else []
 
     def slot_for(self, batch_size: int) -> AdaptiveSlot:
-        """The tier with the largest key <= ``batch_size`` (the smallest key below them)."""
+        """``AdaptiveStepRouter.batch_size_key_for_batch``: the batch size padded up to the
+        smallest captured CUDA-graph size >= it (when graphs are given and one is), then the
+        tier with the largest key <= it (the smallest key below them)."""
+        for size in self.cuda_graph_bs:
+            if size >= batch_size:
+                batch_size = size
+                break
         chosen = 0
         for index, key in enumerate(self.keys):
             if key <= batch_size:

@@ -316,3 +316,34 @@ def test_synthetic_counters_match_the_engines_formula(
     # The acceptance length, the counters' headline, to 3 significant figures.
     length = 1.0 + sum(expected)
     assert _three_figures(summary["mean_acceptance_length"]) == _three_figures(length)
+
+
+def test_sglang_adaptive_routing_pads_to_captured_cuda_graph_sizes() -> None:
+    tiers = [
+        AdaptiveTier(1, [1, 3], 0.2, 5, 10, -0.25, 0.0, 0.0),
+        AdaptiveTier(8, [0, 1], 0.2, 5, 10, 0.0, 0.0, 0.0),
+        AdaptiveTier(32, [0], 0.2, 5, 10, 0.0, 0.0, 0.0),
+    ]
+    plain = AdaptivePolicy(3, tiers)
+    graphs = AdaptivePolicy(3, tiers, [32, 1, 2, 4, 8, 16])
+    # bisect_left pads 5 up to 8: tier 8 with graphs, tier 1 without.
+    assert plain.slot_for(5) is plain.slots[0]
+    assert graphs.slot_for(5) is graphs.slots[1]
+    # 9 pads to 16 (tier 8); 33 is past every graph and stays 33 (tier 32).
+    assert graphs.slot_for(9) is graphs.slots[1] and graphs.slot_for(33) is graphs.slots[2]
+
+
+def test_cuda_graph_bs_needs_adaptive() -> None:
+    from aisim import resolve_speculation
+
+    block = {"kind": "mtp", "params": {"depth": 3}, "cuda_graph_bs": [1, 2, 4]}
+    with pytest.raises(ConfigError, match="cuda_graph_bs: only read with speculative_adaptive"):
+        resolve_speculation(block)
+    resolved = resolve_speculation(
+        {
+            **block,
+            "speculative_adaptive": True,
+            "speculative_adaptive_config": {"1": {"candidate_steps": [1, 3]}},
+        }
+    )
+    assert resolved.adaptive["cuda_graph_bs"] == [1, 2, 4]  # type: ignore[index]
