@@ -225,3 +225,39 @@ def test_unmodelled_engine_options_say_so() -> None:
     # An option aisim does not know at all is the usual unknown-field error.
     with pytest.raises(ConfigError, match="unknown field"):
         resolve_speculation({"kind": "mtp", "params": {"depth": 1}, "speculative_algorithm": "x"})
+
+
+def test_fr_spec_map_shrinks_the_draft_lm_head_in_the_roofline(
+    eagle3_draft: dict[str, Any],
+) -> None:
+    from aisim.config._estimator import best_available
+    from aisim.fpm import ForwardPassMetrics
+
+    base = {
+        "model": "meta-llama/Meta-Llama-3.1-8B",
+        "hardware": "h100_sxm",
+        "estimator": "roofline",
+    }
+    draft = {**eagle3_draft, "draft_vocab_size": 128256}
+    full = {"kind": "eagle3", "params": {"speculative_num_steps": 3}, "draft_config": draft}
+    mapped = {**full, "params": {"speculative_num_steps": 3, "speculative_token_map_size": 32768}}
+    metrics = [ForwardPassMetrics(16, 16 * 2048)]
+
+    def draft_ms(scheme: dict[str, Any]) -> float:
+        model = best_available({**base, "backend": "sglang", "speculation": scheme})
+        details = model.estimate_forward_pass_detailed(metrics).to_dict()["diagnostics"]["details"]
+        return float(details["draft_ms"])
+
+    # Same draft passes, a 4x smaller draft LM head: cheaper drafting, same verify pass.
+    assert draft_ms(mapped) < draft_ms(full)
+
+
+def test_profiles_json_lists_every_entry(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from aisim.cli import main
+    from aisim.speculation._profiles import PROFILES
+
+    assert main(["speculation", "profiles", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [entry["name"] for entry in listed] == [entry["name"] for entry in PROFILES]
