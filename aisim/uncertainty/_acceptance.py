@@ -74,14 +74,6 @@ class AcceptanceCounts:
             return None
         return AcceptanceCounts(drafts, tuple(int(count) for count in at_least), origin)
 
-    def conditional_point(self) -> list[float]:
-        rates = []
-        previous = self.rounds
-        for count in self.accepted_at_least:
-            rates.append(count / previous if previous else 0.0)
-            previous = count
-        return rates
-
     def sample(self, rng: Any, point_rates: list[float]) -> list[float]:
         """One replica's conditional rates at the plan's depth (``point_rates``' length)."""
         rates = []

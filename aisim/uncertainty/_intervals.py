@@ -262,12 +262,14 @@ def plan_draws(
     return draws, setup
 
 
-def reduce(point: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def reduce(
+    point: dict[str, Any], rows: list[dict[str, Any]], names: Any = None
+) -> dict[str, dict[str, Any]]:
     """Per metric: the point prediction, the replicas' p50 and central 90 % interval
     (5th and 95th percentiles, nearest rank), and how many replicas had the metric."""
     low_q = (1.0 - CONFIDENCE) / 2.0
     reduced: dict[str, dict[str, Any]] = {}
-    for name in METRICS:
+    for name in METRICS if names is None else names:
         values = [float(row[name]) for row in rows if _defined(row.get(name))]
         value: Any = point.get(name)
         reduced[name] = {

@@ -24,7 +24,25 @@ def main(argv: list[str] | None = None) -> int:
     cover.add_argument("--replicas", type=int, default=20)
     cover.add_argument("--seed", type=int, default=0)
     cover.add_argument("--json", action="store_true", help="print the whole JSON")
+    gpu = commands.add_parser(
+        "coverage-public-gpu", help="coverage on evidence/public-gpu serving points (slow)"
+    )
+    gpu.add_argument("--replicas", type=int, default=10)
+    gpu.add_argument("--seed", type=int, default=0)
+    gpu.add_argument("--source", default="speculators", help="speculators, inferencex or all")
     args = parser.parse_args(argv)
+    if args.command == "coverage-public-gpu":
+        from qualification.uncertainty._coverage import public_gpu_coverage
+
+        chosen = args.source
+        result = public_gpu_coverage(
+            ROOT / "evidence",
+            args.replicas,
+            args.seed,
+            None if chosen == "all" else (lambda point: point["source"] == chosen),
+        )
+        sys.stdout.write(canonical_json(result))
+        return 0
     if args.command == "coverage":
         from qualification.uncertainty._coverage import coverage, to_markdown
 

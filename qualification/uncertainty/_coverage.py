@@ -234,3 +234,81 @@ def to_markdown(result: dict[str, Any]) -> str:
                 f"[{row['low']:.4g}, {row['high']:.4g}] ({row['samples']} samples)"
             )
     return "\n".join(lines) + "\n"
+
+
+#: Public GPU serving figures judged: measured key -> interval metric (whole-run, as replayed).
+SERVING_METRICS: Final = {
+    "median_ttft_ms": "p50_ttft_ms",
+    "mean_tpot_ms": "mean_tpot_ms",
+    "output_tput_per_gpu": "output_tok_s_per_gpu",
+}
+
+
+def public_gpu_coverage(
+    evidence_dir: Path,
+    replicas: int = 10,
+    seed: int = 0,
+    select: Any = None,
+) -> dict[str, Any]:
+    """Every public GPU serving point (``evidence/public-gpu``, the points ``select`` keeps)
+    that ``qualification.public_gpu`` can replay: its whole-run median TTFT, mean TPOT and
+    output tokens/s per GPU against their 90 % intervals (roofline cost errors from
+    ``qualification/public/measurements.json``, a different source: held out by construction).
+    A refused point is counted, not judged."""
+    from aisim.sweep._backends import Task, run_tasks
+    from aisim.uncertainty._intervals import plan_draws, reduce
+    from qualification.public_gpu import Refusal, load_points, replay_config
+
+    points = load_points(evidence_dir / "public-gpu")
+    if select is not None:
+        points = [point for point in points if select(point)]
+    table = load_cost_errors()
+    judged = []
+    refused = 0
+    for point in points:
+        try:
+            config, _ = replay_config(point)
+        except Refusal:
+            refused += 1
+            continue
+        draws, setup = plan_draws(
+            config, Path("."), replicas, seed=seed, sources=Sources(), table=table
+        )
+        rows: dict[int, dict[str, Any]] = {}
+        tasks = [Task(0, config), *(Task(1 + d.replica, config, d) for d in draws)]
+        run_tasks(tasks, ".", {}, rows.__setitem__, backend="pool", workers=1, address=None)
+        if any(row.get("status") != "ok" for row in rows.values()):
+            refused += 1
+            continue
+        reduced = reduce(rows[0], [rows[1 + i] for i in range(replicas)], SERVING_METRICS.values())
+        metrics = {}
+        for measured_key, name in SERVING_METRICS.items():
+            value = point["measured"].get(measured_key)
+            interval = reduced[name]
+            if value is None or interval["low"] is None:
+                continue
+            metrics[measured_key] = {
+                "measured": float(value),
+                "point": interval["point"],
+                "low": interval["low"],
+                "high": interval["high"],
+                "inside": interval["low"] <= float(value) <= interval["high"],
+            }
+        judged.append(
+            {
+                "id": point["id"],
+                "includes": [n for n, s in setup.sources.items() if s["included"]],
+                "metrics": metrics,
+            }
+        )
+    per_metric = {
+        key: _share([row["metrics"][key]["inside"] for row in judged if key in row["metrics"]])
+        for key in SERVING_METRICS
+    }
+    return {
+        "points": len(points),
+        "refused": refused,
+        "judged": judged,
+        "coverage": per_metric,
+        "replicas": replicas,
+    }

@@ -80,3 +80,17 @@ def test_engine_coverage_is_judged_on_held_out_samples() -> None:
         assert set(run["metrics"]) == set(ENGINE_METRICS)
     for share in result["coverage"].values():
         assert share["judged"] == len(result["runs"])
+
+
+def test_public_gpu_points_are_judged_against_their_intervals() -> None:
+    from qualification.uncertainty._coverage import SERVING_METRICS, public_gpu_coverage
+
+    result = public_gpu_coverage(
+        ROOT / "evidence", replicas=2, select=lambda point: point["id"] == "spec/mtp/HumanEval/c1"
+    )
+    assert result["points"] == 1 and result["refused"] == 0
+    (point,) = result["judged"]
+    assert set(point["metrics"]) == set(SERVING_METRICS)
+    for item in point["metrics"].values():
+        assert item["low"] <= item["high"]
+        assert item["inside"] == (item["low"] <= item["measured"] <= item["high"])
