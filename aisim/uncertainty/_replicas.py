@@ -1,0 +1,227 @@
+"""What the replicas of one config draw: the base plan's facts per worker (estimator, acceptance
+spread), the draws themselves (one numpy stream per source, so switching one source off leaves
+the others' draws unchanged) and the description of what each source includes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from aisim.uncertainty._acceptance import AcceptanceCounts, AcceptanceSpread, ProfileSpread
+from aisim.uncertainty._cost_errors import CostErrorTable, CostFactors
+from aisim.uncertainty._draw import Draw, WorkerDraw
+from aisim.uncertainty._sources import Sources
+
+#: Seeds a replica draws are below this (aisim's config seeds go to 2**63 - 1).
+SEED_LIMIT: Final = 1 << 62
+#: Stream of each source (numpy SeedSequence entropy [seed, stream]).
+STREAMS: Final = {"simulation": 0, "acceptance": 1, "cost": 2}
+#: The estimator whose evidence prices an SD round when an STP estimator applies the
+#: STP->SD scaling rule (docs/design.md#the-stp-sd-scaling-rule).
+RULE_EVIDENCE: Final = "stp_rule"
+
+
+@dataclass
+class WorkerFacts:
+    """What the draws need to know of one worker of the base plan."""
+
+    role: str
+    speculating: bool
+    point_rates: list[float]
+    estimator: str
+    native: bool
+    counts: AcceptanceSpread | None
+
+
+@dataclass
+class Setup:
+    """The base run's facts and which sources actually contribute (with why not)."""
+
+    workers: list[WorkerFacts]
+    sources: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _facts(
+    plan: Any, description: dict[str, Any], acceptance_rounds: int | None
+) -> list[WorkerFacts]:
+    from aisim.replay._pricing import PRICING_FIXED
+
+    facts = []
+    described = description.get("workers", [])
+    for index, worker in enumerate(plan.workers):
+        pricer = worker.pricer
+        estimator = "fixed" if pricer.kind == PRICING_FIXED else estimator_name(pricer.model)
+        speculation = worker.speculation
+        counts: AcceptanceSpread | None = None
+        info = described[index] if index < len(described) else {}
+        if speculation.enabled:
+            record = info.get("acceptance_from")
+            if isinstance(record, dict) and record.get("format") == "profile":
+                counts = ProfileSpread.from_entry(
+                    record.get("entry") or {},
+                    f"profile {record.get('name')}: published spread",
+                )
+            elif isinstance(record, dict):
+                counts = AcceptanceCounts.from_record(
+                    record, f"engine.workers.{worker.role}: acceptance_from counters"
+                )
+            if counts is None and acceptance_rounds is not None:
+                counts = AcceptanceCounts.from_rates(
+                    list(speculation.conditional_rates),
+                    acceptance_rounds,
+                    f"the configured rates over {acceptance_rounds} rounds (--acceptance-rounds)",
+                )
+        facts.append(
+            WorkerFacts(
+                worker.role,
+                speculation.enabled,
+                list(speculation.conditional_rates),
+                estimator,
+                bool(pricer.prices_speculation_natively),
+                counts,
+            )
+        )
+    return facts
+
+
+def estimator_name(model: Any) -> str:
+    """The estimator whose evidence applies to ``model``: its name, or for ``auto`` the
+    estimator it tries first (``describe()["candidates"][0]``)."""
+    name = str(getattr(model, "name", type(model).__name__))
+    if name == "auto" and callable(getattr(model, "describe", None)):
+        candidates = model.describe().get("candidates") or []
+        if candidates:
+            return str(candidates[0])
+    return name
+
+
+def _cost_factors(rng: Any, table: CostErrorTable, worker: WorkerFacts) -> CostFactors:
+    factors = table.sample(rng, worker.estimator)
+    if worker.speculating and not worker.native and worker.estimator != "fixed":
+        rule = table.sample(rng, RULE_EVIDENCE)
+        if "sd_round" in rule.sampled:
+            return CostFactors(
+                factors.prefill,
+                factors.mixed,
+                factors.decode,
+                factors.decode * rule.sd_round,
+                tuple(sorted(set(factors.sampled) | {"sd_round"})),
+            )
+    return factors
+
+
+def describe_sources(
+    sources: Sources, workers: list[WorkerFacts], table: CostErrorTable, config: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Per source: switched ``on``, ``included`` (on and something to sample) and ``detail``."""
+    traffic = _mapping_at(config, "traffic")
+    load = _mapping_at(traffic, "load")
+    source = _mapping_at(traffic, "source")
+    load_type = load.get("type", "trace_timestamps")
+    seeded_traffic = load_type == "poisson" or source.get("type") == "synthetic"
+    speculating = any(worker.speculating for worker in workers)
+    simulation_detail = []
+    if seeded_traffic:
+        simulation_detail.append("traffic seed (Poisson gaps, synthetic lengths)")
+    if speculating:
+        simulation_detail.append("acceptance draws' seed")
+    described: dict[str, dict[str, Any]] = {
+        "simulation": {
+            "on": sources.simulation,
+            "included": sources.simulation and bool(simulation_detail),
+            "detail": simulation_detail
+            or ["nothing seeded: arrivals and lengths come from the trace, no SD"],
+        }
+    }
+    counted = [worker for worker in workers if worker.counts is not None]
+    described["acceptance"] = {
+        "on": sources.acceptance,
+        "included": sources.acceptance and bool(counted),
+        "detail": [
+            {"worker": worker.role, **worker.counts.to_dict()}
+            for worker in counted
+            if worker.counts is not None
+        ]
+        or [
+            "no counts: the acceptance is a point value (give acceptance_from an engine metrics "
+            "file with counters, or --acceptance-rounds)"
+            if speculating
+            else "no speculation"
+        ],
+    }
+    cost_detail = []
+    for worker in workers:
+        evidence = table.describe(worker.estimator)
+        kinds = dict(evidence["kinds"])
+        if worker.speculating and not worker.native and worker.estimator != "fixed":
+            rule = table.describe(RULE_EVIDENCE)["kinds"].get("sd_round")
+            if rule is not None:
+                kinds["sd_round"] = {**rule, "estimator": RULE_EVIDENCE}
+        cost_detail.append(
+            {
+                "worker": worker.role,
+                "estimator": worker.estimator,
+                "sampled_kinds": kinds,
+                "without_evidence": [
+                    kind for kind in ("prefill", "mixed", "decode", "sd_round") if kind not in kinds
+                ],
+                "sources": evidence["sources"],
+            }
+        )
+    described["cost"] = {
+        "on": sources.cost,
+        "included": sources.cost and any(item["sampled_kinds"] for item in cost_detail),
+        "detail": cost_detail,
+    }
+    return described
+
+
+def _mapping_at(mapping: dict[str, Any], key: str) -> dict[str, Any]:
+    value = mapping.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def plan_draws(
+    config: dict[str, Any],
+    base_dir: Path,
+    replicas: int,
+    *,
+    seed: int,
+    sources: Sources,
+    table: CostErrorTable,
+    acceptance_rounds: int | None = None,
+    forward_pass_model: object | None = None,
+) -> tuple[list[Draw], Setup]:
+    """The ``replicas`` draws of ``config`` (deterministic for ``seed``) and what they include."""
+    import numpy as np
+
+    from aisim.config._replay import build_plan
+    from aisim.config._run_replay import _with_model
+
+    plan, description = build_plan(config, base_dir)
+    if forward_pass_model is not None:
+        plan, description = _with_model(plan, description, forward_pass_model)
+    workers = _facts(plan, description, acceptance_rounds)
+    streams = {name: np.random.default_rng([seed, stream]) for name, stream in STREAMS.items()}
+    draws = []
+    for replica in range(replicas):
+        traffic_seed = (
+            int(streams["simulation"].integers(SEED_LIMIT)) if sources.simulation else None
+        )
+        sampled = []
+        for worker in workers:
+            worker_seed = None
+            if sources.simulation:
+                drawn = int(streams["simulation"].integers(SEED_LIMIT))
+                worker_seed = drawn if worker.speculating else None
+            rates = None
+            if sources.acceptance and worker.counts is not None:
+                rates = tuple(worker.counts.sample(streams["acceptance"], worker.point_rates))
+            factors = (
+                _cost_factors(streams["cost"], table, worker) if sources.cost else CostFactors()
+            )
+            sampled.append(WorkerDraw(rates, worker_seed, factors))
+        draws.append(Draw(replica, traffic_seed, tuple(sampled)))
+    setup = Setup(workers, describe_sources(sources, workers, table, config))
+    return draws, setup
