@@ -251,7 +251,9 @@ def _speculation(
     )
     if not resolved.enabled or role == ROLE_PREFILL:
         return resolved, no_speculation()
-    depth = resolved.replay_depth
+    from aisim.config._speculation_replay import replay_depth
+
+    depth = replay_depth(resolved, context.backend, spec_path)
     if resolved.acceptance is None:
         raise ConfigError(
             f"{spec_path}: kind {resolved.kind}: replay needs an acceptance input (one of "
@@ -261,6 +263,10 @@ def _speculation(
     rates = [float(rate) for rate in resolved.acceptance.conditional_rates]
     seed = 0 if resolved.seed is None else int(resolved.seed)
     lookahead = lookahead_tokens_for(context.backend, resolved.kind, depth)
+    if resolved.is_tree:
+        # SGLang's decode_mem_cache_buf_multiplier: the verify width plus topk x steps draft
+        # slots (every candidate a draft step writes).
+        lookahead = int(resolved.num_draft_tokens)
     from aisim.config._speculation_replay import varying_lengths
 
     varying = varying_lengths(resolved, depth, spec_path)
@@ -346,6 +352,15 @@ def _timing(
         raise ConfigError(
             f"{timing_path}: kind {speculation.kind}: the selected estimator {model.name!r} can "
             "neither price SD rounds natively nor apply the STP->SD scaling rule"
+        )
+    if speculation.verify_width != speculation.draft_length + 1 and not (
+        model.prices_speculation_natively
+    ):
+        raise ConfigError(
+            f"{timing_path}: kind {speculation.kind}: a tree verifies {speculation.verify_width} "
+            f"tokens per request for at most {speculation.draft_length} accepted; the "
+            f"STP->SD scaling rule of {model.name!r} prices chains only; use fixed timing or an "
+            "estimator that prices the tree natively (roofline)"
         )
     if speculation.varies and model.prices_speculation_natively:
         raise ConfigError(

@@ -84,6 +84,16 @@ def _with_model(
             f"{native!r}"
         )
     speculating = any(worker.speculation.enabled for worker in plan.workers)
+    trees = any(
+        worker.speculation.enabled
+        and worker.speculation.verify_width != worker.speculation.draft_length + 1
+        for worker in plan.workers
+    )
+    if trees and not native:
+        raise ConfigError(
+            "forward_pass_model: the config replays an EAGLE tree, and the STP->SD scaling rule "
+            "prices chains only; give a model that prices SD rounds natively"
+        )
     if native and any(worker.speculation.varies for worker in plan.workers):
         raise ConfigError(
             "forward_pass_model: the draft length varies per round (a batch-size table, an "

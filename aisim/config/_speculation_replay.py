@@ -9,6 +9,34 @@ from typing import Any
 from aisim.config._speculation_modes import draft_length_lookup
 from aisim.errors import ConfigError
 from aisim.replay._sd_policy import AdaptiveTier
+from aisim.speculation._resolved import REPLAY_MAX_DEPTH, REPLAY_MIN_DEPTH
+
+
+def replay_depth(resolved: Any, backend: str, path: str) -> int:
+    """The depth replay simulates: a chain's (``ResolvedSpeculation.replay_depth``), or, on
+    SGLang, an EAGLE tree's (``speculative_num_steps``: a path accepts at most one token per
+    step), verified at its full width (``speculative_num_draft_tokens``). vLLM's trees are not
+    replayed."""
+    if not resolved.is_tree:
+        return int(resolved.replay_depth)
+    if backend != "sglang":
+        raise ConfigError(
+            f"{path}: kind {resolved.kind}: replay supports trees on sglang only "
+            "(--speculative-eagle-topk > 1); vLLM's tree speculation is not modelled"
+        )
+    widths = resolved.tree_shape
+    if len(set(widths)) != 1:
+        raise ConfigError(
+            f"{path}: kind {resolved.kind}: SGLang drafts speculative_eagle_topk candidates at "
+            f"every step; tree_shape {list(widths)} has unequal widths"
+        )
+    depth = int(resolved.max_accepted_draft_tokens)
+    if not REPLAY_MIN_DEPTH <= depth <= REPLAY_MAX_DEPTH:
+        raise ConfigError(
+            f"{path}: kind {resolved.kind}: replay supports {REPLAY_MIN_DEPTH}.."
+            f"{REPLAY_MAX_DEPTH} draft steps per round, got a tree of depth {depth}"
+        )
+    return depth
 
 
 class VaryingLengths:

@@ -294,7 +294,19 @@ def _engine_mode_rows() -> list[Row]:
         **SCHEMES["draft_model-5"],
         "params": {"num_speculative_tokens": 5, "parallel_drafting": True},
     }
+    tree = {
+        "kind": "eagle3",
+        "params": {
+            "speculative_num_steps": 3,
+            "speculative_eagle_topk": 4,
+            "speculative_num_draft_tokens": 8,
+        },
+        "draft_config": EAGLE3_QWEN3_8B,
+        "acceptance_rates": [0.8, 0.6, 0.5],
+        "seed": 37,
+    }
     return [
+        ("fixed/sglang/eagle-tree-topk4", {"config": _fixed(load, tree, "sglang")}),
         ("fixed/vllm/dynamic-length-table", {"config": _fixed(load, table)}),
         ("fixed/sglang/adaptive-steps", {"config": _fixed(load, adaptive, "sglang")}),
         ("fixed/vllm/synthetic-length", {"config": _fixed(load, synthetic)}),

@@ -117,7 +117,7 @@ CASES = [
                 "expected_accepted_tokens": 1,
             },
         ),
-        r"engine\.speculation: kind eagle3: replay supports chains only",
+        r"engine\.speculation: kind eagle3: replay supports trees on sglang only",
         id="tree",
     ),
     pytest.param(

@@ -347,3 +347,44 @@ def test_cuda_graph_bs_needs_adaptive() -> None:
         }
     )
     assert resolved.adaptive["cuda_graph_bs"] == [1, 2, 4]  # type: ignore[index]
+
+
+def _tree(rates: list[float]) -> dict[str, Any]:
+    return {
+        "kind": "eagle3",
+        "params": {
+            "speculative_num_steps": 2,
+            "speculative_eagle_topk": 2,
+            "speculative_num_draft_tokens": 4,
+        },
+        "draft_config": {
+            "model_type": "llama",
+            "hidden_size": 4096,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "vocab_size": 128256,
+        },
+        "acceptance_rates": rates,
+    }
+
+
+def test_sglang_tree_replays_at_its_verify_width() -> None:
+    # topk 2, 2 steps, 4 verified tokens; both steps accepted: 3 tokens per round. Output 10:
+    # 1 from the prefill, then 3 + 3, then the width clamped to the 3 tokens left (SGLang-like).
+    history = _drive(_config([10], _tree([1.0, 1.0]), "sglang"), {0: [0]}, 20)
+    widths = [widths[0] for _, widths in history if widths]
+    assert widths == [4, 4, 3]
+    plan, _ = build_plan(_config([10], _tree([1.0, 1.0]), "sglang"), None)
+    speculation = plan.workers[0].speculation
+    # KV: the verify width plus topk x steps draft slots.
+    assert (speculation.verify_width, speculation.draft_length) == (4, 2)
+    assert speculation.lookahead_tokens == 4
+
+
+def test_tree_replay_errors() -> None:
+    with pytest.raises(ConfigError, match="replay supports trees on sglang only"):
+        run_replay(_config([10], _tree([1.0, 1.0]), "vllm"))
+    uneven = {**_tree([1.0, 1.0]), "params": {"tree_shape": [4, 2]}}
+    with pytest.raises(ConfigError, match="unequal widths"):
+        run_replay(_config([10], uneven, "sglang"))
