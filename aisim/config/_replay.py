@@ -187,6 +187,13 @@ def _worker(raw: object, role: str, context: EngineContext) -> tuple[WorkerPlan,
     tensor = block.parallelism.tensor
     ranks = block.parallelism.attention_data
     resolved, speculation = _speculation(block, role, tensor, context, path)
+    if speculation.adaptive_tiers is not None and ranks > 1:
+        # SGLang's adaptive_unsupported_reason: tier decisions are not synchronized across ranks.
+        raise ConfigError(
+            f"{path}.parallelism.attention_data: SGLang does not support adaptive speculation "
+            f"with attention DP (its tier decisions are not synchronized across DP ranks), got "
+            f"{ranks} ranks"
+        )
     scheduler = _scheduler(block.scheduler, context.backend, join_path(path, "scheduler"))
     if speculation.verify_width > scheduler.token_budget and scheduler.kind == SCHEDULER_VLLM:
         raise ConfigError(

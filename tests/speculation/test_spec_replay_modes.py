@@ -388,3 +388,17 @@ def test_tree_replay_errors() -> None:
     uneven = {**_tree([1.0, 1.0]), "params": {"tree_shape": [4, 2]}}
     with pytest.raises(ConfigError, match="unequal widths"):
         run_replay(_config([10], uneven, "sglang"))
+
+
+def test_adaptive_refuses_attention_dp() -> None:
+    speculation = {
+        "kind": "mtp",
+        "params": {"depth": 3},
+        "acceptance_rate": 0.5,
+        "speculative_adaptive": True,
+        "speculative_adaptive_config": {"1": {"candidate_steps": [1, 3]}},
+    }
+    config = _config([10], speculation, "sglang")
+    config["engine"]["workers"]["aggregated"]["parallelism"] = {"attention_data": 2}
+    with pytest.raises(ConfigError, match="adaptive speculation with attention DP"):
+        run_replay(config)
