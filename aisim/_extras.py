@@ -3,7 +3,7 @@
 The base install (``pip install aisim``) runs the library and the ``speculation``, ``estimate``,
 ``replay``, ``schema``, ``snapshot`` and ``compare`` commands. Heavier parts come with extras:
 ``aisim[qualify]`` (pandas, matplotlib, scipy: ``aisim qualify``, ``aisim sweep``,
-``ReplayResult.requests``, the intervals of ``aisim acceptance``),
+``ReplayResult.requests``, the intervals of ``aisim speculation acceptance``),
 ``aisim[record]`` (torch), ``aisim[ray]`` (ray). Not compiled.
 """
 

@@ -145,6 +145,7 @@ def estimate_command(args: argparse.Namespace) -> int:
         sum_prefill_tokens=prefill,
     )
     result = model.estimate_forward_pass_detailed(metrics, draft_length=args.draft_length)
+    capacity = capacity_note(args, total_kv + prefill)
     payload = {
         "query": {**metrics.to_dict(), "draft_length": args.draft_length},
         "selection": model.describe(),
@@ -158,6 +159,8 @@ def estimate_command(args: argparse.Namespace) -> int:
         payload["interval"] = estimate_interval(
             model, metrics, float(result.latency_ms), args.draft_length
         )
+    if capacity is not None:
+        payload["capacity_note"] = capacity
     if args.json:
         sys.stdout.write(canonical_json(payload))
         return 0
@@ -167,13 +170,45 @@ def estimate_command(args: argparse.Namespace) -> int:
     return 0
 
 
+GIB = 2**30
+
+
+def capacity_note(args: argparse.Namespace, kv_tokens: int) -> str | None:
+    """A note when the target's weights and the query's KV tokens (past decode KV plus the
+    prefill) do not fit one GPU's memory at this tensor parallelism: the price is still
+    given (it is what such a pass would cost), but no engine could hold this batch (a replay
+    refuses or preempts it). None when they fit, or without ``--hardware``."""
+    from aisim.config import get_gpu, get_model
+    from aisim.config._replay_capacity import kv_bytes_per_token_per_gpu
+
+    if args.hardware is None:
+        return None
+    model = get_model(args.model, "model")
+    gpu = get_gpu(args.hardware, "hardware")
+    weights = model.weight_bytes / args.tp
+    kv = kv_bytes_per_token_per_gpu(model, args.tp) * kv_tokens
+    if weights + kv <= gpu.hbm_capacity_bytes:
+        return None
+    return (
+        f"does not fit: {kv_tokens} KV tokens take {kv / GIB:.2f} GiB per GPU and the "
+        f"target's weights {weights / GIB:.2f} GiB, over the {gpu.hbm_capacity_bytes / GIB:.2f} GiB of "
+        f"one {gpu.name} at tensor parallel {args.tp}; an engine could not hold this batch "
+        "(replay would refuse or preempt it)"
+    )
+
+
 def render_text(payload: dict[str, Any]) -> str:
-    """Latency, factor and evidence as a few readable lines."""
+    """Latency, factor and evidence as a few readable lines. With speculation the latency is
+    one SD round (draft steps + one verify pass + sampling), and its parts are shown adding
+    up to it."""
     result = payload["result"]
     diagnostics = result["diagnostics"]
     query = payload["query"]
+    details = diagnostics["details"]
+    speculative = diagnostics["speculation"] != "none" or result["draft_length"] is not None
+    unit = "per SD round (drafting + verification)" if speculative else "per forward pass"
     lines = [
-        f"latency: {result['latency_ms']:.4f} ms",
+        f"latency: {result['latency_ms']:.4f} ms {unit}",
         f"query: B={query['num_decode_requests']} K_total={query['sum_decode_kv_tokens']}"
         + (
             f" prefill={query['sum_prefill_tokens']} tokens"
@@ -195,7 +230,27 @@ def render_text(payload: dict[str, Any]) -> str:
         lines.append("scaling factor: none (price as estimated)")
     if diagnostics["data_identity"]:
         lines.append(f"data identity: {diagnostics['data_identity']}")
-    for name, value in diagnostics["details"].items():
+    parts = ("target_ms", "draft_ms", "sampling_ms")
+    if all(name in details for name in parts) and reference is None:
+        total = sum(details[name] for name in parts)
+        if abs(total - result["latency_ms"]) <= 1e-9 * max(1.0, total):
+            if speculative:
+                lines.append(
+                    f"  = draft {details['draft_ms']:.4f} + target (verify) "
+                    f"{details['target_ms']:.4f} + sampling {details['sampling_ms']:.4f} ms"
+                )
+            else:
+                lines.append(
+                    f"  = target {details['target_ms']:.4f} + sampling "
+                    f"{details['sampling_ms']:.4f} ms"
+                )
+            if "overhead_ms" in details:
+                lines.append(
+                    f"  of which per-step and per-kernel overheads: {details['overhead_ms']:.4f} ms"
+                )
+            details = {name: value for name, value in details.items() if name not in parts}
+            details.pop("overhead_ms", None)
+    for name, value in details.items():
         lines.append(f"  {name}: {value:.6g}")
     if payload["draft_weight_bytes"]:
         lines.append(
@@ -204,6 +259,8 @@ def render_text(payload: dict[str, Any]) -> str:
         )
     for note in diagnostics["notes"]:
         lines.append(f"note: {note}")
+    if "capacity_note" in payload:
+        lines.append(f"note: {payload['capacity_note']}")
     for skipped in diagnostics["skipped"]:
         lines.append(f"skipped {skipped['estimator']}: {skipped['reason']}")
     return "\n".join(lines) + "\n"

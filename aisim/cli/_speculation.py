@@ -155,13 +155,18 @@ def explain_command(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(canonical_json(result))
         return 0
-    try:
-        replay = f"chain of {resolved.replay_depth}, replayable"
-        trace = resolved.acceptance_trace
-        if resolved.kind == "suffix" and getattr(trace, "drafted", None) is None:
-            replay = "not replayable: suffix replay needs an acceptance_trace with drafted counts"
-    except ConfigError as exc:
-        replay = "not replayable: " + str(exc).split(": ", 2)[-1]
+    if result["kind"] == "none":
+        replay = "replayable: plain decoding, one token per step (no SD rounds)"
+    else:
+        try:
+            replay = f"chain of {resolved.replay_depth}, replayable"
+            trace = resolved.acceptance_trace
+            if resolved.kind == "suffix" and getattr(trace, "drafted", None) is None:
+                replay = (
+                    "not replayable: suffix replay needs an acceptance_trace with drafted counts"
+                )
+        except ConfigError as exc:
+            replay = "not replayable: " + str(exc).split(": ", 2)[-1]
     sys.stdout.write(render_text(result, replay, args))
     return 0
 
@@ -197,7 +202,9 @@ def render_text(result: dict[str, Any], replay: str, args: argparse.Namespace) -
     rows.append(("cost_identity", result["cost_identity"]))
     rows.append(("replay", replay))
     acceptance = result["acceptance"]
-    if acceptance is None:
+    if acceptance is None and result["kind"] == "none":
+        rows.append(("acceptance", "not applicable (nothing is drafted)"))
+    elif acceptance is None:
         rows.append(("acceptance", "none given (needed for replay)"))
     else:
         rows.extend(

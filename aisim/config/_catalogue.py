@@ -16,7 +16,7 @@ count finite as a float. GPU figures are finite and at most ``MAX_GPU_FIGURE``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, ClassVar, TypeVar
+from typing import Annotated, ClassVar, Final, TypeVar
 
 from pydantic import ConfigDict, Field
 
@@ -24,6 +24,7 @@ from aisim._fields import describe, join_path
 from aisim._io import check_path_text, parse_json_text, parse_yaml_text
 from aisim.catalogue import (
     DTYPE_BYTES,
+    LLAMA_LIKE_MODEL_TYPES,
     MAX_GEOMETRY,
     MAX_GPU_FIGURE,
     GpuSpec,
@@ -44,6 +45,20 @@ MaybeCount = Annotated[int | None, OrNone(Integer(0, MAX_GEOMETRY))]
 Figure = Annotated[float, Number(0.0, MAX_GPU_FIGURE)]
 MaybeFigure = Annotated[float | None, OrNone(Number(0.0, MAX_GPU_FIGURE))]
 Dtype = Annotated[str | None, OrNone(Choice(*sorted(DTYPE_BYTES)))]
+
+
+#: The ``model_type`` values the cost model prices: the dense Llama block shape
+#: (``LLAMA_LIKE_MODEL_TYPES``), mixture-of-experts (experts from the config's expert counts)
+#: and MLA (DeepSeek's latent KV). Any other architecture would be priced as a dense Llama,
+#: silently, so it is refused.
+KNOWN_MODEL_TYPES: Final = (
+    *LLAMA_LIKE_MODEL_TYPES,
+    "qwen2_moe",
+    "qwen3_moe",
+    "mixtral",
+    "deepseek_v2",
+    "deepseek_v3",
+)
 
 
 class ModelFile(EdgeModel):
@@ -92,18 +107,32 @@ class ModelFile(EdgeModel):
                 f"{join_path(path, 'head_dim')}: required when hidden_size ({hidden}) is not "
                 f"divisible by num_attention_heads ({heads})"
             )
+        kv_heads = _or(self.num_key_value_heads, heads)
+        if kv_heads > heads or heads % kv_heads:
+            # Grouped-query attention shares each KV head among heads / kv_heads query heads.
+            raise ConfigError(
+                f"{join_path(path, 'num_key_value_heads')}: expected a divisor of "
+                f"num_attention_heads ({heads}), got {kv_heads}"
+            )
+        model_type = _or(self.model_type, "llama")
+        if model_type not in KNOWN_MODEL_TYPES:
+            raise ConfigError(
+                f"{join_path(path, 'model_type')}: unknown architecture {model_type!r}; priced "
+                f"are {', '.join(KNOWN_MODEL_TYPES)} (set model_type: llama to price a dense "
+                "decoder of the Llama block shape as one)"
+            )
         intermediate = _or(self.intermediate_size, 4 * hidden)
         experts = max(
             _or(self.num_experts, 0), _or(self.num_local_experts, 0), _or(self.n_routed_experts, 0)
         )
         return ModelSpec(
             name=name,
-            model_type=_or(self.model_type, "llama"),
+            model_type=model_type,
             num_layers=self.num_hidden_layers,
             hidden_size=hidden,
             intermediate_size=intermediate,
             num_attention_heads=heads,
-            num_kv_heads=_or(self.num_key_value_heads, heads),
+            num_kv_heads=kv_heads,
             head_dim=_or(self.head_dim, hidden // heads),
             vocab_size=self.vocab_size,
             tie_word_embeddings=_or(self.tie_word_embeddings, False),

@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from aisim._fields import as_float, as_int, as_mapping, as_str
-from aisim._io import check_path_text, parse_json_text
+from aisim._io import (
+    MAX_DOCUMENT_BYTES,
+    check_path_text,
+    input_file_problem,
+    parse_json_text,
+    read_input_bytes,
+)
 from aisim.errors import ConfigError, DataIntegrityError
 from qualification.calibrate._fit import Coefficients
 from qualification.datasets import RecordedDataset
@@ -72,11 +78,12 @@ def artefact_file_name(artefact: dict[str, Any]) -> str:
 def load_artefact(path: str | Path) -> dict[str, Any]:
     """Read and check an artefact; a malformed one is a DataIntegrityError naming the field."""
     file = check_path_text(path, "calibration")
+    if input_file_problem(file, MAX_DOCUMENT_BYTES) == "file not found":
+        raise ConfigError(f"{str(file)!r}: calibration file not found")
     try:
-        loaded = parse_json_text(file.read_text(encoding="utf-8"), "calibration")
-    except FileNotFoundError:
-        raise ConfigError(f"{str(file)!r}: calibration file not found") from None
-    except (OSError, UnicodeDecodeError, ConfigError) as exc:
+        data = read_input_bytes(file, MAX_DOCUMENT_BYTES, repr(str(file)))
+        loaded = parse_json_text(data.decode("utf-8"), "calibration")
+    except (UnicodeDecodeError, ConfigError) as exc:
         raise DataIntegrityError(f"{str(file)!r}: unreadable calibration: {exc}") from None
     where = str(file)
     try:
@@ -88,8 +95,13 @@ def load_artefact(path: str | Path) -> dict[str, Any]:
         as_str(artefact.get("name"), f"{where}: name")
         as_int(artefact.get("version"), f"{where}: version", 1)
         coefficients = as_mapping(artefact.get("coefficients"), f"{where}: coefficients")
-        as_float(coefficients.get("a"), f"{where}: coefficients.a")
-        as_float(coefficients.get("b"), f"{where}: coefficients.b")
+        # The factor (a d + b) prices a round: a draft token never makes it cheaper (a >= 0)
+        # and a round costs at least some of its widened STP pass (b > 0).
+        as_float(coefficients.get("a"), f"{where}: coefficients.a", 0.0)
+        if as_float(coefficients.get("b"), f"{where}: coefficients.b") <= 0:
+            raise DataIntegrityError(
+                f"{where}: coefficients.b: expected a number > 0, got {coefficients.get('b')!r}"
+            )
         fitted = artefact.get("fitted_on")
         if not isinstance(fitted, list) or not all(
             isinstance(item, dict) and isinstance(item.get("sha256"), str) for item in fitted
@@ -111,6 +123,7 @@ def calibrated_factory(artefact: dict[str, Any]) -> Any:
                 f"dataset {dataset.name!r} (SHA-256 {dataset.sha256[:12]}...); scoring it there "
                 "is not evidence. Use `aisim qualify calibrate` for held-out figures."
             )
+        _check_scope(artefact, dataset)
         a, b = float(artefact["coefficients"]["a"]), float(artefact["coefficients"]["b"])
         return ScaledPredictor(
             base,
@@ -121,3 +134,30 @@ def calibrated_factory(artefact: dict[str, Any]) -> Any:
         )
 
     return factory
+
+
+#: What an artefact's scope is (``fitted_on`` entry key, dataset identity path, the words).
+SCOPE = (
+    ("draft_kind", ("draft", "kind"), "drafter"),
+    ("device", ("device", "name"), "device"),
+    ("timing_metric", ("timing", "metric"), "timing metric"),
+)
+
+
+def _check_scope(artefact: dict[str, Any], dataset: RecordedDataset) -> None:
+    """Refuse a dataset outside the artefact's scope ("valid for the drafter family, device
+    and timing metric it was fitted on"): its coefficients would price another drafter's
+    rounds with this one's slope, silently."""
+    identity = dataset.identity
+    for key, (section, field), words in SCOPE:
+        part = identity.get(section)
+        value = part.get(field) if isinstance(part, dict) else None
+        fitted = sorted(
+            {str(item.get(key)) for item in artefact["fitted_on"] if item.get(key) is not None}
+        )
+        if value is not None and fitted and str(value) not in fitted:
+            raise ConfigError(
+                f"qualify.coefficients: {artefact['name']} v{artefact['version']} was fitted "
+                f"on {words} {', '.join(repr(item) for item in fitted)}; dataset "
+                f"{dataset.name!r} has {words} {str(value)!r}, outside its scope"
+            )

@@ -1,10 +1,11 @@
 """Run fuzz cases against the CLI contract, count outcomes per class, minimise each failure.
 
-The contract (docs/qualification.md "Fuzz campaign"): every run exits 0 or 2; on exit 2, stdout
-is empty, stderr is exactly one ``aisim...: error: ...`` line, and nothing was written; no run
-prints a traceback; every run finishes within the time bound. Outcome classes: ``accept`` (0),
-``reject`` (a clean 2), and the failures ``traceback``, ``hang`` and ``contract`` (any other
-breach). Failures are grouped by signature (exception type and innermost aisim frame, or the
+The contract (docs/qualification.md "Fuzz campaign"): every run exits 0 or 2 (or 1 where the
+command judges its input, ``compare``); on exit 2, stdout is empty, stderr is exactly one
+``aisim...: error: ...`` line, and nothing was written; no run prints a traceback; every run
+finishes within the time bound; a case invalid by construction is never accepted. Outcome
+classes: ``accept`` (0, or a judged 1), ``reject`` (a clean 2), and the failures ``traceback``,
+``hang``, ``nonsense`` (accepted nonsense) and ``contract`` (any other breach). Failures are grouped by signature (exception type and innermost aisim frame, or the
 breach) and each group's first case is minimised by dropping mutations while it still fails
 with the same signature.
 """
@@ -28,8 +29,9 @@ from qualification.fuzz._mutate import Case, build
 from qualification.fuzz._seeds import SEEDS_BY_NAME
 
 ACCEPT, REJECT, TRACEBACK, HANG, CONTRACT = "accept", "reject", "traceback", "hang", "contract"
-CLASSES = (ACCEPT, REJECT, TRACEBACK, HANG, CONTRACT)
-FAILURES = (TRACEBACK, HANG, CONTRACT)
+NONSENSE = "nonsense"
+CLASSES = (ACCEPT, REJECT, TRACEBACK, HANG, NONSENSE, CONTRACT)
+FAILURES = (TRACEBACK, HANG, NONSENSE, CONTRACT)
 #: How long a worker may take to import aisim and say it is ready (not a case's time).
 STARTUP_BOUND_S = 600.0
 
@@ -45,15 +47,28 @@ class Outcome:
     detail: str = ""
 
 
-def classify(reply: dict[str, Any], written_on_error: list[str]) -> Outcome:
-    """Judge one worker reply against the contract (pure; unit-tested with made-up replies)."""
+def classify(
+    reply: dict[str, Any],
+    written_on_error: list[str],
+    *,
+    nonsense: bool = False,
+    judged: bool = False,
+    flagged: str = "",
+) -> Outcome:
+    """Judge one worker reply against the contract (pure; unit-tested with made-up replies).
+    ``nonsense``: the case is invalid by construction; ``judged``: exit 1 is an answer;
+    ``flagged``: stdout text by which an exit 0 reports the input refused in part."""
     code = reply["code"]
     err = reply["err"]
     if reply["traceback"] or "Traceback (most recent call last)" in err:
         text = reply["traceback"] or err
         return Outcome(TRACEBACK, traceback_signature(text), code, err, text)
-    if code == 0:
-        return Outcome(ACCEPT, code=0)
+    if code == 0 and flagged and flagged in reply["out"]:
+        return Outcome(REJECT, code=0, err=reply["out"].strip()[-200:])
+    if code == 0 or (judged and code == 1 and not err):
+        if nonsense:
+            return Outcome(NONSENSE, "invalid case accepted", code, err, reply["out"][:200])
+        return Outcome(ACCEPT, code=code)
     if code != 2:
         return Outcome(CONTRACT, f"exit status {code}", code, err)
     lines = err.splitlines()
@@ -152,17 +167,26 @@ class Executor:
             shutil.rmtree(folder, ignore_errors=True)
             return Outcome(CONTRACT, f"worker died (exit status {code})", code)
         reply = json.loads(line)
-        written = sorted(_listing(folder) - inputs) if reply["code"] != 0 else []
+        written = sorted(_listing(folder) - inputs) if reply["code"] == 2 else []
         shutil.rmtree(folder, ignore_errors=True)
-        return classify(reply, written)
+        seed = SEEDS_BY_NAME[case.seed]
+        return classify(
+            reply, written, nonsense=case.nonsense, judged=seed.judged, flagged=seed.flagged
+        )
 
     def _materialise(self, case: Case) -> Path:
         self.count += 1
         folder = self.root / f"case-{self.count}"
         folder.mkdir()
-        for name, data in case.files:
-            (folder / name).write_bytes(data)
+        write_files(folder, case)
         return folder
+
+
+def write_files(folder: Path, case: Case) -> None:
+    """The case's input files under ``folder`` (a name may hold a subfolder: ``ds/...``)."""
+    for name, data in case.files:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
 
 
 def _close_pipes(process: subprocess.Popen[str]) -> None:
@@ -179,8 +203,7 @@ def subprocess_outcome(case: Case, time_bound_s: float) -> tuple[int | None, str
     """The exit status and stderr of ``python -m aisim`` on ``case`` (the spot check that the
     in-process run matches a real process)."""
     with tempfile.TemporaryDirectory(prefix="aisim-fuzz-spot-") as folder:
-        for name, data in case.files:
-            (Path(folder) / name).write_bytes(data)
+        write_files(Path(folder), case)
         argv = [arg.replace("{out}", "out") for arg in case.argv]
         try:
             done = subprocess.run(
@@ -198,9 +221,11 @@ def subprocess_outcome(case: Case, time_bound_s: float) -> tuple[int | None, str
 
 @dataclass
 class Tally:
-    """Counts per class, and the first case and outcome of every failure signature."""
+    """Counts per class (overall and per campaign), and the first case and outcome of every
+    failure signature."""
 
     counts: Counter[str] = field(default_factory=Counter)
+    by_campaign: dict[str, Counter[str]] = field(default_factory=dict)
     failures: dict[str, tuple[Case, Outcome]] = field(default_factory=dict)
     spot_checks: int = 0
     spot_mismatches: list[str] = field(default_factory=list)
@@ -211,6 +236,9 @@ class Tally:
         if self.counts["runs"] % 1000 == 0:
             print(self.summary(), file=sys.stderr, flush=True)
         self.counts[outcome.kind] += 1
+        campaign = self.by_campaign.setdefault(case.campaign, Counter())
+        campaign["runs"] += 1
+        campaign[outcome.kind] += 1
         if outcome.kind in FAILURES:
             key = f"{outcome.kind}: {outcome.signature}"
             if key not in self.failures:
@@ -226,8 +254,19 @@ class Tally:
         return (
             f"runs: {counts['runs']}  clean rejections: {counts[REJECT]}  accepts: "
             f"{counts[ACCEPT]}  tracebacks: {counts[TRACEBACK]}  hangs: {counts[HANG]}  "
-            f"other contract breaches: {counts[CONTRACT]}  ({seconds:.0f} s)"
+            f"accepted nonsense: {counts[NONSENSE]}  other contract breaches: {counts[CONTRACT]}"
+            f"  ({seconds:.0f} s)"
         )
+
+    def campaign_table(self) -> list[str]:
+        """One line per campaign: runs and each class."""
+        header = f"  {'campaign':<22} {'runs':>6} " + " ".join(f"{kind:>9}" for kind in CLASSES)
+        lines = [header]
+        for name in sorted(self.by_campaign):
+            counts = self.by_campaign[name]
+            cells = " ".join(f"{counts[kind]:>9}" for kind in CLASSES)
+            lines.append(f"  {name:<22} {counts['runs']:>6} {cells}")
+        return lines
 
     def failed(self) -> bool:
         return bool(self.failures) or bool(self.spot_mismatches)
@@ -254,6 +293,8 @@ def report(tally: Tally, minimal: dict[str, Case]) -> str:
     """Counts per class, then each failure's signature and minimal reproducer."""
     lines = [
         tally.summary(),
+        "per campaign:",
+        *tally.campaign_table(),
         f"subprocess spot checks: {tally.spot_checks}, mismatches: {len(tally.spot_mismatches)}",
     ]
     lines.extend(f"  spot mismatch: {text}" for text in tally.spot_mismatches)

@@ -21,7 +21,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from qualification.fuzz._seeds import JSON, JSONL, SEEDS, YAML, Seed, SeedFile
+from qualification.fuzz._seeds import BYTES, JSON, JSONL, LINES, SEEDS, YAML, Seed, SeedFile
 
 ARGV = "argv"
 #: Operations on a tree node (``raw`` ones act on the file's text after it is written).
@@ -149,12 +149,21 @@ class Mutation:
 
 @dataclass(frozen=True)
 class Case:
-    """What one run needs: ``argv`` (with ``{out}``) and the input files' bytes."""
+    """What one run needs: ``argv`` (with ``{out}``) and the input files' bytes; ``nonsense``:
+    the case is invalid by construction (an unknown key in a strict file, an unknown flag), so
+    exit 0 is a failure."""
 
     seed: str
     mutations: tuple[Mutation, ...]
     argv: tuple[str, ...]
     files: tuple[tuple[str, bytes], ...]
+    nonsense: bool = False
+
+    @property
+    def campaign(self) -> str:
+        from qualification.fuzz._seeds import SEEDS_BY_NAME
+
+        return SEEDS_BY_NAME[self.seed].campaign
 
 
 def _paths(tree: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -239,6 +248,11 @@ def render(file: SeedFile, tree: Any) -> bytes:
     writes it, CSV rows of cells)."""
     import yaml
 
+    if file.fmt == BYTES:
+        return tree if isinstance(tree, bytes) else json.dumps(tree).encode("utf-8")
+    if file.fmt == LINES:
+        lines = tree if isinstance(tree, list) else [tree]
+        return "".join(_cell(line) + "\n" for line in lines).encode("utf-8", "surrogatepass")
     if file.fmt == YAML:
         try:
             text = yaml.safe_dump(tree, allow_unicode=True, sort_keys=False)
@@ -281,10 +295,13 @@ def build(seed: Seed, mutations: tuple[Mutation, ...]) -> Case:
     """Apply ``mutations`` in order and write out the files."""
     trees: dict[str, Any] = {file.name: file.tree for file in seed.files}
     argv: list[Any] = list(seed.argv)
+    nonsense = False
     for mutation in mutations:
         if mutation.target == ARGV:
             argv = _mutate_argv(argv, mutation)
         elif mutation.target in trees:
+            if mutation.target in seed.strict:
+                nonsense = nonsense or _adds_unknown_key(trees[mutation.target], mutation, seed)
             trees[mutation.target] = apply(trees[mutation.target], mutation)
     files: list[tuple[str, bytes]] = []
     for file in seed.files:
@@ -293,7 +310,23 @@ def build(seed: Seed, mutations: tuple[Mutation, ...]) -> Case:
             if mutation.target == file.name and mutation.op in RAW_OPERATIONS:
                 data = _raw(data, mutation)
         files.append((file.name, data))
-    return Case(seed.name, mutations, tuple(str(arg) for arg in argv), tuple(files))
+    argv_text = tuple(str(arg) for arg in argv)
+    nonsense = nonsense or "--bogus" in argv_text
+    return Case(seed.name, mutations, argv_text, tuple(files), nonsense)
+
+
+def _adds_unknown_key(tree: Any, mutation: Mutation, seed: Seed) -> bool:
+    """Whether ``mutation`` adds a key the mapping it targets does not have (outside the seed's
+    open, free-form sections): in a strict file, a config that must be refused."""
+    if mutation.op != "add_key" or any(part in seed.open_keys for part in mutation.path):
+        return False
+    node = tree
+    for part in mutation.path:
+        found = _parent(node, (part,))
+        if found is None:
+            return False
+        node = found[0][found[1]]
+    return isinstance(node, dict) and str(mutation.value) not in node
 
 
 def _mutate_argv(argv: list[Any], mutation: Mutation) -> list[Any]:
@@ -345,6 +378,32 @@ _FLAGS = (
     ".",
     "out/x",
     "nonexistent.yaml",
+    # the commands issue 28 added to the campaign
+    "--workers",
+    "--merge-over",
+    "--rtol",
+    "--scenarios",
+    "--label",
+    "--format",
+    "--validation",
+    "--name",
+    "--version",
+    "--tests",
+    "--tost-margin",
+    "--coefficients",
+    "--d",
+    "--preset",
+    "--drafter",
+    "--reps",
+    "--seed",
+    "--threads",
+    "--device",
+    "--dtype",
+    "sweep.yaml",
+    "after.prom",
+    "old.json",
+    "ds",
+    "ds/sd_rounds.parquet.json",
 )
 
 _values = st.one_of(
@@ -383,6 +442,7 @@ def cases(draw: st.DrawFn, max_mutations: int = 3) -> Case:
     argv = list(seed.argv)
     mutations: list[Mutation] = []
     targets = [ARGV, *trees]
+    binary = {file.name for file in seed.files if file.fmt == BYTES}
     for _ in range(draw(st.integers(1, max_mutations))):
         target = draw(st.sampled_from(targets))
         if target == ARGV:
@@ -390,7 +450,7 @@ def cases(draw: st.DrawFn, max_mutations: int = 3) -> Case:
             position = draw(st.integers(1, max(1, len(argv))))
             mutation = Mutation(ARGV, (position,), op, draw(_argv_values))
             argv = _mutate_argv(argv, mutation)
-        elif draw(st.integers(0, 9)) == 0:
+        elif target in binary or draw(st.integers(0, 9)) == 0:
             op = draw(st.sampled_from(RAW_OPERATIONS))
             if op == "raw_append":
                 value: Any = draw(

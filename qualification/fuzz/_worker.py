@@ -56,6 +56,19 @@ def warm_up() -> None:
     import aisim.replay  # noqa: F401
     from aisim.cli import build_parser
 
+    try:  # the harness's commands (qualify, sweep plots, acceptance intervals)
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot  # noqa: F401
+        import scipy.stats  # noqa: F401
+
+        import aisim.sweep  # noqa: F401
+        import qualification.calibrate  # noqa: F401
+        import qualification.mape  # noqa: F401
+    except ModuleNotFoundError:
+        pass
+
     build_parser()
 
 

@@ -103,6 +103,20 @@ class Criterion(EdgeModel):
         return value
 
     @model_validator(mode="after")
+    def _threshold_can_be_met(self) -> Criterion:
+        """A threshold no value of its kind can meet (or that every value meets) is a typo, not
+        a criterion: errors, magnitudes and counts are >= 0; p-values and fractions in 0..1."""
+        kind = CHECKS[self.check][self.metric].kind
+        low, high = (0.0, 1.0) if kind in ("p_value", "fraction") else (0.0, math.inf)
+        if not low <= self.threshold <= high:
+            allowed = f"{low:g}..{high:g}" if math.isfinite(high) else f">= {low:g}"
+            raise edge_error(
+                f"threshold: a {kind} metric ({self.metric}) needs a threshold {allowed}, "
+                f"got {self.threshold!r}"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _inputs_match_the_check(self) -> Criterion:
         needs = {
             "dataset": self.check in DATASET_CHECKS,

@@ -112,6 +112,8 @@ def figure_text(metric: str, value: float | None) -> str:
     kind = next((table[metric].kind for table in CHECKS.values() if metric in table), "error")
     if metric == "signed_error_slope_d":
         return f"{100 * value:+.2f} %/d"
+    if metric.endswith("_vs_noise"):  # an error divided by the engine's repeat noise
+        return f"{value:.2f}x the noise"
     if kind == "signed":
         return f"{100 * value:+.2f} %"
     if kind in ("error", "fraction"):
