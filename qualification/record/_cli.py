@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from aisim.cli import integer_argument as integer
 from aisim._io import int_text_problem
+from aisim.cli import integer_argument as integer
 from aisim.errors import ConfigError
 from qualification.record._geometry import DRAFTER_KINDS, PRESETS, Grid, get_preset
 
