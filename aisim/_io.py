@@ -282,12 +282,13 @@ def read_verified_bytes(
     size (``sidecar["bytes"]``, when given or ``require_size``) and SHA-256 (``sidecar["sha256"]``)
     match the sidecar. ``DataIntegrityError`` naming the file otherwise."""
     where = repr(str(data_file))
+    problem = input_file_problem(data_file, MAX_TRACE_BYTES)
+    if problem == "file not found":
+        raise DataIntegrityError(f"{where}: data file is missing")
     try:
-        data = data_file.read_bytes()
-    except FileNotFoundError:
-        raise DataIntegrityError(f"{where}: data file is missing") from None
-    except OSError as exc:
-        raise DataIntegrityError(f"{where}: cannot read: {exc}") from None
+        data = read_input_bytes(data_file, MAX_TRACE_BYTES, where)
+    except ConfigError as exc:
+        raise DataIntegrityError(str(exc)) from None
     size = sidecar.get("bytes")
     if (size is not None or require_size) and size != len(data):
         raise DataIntegrityError(
@@ -309,13 +310,14 @@ def read_sidecar_object(data_file: Path, sidecar: Path, *, missing_reason: str) 
     Missing, unreadable or non-object sidecars are a DataIntegrityError; ``missing_reason``
     finishes the message for a missing one (why the caller needs it).
     """
-    try:
-        loaded = parse_json_text(sidecar.read_text(encoding="utf-8"), "sidecar")
-    except FileNotFoundError:
+    if input_file_problem(sidecar, MAX_DOCUMENT_BYTES) == "file not found":
         raise DataIntegrityError(
             f"{str(data_file)!r}: sidecar {sidecar.name!r} is missing; {missing_reason}"
-        ) from None
-    except (OSError, UnicodeDecodeError, ConfigError) as exc:
+        )
+    try:
+        data = read_input_bytes(sidecar, MAX_DOCUMENT_BYTES, "sidecar")
+        loaded = parse_json_text(data.decode("utf-8"), "sidecar")
+    except (UnicodeDecodeError, ConfigError) as exc:
         raise DataIntegrityError(f"{str(sidecar)!r}: unreadable sidecar: {exc}") from None
     if not isinstance(loaded, dict):
         raise DataIntegrityError(f"{str(sidecar)!r}: sidecar must be a JSON object")

@@ -86,10 +86,14 @@ def register(commands: Any) -> None:
     parser.set_defaults(handler=sweep_command)
 
 
+#: Most worker processes (or Ray CPUs) a sweep starts: one per point up to this many.
+MAX_WORKERS: Final = 1024
+
+
 def _positive(text: str) -> int:
     value = integer(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    if not 1 <= value <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"expected an integer in 1..{MAX_WORKERS}, got {text!r}")
     return value
 
 

@@ -111,7 +111,7 @@ class Criterion(EdgeModel):
         if not low <= self.threshold <= high:
             allowed = f"{low:g}..{high:g}" if math.isfinite(high) else f">= {low:g}"
             raise edge_error(
-                f"threshold: a {kind} metric ({self.metric}) needs a threshold {allowed}, "
+                f"threshold: metric {self.metric} (kind {kind}) needs a threshold {allowed}, "
                 f"got {self.threshold!r}"
             )
         return self

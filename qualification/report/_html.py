@@ -34,7 +34,8 @@ dt{margin-top:6px}dd{margin-left:1.5em}figcaption{font-size:12px;color:#555}
 
 
 def _e(value: object) -> str:
-    return html.escape(str(value))
+    """``value`` as escaped HTML text; a missing value (None) reads "n/a", never "None"."""
+    return html.escape("n/a" if value is None else str(value))
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:

@@ -96,7 +96,8 @@ GLOSSARY = (
 
 
 def _e(value: object) -> str:
-    return html.escape(str(value))
+    """``value`` as escaped HTML text; a missing value (None) reads "n/a", never "None"."""
+    return html.escape("n/a" if value is None else str(value))
 
 
 def _raw_table(headers: list[str], rows: list[list[str]]) -> str:

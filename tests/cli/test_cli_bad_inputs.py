@@ -356,3 +356,170 @@ def test_acceptance_counters_beyond_2_53(
         f'model_name="Qwen/Qwen3-8B"}} is {shown}, over 9007199254740992 (2**53, the largest '
         "count a float holds exactly)"
     )
+
+
+# --- silent accepts, refused or flagged ---------------------------------------------------------
+
+EVIDENCE_ROOT = EVIDENCE.parent
+
+
+def test_negative_calibration_coefficients(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    artefact = json.loads(
+        (EVIDENCE_ROOT / "calibration" / "cpu-qwen3-0.6b-mtp.v1.json").read_text()
+    )
+    scored = str(EVIDENCE_ROOT / "cpu-qwen3-0.6b-mtp-run2")
+    argv = ["qualify", "mape", scored, "--estimator", "calibrated", "--coefficients", "c.json"]
+    artefact["coefficients"] = {"a": -0.1, "b": 1.0}
+    Path("c.json").write_text(json.dumps(artefact))
+    assert refused(argv, capsys) == (
+        "aisim: error: c.json: coefficients.a: expected a finite number >= 0.0, got -0.1"
+    )
+    artefact["coefficients"] = {"a": 0.1, "b": -1.0}
+    Path("c.json").write_text(json.dumps(artefact))
+    assert refused(argv, capsys) == (
+        "aisim: error: c.json: coefficients.b: expected a number > 0, got -1.0"
+    )
+
+
+def test_a_calibration_outside_its_drafter_scope(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    artefact = str(EVIDENCE_ROOT / "calibration" / "cpu-qwen3-0.6b-mtp.v1.json")
+    eagle = str(EVIDENCE_ROOT / "cpu-qwen3-0.6b-eagle3")
+    argv = ["qualify", "mape", eagle, "--estimator", "calibrated", "--coefficients", artefact]
+    assert refused(argv, capsys) == (
+        "aisim: error: qualify.coefficients: cpu-qwen3-0.6b-mtp v1 was fitted on drafter 'mtp'; "
+        "dataset 'cpu-qwen3-0.6b-eagle3' has drafter 'eagle3', outside its scope"
+    )
+
+
+def test_a_plan_threshold_below_zero_on_an_error_metric(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import yaml
+
+    from qualification.report._inputs import DEFAULT_PLAN
+
+    plan = yaml.safe_load(Path(DEFAULT_PLAN).read_text())
+    index, criterion = next(
+        (i, c) for i, c in enumerate(plan["criteria"]) if c["metric"] == "round_weighted_mape"
+    )
+    criterion["threshold"] = -0.05
+    Path("plan.yaml").write_text(yaml.safe_dump(plan))
+    argv = ["qualify", "report", "--plan", "plan.yaml", "--out", "o", "--skip-checks"]
+    assert refused(argv, capsys) == (
+        f"aisim: error: 'plan.yaml': criteria[{index}]: threshold: metric round_weighted_mape "
+        "(kind error) needs a threshold >= 0, got -0.05"
+    )
+    assert not Path("o").exists()
+
+
+MODEL = Path(__file__).resolve().parents[2] / "docs" / "examples" / "model" / "config.json"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"num_key_value_heads": 64},
+            "model.num_key_value_heads: expected a divisor of num_attention_heads (32), got 64",
+        ),
+        (
+            {"num_key_value_heads": 3},
+            "model.num_key_value_heads: expected a divisor of num_attention_heads (32), got 3",
+        ),
+        (
+            {"model_type": "gpt2"},
+            "model.model_type: unknown architecture 'gpt2'; priced are llama, qwen2, qwen3, "
+            "mistral, mimo, qwen2_moe, qwen3_moe, mixtral, deepseek_v2, deepseek_v3 (set "
+            "model_type: llama to price a dense decoder of the Llama block shape as one)",
+        ),
+    ],
+)
+def test_model_configs_priced_as_something_else(
+    change: dict[str, object], message: str, here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = json.loads(MODEL.read_text())
+    assert config["num_attention_heads"] == 32
+    config.update(change)
+    Path("m.json").write_text(json.dumps(config))
+    argv = ["estimate", "--model", "m.json", "--hardware", "h100"]
+    assert refused(argv, capsys) == f"aisim: error: {message}"
+
+
+def test_an_estimate_whose_kv_cannot_fit_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    # Qwen3-8B (published config.json): 36 layers, 8 KV heads of 128, bf16: 2 x 8 x 128 x 2 x 36
+    # = 147,456 KV bytes per token; 64 x 100,000 tokens = 878.91 GiB, over an H100's 80 GiB.
+    from aisim.config import get_model
+
+    weights = get_model("Qwen3-8B").weight_bytes / 2**30
+    argv = ["estimate", "--model", "Qwen3-8B", "--hardware", "h100", "--batch", "64"]
+    assert main([*argv, "--kv", "100000"]) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if "does not fit" in line]
+    assert notes == [
+        f"note: does not fit: 6400000 KV tokens take 878.91 GiB per GPU and the target's weights "
+        f"{weights:.2f} GiB, over the 80.00 GiB of one h100_sxm at tensor parallel 1; an engine "
+        "could not hold this batch (replay would refuse or preempt it)"
+    ]
+    assert main([*argv, "--kv", "1000"]) == 0  # 9.2 GB of KV: fits, no note
+    assert "does not fit" not in capsys.readouterr().out
+
+
+# --- outputs a user reads right -----------------------------------------------------------------
+
+
+def test_estimate_says_a_round_is_priced_and_its_parts_add_up(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["estimate", "--model", "Qwen3-8B", "--hardware", "h100", "--batch", "8", "--kv"]
+    assert main([*argv, "1024", "--scheme", "mtp", "--depth", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    latency = float(lines[0].split()[1])
+    assert lines[0] == f"latency: {latency:.4f} ms per SD round (drafting + verification)"
+    (parts,) = [line for line in lines if line.startswith("  = draft ")]
+    words = parts.split()
+    draft, target, sampling = float(words[2]), float(words[6]), float(words[9])
+    assert parts == (
+        f"  = draft {draft:.4f} + target (verify) {target:.4f} + sampling {sampling:.4f} ms"
+    )
+    assert abs(draft + target + sampling - latency) <= 2e-4  # each shown to 4 decimals
+    assert main([*argv, "1024"]) == 0
+    assert capsys.readouterr().out.startswith("latency: ")
+    assert main([*argv, "1024"]) == 0
+    assert " ms per forward pass\n" in capsys.readouterr().out.splitlines(keepends=True)[0]
+
+
+def test_replay_duration_is_simulated_time(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", "r.yaml", "--out", "o"]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("duration: ")]
+    assert line.endswith(" s of simulated time")
+
+
+def test_explain_on_kind_none(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    Path("none.yaml").write_text("speculation: {kind: none}\n")
+    assert main(["speculation", "explain", "none.yaml"]) == 0
+    rows = dict(line.strip().split(None, 1) for line in capsys.readouterr().out.splitlines()[1:])
+    assert rows["replay"] == "replayable: plain decoding, one token per step (no SD rounds)"
+    assert rows["acceptance"] == "not applicable (nothing is drafted)"
+
+
+def test_readme_names_the_acceptance_command() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "`aisim acceptance`" not in readme
+    assert "aisim speculation acceptance" in readme
+
+
+def test_report_prose_shows_ratios_as_ratios_and_never_none() -> None:
+    from qualification.report._html import _e as html_text
+    from qualification.report._html_verdict import figure_text
+
+    assert figure_text("e2e_median_ape_vs_noise", 0.78) == "0.78x the noise"
+    assert figure_text("round_weighted_mape", 0.078) == "7.80 %"
+    assert html_text(None) == "n/a"
+
+
+def test_sweep_workers_are_bounded(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert refused(["sweep", "s.yaml", "--out", "o", "--workers", "100000"], capsys) == (
+        "aisim sweep: error: argument --workers: expected an integer in 1..1024, got '100000' "
+        "(see aisim sweep --help)"
+    )
