@@ -90,6 +90,14 @@ def _speculation(args: argparse.Namespace) -> object:
                 )
         document = load_config_file(args.speculation, "--speculation")
         if isinstance(document, dict) and "speculation" in document:
+            others = sorted(str(key) for key in document if key != "speculation")
+            if others:
+                # As `aisim speculation explain`: a key beside the block would be ignored.
+                raise ConfigError(
+                    f"--speculation {args.speculation}: expected a speculation block at top "
+                    f"level or only under 'speculation:', found other keys too: "
+                    f"{', '.join(others)}"
+                )
             return document["speculation"]
         return document
     if args.scheme is None:

@@ -64,7 +64,7 @@ def classify(
         text = reply["traceback"] or err
         return Outcome(TRACEBACK, traceback_signature(text), code, err, text)
     if code == 0 and flagged and flagged in reply["out"]:
-        return Outcome(REJECT, code=0, err=reply["out"].strip()[-200:])
+        return Outcome(REJECT, code=0, err=err, detail=reply["out"].strip()[-200:])
     if code == 0 or (judged and code == 1 and not err):
         if nonsense:
             return Outcome(NONSENSE, "invalid case accepted", code, err, reply["out"][:200])
@@ -182,11 +182,19 @@ class Executor:
         return folder
 
 
+#: What every case folder also holds, for mutations to name where a file is read or written:
+#: a FIFO (reading one with no writer blocks forever) and a folder.
+FIFO_NAME, FOLDER_NAME = "fifo.yaml", "adir"
+
+
 def write_files(folder: Path, case: Case) -> None:
-    """The case's input files under ``folder`` (a name may hold a subfolder: ``ds/...``)."""
+    """The case's input files under ``folder`` (a name may hold a subfolder: ``ds/...``), and
+    ``FIFO_NAME`` and ``FOLDER_NAME``."""
     for name, data in case.files:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_bytes(data)
+    os.mkfifo(folder / FIFO_NAME)
+    (folder / FOLDER_NAME).mkdir()
 
 
 def _close_pipes(process: subprocess.Popen[str]) -> None:

@@ -113,6 +113,8 @@ INTERESTING: tuple[Any, ...] = (
     "é" * 130,
     "../" * 3 + "etc",
     "h100",
+    "fifo.yaml",
+    "adir",
     "Qwen/Qwen3-8B",
     "mtp",
     "vllm",
@@ -404,6 +406,11 @@ _FLAGS = (
     "old.json",
     "ds",
     "ds/sd_rounds.parquet.json",
+    # a FIFO and a folder in every case folder; a file where a folder goes and the reverse
+    "fifo.yaml",
+    "adir",
+    "adir/x.json",
+    "trace.csv/out",
 )
 
 _values = st.one_of(

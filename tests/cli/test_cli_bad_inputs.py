@@ -523,3 +523,15 @@ def test_sweep_workers_are_bounded(here: Path, capsys: pytest.CaptureFixture[str
         "aisim sweep: error: argument --workers: expected an integer in 1..1024, got '100000' "
         "(see aisim sweep --help)"
     )
+
+
+def test_a_key_beside_the_speculation_block_is_refused(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Found by the fuzz campaign (long profile, seed 2): the extra key was ignored.
+    Path("spec.yaml").write_text("speculation: {kind: mtp, params: {depth: 2}}\n'4096': 1\n")
+    argv = ["estimate", "--model", "Qwen3-8B", "--hardware", "h100", "--speculation", "spec.yaml"]
+    assert refused(argv, capsys) == (
+        "aisim: error: --speculation spec.yaml: expected a speculation block at top level or "
+        "only under 'speculation:', found other keys too: 4096"
+    )
