@@ -347,7 +347,7 @@ def public_gpu_command(args: argparse.Namespace) -> int:
     from qualification.public_gpu import run, stderr_progress, to_markdown, write_outputs
 
     if args.out is not None:
-        check_writable(args.out / "public_gpu.json", args.overwrite)
+        check_output_dir(args.out, args.overwrite, "--out", ("public_gpu.json",))
     only = list(args.only)
     report = run(
         args.evidence,
