@@ -117,9 +117,17 @@ def _speculation(args: argparse.Namespace) -> object:
 
 def estimate_command(args: argparse.Namespace) -> int:
     """Handler of ``aisim estimate``; user errors raise ``AisimError`` subclasses."""
+    from aisim._fields import as_int
     from aisim.config import best_available
+    from aisim.config._replay_limits import MAX_REQUESTS, MAX_TOKENS
     from aisim.fpm import ForwardPassMetrics
 
+    # The replay's limits (docs/replay.md "Limits"): a batch no engine serves is not a query.
+    as_int(args.batch, "--batch", 0, MAX_REQUESTS)
+    as_int(args.kv, "--kv", 0, MAX_TOKENS)
+    as_int(args.prefill_tokens, "--prefill-tokens", 0, MAX_TOKENS)
+    if args.kv_total is not None:
+        as_int(args.kv_total, "--kv-total", 0, max(args.batch, 1) * MAX_TOKENS)
     if args.kv_total is not None and args.kv != 0:
         raise ConfigError("--kv-total: give either --kv (per request) or --kv-total, not both")
     if args.batch == 0 and (args.kv != 0 or args.kv_total):

@@ -535,3 +535,29 @@ def test_a_key_beside_the_speculation_block_is_refused(
         "aisim: error: --speculation spec.yaml: expected a speculation block at top level or "
         "only under 'speculation:', found other keys too: 4096"
     )
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--batch", "99999999999"],
+            "--batch: expected an integer in 0..10000000, got 99999999999",
+        ),
+        (["--kv", "99999999"], "--kv: expected an integer in 0..16777216, got 99999999"),
+        (
+            ["--batch", "2", "--kv-total", "99999999"],
+            "--kv-total: expected an integer in 0..33554432, got 99999999",
+        ),
+        (
+            ["--prefill-tokens", "999999999999"],
+            "--prefill-tokens: expected an integer in 0..16777216, got 999999999999",
+        ),
+    ],
+)
+def test_estimate_flags_are_bounded_by_the_replay_limits(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 2**24 tokens per request and 10**7 requests (docs/replay.md "Limits").
+    argv = ["estimate", "--model", "Qwen3-8B", "--hardware", "h100", *flags]
+    assert refused(argv, capsys) == f"aisim: error: {message}"
