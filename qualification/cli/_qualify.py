@@ -107,9 +107,22 @@ def register(commands: Any) -> None:
     )
     engine.add_argument("--overwrite", action="store_true")
     engine.set_defaults(handler=engine_command)
-    from qualification.engine._plain import register as register_engine_import
-
-    register_engine_import(actions)
+    engine_import = actions.add_parser(
+        "engine-import",
+        help="convert a plain engine recording (CSV + JSON, any driver) into an engine recording",
+        description=(
+            "Read PLAIN (settings.json, grid.csv, grid-metrics.prom, served-N/requests.csv, "
+            "served-N/steps.csv, served-N/metrics.prom; docs/evidence.md, 'Bring your own "
+            "engine'), check every file as a recording is loaded, and write an engine recording "
+            "to --out that `aisim qualify engine` scores. Nothing is written on an error."
+        ),
+    )
+    engine_import.add_argument("plain", metavar="PLAIN", type=Path, help="plain recording folder")
+    engine_import.add_argument(
+        "--out", required=True, metavar="DIR", type=Path, help="recording to write"
+    )
+    engine_import.add_argument("--overwrite", action="store_true")
+    engine_import.set_defaults(handler=engine_import_command)
 
     report = actions.add_parser(
         "report",
@@ -252,6 +265,16 @@ def calibrate_command(args: argparse.Namespace) -> int:
     if args.out is not None:
         atomic_write_text(args.out, canonical_json(result["artefact"]), overwrite=args.overwrite)
         print(f"wrote {args.out}")
+    return 0
+
+
+def engine_import_command(args: argparse.Namespace) -> int:
+    # imported here: the engine package needs the qualify extra (pandas), and `aisim` without
+    # it must still build its parser (tests/test_base_install.py)
+    from qualification.engine._plain import import_plain
+
+    written = import_plain(args.plain, args.out, overwrite=args.overwrite)
+    print(f"wrote {written}")
     return 0
 
 

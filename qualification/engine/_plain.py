@@ -441,27 +441,3 @@ def export_plain(recording: str | Path, out: str | Path) -> Path:
         if (run.directory / METRICS_FILE).exists():
             shutil.copyfile(run.directory / METRICS_FILE, target / run.name / METRICS_FILE)
     return target
-
-
-def register(actions: Any) -> None:
-    """Add ``aisim qualify engine-import`` to the ``qualify`` subcommands."""
-    parser = actions.add_parser(
-        "engine-import",
-        help="convert a plain engine recording (CSV + JSON, any driver) into an engine recording",
-        description=(
-            "Read PLAIN (settings.json, grid.csv, grid-metrics.prom, served-N/requests.csv, "
-            "served-N/steps.csv, served-N/metrics.prom; docs/evidence.md, 'Bring your own "
-            "engine'), check every file as a recording is loaded, and write an engine recording "
-            "to --out that `aisim qualify engine` scores. Nothing is written on an error."
-        ),
-    )
-    parser.add_argument("plain", metavar="PLAIN", type=Path, help="plain recording folder")
-    parser.add_argument("--out", required=True, metavar="DIR", type=Path, help="recording to write")
-    parser.add_argument("--overwrite", action="store_true")
-    parser.set_defaults(handler=_import_command)
-
-
-def _import_command(args: Any) -> int:
-    written = import_plain(args.plain, args.out, overwrite=args.overwrite)
-    print(f"wrote {written}")
-    return 0
