@@ -181,6 +181,13 @@ class LayerStack:
         self.fused_params = float(fused_feature_inputs) * hidden / tp
         self.fused_inputs = float(fused_feature_inputs)
         self.lm_head_vocab = float(lm_head_vocab)
+        self.kernels_per_pass = _kernels_per_pass(
+            spec, self.dense_layers, self.moe_layers, self.alltoall_ranks > 1, deployment.weights
+        )
+        if self.fused_params > 0.0:
+            self.kernels_per_pass += 1.0
+        # The final norm and LM head (counted when a pass needs logits).
+        self.head_kernels = 2.0 if self.lm_head_params > 0.0 else 0.0
 
     def _gemm(self, tokens: float, params: float, in_features: float, out_features: float) -> float:
         """A linear layer of the decoder blocks (weights at the deployment's precision)."""
@@ -284,19 +291,20 @@ class LayerStack:
 
     def kernels(self, shape: PassShape) -> float:
         """Kernels one pass of ``shape`` launches: per layer QKV, RoPE, KV-cache write,
-        attention, output projection and two norms (7), then up, activation and down (dense, 3) or
-        router, two grouped GEMMs and activation (MoE, 4); a fused-feature projection; the final
-        norm and LM head. All-reduce kernels are inside the measured all-reduce latency."""
+        attention, output projection and two norms (7); MLA adds five (its query and KV
+        down-projections with their norms, and the absorbed up-projections before and after
+        attention: sglang ``models/deepseek_v2.py``, ``DeepseekV2AttentionMLA.forward_absorb``);
+        then up, activation and down (dense, 3) or router, top-k, token permutation, two grouped
+        GEMMs, activation and the weighted combine (MoE, 7; ``DeepseekV2MoE.forward``), three
+        more for shared experts, two more for an all-to-all's dispatch and combine; a quantized
+        deployment adds one activation-quantization kernel per quantized GEMM (fp8 / NVFP4 GEMMs
+        take quantized inputs); a fused-feature projection; the final norm and LM head.
+        All-reduce kernels are inside the measured all-reduce latency."""
         if shape.tokens <= 0.0:
             return 0.0
-        common = 7.0
-        moe = 4.0 if self.alltoall_ranks <= 1 else 6.0  # + dispatch and combine
-        total = self.dense_layers * (common + 3.0) + self.moe_layers * (common + moe)
-        if self.fused_params > 0.0:
-            total += 1.0
-        if self.lm_head_params > 0.0 and shape.logit_tokens > 0.0:
-            total += 2.0  # final norm, LM head
-        return total
+        if shape.logit_tokens > 0.0:
+            return self.kernels_per_pass + self.head_kernels
+        return self.kernels_per_pass
 
     def sampling_seconds(self, logit_tokens: float) -> float:
         """The sampler (or rejection sampler) reading ``logit_tokens`` rows of fp32 logits."""
@@ -317,6 +325,22 @@ def _allreduce_points(
         if size >= tensor_parallel:
             return curve[size]
     return curve[sizes[-1]]
+
+
+def _kernels_per_pass(
+    spec: ModelSpec, dense_layers: float, moe_layers: float, alltoall: bool, weights: str
+) -> float:
+    """Kernels of the decoder layers (``LayerStack.kernels`` says which)."""
+    quantized = weights in ("fp8", "fp4")
+    attention = 7.0 + (5.0 if spec.uses_mla else 0.0)
+    attention_gemms = 3.0 if spec.uses_mla else 2.0
+    dense = 3.0 + (2.0 if quantized else 0.0)
+    moe = 7.0 + (3.0 if spec.num_shared_experts > 0 else 0.0) + (2.0 if alltoall else 0.0)
+    if quantized:
+        moe += 2.0 + (2.0 if spec.num_shared_experts > 0 else 0.0)
+    if quantized:
+        attention += attention_gemms
+    return dense_layers * (attention + dense) + moe_layers * (attention + moe)
 
 
 def allreduce_bus_bytes_per_s(terms: CostTerms, gpu: GpuSpec) -> float:

@@ -241,7 +241,7 @@ def _why(
     text = (
         f"lowest at B={low[0]}, K={low[1]}: the KV read dominates the widened pass, so the "
         f"draft steps add little; highest at B={high[0]}, K={high[1]}: every draft step pays "
-        "the per-step host overhead, its kernels and a head pass next to a short target pass"
+        "its kernels and a head pass next to a short target pass"
     )
     side = "under" if median < rule else "over"
     text += f"; the median is {side} the rule"

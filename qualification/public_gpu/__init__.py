@@ -49,8 +49,10 @@ def run(
     points = load_points(evidence)
     if select is not None:
         points = [point for point in points if select(point)]
-    predicted, refused = predict(points, progress)
-    rows = score_rows(predicted)
+    fitted = load_fitted(evidence)
+    overheads = {name: float(v["ms"]) for name, v in fitted.get("request_overhead_ms", {}).items()}
+    predicted, refused = predict(points, progress, overheads)
+    rows = score_rows(predicted, set(fitted.get("training_ids", [])))
     pairs = sd_pairs(rows)
     reasons = Counter(entry["reason"] for entry in refused)
     from qualification.public_gpu._workload import workload_key
@@ -62,9 +64,10 @@ def run(
         "estimator": "roofline (default terms, aisim.catalogue._costs.MEASURED_TERMS)",
         "held_out": {
             "description": (
-                "every point: no cost term was fitted on these sources (the default terms' "
-                "sources are in docs/estimators.md); seen_by lists a term that saw a point"
+                f"{fitted.get('protocol', 'no fitted terms')}; seen_by lists the terms that "
+                "saw a point, the headline judges only points no term saw"
             ),
+            "fitted_terms": {k: v for k, v in fitted.items() if k != "training_ids"},
         },
         "counts": {
             "points": len(points),
@@ -80,6 +83,17 @@ def run(
         "refused": refused,
         "rows": rows,
     }
+
+
+def load_fitted(evidence: Path) -> dict[str, Any]:
+    """The fitted-terms artefact beside the evidence (``fitted_terms.json``), or ``{}``."""
+    import json
+
+    path = evidence / "fitted_terms.json"
+    if not path.is_file():
+        return {}
+    data: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    return data
 
 
 def write_outputs(report: dict[str, Any], out_dir: Path, *, overwrite: bool = False) -> list[Path]:

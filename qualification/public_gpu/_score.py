@@ -10,8 +10,9 @@ for no SD, ``sd_round`` for MTP) so a consumer (the uncertainty work) can take e
 distributions per estimator regime. The SD gain of an MTP point is its throughput and TPOT over
 the no-SD point of the same source file, deployment, lengths and concurrency (the history pairs).
 
-Held out: a point is held out unless a fitted term saw it (``seen_by``); with the default terms
-no term was fitted on these sources, so every point is held out and the report says so.
+Held out: a point is held out unless a fitted term saw it (``seen_by``: the training rows of
+``qualification/public_gpu/_fit.py``, listed in ``fitted_terms.json``); the headline judges
+held-out points only. An SD pair says whether its no-SD point was a training row.
 """
 
 from __future__ import annotations
@@ -37,10 +38,25 @@ def band(conc: int) -> str:
     return "conc>=128"
 
 
-def score_rows(predicted: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One scored row per predicted point (signed % errors; measured and predicted values)."""
+#: The terms a training row was fitted into (qualification/public_gpu/_fit.py).
+FITTED_TERMS: Final = (
+    "KERNEL_OVERHEAD_S",
+    "STEP_OVERHEAD_S",
+    "WEIGHT_BANDWIDTH_EFFICIENCY",
+    "KV_BANDWIDTH_EFFICIENCY",
+    "request_overhead_ms",
+)
+
+
+def score_rows(
+    predicted: list[dict[str, Any]], training_ids: set[str] | None = None
+) -> list[dict[str, Any]]:
+    """One scored row per predicted point (signed % errors; measured and predicted values);
+    a point in ``training_ids`` is marked seen by the fitted terms and not held out."""
+    seen = training_ids or set()
     rows = []
     for point in predicted:
+        saw = list(FITTED_TERMS) if point["id"] in seen else []
         metrics = SPEC_METRICS if point["source"] == "speculators" else METRICS
         errors = {
             metric: _error(point["predicted"].get(metric), point["measured"].get(metric))
@@ -65,8 +81,8 @@ def score_rows(predicted: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "concurrency_band": band(int(point["conc"])),
                 "step_kind": "sd_round" if point["sd"] != "none" else "decode",
                 "also_in_latest": point["also_in_latest"],
-                "seen_by": [],
-                "held_out": True,
+                "seen_by": saw,
+                "held_out": not saw,
                 "citation": point["citation"],
                 "settings": point["settings"],
                 "measured": point["measured"],
@@ -124,6 +140,7 @@ def sd_pairs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "tpot_ratio_error_pct": _error(predicted_tpot, measured_tpot),
                     "throughput_gain": {"measured": measured_gain, "predicted": predicted_gain},
                     "throughput_gain_error_pct": _error(predicted_gain, measured_gain),
+                    "none_point_seen_by_fit": bool(base["seen_by"]),
                 }
             )
     return pairs

@@ -141,3 +141,22 @@ def test_errors_and_the_mtp_pair_by_hand() -> None:
     assert pair["tpot_ratio_error_pct"] == pytest.approx(20.0)
     # Gain: measured 1.8, predicted 1.7: -5.56 %.
     assert pair["throughput_gain_error_pct"] == pytest.approx(100.0 * (1.7 - 1.8) / 1.8)
+
+
+def test_cost_constants_are_the_fitted_artefact_rounded() -> None:
+    import json
+
+    from aisim.catalogue import _costs
+
+    fitted = json.loads((EVIDENCE / "fitted_terms.json").read_text())
+    pairs = [
+        (_costs.KERNEL_OVERHEAD_S, fitted["kernel_overhead_us"] * 1e-6, 5e-9),
+        (_costs.STEP_OVERHEAD_S, fitted["step_overhead_ms"] * 1e-3, 1e-6),
+        (_costs.WEIGHT_BANDWIDTH_EFFICIENCY, fitted["weight_bandwidth_efficiency"], 5e-4),
+        (_costs.KV_BANDWIDTH_EFFICIENCY, fitted["kv_bandwidth_efficiency"], 5e-4),
+    ]
+    for constant, value, tolerance in pairs:
+        assert abs(constant - value) <= tolerance
+    # The training rows are history rows only, none also in the latest file, none with SD.
+    assert fitted["training_rows"] == len(fitted["training_ids"]) == 432
+    assert all(i.startswith("ix-history-") and "/none/" in i for i in fitted["training_ids"])

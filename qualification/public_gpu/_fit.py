@@ -1,0 +1,142 @@
+"""Fit the weakly sourced roofline terms on one part of the public evidence (held-out protocol).
+
+Training rows: InferenceX **history** rows that are not also in the latest file, without SD
+(``training_rows``). Everything else (the latest file, the speculators sweep, every MTP row, the
+older public figures of ``aisim qualify public``) is held out and scored by the full replay.
+
+Fitted, by least squares on log(predicted / measured) with a fast closed-loop surrogate (one
+decode step at the closed loop's batch and mean context, plus the prefills that interleave with
+it: conc / mean output length prefills of one prompt per decode step):
+
+* on median TPOT: ``KERNEL_OVERHEAD_S`` (per kernel), ``STEP_OVERHEAD_S`` (per forward pass,
+  >= 0) and one factor on both bandwidth efficiencies (their ratio stays the profile's);
+* on median TTFT of the rows at concurrency <= 8 (prefill of one prompt + the request's own
+  overhead): the per-engine request overhead (HTTP, tokenization, scheduling before the first
+  step; client-side), which the harness adds to each request outside the simulation.
+
+``python -m qualification.public_gpu.fit`` prints the artefact (``fitted_terms.json``); the
+constants in ``aisim/catalogue/_costs.py`` are its rounded values (a test checks they agree).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from pathlib import Path
+from typing import Any, Final
+
+from aisim.catalogue import builtin_gpu, builtin_model
+from aisim.catalogue._costs import MEASURED_TERMS, CostTerms
+from aisim.catalogue._deployment import Deployment
+from aisim.fpm import ForwardPassMetrics
+from aisim.fpm._roofline import RooflineModel
+from qualification.public_gpu._points import load_points
+from qualification.public_gpu._workload import Refusal, replay_config
+
+#: The profile's two bandwidth efficiencies before the fitted factor (mikamirai.com profile).
+PROFILE_WEIGHT_EFFICIENCY: Final = 0.78
+PROFILE_KV_EFFICIENCY: Final = 0.57
+TTFT_MAX_CONC: Final = 8
+
+
+def training_rows(evidence: Path) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(point, replay config) of every training row (see the module docstring)."""
+    rows = []
+    for point in load_points(evidence):
+        if point["source"] != "inferencex-history" or point["also_in_latest"]:
+            continue
+        if point["sd"] != "none":
+            continue
+        try:
+            config, _ = replay_config(point)
+        except Refusal:
+            continue
+        rows.append((point, config))
+    return rows
+
+
+def terms_with(kernel_us: float, step_ms: float, bandwidth_factor: float) -> CostTerms:
+    return dataclasses.replace(
+        MEASURED_TERMS,
+        kernel_overhead_s=kernel_us * 1e-6,
+        step_overhead_s=step_ms * 1e-3,
+        weight_bandwidth_efficiency=PROFILE_WEIGHT_EFFICIENCY * bandwidth_factor,
+        kv_bandwidth_efficiency=PROFILE_KV_EFFICIENCY * bandwidth_factor,
+    )
+
+
+def surrogate(
+    point: dict[str, Any], config: dict[str, Any], terms: CostTerms
+) -> tuple[float, float]:
+    """(TPOT ms, one prompt's prefill ms) of the closed loop, from two roofline queries."""
+    engine = config["engine"]
+    worker = engine["workers"]["aggregated"]
+    given = worker["timing"]["deployment"]
+    deployment = Deployment(
+        given["weights"],
+        given["kv_cache"],
+        given["expert_parallel"],
+        given["attention_data_parallel"],
+    )
+    spec = builtin_model(engine["model"])
+    gpu = builtin_gpu(engine["hardware"])
+    assert spec is not None and gpu is not None
+    model = RooflineModel(spec, gpu, worker["parallelism"]["tensor"], None, terms, deployment)
+    ranks = worker["parallelism"]["attention_data"]
+    batch = max(1, round(point["conc"] / ranks))
+    prompt = 0.9 * point["isl"]
+    output = 0.9 * point["osl"]
+    step = model.estimate_forward_pass_time_ms(
+        ForwardPassMetrics(batch, int(batch * (prompt + output / 2.0)))
+    )
+    prefill = model.estimate_forward_pass_time_ms(
+        ForwardPassMetrics(num_prefill_requests=1, sum_prefill_tokens=int(prompt))
+    )
+    return step + batch / output * prefill, prefill
+
+
+def fit(evidence: Path) -> dict[str, Any]:
+    """The fitted terms, the rows they saw and their in-sample errors."""
+    from scipy.optimize import least_squares
+
+    rows = [(p, c) for p, c in training_rows(evidence) if p["measured"]["median_tpot_ms"]]
+
+    def tpot_residuals(x: Any) -> list[float]:
+        terms = terms_with(float(x[0]), float(x[1]), float(x[2]))
+        return [
+            math.log(surrogate(p, c, terms)[0] / p["measured"]["median_tpot_ms"]) for p, c in rows
+        ]
+
+    start = [0.58, 1.1, 1.0]
+    solved = least_squares(tpot_residuals, start, bounds=([0.0, 0.0, 0.5], [50.0, 20.0, 1.2]))
+    kernel_us, step_ms, factor = (float(v) for v in solved.x)
+    terms = terms_with(kernel_us, step_ms, factor)
+    tpot_errors = [100.0 * (math.exp(r) - 1.0) for r in tpot_residuals(solved.x)]
+    overheads: dict[str, Any] = {}
+    for engine in sorted({p["engine"] for p, _ in rows}):
+        low = [
+            (p, c)
+            for p, c in rows
+            if p["engine"] == engine
+            and p["conc"] <= TTFT_MAX_CONC
+            and p["measured"]["median_ttft_ms"]
+        ]
+        gaps = [p["measured"]["median_ttft_ms"] - surrogate(p, c, terms)[1] for p, c in low]
+        overheads[engine] = {"ms": statistics.median(gaps), "rows": len(low)}
+    return {
+        "protocol": (
+            "fitted on InferenceX history rows not also in the latest file, no SD (TTFT: those "
+            f"at concurrency <= {TTFT_MAX_CONC}); held out: the latest file, the speculators "
+            "sweep, every MTP row and aisim qualify public's figures"
+        ),
+        "training_rows": len(rows),
+        "training_ids": sorted(p["id"] for p, _ in rows),
+        "kernel_overhead_us": kernel_us,
+        "step_overhead_ms": step_ms,
+        "bandwidth_factor": factor,
+        "weight_bandwidth_efficiency": PROFILE_WEIGHT_EFFICIENCY * factor,
+        "kv_bandwidth_efficiency": PROFILE_KV_EFFICIENCY * factor,
+        "request_overhead_ms": overheads,
+        "in_sample_median_abs_tpot_error_pct": statistics.median(abs(e) for e in tpot_errors),
+    }
