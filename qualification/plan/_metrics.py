@@ -114,6 +114,25 @@ CHECKS: Final[dict[str, dict[str, Metric]]] = {
             "error", False, "highest per-quantity coverage of the 90 % intervals, public rows"
         ),
     },
+    # The committed scored run of the public GPU measurements (`aisim qualify public-gpu --out
+    # evidence/public-gpu/scored`): median |relative error| over held-out points.
+    "public_gpu": {
+        "inferencex_tpot_median_ape": Metric(
+            "error", False, "InferenceX single-node: median |error| of mean TPOT"
+        ),
+        "inferencex_throughput_median_ape": Metric(
+            "error", False, "InferenceX single-node: median |error| of throughput per GPU"
+        ),
+        "inferencex_ttft_median_ape": Metric(
+            "error", False, "InferenceX single-node: median |error| of median TTFT"
+        ),
+        "history_mtp_tpot_ratio_median_ape": Metric(
+            "error", False, "InferenceX history MTP/no-MTP pairs: median |error| of the TPOT ratio"
+        ),
+        "qwen_mtp_gain_median_ape": Metric(
+            "error", False, "Qwen3.8-27B B200: median |error| of the MTP throughput gain"
+        ),
+    },
 }
 
 #: engine_comparison metric -> (figure in a scored engine section, noise-floor figure or None);

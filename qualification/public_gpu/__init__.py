@@ -104,7 +104,16 @@ def write_outputs(report: dict[str, Any], out_dir: Path, *, overwrite: bool = Fa
     targets += [out_dir / name for name in images]
     for target in targets:
         check_writable(target, overwrite)
-    atomic_write_text(targets[0], canonical_json(report), overwrite=overwrite)
+    # Rows keep what they were scored on; their settings and citation are the evidence's own
+    # (the point id names the source file and index) and would triple the file.
+    compact = {
+        **report,
+        "rows": [
+            {k: v for k, v in row.items() if k not in ("settings", "citation")}
+            for row in report["rows"]
+        ],
+    }
+    atomic_write_text(targets[0], canonical_json(compact), overwrite=overwrite)
     atomic_write_text(targets[1], to_markdown(report), overwrite=overwrite)
     for name, data in images.items():
         atomic_write_bytes(out_dir / name, data, overwrite=overwrite)

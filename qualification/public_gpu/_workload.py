@@ -12,7 +12,8 @@ or NVFP4 (nvidia/DeepSeek-R1-0528-FP4); SGLang MTP ``--speculative-num-steps 2
 
 The speculators sweep (vllm-project/speculators, ``examples/evaluate/results/qwen3_8_27b_dspark``):
 GuideLLM ``concurrent`` with N streams (``queue: shared``), real prompts without ignore-eos, so
-each request is given the point's mean prompt and output length; vLLM 0.30.1 with its limits
+lengths are drawn around the point's mean prompt and output length (``LENGTH_CV``); vLLM 0.30.1
+with its limits
 (``max_num_seqs``, ``max_num_batched_tokens`` from the serve commands / README).
 """
 
@@ -291,6 +292,7 @@ def speculators_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
         "kv_blocks_per_rank": blocks,
         "gpus": 1,
         "geometry": "proxy (Qwen3.6-27B public dimensions; Qwen3.8-27B config.json not found)",
+        "lengths": f"lognormal around the measured means, coefficient of variation {LENGTH_CV}",
     }
     if point["sd"] == "mtp":
         accepted = float(point["acceptance_length"]) - 1.0
@@ -301,8 +303,8 @@ def speculators_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
             "seed": 7,
         }
         settings["acceptance"] = f"measured: acceptance length {accepted + 1.0:.4f}"
-    prompt = max(1, round(point["isl"]))
-    output = max(1, round(point["osl"]))
+    prompt = _lognormal(point["isl"], 16384 - 1024)
+    output = _lognormal(point["osl"], 1024)
     config = {
         "traffic": {
             "seed": 0,
@@ -317,6 +319,23 @@ def speculators_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
         "engine": engine,
     }
     return config, settings
+
+
+#: The sweep records only mean lengths; real prompts and answers vary (no ignore-eos), so each
+#: length is drawn from a lognormal with that mean and a coefficient of variation of 0.5 (an
+#: assumption, named in the report), capped at max_tokens 1024 for outputs and at
+#: max-model-len minus that for prompts. Identical lengths would finish every stream together.
+LENGTH_CV: Final = 0.5
+
+
+def _lognormal(mean: float, cap: int) -> dict[str, Any]:
+    return {
+        "type": "lognormal",
+        "mean": float(mean),
+        "std": LENGTH_CV * float(mean),
+        "min": 1,
+        "max": cap,
+    }
 
 
 def steady_requests(conc: int) -> int:

@@ -220,6 +220,10 @@ def build_report(
     from qualification.uncertainty._coverage import report_section
 
     interval_coverage = report_section(evidence)
+    from qualification.public_gpu._report_section import public_gpu_section
+
+    public_gpu, public_gpu_images = public_gpu_section(evidence)
+    images.update(public_gpu_images)
     artefacts = calibration_artefacts(evidence)
     transfers = artefact_transfers(artefacts, directories, settings)
     commands = [
@@ -229,6 +233,7 @@ def build_report(
         "aisim qualify public",
         "aisim qualify rulecheck",
         *([interval_coverage["command"]] if interval_coverage["status"] == "run" else []),
+        *([public_gpu["command"]] if public_gpu["status"] == "run" else []),
         *(
             f"aisim qualify mape {s['path']} --estimator rule --tests; "
             f"aisim qualify calibrate {s['path']} --validation loco"
@@ -258,6 +263,7 @@ def build_report(
         "calibration_transfer": transfers,
         "cost_model": cost_model,
         "interval_coverage": interval_coverage,
+        "public_gpu": public_gpu,
         "prediction_gate": gate,
         "plan": {
             "name": plan.name,

@@ -24,6 +24,7 @@ font-size:13px;text-align:left}th{background:#f2f2f2}code{background:#f5f5f5;pad
 .tag{display:inline-block;border-radius:3px;padding:0 6px;font-size:12px;color:#fff}
 .synthetic{background:#7a5cc7}.parity{background:#2e7d32}.local-measurement{background:#1565c0}
 .engine-measurement{background:#00796b}.hardware{background:#b35a00}
+.public-measurement{background:#5d4037}
 .failed,.refused{color:#b00020;font-weight:bold}
 .passed{color:#2e7d32;font-weight:bold}.not-run{color:#8a6d00;font-weight:bold}
 .known-gap{color:#c45100;font-weight:bold}
@@ -275,9 +276,14 @@ def _cost_model(section: dict[str, Any], criteria: list[dict[str, Any]]) -> str:
     )
 
 
+def _public_gpu_images(images: dict[str, bytes]) -> dict[str, bytes]:
+    return {name: data for name, data in images.items() if name.startswith("public_gpu_")}
+
+
 def render_html(report: dict[str, Any], images: dict[str, bytes]) -> str:
     """The whole page; identical inputs give identical bytes."""
     from qualification.engine._report_section import engine_html
+    from qualification.public_gpu._report_section import public_gpu_html
 
     versions = report["versions"]
     artefacts = [
@@ -300,9 +306,17 @@ def render_html(report: dict[str, Any], images: dict[str, bytes]) -> str:
         "<p>Evidence types: "
         + " ".join(
             _tag(t)
-            for t in ("synthetic", "parity", "local-measurement", "engine-measurement", "hardware")
+            for t in (
+                "synthetic",
+                "parity",
+                "local-measurement",
+                "engine-measurement",
+                "hardware",
+                "public-measurement",
+            )
         )
-        + " &mdash; local-measurement is this project's CPU recordings, not GPU hardware.</p>",
+        + " &mdash; local-measurement is this project's CPU recordings, not GPU hardware; "
+        "public-measurement is other people's GPU serving runs, replayed and predicted.</p>",
         "<h2>Verdict</h2>",
         verdict_html(report),
         '<h2 id="criteria">Acceptance criteria</h2>',
@@ -328,6 +342,7 @@ def render_html(report: dict[str, Any], images: dict[str, bytes]) -> str:
             if "statistics" in t
         ),
         _cost_model(report["cost_model"], criteria),
+        public_gpu_html(report.get("public_gpu") or {}, _public_gpu_images(images), _table, _image),
         "<h2>Versions</h2>",
         _table(["package", "version"], [[k, str(v)] for k, v in versions.items()]),
         "<h2>Commands run</h2>",

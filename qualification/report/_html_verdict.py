@@ -222,6 +222,8 @@ def section_anchor(criterion: dict[str, Any]) -> str:
         return "calibration-transfer"
     if criterion["check"] == "cost_model":
         return "cost-model"
+    if criterion["check"] == "public_gpu":
+        return "public-gpu"
     if criterion["check"] == "engine_comparison":
         return "criteria"
     return f"dataset-{criterion['subject']}"

@@ -89,6 +89,14 @@ def _figure(criterion: Criterion, report: dict[str, Any], root: Path) -> dict[st
         if metric not in section["figures"]:
             raise _Absent(f"no {metric}: nothing of that evidence to judge")
         return {"estimate": float(section["figures"][metric])}
+    if check == "public_gpu":
+        public = report.get("public_gpu") or {"status": "not run", "reason": "no section"}
+        if public["status"] != "run":
+            raise _Absent(f"public GPU runs not scored: {public['reason']}")
+        value = public["figures"][metric]
+        if value is None:
+            raise _Broken(f"no held-out points for {metric}")
+        return {"estimate": float(value)}
     if check == "cost_model":
         cost = report["cost_model"]
         if cost["status"] != "run":

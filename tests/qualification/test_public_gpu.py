@@ -160,3 +160,38 @@ def test_cost_constants_are_the_fitted_artefact_rounded() -> None:
     # The training rows are history rows only, none also in the latest file, none with SD.
     assert fitted["training_rows"] == len(fitted["training_ids"]) == 432
     assert all(i.startswith("ix-history-") and "/none/" in i for i in fitted["training_ids"])
+
+
+def test_report_section_reads_the_committed_scored_run(tmp_path: Path) -> None:
+    import json
+
+    from qualification.public_gpu._report_section import public_gpu_html, public_gpu_section
+
+    section, images = public_gpu_section(tmp_path)
+    assert section["status"] == "not run" and images == {}
+    scored = tmp_path / "public-gpu" / "scored"
+    scored.mkdir(parents=True)
+    headline = {
+        "inferencex_median_abs_tpot_error_pct": 12.5,
+        "inferencex_median_abs_throughput_error_pct": 20.0,
+        "inferencex_median_abs_ttft_error_pct": None,
+        "history_mtp_tpot_ratio_median_abs_error_pct": 8.0,
+        "qwen_mtp_gain_median_abs_error_pct": 9.0,
+    }
+    report = {
+        "headline": headline,
+        "counts": {"points": 3, "predicted": 2, "refused": 1, "distinct_replays": 2},
+        "held_out": {"description": "d"},
+        "refused_reasons": {"why": 1},
+        "groups": {"hardware": {}, "engine": {}, "sd": {}},
+    }
+    (scored / "public_gpu.json").write_text(json.dumps(report))
+    (scored / "curves_h200.png").write_bytes(b"png")
+    section, images = public_gpu_section(tmp_path)
+    assert section["status"] == "run"
+    # Percentages in the scored run, fractions (the plan's unit) in the section.
+    assert section["figures"]["inferencex_tpot_median_ape"] == 0.125
+    assert section["figures"]["inferencex_ttft_median_ape"] is None
+    assert list(images) == ["public_gpu_curves_h200.png"]
+    page = public_gpu_html(section, images, lambda h, r: f"{h}{r}", lambda n, d: n)
+    assert 'id="public-gpu"' in page and "12.5 %" in page and "public_gpu_curves_h200.png" in page
