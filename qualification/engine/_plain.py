@@ -298,6 +298,26 @@ def read_settings(path: Path) -> dict[str, Any]:
             f"{where}: engine_settings.num_speculative_tokens: expected an integer in 0..16, "
             f"got {depth!r}"
         )
+    if settings.get("platform", "cpu") not in ("cpu", "cuda"):
+        raise DataIntegrityError(
+            f"{where}: engine_settings.platform: expected 'cpu' or 'cuda', got "
+            f"{settings['platform']!r}"
+        )
+    if not isinstance(settings.get("enforce_eager", False), bool):
+        raise DataIntegrityError(
+            f"{where}: engine_settings.enforce_eager: expected true or false, got "
+            f"{settings['enforce_eager']!r}"
+        )
+    sizes = settings.get("cudagraph_capture_sizes", [1])
+    if (
+        not isinstance(sizes, list)
+        or not sizes
+        or any(isinstance(size, bool) or not isinstance(size, int) or size < 1 for size in sizes)
+    ):
+        raise DataIntegrityError(
+            f"{where}: engine_settings.cudagraph_capture_sizes: expected a non-empty list of "
+            f"positive integers, got {sizes!r}"
+        )
     if (method is None) != (depth == 0):
         raise DataIntegrityError(
             f"{where}: engine_settings.num_speculative_tokens: {depth} with speculative_method "

@@ -192,6 +192,17 @@ def engine_recording_schema() -> dict[str, object]:
         "prefix_caching": {"type": "boolean"},
         "speculative_method": {"enum": [None, "draft_model", "ngram"]},
         "num_speculative_tokens": {"type": "integer", "minimum": 0, "maximum": 16},
+        "platform": {
+            "enum": ["cpu", "cuda"],
+            "description": "which engine behaviours the served-step model applies "
+            "(docs/replay.md, 'Served steps as the engine runs them'); absent: none",
+        },
+        "enforce_eager": {"type": "boolean", "description": "cuda: true when graphs are off"},
+        "cudagraph_capture_sizes": {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 1},
+            "description": "cuda: the captured sizes (default: vLLM's from max_num_seqs)",
+        },
     }
     return {
         "description": (

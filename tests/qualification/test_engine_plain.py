@@ -265,3 +265,22 @@ def test_aisim_replay_refuses_a_step_table_that_is_not_one(
     error = capsys.readouterr().err
     assert "grid_steps.parquet" in error and "sidecar" in error and error.count("\n") == 1
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("platform", "tpu", r"engine_settings\.platform: expected 'cpu' or 'cuda', got 'tpu'"),
+        ("cudagraph_capture_sizes", [8, 0], r"cudagraph_capture_sizes: expected a non-empty"),
+        ("block_size", 0, r"engine_settings\.block_size: expected a positive integer, got 0"),
+    ],
+)
+def test_a_bad_setting_is_named(tmp_path: Path, key: str, value: Any, message: str) -> None:
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    settings = json.loads((plain / "settings.json").read_text(encoding="utf-8"))
+    settings["engine_settings"][key] = value
+    (plain / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+    with pytest.raises(DataIntegrityError, match=message):
+        import_plain(plain, tmp_path / "rec")
+    assert not (tmp_path / "rec").exists()
