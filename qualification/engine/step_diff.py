@@ -217,19 +217,35 @@ def _spread(errors: list[float]) -> dict[str, Any]:
 def step_price_errors(run: Any, table: Any) -> dict[str, Any]:
     """Per kind, the price error of every recorded step of ``run`` priced from ``table`` alone
     (no drift): with the served-step model (``errors``, ``summary``) and with the table alone
-    (``table_only``, the engine model off)."""
+    (``table_only``, the engine model off); and, where both the table and the run recorded
+    per-step process CPU time, the same in CPU time (``cpu``, ``cpu_table_only``: the table's
+    CPU-time medians against each served step's CPU time, which takes out what other
+    processes on a shared host did to the wall clock)."""
     from qualification.engine._step_model import EngineStepModel
 
     depth = int(run.settings["num_speculative_tokens"] or 0)
-    modelled = price_errors(priced_steps(run.steps, EngineStepModel(table, depth), 1.0, depth))
-    alone = price_errors(
-        priced_steps(run.steps, EngineStepModel(table, depth, engine_model=False), 1.0, depth)
-    )
-    return {
+
+    def errors(steps: Any, latency: str, engine_model: bool) -> dict[str, list[float]]:
+        model = EngineStepModel(table, depth, latency_column=latency, engine_model=engine_model)
+        return price_errors(priced_steps(steps, model, 1.0, depth))
+
+    modelled = errors(run.steps, "wall_ms", True)
+    out: dict[str, Any] = {
         "errors": modelled,
         "summary": {kind: _spread(values) for kind, values in modelled.items()},
-        "table_only": {kind: _spread(values) for kind, values in alone.items()},
+        "table_only": {
+            kind: _spread(values) for kind, values in errors(run.steps, "wall_ms", False).items()
+        },
+        "cpu": None,
+        "cpu_table_only": None,
     }
+    timed = table.steps[~table.steps["warmup"]]
+    if bool(run.steps["cpu_ms"].notna().all()) and bool(timed["cpu_ms"].notna().all()):
+        cpu_steps = run.steps.assign(end_ms=run.steps["start_ms"] + run.steps["cpu_ms"])
+        for key, engine_model in (("cpu", True), ("cpu_table_only", False)):
+            found = errors(cpu_steps, "cpu_ms", engine_model)
+            out[key] = {kind: _spread(values) for kind, values in found.items()}
+    return out
 
 
 def diff_run(run: Any, table: Any) -> dict[str, Any]:
@@ -294,7 +310,10 @@ def diff_run(run: Any, table: Any) -> dict[str, Any]:
         "kinds": kinds,
         "price_error": errors["summary"],
         "price_error_table_only": errors["table_only"],
+        "cpu_price_error": errors["cpu"],
+        "cpu_price_error_table_only": errors["cpu_table_only"],
         "decode_by_composition": decode_by_composition(run.steps, rows),
+        "stretched": stretched_steps(run.steps, rows),
         "prompt_excess_ms_median": (
             float(np.median([row["measured_ms"] - row["price_ms"] * drift for row in prompt]))
             if prompt
@@ -323,6 +342,26 @@ def decode_by_composition(steps: Any, rows: list[dict[str, Any]]) -> dict[str, A
     return {
         name: {"steps": len(values), "ratio_median": float(np.median(values)) if values else None}
         for name, values in groups.items()
+    }
+
+
+def stretched_steps(steps: Any, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Per kind, the share of served steps whose wall time exceeds 1.25 x their process CPU
+    time (the engine's process was off the CPU for part of the step: another process's work,
+    not the engine's), and the median wall / CPU; None without per-step CPU times."""
+    if not bool(steps["cpu_ms"].notna().all()):
+        return None
+    ratios: dict[str, list[float]] = {}
+    for step, row in zip(steps.to_dict("records"), rows, strict=True):
+        if float(step["cpu_ms"]) > 0:
+            ratios.setdefault(row["kind"], []).append(row["measured_ms"] / float(step["cpu_ms"]))
+    return {
+        kind: {
+            "steps": len(values),
+            "share_over_1_25": float(np.mean([value > 1.25 for value in values])),
+            "wall_over_cpu_median": float(np.median(values)),
+        }
+        for kind, values in ratios.items()
     }
 
 
@@ -368,6 +407,32 @@ def to_markdown(name: str, runs: list[dict[str, Any]]) -> str:
                 f"| {_fmt(alone.get('median_pct'), '+.1f')} % | "
                 f"{_fmt(alone.get('median_abs_pct'), '.1f')} % |"
             )
+    if all(run["cpu_price_error"] for run in runs):
+        lines += [
+            "",
+            "The same in process CPU time (the table's CPU-time medians against each served "
+            "step's CPU time: what other processes did to the wall clock taken out):",
+            "",
+            "| run | kind | steps | served-step model | median abs | table alone | median abs |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for run in runs:
+            for kind, row in run["cpu_price_error"].items():
+                alone = run["cpu_price_error_table_only"].get(kind, {})
+                lines.append(
+                    f"| {run['run']} | {kind} | {row['steps']} | {row['median_pct']:+.1f} % "
+                    f"[{row['p10_pct']:+.1f}, {row['p90_pct']:+.1f}] | "
+                    f"{row['median_abs_pct']:.1f} % | {_fmt(alone.get('median_pct'), '+.1f')} % | "
+                    f"{_fmt(alone.get('median_abs_pct'), '.1f')} % |"
+                )
+    if all(run["stretched"] for run in runs):
+        lines += ["", "Steps whose wall time exceeds 1.25 x their process CPU time (share):", ""]
+        for run in runs:
+            parts = [
+                f"{kind} {100 * row['share_over_1_25']:.0f} % of {row['steps']}"
+                for kind, row in run["stretched"].items()
+            ]
+            lines.append(f"- {run['run']}: " + "; ".join(parts))
     lines += ["", "Decode steps by composition, measured / (price x drift), median (steps):", ""]
     for run in runs:
         parts = [
