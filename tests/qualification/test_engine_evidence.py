@@ -58,7 +58,9 @@ def test_committed_recording_verifies_and_matches_its_documentation(name: str) -
     if name.endswith("-draft_model"):
         accept = report["acceptance_length"]
         assert accept["observed"] == pytest.approx(4.0)  # dummy weights: every draft accepted
-        assert accept["predicted"] == pytest.approx(4.0)
+        # The grid's acceptance sample is another set of requests: on the loaded 4x256
+        # recording its counters show 3.997 (a few drafts in 1,000s not accepted).
+        assert accept["predicted"] == pytest.approx(accept["observed"], rel=0.005)
     if name.endswith("-ngram"):  # partial acceptance: predicted from the grid's counters
         accept = report["acceptance_length"]
         assert 1.0 < accept["observed"] < 4.0
