@@ -50,7 +50,7 @@ def register(commands: Any) -> None:
         help="also write DIR/intervals.json: p50 and central 90 %% intervals over N Monte Carlo "
         "replays (docs/design.md#uncertainty)",
     )
-    add_interval_arguments(parser)
+    add_interval_arguments(parser, slo_flag=True)
     parser.add_argument(
         "--step-table",
         metavar="DIR",

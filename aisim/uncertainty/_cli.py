@@ -14,9 +14,11 @@ SLO_METRICS: Final = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
 SLO_STATISTICS: Final = ("mean", "p50", "p90", "p95", "p99")
 
 
-def add_interval_arguments(parser: Any, *, replicas_flag: bool = False) -> None:
+def add_interval_arguments(
+    parser: Any, *, replicas_flag: bool = False, slo_flag: bool = False
+) -> None:
     """``--sources``, ``--seed``, ``--acceptance-rounds``, ``--workers`` (and, with
-    ``replicas_flag``, ``--replicas``)."""
+    ``replicas_flag``, ``--replicas``; with ``slo_flag``, ``--slo`` for goodput)."""
     from aisim.cli._args import integer
 
     group = parser.add_argument_group("prediction intervals (docs/design.md#uncertainty)")
@@ -43,6 +45,15 @@ def add_interval_arguments(parser: Any, *, replicas_flag: bool = False) -> None:
     group.add_argument(
         "--workers", type=integer, default=1, help="processes for the replicas (default 1)"
     )
+    if slo_flag:
+        group.add_argument(
+            "--slo",
+            action="append",
+            default=[],
+            metavar="METRIC:STAT=MS",
+            help="an SLO defining goodput (tpot_ms:p90=50; repeat); none: every completed "
+            "request is good",
+        )
 
 
 def parse_slos(texts: list[str], flag: str = "--slo") -> dict[str, dict[str, float]]:
@@ -164,6 +175,7 @@ def prepare_intervals(args: argparse.Namespace, out: Any) -> Any:
         )
     if args.workers < 1:
         raise ConfigError(f"--workers: expected an integer >= 1, got {args.workers}")
+    parse_slos(args.slo)
     return check_writable(out / "intervals.json", args.overwrite)
 
 
@@ -181,6 +193,7 @@ def write_intervals(args: argparse.Namespace, path: Any, out: Any) -> str:
         sources=Sources.parse(args.sources),
         acceptance_rounds=args.acceptance_rounds,
         workers=args.workers,
+        slos=parse_slos(args.slo),
     )
     atomic_write_text(path, canonical_json(report), overwrite=args.overwrite)
     if args.json:

@@ -198,6 +198,7 @@ def test_cli_summary_is_byte_identical_with_intervals(tmp_path: Path, capsys) ->
     [
         (["--intervals", "1"], "--intervals: expected an integer >= 2 (replicas), got 1"),
         (["--intervals", "3", "--sources", "cost,nope"], "--sources: expected all, none"),
+        (["--intervals", "3", "--slo", "ttfb_ms:p90=5"], "--slo 'ttfb_ms:p90=5': unknown metric"),
     ],
 )
 def test_cli_bad_input_is_one_line(tmp_path: Path, capsys, flags, message) -> None:
