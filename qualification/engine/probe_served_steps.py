@@ -44,6 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shape", default="llama-12x384")
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--block-size", type=int, default=128)
+    parser.add_argument(
+        "--draft-shape",
+        default=None,
+        help="SD on (draft_model, d = 3) with this draft: only the prefill-step candidate runs",
+    )
     args = parser.parse_args(argv)
     from qualification.engine._vllm import set_process_environment
 
@@ -60,12 +65,18 @@ def main(argv: list[str] | None = None) -> int:
     folder = Path(tempfile.mkdtemp(prefix="probe-served-"))
     config = shape_config(args.shape, "shape")
     atomic_write_text(folder / "config.json", canonical_json(config))
+    draft_dir = None
+    if args.draft_shape is not None:
+        draft = shape_config(args.draft_shape, "draft_shape")
+        draft["vocab_size"] = config["vocab_size"]
+        draft_dir = folder / "draft"
+        atomic_write_text(draft_dir / "config.json", canonical_json(draft))
     engine = Engine(
         EngineOptions(
             model_dir=folder,
-            draft_dir=None,
-            speculative_method=None,
-            num_speculative_tokens=0,
+            draft_dir=draft_dir,
+            speculative_method=None if draft_dir is None else "draft_model",
+            num_speculative_tokens=0 if draft_dir is None else 3,
             block_size=args.block_size,
             max_num_seqs=8,
             max_num_batched_tokens=512,
@@ -108,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(3):  # warm the engine
         add(96, 16)
     steps()
+
+    if draft_dir is not None:
+        return _prefill_that_continues(engine, clock, add, args.reps)
 
     # 1. primitive creation on a decode step after eviction.
     evicted: list[float] = []
@@ -192,6 +206,36 @@ def main(argv: list[str] | None = None) -> int:
         "mixed contexts (B=4, 256 KV): uniform 64 each "
         f"{statistics.median(uniform):.2f} ms, 16/16/16/208 {statistics.median(mixed):.2f} ms, "
         f"difference {statistics.median(mixed) - statistics.median(uniform):+.2f} ms"
+    )
+    print(f"load after: {_load():.2f}")
+    return 0
+
+
+def _prefill_that_continues(
+    engine: Any, clock: Any, add: Callable[[int, int], str], reps: int
+) -> int:
+    """SD on: the prefill step of one 128-token request that ends with its first token (as the
+    grid's prefill points) against one that goes on decoding (as a served request), in wall
+    and process CPU time."""
+    results: dict[int, list[tuple[float, float]]] = {1: [], 8: []}
+    for rep in range(reps):
+        for output in (1, 8):
+            add(128 + rep, output)
+            first = None
+            while engine.has_work():
+                record, _ = engine.step(clock)
+                if first is None and record is not None:
+                    first = record
+            assert first is not None and first.num_prefill_requests == 1
+            results[output].append((first.end_ms - first.start_ms, first.cpu_ms))
+    (ends_wall, ends_cpu), (goes_wall, goes_cpu) = (
+        (statistics.median(w for w, _ in results[n]), statistics.median(c for _, c in results[n]))
+        for n in (1, 8)
+    )
+    print(
+        "SD prefill step (1 request, 128 tokens): ends with its first token "
+        f"{ends_wall:.2f} ms wall / {ends_cpu:.2f} ms CPU, goes on decoding {goes_wall:.2f} / "
+        f"{goes_cpu:.2f} ms, difference {goes_cpu - ends_cpu:+.2f} ms CPU"
     )
     print(f"load after: {_load():.2f}")
     return 0
