@@ -134,12 +134,38 @@ def to_markdown(report: dict[str, Any], images: list[str]) -> str:
             if model.get("plain_decode_points")
             else ""
         )
-        + f"{model['prefill_points']} prefill points; pass coverage "
+        + f"{model['prefill_points']} prefill points; platform {model.get('platform')}, "
+        + f"primitive creation {_num(model.get('creation_ms'))} ms; pass coverage "
         + ", ".join(f"{k}: {v}" for k, v in model["coverage"].items()),
         "",
     ]
+    lines += _step_error_lines(report["runs"])
     lines += [f"![{name}]({name})" for name in images]
     return "\n".join(lines) + "\n"
+
+
+def _step_error_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """Per run and step kind, the median step price error with the grid as the only input,
+    in wall time and (where recorded) process CPU time (``runs[i].step_errors``)."""
+    if not all(run.get("step_errors") for run in runs):
+        return []
+    lines = [
+        "Step price error per kind, (price - measured) / measured, median per served run, the "
+        "grid as the only input (every step's error: `engine.json` `runs[i].step_errors`):",
+        "",
+        "| run | kind | steps | wall time | process CPU time |",
+        "|---|---|---|---|---|",
+    ]
+    for run in runs:
+        errors = run["step_errors"]
+        cpu = errors.get("cpu") or {}
+        for kind, row in errors["summary"].items():
+            in_cpu = cpu.get(kind, {}).get("median_pct")
+            lines.append(
+                f"| {run['run']} | {kind} | {row['steps']} | {_pct(row['median_pct'])} | "
+                f"{_pct(in_cpu)} |"
+            )
+    return [*lines, ""]
 
 
 def _engine_name(report: dict[str, Any]) -> str:
