@@ -169,20 +169,22 @@ def estimate_command(args: argparse.Namespace) -> int:
         "draft_weight_bytes": model.draft_weight_bytes,
         "draft_kv_bytes_per_token": model.draft_kv_bytes_per_token,
     }
+    interval = None
     if args.intervals:
-        from aisim.uncertainty._estimate import estimate_interval, render_interval
+        from aisim.uncertainty._estimate import estimate_interval
 
-        payload["interval"] = estimate_interval(
-            model, metrics, float(result.latency_ms), args.draft_length
-        )
+        interval = estimate_interval(model, metrics, float(result.latency_ms), args.draft_length)
+        payload["interval"] = interval
     if capacity is not None:
         payload["capacity_note"] = capacity
     if args.json:
         sys.stdout.write(canonical_json(payload))
         return 0
     sys.stdout.write(render_text(payload))
-    if args.intervals:
-        sys.stdout.write(render_interval(payload["interval"]))
+    if interval is not None:
+        from aisim.uncertainty._estimate import render_interval
+
+        sys.stdout.write(render_interval(interval))
     return 0
 
 
