@@ -291,8 +291,15 @@ def _speculation(
         varying.adaptive_cuda_graph_bs,
         varying.trace_accepted,
         varying.trace_drafted,
+        _simulated_per_batch(resolved),
     )
     return resolved, plan
+
+
+def _simulated_per_batch(resolved: Any) -> bool:
+    """SGLang's simulated acceptance draws one length per verify batch, not per request."""
+    source = resolved.acceptance_source
+    return source is not None and source.get("format") == "sglang-simulated"
 
 
 def _scheduler(raw: object, backend: str, path: str) -> SchedulerPlan:

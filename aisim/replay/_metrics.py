@@ -31,6 +31,10 @@ class Recorder:
         self._gap_run = 0
         # accepted_histogram[k] = SD rounds that accepted k drafts (bonus token excluded).
         self.accepted_histogram: list[int] = [0] * (max_draft_length + 1)
+        # The same over the rounds whose request had more output left than the deepest chain
+        # drafts (no cap by the output: the acceptance as sampled; chosen before the draw, so
+        # an unbiased sample of it). Not in the summary; read by the acceptance checks.
+        self.uncapped_histogram: list[int] = [0] * (max_draft_length + 1)
         self.passes = 0
         self.completed = 0
         self.preemptions = 0

@@ -109,6 +109,9 @@ class SpeculationPlan:
     adaptive policy starting at ``adaptive_initial`` steps. ``draft_length`` stays the deepest
     chain (KV reservation, acceptance rates). ``trace_accepted`` / ``trace_drafted``: measured
     accepted (and drafted) drafts per request id and decode round, replayed instead of sampled.
+    ``batch_acceptance``: one accepted count per decode pass, shared by every request in it
+    (SGLang's simulated acceptance, ``generate_simulated_accept_index``), drawn from the rank's
+    own stream instead of each request's.
     """
 
     kind: str
@@ -124,6 +127,7 @@ class SpeculationPlan:
     adaptive_cuda_graph_bs: list[int] | None = None
     trace_accepted: dict[str, list[int]] | None = None
     trace_drafted: dict[str, list[int]] | None = None
+    batch_acceptance: bool = False
     acceptance_thresholds: list[int] = field(init=False)
 
     def __post_init__(self) -> None:

@@ -21,6 +21,7 @@ from aisim.replay._request import (
     WORK_PREFILL,
     SimRequest,
 )
+from aisim.replay._rng import RandomStream
 from aisim.replay._sd_policy import AdaptivePolicy
 from aisim.replay._sd_round import (
     finish_decode_round,
@@ -29,6 +30,7 @@ from aisim.replay._sd_round import (
     materialize_units,
     register_full_units,
     round_width,
+    sample_accepted,
 )
 
 
@@ -37,7 +39,13 @@ class RankState:
     be preempted); ``batch`` is the work of the pass in flight."""
 
     def __init__(
-        self, rank: int, worker: WorkerPlan, recorder: Recorder, lists: bool, fast: bool = True
+        self,
+        rank: int,
+        worker: WorkerPlan,
+        recorder: Recorder,
+        lists: bool,
+        fast: bool = True,
+        worker_index: int = 0,
     ) -> None:
         self.rank = rank
         self.is_prefill_pool = worker.role == ROLE_PREFILL
@@ -63,6 +71,12 @@ class RankState:
                 worker.speculation.adaptive_cuda_graph_bs,
             )
             self.round_drafts = self.policy.steps_for_batch(1)
+        # SGLang's simulated acceptance draws one length per verify, for the whole batch: the
+        # rank's own stream (negative stream numbers: request streams are 0, 1, ...).
+        self.batch_rng: RandomStream | None = None
+        if worker.speculation.batch_acceptance:
+            stream = -1 - (worker_index * 1048576 + rank)
+            self.batch_rng = RandomStream(worker.speculation.seed, stream)
         self.is_sglang = worker.scheduler.kind != SCHEDULER_VLLM
         self.recorder = recorder
         self.lists = lists
@@ -303,6 +317,7 @@ class RankState:
         left = False
         policy = self.policy
         verified: list[int] = []
+        batch_accepted = self._batch_accepted()
         for request in self.batch:
             if request.work == WORK_PREFILL or request.work == WORK_FIRST_TOKEN:
                 request.computed += request.work_tokens
@@ -326,7 +341,9 @@ class RankState:
                         request.phase = PHASE_DECODE
             elif request.work == WORK_DECODE:
                 before = request.accepted_drafts
-                finish_decode_round(pool, self.speculation, request, self.recorder, now_ms)
+                finish_decode_round(
+                    pool, self.speculation, request, self.recorder, now_ms, batch_accepted
+                )
                 if policy is not None:
                     verified.append(request.accepted_drafts - before)
                 if request.emitted >= request.output_tokens:
@@ -343,6 +360,23 @@ class RankState:
                 for request in self.running
                 if request.phase == PHASE_PREFILL or request.phase == PHASE_DECODE
             ]
+
+    def _batch_accepted(self) -> int:
+        """SGLang's simulated acceptance (``eagle_utils.generate_simulated_accept_index``): one
+        accept length for the whole verify batch, every request accepting ``L - 1`` drafts
+        (each capped by its own output left); -1 when acceptance is per request. Drawn as the
+        chain of the deepest round in the pass: the draw capped at a shallower round's drafts
+        is the engine's length clamped to that round's ``steps + 1``."""
+        rng = self.batch_rng
+        if rng is None:
+            return -1
+        deepest = 0
+        for request in self.batch:
+            if request.work == WORK_DECODE and request.work_tokens - 1 > deepest:
+                deepest = request.work_tokens - 1
+        if deepest == 0:
+            return -1
+        return sample_accepted(rng, self.speculation.acceptance_thresholds, deepest)
 
     def release_transferred(self, request: SimRequest) -> None:
         """The KV of a handed-off request reached the decode pool: free it here."""

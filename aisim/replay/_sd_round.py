@@ -168,8 +168,11 @@ def finish_decode_round(
     request: SimRequest,
     recorder: Recorder,
     now_ms: float,
+    batch_accepted: int = -1,
 ) -> None:
-    """Apply a finished round whose ``work_tokens`` verification slots were reserved."""
+    """Apply a finished round whose ``work_tokens`` verification slots were reserved.
+    ``batch_accepted`` >= 0: the pass's one accepted count (SGLang's simulated acceptance),
+    capped by this round's usable drafts, instead of a draw from the request's stream."""
     width = request.work_tokens
     accepted = 0
     if speculation.enabled:
@@ -182,11 +185,15 @@ def finish_decode_round(
             accepted = _trace_rounds(trace, request, "accepted")[request.rounds]
             if accepted > usable - 1:
                 accepted = usable - 1
+        elif batch_accepted >= 0:
+            accepted = batch_accepted if batch_accepted < usable - 1 else usable - 1
         else:
             accepted = sample_accepted(rng, speculation.acceptance_thresholds, usable - 1)
         request.sd_rounds += 1
         request.accepted_drafts += accepted
         recorder.accepted_histogram[accepted] += 1
+        if remaining > speculation.draft_length:
+            recorder.uncapped_histogram[accepted] += 1
     emitted = 1 + accepted
     request.rounds += 1
     request.computed += emitted

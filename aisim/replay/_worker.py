@@ -25,7 +25,8 @@ class Worker:
         self.is_sglang = plan.scheduler.kind == SCHEDULER_SGLANG
         lists = plan.pricer.wants_request_lists
         self.ranks = [
-            RankState(rank, plan, recorder, lists, fast) for rank in range(plan.attention_data)
+            RankState(rank, plan, recorder, lists, fast, worker_index)
+            for rank in range(plan.attention_data)
         ]
         self.busy = False
         self.wake_pending = False
