@@ -40,7 +40,7 @@ from aisim.fpm._roofline_ops import (
     decode_shape,
     prefill_shape,
 )
-from aisim.fpm._sd_cost import SpeculationCost
+from aisim.fpm._sd_cost import SpeculationCost, heads_seconds
 
 
 class RoundParts:
@@ -208,6 +208,23 @@ class RooflineModel(ForwardPassModel):
         if requests == 0:
             return parts
         parts.draft = self.host_proposal_s_per_request * float(requests)
+        heads = self.scheme.heads if self.scheme is not None else None
+        if heads is not None:
+            # Medusa / MLP speculator: one pass of the heads (aisim.fpm._sd_cost.HeadsPass).
+            target = self.target
+            head_overhead = (
+                heads.kernels * self.terms.kernel_overhead_s + self.terms.step_overhead_s
+            )
+            parts.draft += head_overhead + heads_seconds(
+                heads,
+                float(requests),
+                self.tensor_parallel,
+                target.head_flops_per_s,
+                target.bytes_per_s,
+                target.dtype,
+            )
+            parts.overhead += head_overhead
+            parts.draft_steps += 1
         draft = self.draft
         if draft is None:
             return parts

@@ -21,11 +21,73 @@ UNPRICED_KINDS: Final = {
     "suffix": "the roofline has no measured host-side suffix-tree lookup cost per request "
     "(vLLM runs it on the CPU, SuffixDecodingProposer.propose), and its draft length varies "
     "per round; price it with a measured_round estimator or fixed timing",
-    "medusa": "the roofline has no operator model of Medusa heads (residual blocks and one LM "
-    "head per head); price it with a measured_round estimator or fixed timing",
-    "mlp_speculator": "the roofline has no operator model of MLP-speculator stages; price it "
-    "with a measured_round estimator or fixed timing",
 }
+
+#: Kinds whose drafter is a set of heads on the target's hidden state (``draft_config`` is
+#: the heads' config.json), priced as ``HeadsPass``.
+HEADS_KINDS: Final = ("medusa", "mlp_speculator")
+
+
+class HeadsPass:
+    """The one draft pass of a heads drafter per round, as vLLM runs it, for ``B`` decode
+    requests (one token each: the target's hidden state at the request's last position).
+
+    * ``gemms``: ``(in_features, out_features, vocab_parallel)`` of every linear layer the pass
+      runs, in order; the LM heads are vocab-parallel (``ParallelLMHead``: split over the
+      tensor-parallel GPUs), the other linears plain ``nn.Linear`` (replicated).
+    * ``bytes_per_token``: activation bytes the pass's element-wise operations and its
+      argmax / sampler read and write per request.
+    * ``kernels``: kernels the pass launches.
+
+    Medusa (``vllm/model_executor/models/medusa.py``: ``ResidualBlock.forward``,
+    ``Medusa.forward`` / ``compute_logits``; ``vllm/v1/spec_decode/medusa.py``,
+    ``MedusaProposer.propose``: one forward of every head, argmax per head): per head
+    ``num_hidden_layers`` x (hidden -> hidden linear, SiLU, residual add: 3 kernels) and its LM
+    head (hidden -> vocab, 1 kernel); then the heads' logits stacked as fp32 and one argmax
+    (2 kernels). MLP speculator (``vllm/model_executor/models/mlp_speculator.py``,
+    ``MLPSpeculator.generate_proposals``): K sequential stages, each an embedding lookup of the
+    last token (inner_dim), a projection (emb_dim -> inner_dim at stage 0, else inner_dim ->
+    inner_dim), the weighted add, the L2 layer norm (``MLPSpeculatorLayerNorm``: square, mean,
+    rsqrt, scale, weight, bias), GELU, the LM head (inner_dim -> vocab) and the sampler's argmax
+    over fp32 logits: 12 kernels per stage.
+    """
+
+    def __init__(self, gemms: list[tuple[int, int, bool]], bytes_per_token: int, kernels: int):
+        self.gemms = gemms
+        self.bytes_per_token = bytes_per_token
+        self.kernels = kernels
+
+    @staticmethod
+    def medusa(heads: int, layers: int, hidden: int, vocab: int, dtype: int) -> HeadsPass:
+        gemms: list[tuple[int, int, bool]] = []
+        for _ in range(heads):
+            gemms.extend([(hidden, hidden, False)] * layers)
+            gemms.append((hidden, vocab, True))
+        # Per linear: SiLU (read, write) and the residual add (two reads, one write).
+        elementwise = heads * layers * 5 * hidden * dtype
+        # The heads' logits stacked as fp32 (read, write) and read by the argmax.
+        logits = heads * vocab * (dtype + 4 + 4)
+        return HeadsPass(gemms, elementwise + logits, heads * (3 * layers + 1) + 2)
+
+    @staticmethod
+    def mlp_speculator(
+        stages: int, emb_dim: int, inner_dim: int, vocab: int, dtype: int
+    ) -> HeadsPass:
+        gemms: list[tuple[int, int, bool]] = []
+        for stage in range(stages):
+            gemms.append((emb_dim if stage == 0 else inner_dim, inner_dim, False))
+            gemms.append((inner_dim, vocab, True))
+        # Per stage: the embedding row (read, write), the add (two reads, one write), the
+        # layer norm (six passes of read + write), GELU (read, write); the logits read as fp32.
+        per_stage = (2 + 3 + 12 + 2) * inner_dim * dtype + vocab * (dtype + 4)
+        return HeadsPass(gemms, stages * per_stage, 12 * stages)
+
+    def weight_parameters(self) -> int:
+        total = 0
+        for inputs, outputs, _ in self.gemms:
+            total += inputs * outputs
+        return total
+
 
 #: Kinds whose drafter is a neural network described by ``draft_config``/``draft_model_path``.
 NETWORK_DRAFT_KINDS: Final = ("eagle3", "dflash", "dspark", "draft_model")
@@ -96,6 +158,8 @@ class SpeculationCost:
         self.draft_weight_bytes = draft_weight_bytes
         self.draft_kv_bytes_per_token = draft_kv_bytes_per_token
         self.identity = identity
+        #: Medusa / MLP speculator: the heads' draft pass (``None`` for other kinds).
+        self.heads: HeadsPass | None = None
 
     @staticmethod
     def from_resolved(
@@ -164,11 +228,20 @@ class SpeculationCost:
             draft_tp = resolved.draft_tp_size or tensor_parallel
             weights = spec.weight_bytes
             kv_bytes = spec.kv_bytes_per_token
+        elif kind in HEADS_KINDS:
+            heads = heads_pass(resolved, dtype)
+            weights = heads.weight_parameters() * dtype
+            if kind == "mlp_speculator":
+                # One vocab-parallel embedding (vocab x inner_dim) per stage.
+                config = resolved.draft_config
+                assert config is not None
+                embedding = int(config["vocab_size"]) * int(config["inner_dim"])
+                weights += drafts * embedding * dtype
         elif kind in UNPRICED_KINDS:
             raise ConfigError(f"{path}.kind: kind {kind}: {UNPRICED_KINDS[kind]}")
         elif kind != "ngram" and kind not in NETWORK_DRAFT_KINDS:
             raise ConfigError(f"{path}.kind: the roofline has no cost model for kind {kind!r}")
-        return SpeculationCost(
+        cost = SpeculationCost(
             kind=kind,
             num_draft_tokens=drafts,
             verify_width=resolved.verify_width,
@@ -183,7 +256,57 @@ class SpeculationCost:
             draft_kv_bytes_per_token=kv_bytes,
             identity=resolved.cost_identity,
         )
+        if kind in HEADS_KINDS:
+            cost.heads = heads_pass(resolved, target.dtype_bytes)
+        return cost
 
     def describe(self) -> str:
         """``eagle3 d=3 w=4`` style label for diagnostics."""
         return f"{self.kind} d={self.num_draft_tokens} w={self.verify_width}"
+
+
+def heads_pass(resolved: ResolvedSpeculation, dtype: int) -> HeadsPass:
+    """The heads' draft pass of a Medusa or MLP-speculator block, from its ``draft_config``
+    (the fields ``heads_geometry`` validated; they are the cost identity's draft geometry)."""
+    config = resolved.draft_config
+    assert config is not None
+    drafts = resolved.num_draft_tokens
+    if resolved.kind == "medusa":
+        return HeadsPass.medusa(
+            drafts,
+            int(config["num_hidden_layers"]),
+            int(config["hidden_size"]),
+            int(config["vocab_size"]),
+            dtype,
+        )
+    return HeadsPass.mlp_speculator(
+        drafts,
+        int(config["emb_dim"]),
+        int(config["inner_dim"]),
+        int(config["vocab_size"]),
+        dtype,
+    )
+
+
+def heads_seconds(
+    heads: HeadsPass,
+    requests: float,
+    tensor_parallel: int,
+    flops_per_s: float,
+    bytes_per_s: float,
+    dtype: float,
+) -> float:
+    """Roofline time of the heads' pass for ``requests`` tokens (no overheads): every linear at
+    the larger of its compute and memory time (the LM heads split over ``tensor_parallel``
+    GPUs), then the element-wise and argmax bytes at ``bytes_per_s``."""
+    tp = float(tensor_parallel)
+    seconds = 0.0
+    for inputs, outputs, vocab_parallel in heads.gemms:
+        out = float(outputs) / tp if vocab_parallel else float(outputs)
+        params = float(inputs) * out
+        flops = 2.0 * requests * params
+        moved = (params + requests * (float(inputs) + out)) * dtype
+        compute = flops / flops_per_s
+        memory = moved / bytes_per_s
+        seconds += compute if compute > memory else memory
+    return seconds + requests * float(heads.bytes_per_token) / bytes_per_s

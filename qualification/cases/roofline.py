@@ -47,6 +47,19 @@ SCHEMES: dict[str, dict[str, Any]] = {
         "draft_model_path": "Qwen/Qwen3-0.6B",
         "draft_config": QWEN3_0_6B,
     },
+    "medusa-4": {
+        "kind": "medusa",
+        "draft_config": {
+            "num_heads": 4,
+            "num_hidden_layers": 1,
+            "hidden_size": 4096,
+            "vocab_size": 151936,
+        },
+    },
+    "mlp_speculator-3": {
+        "kind": "mlp_speculator",
+        "draft_config": {"n_predict": 3, "emb_dim": 4096, "inner_dim": 3072, "vocab_size": 151936},
+    },
 }
 
 
@@ -170,6 +183,17 @@ def _rows() -> list[Row]:
         ("error/unknown-model", {"config": _config("GPT-9", "h100_sxm"), "metrics": decode(1, 64)}),
         ("error/unknown-gpu", {"config": _config(QWEN_8B, "tpu"), "metrics": decode(1, 64)}),
         ("error/tp-0", {"config": {**h100, "tensor_parallel": 0}, "metrics": decode(1, 64)}),
+        (
+            "error/suffix-without-lookup-cost",
+            {
+                "config": _config(
+                    QWEN_8B,
+                    "h100_sxm",
+                    speculation={"kind": "suffix", "params": {"num_speculative_tokens": 4}},
+                ),
+                "metrics": decode(1, 64),
+            },
+        ),
         ("error/unknown-config-key", {"config": {**h100, "batch": 3}, "metrics": decode(1, 64)}),
         (
             "error/gated-scheme",

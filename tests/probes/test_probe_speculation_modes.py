@@ -225,3 +225,31 @@ def test_probe_adaptive_steps_stay_among_candidates(
     for accepted in verifies:
         policy.on_verify_complete(accepted, len(accepted))
         assert policy.steps_for_batch(len(accepted)) in allowed
+
+
+@given(
+    st.sampled_from(["medusa", "mlp"]),
+    st.integers(1, 6),
+    st.integers(1, 256),
+    st.integers(0, 2**18),
+)
+def test_probe_heads_round_is_the_widened_pass_plus_one_heads_pass(
+    choice: str, drafts: int, batch: int, kv: int
+) -> None:
+    base = {"model": "Qwen/Qwen3-8B", "hardware": "h100_sxm", "estimator": "roofline"}
+    if choice == "medusa":
+        scheme: dict[str, Any] = {"kind": "medusa", "draft_config": {**MEDUSA, "num_heads": drafts}}
+    else:
+        scheme = {"kind": "mlp_speculator", "draft_config": {**MLP, "n_predict": drafts}}
+    widened = {"kind": "ngram", "params": {"num_speculative_tokens": drafts}}
+    metrics = [ForwardPassMetrics(batch, kv)]
+    heads = best_available({**base, "speculation": scheme})
+    detailed = heads.estimate_forward_pass_detailed(metrics).to_dict()
+    details = detailed["diagnostics"]["details"]
+    plain = best_available({**base, "speculation": widened}).estimate_forward_pass_detailed(metrics)
+    # vLLM verifies in one pass: the verify part is the widened plain pass, and the round
+    # never costs less than it; the heads run as one draft pass.
+    assert details["target_ms"] == plain.to_dict()["diagnostics"]["details"]["target_ms"]
+    assert details["draft_steps"] == 1.0
+    assert details["draft_ms"] > 0.0
+    assert detailed["latency_ms"] >= details["target_ms"] + details["sampling_ms"]

@@ -261,3 +261,70 @@ def test_profiles_json_lists_every_entry(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["speculation", "profiles", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert [entry["name"] for entry in listed] == [entry["name"] for entry in PROFILES]
+
+
+def _round_details(scheme: dict[str, Any], batch: int, kv: int) -> dict[str, float]:
+    from aisim.config._estimator import best_available
+    from aisim.fpm import ForwardPassMetrics
+
+    base = {
+        "model": "meta-llama/Meta-Llama-3.1-8B",
+        "hardware": "h100_sxm",
+        "estimator": "roofline",
+    }
+    model = best_available({**base, "speculation": scheme})
+    detailed = model.estimate_forward_pass_detailed([ForwardPassMetrics(batch, kv)]).to_dict()
+    details = {key: float(value) for key, value in detailed["diagnostics"]["details"].items()}
+    details["latency_ms"] = float(detailed["latency_ms"])
+    return details
+
+
+def _memory_bound_ms(moved_bytes: float, kernels: int) -> float:
+    """A pass of one request that only reads weights: bytes at the weight bandwidth, plus the
+    per-kernel and per-step overheads (the roofline's terms; inputs, not the code's result)."""
+    from aisim.catalogue._costs import MEASURED_TERMS as terms
+    from aisim.config._catalogue import get_gpu
+
+    bandwidth = get_gpu("h100_sxm").hbm_bytes_per_s * terms.weight_bandwidth_efficiency
+    seconds = moved_bytes / bandwidth + kernels * terms.kernel_overhead_s + terms.step_overhead_s
+    return 1000.0 * seconds
+
+
+def test_roofline_prices_medusa_heads_by_hand() -> None:
+    # vLLM (models/medusa.py, v1/spec_decode/medusa.py): one pass of 2 heads on the target's
+    # hidden state of each request: per head one 4096 x 4096 residual linear (+ SiLU, add)
+    # and a 4096 x 32000 LM head; then stack and argmax. One request, BF16: memory bound.
+    medusa = {"num_heads": 2, "num_hidden_layers": 1, "hidden_size": 4096, "vocab_size": 32000}
+    details = _round_details({"kind": "medusa", "draft_config": medusa}, 1, 1000)
+    weights = 2 * (4096 * 4096 + 4096 * 32000) * 2
+    activations = 2 * ((4096 + 4096) + (4096 + 32000)) * 2  # each linear's input and output
+    elementwise = 2 * 5 * 4096 * 2 + 2 * 32000 * (2 + 4 + 4)  # SiLU + add; fp32 logits, argmax
+    kernels = 2 * (3 + 1) + 2
+    expected = _memory_bound_ms(weights + activations + elementwise, kernels)
+    assert details["draft_ms"] == pytest.approx(expected, rel=1e-12)
+    assert details["draft_steps"] == 1.0
+    # The verify pass is the widened plain pass (width 3), as an n-gram round of 2 verifies it.
+    ngram = _round_details({"kind": "ngram", "params": {"num_speculative_tokens": 2}}, 1, 1000)
+    assert details["target_ms"] == ngram["target_ms"]
+    assert details["latency_ms"] >= details["target_ms"] + details["sampling_ms"]
+
+
+def test_roofline_prices_mlp_speculator_stages_by_hand() -> None:
+    # vLLM (models/mlp_speculator.py, MLPSpeculator.generate_proposals): 3 sequential stages,
+    # projections 4096 -> 3072 then 3072 -> 3072, an LM head 3072 -> 128256 each.
+    mlp = {"n_predict": 3, "emb_dim": 4096, "inner_dim": 3072, "vocab_size": 128256}
+    details = _round_details({"kind": "mlp_speculator", "draft_config": mlp}, 1, 1000)
+    weights = (4096 * 3072 + 2 * 3072 * 3072 + 3 * 3072 * 128256) * 2
+    activations = ((4096 + 3072) + 2 * (3072 + 3072) + 3 * (3072 + 128256)) * 2
+    # Per stage: embedding row 2, add 3, L2 norm 12, GELU 2 passes of 3072; logits as fp32.
+    elementwise = 3 * ((2 + 3 + 12 + 2) * 3072 * 2 + 128256 * (2 + 4))
+    expected = _memory_bound_ms(weights + activations + elementwise, 3 * 12)
+    assert details["draft_ms"] == pytest.approx(expected, rel=1e-12)
+    ngram = _round_details({"kind": "ngram", "params": {"num_speculative_tokens": 3}}, 1, 1000)
+    assert details["target_ms"] == ngram["target_ms"]
+    assert details["latency_ms"] >= details["target_ms"] + details["sampling_ms"]
+
+
+def test_roofline_still_refuses_suffix_without_a_lookup_cost() -> None:
+    with pytest.raises(ConfigError, match="no measured host-side suffix-tree lookup cost"):
+        _round_details({"kind": "suffix", "params": {"num_speculative_tokens": 4}}, 1, 1000)
