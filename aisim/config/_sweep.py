@@ -296,7 +296,8 @@ def _check_paths(paths: list[str], base: dict[str, Any]) -> None:
         _check_known(path)
         parts = path.split(".")
         if parts[:2] == ["engine", "workers"] and len(parts) > 2:
-            workers = base.get("engine", {}).get("workers")
+            engine = base.get("engine")
+            workers = engine.get("workers") if isinstance(engine, dict) else None
             roles = sorted(workers) if isinstance(workers, dict) else []
             if parts[2] not in roles and "engine.workers" not in paths:
                 raise ConfigError(

@@ -154,11 +154,12 @@ class Executor:
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write(json.dumps({"folder": str(folder), "argv": argv}) + "\n")
         process.stdin.flush()
-        ready, _, _ = select.select([process.stdout], [], [], self.time_bound_s)
+        bound = self.time_bound_s * SEEDS_BY_NAME[case.seed].slow
+        ready, _, _ = select.select([process.stdout], [], [], bound)
         if not ready:
             self._stop()
             shutil.rmtree(folder, ignore_errors=True)
-            return Outcome(HANG, f"over {self.time_bound_s:g} s ({case.seed})")
+            return Outcome(HANG, f"over {bound:g} s ({case.seed})")
         line = process.stdout.readline()
         if not line:
             code = process.wait()

@@ -56,6 +56,9 @@ class Seed:
     open_keys: tuple[str, ...] = ("draft_config",)
     judged: bool = False
     flagged: str = ""
+    #: The case's time bound is the profile's times this: a sweep draws two plots (about 1
+    #: CPU-s, several s of wall time on a loaded machine) besides its points.
+    slow: float = 1.0
 
     @property
     def campaign(self) -> str:
@@ -527,6 +530,7 @@ MORE_SEEDS: tuple[Seed, ...] = (
         "sweep-merge",
         ("sweep", "sweep.yaml", "--out", "{out}", "--workers", "1", "--no-progress"),
         (SeedFile("sweep.yaml", YAML, _SWEEP), _CSV_TRACE),
+        slow=3.0,
     ),
     Seed("schema-replay", ("schema", "replay")),
     Seed("schema-plan", ("schema", "plan")),

@@ -342,6 +342,18 @@ def test_a_sweep_in_which_no_point_ran_fails(
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "speculation"
 
 
+def test_acceptance_counters_beyond_float_range(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (EXAMPLES / "vllm_metrics_after.prom").read_text()
+    line = 'vllm:spec_decode_num_drafts_total{engine="0",model_name="Qwen/Qwen3-8B"} 1400.0'
+    Path("big.prom").write_text(text.replace(line, line.replace("1400.0", "1e400")))
+    assert refused(["speculation", "acceptance", "big.prom"], capsys) == (
+        "aisim: error: 'big.prom': vllm:spec_decode_num_drafts{engine=\"0\","
+        'model_name="Qwen/Qwen3-8B"} is inf; counters and gauges here must be finite numbers'
+    )
+
+
 @pytest.mark.parametrize("value", ["1e20", "18446744073709551617"])
 def test_acceptance_counters_beyond_2_53(
     value: str, here: Path, capsys: pytest.CaptureFixture[str]
@@ -561,3 +573,36 @@ def test_estimate_flags_are_bounded_by_the_replay_limits(
     # 2**24 tokens per request and 10**7 requests (docs/replay.md "Limits").
     argv = ["estimate", "--model", "Qwen3-8B", "--hardware", "h100", *flags]
     assert refused(argv, capsys) == f"aisim: error: {message}"
+
+
+def test_a_mooncake_row_without_timestamp_arrives_at_0_ms(here: Path) -> None:
+    """The documented default (docs/replay.md, traffic sources): no timestamp is 0 ms."""
+    import pyarrow.parquet as pq
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "replay.md").read_text()
+    assert (
+        "a row without one has timestamp 0, so under `trace_timestamps` it arrives at 0 ms" in docs
+    )
+    Path("t.jsonl").write_text(
+        '{"timestamp": 40, "input_length": 5, "output_length": 2}\n'
+        '{"input_length": 7, "output_length": 2}\n'
+    )
+    Path("r.yaml").write_text(REPLAY.replace("t.csv", "t.jsonl"))
+    assert main(["replay", "r.yaml", "--out", "o"]) == 0
+    arrivals = pq.read_table("o/requests.parquet").column("arrival_ms").to_pylist()
+    assert sorted(arrivals) == [0.0, 40.0]
+
+
+def test_a_sweep_base_whose_engine_is_not_a_mapping(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Found by the fuzz campaign (long profile, seed 1): an AttributeError traceback.
+    sweep = {
+        "base": {"traffic": {"source": {"type": "trace", "path": "t.csv"}}, "engine": [{}]},
+        "axes": {"engine.workers.aggregated.kv_cache.block_size": [16, 32]},
+    }
+    Path("s.yaml").write_text(json.dumps(sweep))
+    assert refused(["sweep", "s.yaml", "--out", "o", "--workers", "1"], capsys) == (
+        "aisim: error: axes.engine.workers.aggregated.kv_cache.block_size: the base config has "
+        "no aggregated worker (it has none)"
+    )
