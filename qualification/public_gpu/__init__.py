@@ -31,6 +31,8 @@ GROUP_KEYS: Final = ("source", "hardware", "engine", "sd", "regime", "concurrenc
 __all__ = [
     "EVIDENCE_TYPE",
     "Refusal",
+    "assemble",
+    "load_fitted",
     "load_points",
     "replay_config",
     "run",
@@ -52,6 +54,17 @@ def run(
     fitted = load_fitted(evidence)
     overheads = {name: float(v["ms"]) for name, v in fitted.get("request_overhead_ms", {}).items()}
     predicted, refused = predict(points, progress, overheads)
+    return assemble(evidence, len(points), predicted, refused, fitted)
+
+
+def assemble(
+    evidence: Path,
+    points: int,
+    predicted: list[dict[str, Any]],
+    refused: list[dict[str, Any]],
+    fitted: dict[str, Any],
+) -> dict[str, Any]:
+    """The report from the predictions (``predict``'s output) and the fitted-terms artefact."""
     rows = score_rows(predicted, set(fitted.get("training_ids", [])))
     pairs = sd_pairs(rows)
     reasons = Counter(entry["reason"] for entry in refused)
@@ -70,7 +83,7 @@ def run(
             "fitted_terms": {k: v for k, v in fitted.items() if k != "training_ids"},
         },
         "counts": {
-            "points": len(points),
+            "points": points,
             "predicted": len(rows),
             "refused": len(refused),
             "distinct_replays": distinct,

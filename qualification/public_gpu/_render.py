@@ -20,7 +20,7 @@ GROUP_HEADERS = [
     "group",
     "points",
     "TTFT median |err|",
-    "mean TPOT median |err|",
+    "TPOT (mean, else median) median |err|",
     "median TPOT median |err|",
     "throughput median |err|",
     "TPOT mean err (bias)",
@@ -35,12 +35,12 @@ def _group_rows(groups: dict[str, dict[str, Any]]) -> list[list[str]]:
         rows.append(
             [
                 name,
-                str(stats.get("mean_tpot_ms", {}).get("n", 0)),
+                str(stats.get("tpot_ms", {}).get("n", 0)),
                 _pct(stats.get("median_ttft_ms", {}).get("median_abs_error_pct")),
-                _pct(stats.get("mean_tpot_ms", {}).get("median_abs_error_pct")),
+                _pct(stats.get("tpot_ms", {}).get("median_abs_error_pct")),
                 _pct(stats.get("median_tpot_ms", {}).get("median_abs_error_pct")),
                 _pct(tput.get("median_abs_error_pct")),
-                _pct(stats.get("mean_tpot_ms", {}).get("mean_error_pct")),
+                _pct(stats.get("tpot_ms", {}).get("mean_error_pct")),
                 _pct(tput.get("mean_error_pct")),
             ]
         )
@@ -67,7 +67,7 @@ def to_markdown(report: dict[str, Any]) -> str:
             ["figure", "value", "target"],
             [
                 [
-                    "InferenceX single-node, mean TPOT median |error|",
+                    "InferenceX single-node, TPOT median |error| (mean; history: median)",
                     _pct(head["inferencex_median_abs_tpot_error_pct"]),
                     "<= 15 %",
                 ],
@@ -177,13 +177,14 @@ def to_markdown(report: dict[str, Any]) -> str:
 def _point_row(row: dict[str, Any]) -> list[str]:
     metric = "output_tput_per_gpu" if row["source"] == "speculators" else "tput_per_gpu"
     m, p, e = row["measured"], row["predicted"], row["error_pct"]
+    tpot = "mean_tpot_ms" if m.get("mean_tpot_ms") else "median_tpot_ms"
     return [
         row["id"],
         f"{_num(m['median_ttft_ms'])} / {_num(p['median_ttft_ms'])}",
-        f"{_num(m['mean_tpot_ms'], 2)} / {_num(p['mean_tpot_ms'], 2)}",
+        f"{_num(m[tpot], 2)} / {_num(p[tpot], 2)}",
         f"{_num(m[metric], 0)} / {_num(p[metric], 0)}",
         _pct(e.get("median_ttft_ms")),
-        _pct(e.get("mean_tpot_ms")),
+        _pct(e.get("tpot_ms")),
         _pct(e.get(metric)),
     ]
 
@@ -211,7 +212,7 @@ def curve_plots(report: dict[str, Any]) -> dict[str, bytes]:
                 if row["regime"] != regime:
                     continue
                 label = (
-                    f"{row['engine']} {row['precision']} {row['sd']} tp{row['tp']}"
+                    f"{row['source'].replace('inferencex-', '')} {row['engine']} {row['precision']} {row['sd']} tp{row['tp']}"
                     f"{'-ep' + str(row['ep']) if row['ep'] > 1 else ''}"
                     f"{'-dpa' if row['dp_attention'] else ''}"
                 )
@@ -224,9 +225,14 @@ def curve_plots(report: dict[str, Any]) -> dict[str, bytes]:
                 )
                 members.sort(key=lambda r: r["conc"])
                 colour = f"C{index % 10}"
-                mx = [1000.0 / r["measured"]["mean_tpot_ms"] for r in members]
+                tpot = (
+                    "mean_tpot_ms"
+                    if members[0]["measured"].get("mean_tpot_ms")
+                    else "median_tpot_ms"
+                )
+                mx = [1000.0 / r["measured"][tpot] for r in members]
                 my = [r["measured"][metric] for r in members]
-                px = [1000.0 / r["predicted"]["mean_tpot_ms"] for r in members]
+                px = [1000.0 / r["predicted"][tpot] for r in members]
                 py = [r["predicted"][metric] for r in members]
                 axis.plot(mx, my, "o", color=colour, label=f"{label} measured", markersize=4)
                 axis.plot(
@@ -234,7 +240,7 @@ def curve_plots(report: dict[str, Any]) -> dict[str, bytes]:
                 )
             axis.set_xscale("log")
             axis.set_yscale("log")
-            axis.set_xlabel("interactivity (tokens/s per user = 1000 / mean TPOT)")
+            axis.set_xlabel("interactivity (tokens/s per user = 1000 / TPOT)")
             axis.set_ylabel("throughput (tokens/s per GPU)")
             axis.set_title(f"{hardware}: {regime}")
             axis.legend(fontsize=5, ncol=1)

@@ -95,9 +95,9 @@ def public_gpu_html(
             rows.append(
                 [
                     name,
-                    str(stats.get("mean_tpot_ms", {}).get("n", 0)),
+                    str(stats.get("tpot_ms", {}).get("n", 0)),
                     _pct(stats.get("median_ttft_ms", {}).get("median_abs_error_pct")),
-                    _pct(stats.get("mean_tpot_ms", {}).get("median_abs_error_pct")),
+                    _pct(stats.get("tpot_ms", {}).get("median_abs_error_pct")),
                     _pct(tput.get("median_abs_error_pct")),
                 ]
             )
