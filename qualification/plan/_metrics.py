@@ -126,6 +126,12 @@ CHECKS: Final[dict[str, dict[str, Metric]]] = {
         "inferencex_ttft_median_ape": Metric(
             "error", False, "InferenceX single-node: median |error| of median TTFT"
         ),
+        "inferencex_nosd_tpot_median_ape": Metric(
+            "error", False, "InferenceX single-node without SD: median |error| of TPOT"
+        ),
+        "inferencex_nosd_throughput_median_ape": Metric(
+            "error", False, "InferenceX single-node without SD: median |error| of throughput"
+        ),
         "history_mtp_tpot_ratio_median_ape": Metric(
             "error", False, "InferenceX history MTP/no-MTP pairs: median |error| of the TPOT ratio"
         ),

@@ -7,7 +7,9 @@ the workload as it was run (closed-loop concurrency over a shared queue, the cli
 distribution and prompt count, ignore-eos, the engine's limits, parallelism, precision, SD with
 its acceptance) or refuses it with a one-line reason (counted in the report); ``run`` replays
 each distinct workload once with the default cost model and scores TTFT, TPOT, throughput per
-GPU and the SD gain; ``write_outputs`` writes ``public_gpu.json``, ``public_gpu.md`` and one
+GPU and the SD gain; ``write_outputs`` writes ``public_gpu.json`` (headline, groups, SD-pair statistics,
+refusals by reason), ``public_gpu.md``, the per-point errors by step kind and regime
+(``public_gpu_rows.csv``), the SD pairs (``public_gpu_pairs.csv``) and one
 throughput-vs-interactivity plot per GPU. Evidence type: ``public-measurement``.
 """
 
@@ -109,25 +111,118 @@ def load_fitted(evidence: Path) -> dict[str, Any]:
     return data
 
 
+#: The per-point table (``public_gpu_rows.csv``): what a point is, whether a fitted term saw
+#: it, and per metric the measured value, the prediction and the signed error in percent.
+ROW_COLUMNS: Final = (
+    "id",
+    "source",
+    "hardware",
+    "engine",
+    "precision",
+    "sd",
+    "conc",
+    "regime",
+    "concurrency_band",
+    "step_kind",
+    "held_out",
+)
+VALUE_FIELDS: Final = (
+    "median_ttft_ms",
+    "mean_tpot_ms",
+    "median_tpot_ms",
+    "tput_per_gpu",
+    "output_tput_per_gpu",
+)
+PAIR_COLUMNS: Final = ("mtp", "none", "source", "hardware", "engine", "conc", "regime")
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _csv(header: list[str], rows: list[list[Any]]) -> str:
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows([[_cell(v) for v in row] for row in rows])
+    return buffer.getvalue()
+
+
+def rows_csv(report: dict[str, Any]) -> str:
+    header = list(ROW_COLUMNS)
+    for metric in VALUE_FIELDS:
+        header += [f"{metric}_measured", f"{metric}_predicted", f"{metric}_error_pct"]
+    body = []
+    for row in report["rows"]:
+        line = [row[c] for c in ROW_COLUMNS]
+        for metric in VALUE_FIELDS:
+            line += [
+                row["measured"].get(metric),
+                row["predicted"].get(metric),
+                row["error_pct"].get(metric),
+            ]
+        body.append(line)
+    return _csv(header, body)
+
+
+def pairs_csv(report: dict[str, Any]) -> str:
+    header = [
+        *PAIR_COLUMNS,
+        "tpot_ratio_measured",
+        "tpot_ratio_predicted",
+        "tpot_ratio_error_pct",
+        "gain_measured",
+        "gain_predicted",
+        "gain_error_pct",
+        "none_point_seen_by_fit",
+    ]
+    body = [
+        [
+            *(pair[c] for c in PAIR_COLUMNS),
+            pair["tpot_ratio"]["measured"],
+            pair["tpot_ratio"]["predicted"],
+            pair["tpot_ratio_error_pct"],
+            pair["throughput_gain"]["measured"],
+            pair["throughput_gain"]["predicted"],
+            pair["throughput_gain_error_pct"],
+            pair["none_point_seen_by_fit"],
+        ]
+        for pair in report["pairs"]
+    ]
+    return _csv(header, body)
+
+
+def summary(report: dict[str, Any]) -> dict[str, Any]:
+    """The written JSON: everything but the per-point rows, the pairs and the refused list
+    (``public_gpu_rows.csv``, ``public_gpu_pairs.csv``; refusals are counted by reason)."""
+    held_out = dict(report["held_out"])
+    held_out["fitted_terms"] = {
+        k: v for k, v in held_out.get("fitted_terms", {}).items() if k != "training_ids"
+    }
+    kept = {k: v for k, v in report.items() if k not in ("rows", "pairs", "refused")}
+    return {**kept, "held_out": held_out}
+
+
 def write_outputs(report: dict[str, Any], out_dir: Path, *, overwrite: bool = False) -> list[Path]:
     """``public_gpu.json``, ``public_gpu.md`` and the curve plots (refusing to clobber unless
     ``overwrite``); the paths written."""
     images = curve_plots(report)
     targets = [out_dir / "public_gpu.json", out_dir / "public_gpu.md"]
+    targets += [out_dir / "public_gpu_rows.csv", out_dir / "public_gpu_pairs.csv"]
     targets += [out_dir / name for name in images]
     for target in targets:
         check_writable(target, overwrite)
-    # Rows keep what they were scored on; their settings and citation are the evidence's own
-    # (the point id names the source file and index) and would triple the file.
-    compact = {
-        **report,
-        "rows": [
-            {k: v for k, v in row.items() if k not in ("settings", "citation")}
-            for row in report["rows"]
-        ],
-    }
-    atomic_write_text(targets[0], canonical_json(compact), overwrite=overwrite)
+    atomic_write_text(targets[0], canonical_json(summary(report)), overwrite=overwrite)
     atomic_write_text(targets[1], to_markdown(report), overwrite=overwrite)
+    atomic_write_text(targets[2], rows_csv(report), overwrite=overwrite)
+    atomic_write_text(targets[3], pairs_csv(report), overwrite=overwrite)
     for name, data in images.items():
         atomic_write_bytes(out_dir / name, data, overwrite=overwrite)
     return targets

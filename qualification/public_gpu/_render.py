@@ -77,6 +77,17 @@ def to_markdown(report: dict[str, Any]) -> str:
                     "<= 15 %",
                 ],
                 [
+                    "... no-SD points only: TPOT / throughput median |error|",
+                    f"{_pct(head['inferencex_nosd_median_abs_tpot_error_pct'])} / "
+                    f"{_pct(head['inferencex_nosd_median_abs_throughput_error_pct'])}",
+                    "",
+                ],
+                [
+                    "... MTP points only (assumed acceptance): TPOT median |error|",
+                    _pct(head["inferencex_mtp_median_abs_tpot_error_pct"]),
+                    "",
+                ],
+                [
                     "InferenceX single-node, median TTFT median |error|",
                     _pct(head["inferencex_median_abs_ttft_error_pct"]),
                     "<= 25 %",
@@ -204,7 +215,7 @@ def curve_plots(report: dict[str, Any]) -> dict[str, bytes]:
     for hardware, rows in sorted(by_hw.items()):
         regimes = sorted({row["regime"] for row in rows})
         figure, axes = plt.subplots(
-            1, len(regimes), figsize=(5.5 * len(regimes), 4.5), squeeze=False
+            1, len(regimes), figsize=(5.0 * len(regimes), 4.2), squeeze=False
         )
         for axis, regime in zip(axes[0], regimes, strict=True):
             series: dict[str, list[dict[str, Any]]] = {}
@@ -246,7 +257,7 @@ def curve_plots(report: dict[str, Any]) -> dict[str, bytes]:
             axis.legend(fontsize=5, ncol=1)
         figure.tight_layout()
         buffer = io.BytesIO()
-        figure.savefig(buffer, format="png", dpi=90, metadata={"Software": None})
+        figure.savefig(buffer, format="png", dpi=60, metadata={"Software": None})
         plt.close(figure)
         plots[f"curves_{hardware}.png"] = buffer.getvalue()
     return plots

@@ -23,6 +23,8 @@ FIGURES: Final = {
     "inferencex_tpot_median_ape": "inferencex_median_abs_tpot_error_pct",
     "inferencex_throughput_median_ape": "inferencex_median_abs_throughput_error_pct",
     "inferencex_ttft_median_ape": "inferencex_median_abs_ttft_error_pct",
+    "inferencex_nosd_tpot_median_ape": "inferencex_nosd_median_abs_tpot_error_pct",
+    "inferencex_nosd_throughput_median_ape": "inferencex_nosd_median_abs_throughput_error_pct",
     "history_mtp_tpot_ratio_median_ape": "history_mtp_tpot_ratio_median_abs_error_pct",
     "qwen_mtp_gain_median_ape": "qwen_mtp_gain_median_abs_error_pct",
 }

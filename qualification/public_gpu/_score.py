@@ -216,6 +216,7 @@ def headline(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> dict[st
     Qwen3.8-27B ratio-level figures."""
     ix = [r for r in rows if r["source"].startswith("inferencex") and r["held_out"]]
     qwen = [r for r in rows if r["source"] == "speculators" and r["held_out"]]
+    plain = [r for r in ix if r["sd"] == "none"]
 
     def med(members: list[dict[str, Any]], metric: str) -> float | None:
         return _abs_median(
@@ -230,6 +231,12 @@ def headline(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> dict[st
         "inferencex_median_abs_median_tpot_error_pct": med(ix, "median_tpot_ms"),
         "inferencex_median_abs_throughput_error_pct": med(ix, "tput_per_gpu"),
         "inferencex_median_abs_ttft_error_pct": med(ix, "median_ttft_ms"),
+        "inferencex_nosd_points": len(plain),
+        "inferencex_nosd_median_abs_tpot_error_pct": med(plain, "tpot_ms"),
+        "inferencex_nosd_median_abs_throughput_error_pct": med(plain, "tput_per_gpu"),
+        "inferencex_mtp_median_abs_tpot_error_pct": med(
+            [r for r in ix if r["sd"] == "mtp"], "tpot_ms"
+        ),
         "history_pairs": len(history),
         "history_mtp_tpot_ratio_median_abs_error_pct": _abs_median(
             [p["tpot_ratio_error_pct"] for p in history]

@@ -195,3 +195,24 @@ def test_report_section_reads_the_committed_scored_run(tmp_path: Path) -> None:
     assert list(images) == ["public_gpu_curves_h200.png"]
     page = public_gpu_html(section, images, lambda h, r: f"{h}{r}", lambda n, d: n)
     assert 'id="public-gpu"' in page and "12.5 %" in page and "public_gpu_curves_h200.png" in page
+
+
+def test_committed_scored_run_is_what_the_code_predicts() -> None:
+    """Two cheap points replayed now give the committed predictions (the scored run in
+    evidence/public-gpu/scored is regenerated with the code, not edited)."""
+    import csv
+
+    from qualification.public_gpu import run
+
+    wanted = {
+        "ix-latest-15/b200/trt/fp8/none/tp8-ep1/1024-1024/c4",
+        "spec/mtp/HumanEval/c1",
+    }
+    report = run(EVIDENCE, select=lambda point: point["id"] in wanted)
+    text = (EVIDENCE / "scored" / "public_gpu_rows.csv").read_text().splitlines()
+    committed = {row["id"]: row for row in csv.DictReader(text) if row["id"] in wanted}
+    assert len(report["rows"]) == 2 and set(committed) == wanted
+    for row in report["rows"]:
+        for metric in ("median_ttft_ms", "mean_tpot_ms"):
+            stored = float(committed[row["id"]][f"{metric}_predicted"])
+            assert row["predicted"][metric] == pytest.approx(stored, rel=1e-5)
