@@ -14,13 +14,16 @@ from typing import Any, Final
 from aisim.catalogue._specs import ModelSpec
 from aisim.errors import ConfigError
 from aisim.speculation._acceptance import AcceptanceProfile
+from aisim.speculation._schemes import MAX_DRAFT_TOKENS
 
 # One encoder, built once: ``json.dumps`` with non-default options builds a new one per call.
 _COMPACT_JSON: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
 
-#: Replay simulates chains of this many draft tokens (docs/design.md#replay).
+#: Replay simulates chains of this many draft tokens (docs/design.md#replay): every chain a
+#: block can name (``MAX_DRAFT_TOKENS``). Nothing in replay is sized by the depth beyond
+#: per-depth lists (acceptance thresholds, the accepted-length histogram).
 REPLAY_MIN_DEPTH: Final = 1
-REPLAY_MAX_DEPTH: Final = 5
+REPLAY_MAX_DEPTH: Final = MAX_DRAFT_TOKENS
 
 
 class ResolvedSpeculation:
@@ -218,7 +221,8 @@ class ResolvedSpeculation:
 
     @property
     def replay_depth(self) -> int:
-        """Draft tokens per round for replay: chains of 1..5 only, else ``ConfigError``."""
+        """Draft tokens per round for replay: chains only (of 1..64 drafts), else
+        ``ConfigError``."""
         where = f"{self._path}: kind {self._kind}"
         if self._kind == "none":
             raise ConfigError(f"{where}: speculation is disabled; there is no replay depth")

@@ -223,7 +223,7 @@ def _rows() -> list[Row]:
     deep = {"kind": "mtp", "params": {"depth": 6}, "acceptance_rate": 0.5}
     rows += [
         ("error/tree-in-replay", {"config": _fixed(one, tree)}),
-        ("error/depth-6-in-replay", {"config": _fixed(one, deep)}),
+        ("fixed/vllm/mtp-depth-6", {"config": _fixed(one, deep)}),
         ("error/ngram-on-sglang", {"config": _config("sglang", "ngram3")}),
         ("error/dflash-on-sglang", {"config": _config("sglang", "dflash-4")}),
         ("error/request-never-fits", {"config": _config("vllm", blocks=8)}),
@@ -279,6 +279,14 @@ def _engine_mode_rows() -> list[Row]:
         "seed": 23,
     }
     simulated = {"kind": "mtp", "params": {"depth": 3}, "simulate_acc_len": 2.5, "seed": 29}
+    # SGLang's default adaptive config (candidates up to 7 steps), the block at depth 7.
+    default_adaptive = {
+        "kind": "mtp",
+        "params": {"depth": 7},
+        "acceptance_rates": [0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2],
+        "speculative_adaptive": True,
+        "seed": 41,
+    }
     medusa = {
         "kind": "medusa",
         "draft_config": {
@@ -312,6 +320,7 @@ def _engine_mode_rows() -> list[Row]:
         ("fixed/vllm/synthetic-length", {"config": _fixed(load, synthetic)}),
         ("fixed/sglang/simulated-length", {"config": _fixed(load, simulated, "sglang")}),
         ("fixed/vllm/medusa-3", {"config": _fixed(load, medusa)}),
+        ("fixed/sglang/adaptive-default-7", {"config": _fixed(load, default_adaptive, "sglang")}),
         (
             "vllm/aggregated/draft_model-5-parallel",
             {

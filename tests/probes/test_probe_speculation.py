@@ -3,7 +3,7 @@
 Guarantees: any YAML/JSON structure is resolved or rejected with an aisim error; every accepted
 field is visible in the resolved config; acceptance and seed never enter the cost identity; legacy
 ``nextn`` equals canonical mtp; chain geometry (w = d + 1, max accepted = w - 1); replay depth
-exists exactly for chains of 1..5; resolution is deterministic."""
+exists for every chain (1..64); resolution is deterministic."""
 
 from __future__ import annotations
 
@@ -135,11 +135,8 @@ def test_probe_chain_geometry_and_replay_depth(block: dict[str, Any]) -> None:
     depth = resolved.num_draft_tokens
     assert resolved.verify_width == depth + 1
     assert resolved.max_accepted_draft_tokens == resolved.verify_width - 1
-    if 1 <= depth <= 5:
-        assert resolved.replay_depth == depth
-    else:
-        with pytest.raises(AisimError, match="1..5 draft tokens"):
-            _ = resolved.replay_depth
+    assert 1 <= depth <= 64
+    assert resolved.replay_depth == depth
 
 
 @given(speculation_blocks())

@@ -102,14 +102,6 @@ CASES = [
     pytest.param(
         (
             "engine.speculation",
-            {"kind": "mtp", "params": {"depth": 6}, "expected_accepted_tokens": 1},
-        ),
-        r"engine\.speculation: kind mtp: replay supports 1\.\.5 draft tokens per round, got 6",
-        id="depth-6",
-    ),
-    pytest.param(
-        (
-            "engine.speculation",
             {
                 "kind": "eagle3",
                 "params": {"tree_shape": [2, 1]},

@@ -442,3 +442,21 @@ def test_sglang_simulated_acceptance_is_one_length_per_verify_batch() -> None:
     del vllm_like["simulate_acc_len"]
     other, _ = build_plan(_config([400] * 8, vllm_like, "sglang"), None)
     assert not other.workers[0].speculation.batch_acceptance
+
+
+def test_sglang_default_adaptive_config_replays_its_seven_steps() -> None:
+    # SGLang's DEFAULT_ADAPTIVE_CONFIG: tier 1 candidates [1, 3, 5, 7], EMA alpha 0.2, warm-up
+    # 10 batches, update every 5, down hysteresis -0.25; the block's depth 7 is the start.
+    speculation = {
+        "kind": "mtp",
+        "params": {"depth": 7},
+        "acceptance_rates": [0.0] * 7,
+        "speculative_adaptive": True,
+    }
+    history = _drive(_config([40], speculation, "sglang"), {0: [0]}, 80)
+    widths = [widths[0] for _, widths in history if widths]
+    # No draft is ever accepted: the EMA falls from 6 to 6 x 0.8**15 = 0.211 by batch 15, the
+    # first recompute (15 - 10 = 5); 0.211 <= 4.25, 2.25 and 0.25 (previous 1: 1 - 0.5 - 0.25),
+    # so it steps down to 1. One token per round: 15 rounds of width 8, 23 of width 2, then
+    # the last clamped to the 1 token left.
+    assert widths == [8] * 15 + [2] * 23 + [1]
