@@ -54,6 +54,7 @@ def classify(
     nonsense: bool = False,
     judged: bool = False,
     flagged: str = "",
+    nonsense_text: str = "",
 ) -> Outcome:
     """Judge one worker reply against the contract (pure; unit-tested with made-up replies).
     ``nonsense``: the case is invalid by construction; ``judged``: exit 1 is an answer;
@@ -66,7 +67,7 @@ def classify(
     if code == 0 and flagged and flagged in reply["out"]:
         return Outcome(REJECT, code=0, err=err, detail=reply["out"].strip()[-200:])
     if code == 0 or (judged and code == 1 and not err):
-        if nonsense:
+        if nonsense or (nonsense_text and nonsense_text in reply["out"]):
             return Outcome(NONSENSE, "invalid case accepted", code, err, reply["out"][:200])
         return Outcome(ACCEPT, code=code)
     if code != 2:
@@ -172,7 +173,12 @@ class Executor:
         shutil.rmtree(folder, ignore_errors=True)
         seed = SEEDS_BY_NAME[case.seed]
         return classify(
-            reply, written, nonsense=case.nonsense, judged=seed.judged, flagged=seed.flagged
+            reply,
+            written,
+            nonsense=case.nonsense,
+            judged=seed.judged,
+            flagged=seed.flagged,
+            nonsense_text=seed.nonsense_text,
         )
 
     def _materialise(self, case: Case) -> Path:

@@ -427,6 +427,31 @@ def _stays_inside(text: str) -> bool:
     return "\x00" not in text and not text.startswith(("/", "~")) and ".." not in text
 
 
+#: Paths the campaign puts where a command reads or writes a file: the FIFO and the folder every
+#: case folder holds, paths under an input file, and a file inside the folder.
+SPECIAL_PATHS = (
+    "fifo.yaml",
+    "adir",
+    "adir/out",
+    "trace.csv/out",
+    "sweep.yaml/out",
+    "replay.yaml/x.json",
+    "spec.yaml/x",
+)
+
+
+def _is_path_argument(argv: list[Any], index: int) -> bool:
+    """Whether ``argv[index]`` names a file: a value after ``--out`` or a file-taking flag, or
+    a positional that names one of the seed's files or its output (``{out}``)."""
+    text = str(argv[index])
+    previous = str(argv[index - 1])
+    if previous in ("--out", "--scenarios", "--speculation", "--draft-config", "--hardware"):
+        return True
+    if previous in ("--model", "--coefficients", "--table", "--rounds", "--plan"):
+        return True
+    return not text.startswith("-") and ("." in text or "{out}" in text or text == "ds")
+
+
 _argv_values = st.one_of(
     st.sampled_from(
         [
@@ -452,7 +477,14 @@ def cases(draw: st.DrawFn, max_mutations: int = 3) -> Case:
     binary = {file.name for file in seed.files if file.fmt == BYTES}
     for _ in range(draw(st.integers(1, max_mutations))):
         target = draw(st.sampled_from(targets))
-        if target == ARGV:
+        if target == ARGV and draw(st.integers(0, 4)) == 0:
+            # A path argument (an input or --out) swapped for a FIFO, a folder, a path under a
+            # file or in a folder: the classes where outputs and inputs broke (issue 28).
+            paths = [i for i, arg in enumerate(argv) if i > 0 and _is_path_argument(argv, i)]
+            position = paths[draw(st.integers(0, len(paths) - 1))] if paths else 1
+            mutation = Mutation(ARGV, (position,), "set", draw(st.sampled_from(SPECIAL_PATHS)))
+            argv = _mutate_argv(argv, mutation)
+        elif target == ARGV:
             op = draw(st.sampled_from(("set", "delete", "add_key", "duplicate")))
             position = draw(st.integers(1, max(1, len(argv))))
             mutation = Mutation(ARGV, (position,), op, draw(_argv_values))

@@ -59,6 +59,8 @@ class Seed:
     #: The case's time bound is the profile's times this: a sweep draws two plots (about 1
     #: CPU-s, several s of wall time on a loaded machine) besides its points.
     slow: float = 1.0
+    #: Text on stdout by which an exit 0 is accepted nonsense (a sweep that ran no point).
+    nonsense_text: str = ""
 
     @property
     def campaign(self) -> str:
@@ -531,6 +533,7 @@ MORE_SEEDS: tuple[Seed, ...] = (
         ("sweep", "sweep.yaml", "--out", "{out}", "--workers", "1", "--no-progress"),
         (SeedFile("sweep.yaml", YAML, _SWEEP), _CSV_TRACE),
         slow=3.0,
+        nonsense_text=" points, 0 ran,",
     ),
     Seed("schema-replay", ("schema", "replay")),
     Seed("schema-plan", ("schema", "plan")),
