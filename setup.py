@@ -30,11 +30,13 @@ COMPILED_EXTRA: list[str] = [
 NOT_COMPILED: list[str] = [
     # fpm: the API edge (user values -> typed values, with the aisim._fields readers).
     "aisim/fpm/_inputs.py",
+    "aisim/fpm/_coerce.py",
     "aisim/fpm/_table_files.py",
     "aisim/fpm/_engine_step_files.py",
     "aisim/fpm/_recorded_rounds.py",
     "aisim/fpm/_vector.py",
     # speculation: engine metrics files (prometheus_client, scipy, file I/O).
+    "aisim/speculation/_engine_measure.py",
     "aisim/speculation/_engine_metrics.py",
     "aisim/speculation/_engine_series.py",
     "aisim/speculation/_engine_sglang.py",

@@ -27,6 +27,7 @@ __all__ = [
     "describe",
     "integer_text",
     "join_path",
+    "check_tree",
     "range_text",
     "reject_unknown",
 ]
@@ -47,6 +48,39 @@ def as_mapping(value: object, path: str) -> dict[str, Any]:
             )
         result[key] = item
     return result
+
+
+def check_tree(value: object, path: str) -> None:
+    """The one rule every config value keeps, also inside fields the edge passes on untyped
+    (a sweep's ``base``, a draft's ``config.json``, inline requests): every mapping key is a
+    string and every float is finite. The first offence is a ``ConfigError`` naming its field
+    path; containers met twice (a mapping that holds itself) are walked once."""
+    stack: list[tuple[object, str]] = [(value, path)]
+    seen: set[int] = set()
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                raise ConfigError(
+                    f"{where or '<root>'}: expected a finite number, got {describe(item)}"
+                )
+        elif isinstance(item, Mapping):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            children: list[tuple[object, str]] = []
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    raise ConfigError(
+                        f"{where or '<root>'}: mapping keys must be strings, got key {describe(key)}"
+                    )
+                children.append((child, join_path(where, key)))
+            stack.extend(reversed(children))
+        elif isinstance(item, (list, tuple)):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            stack.extend(reversed([(child, f"{where}[{i}]") for i, child in enumerate(item)]))
 
 
 def reject_unknown(mapping: Mapping[str, Any], allowed: tuple[str, ...], path: str) -> None:

@@ -21,14 +21,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from aisim._input_limits import MAX_EXPANDED_NODES as MAX_EXPANDED_NODES  # re-exported
+from aisim._input_limits import MAX_NESTING_DEPTH
 from aisim.errors import ConfigError, DataIntegrityError
 
-#: Deepest nesting of mappings and lists accepted in any YAML/JSON input. Real configs nest about
-#: 8 levels (``engine.workers.decode.kv_cache.capacity.blocks``); HF config.json files about 4.
-MAX_NESTING_DEPTH: Final = 64
-#: Most nodes a YAML document may expand to with every alias counted at each use (a few aliases
-#: of aliases would otherwise grow exponentially when a consumer walks the value).
-MAX_EXPANDED_NODES: Final = 1_000_000
 #: Longest file name (one path component) in bytes, as on Linux and macOS (NAME_MAX).
 MAX_FILE_NAME_BYTES: Final = 255
 #: Longest path accepted, in characters (below every platform's PATH_MAX).

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from aisim._io import MAX_EXPANDED_NODES, MAX_NESTING_DEPTH
+from aisim._input_limits import MAX_EXPANDED_NODES, MAX_NESTING_DEPTH
 from aisim.errors import ConfigError
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"

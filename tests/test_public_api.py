@@ -43,6 +43,7 @@ def test_every_public_package_is_documented() -> None:
         "aisim.fpm",
         "aisim.replay",
         "aisim.sweep",
+        "aisim.traffic",
         "aisim.catalogue",
         "aisim.cli",
     }

@@ -6,7 +6,15 @@ A user's own ``config.json`` or GPU file, or a mapping, is read at the config ed
 
 from __future__ import annotations
 
+from aisim.catalogue._costs import COST_SOURCES, IDEAL_TERMS, MEASURED_TERMS, CostSource, CostTerms
 from aisim.catalogue._data import GPUS, MODELS
+from aisim.catalogue._deployment import (
+    CHECKPOINT,
+    KV_PRECISIONS,
+    WEIGHT_PRECISIONS,
+    Deployment,
+    alltoall_bytes_per_rank,
+)
 from aisim.catalogue._specs import (
     DTYPE_BYTES,
     LLAMA_LIKE_MODEL_TYPES,
@@ -52,6 +60,11 @@ def builtin_gpu(name: str) -> GpuSpec | None:
 
 
 __all__ = [
+    "COST_SOURCES",
+    "IDEAL_TERMS",
+    "MEASURED_TERMS",
+    "CostSource",
+    "CostTerms",
     "DTYPE_BYTES",
     "LLAMA_LIKE_MODEL_TYPES",
     "MAX_GEOMETRY",
@@ -62,4 +75,9 @@ __all__ = [
     "builtin_model",
     "gpu_names",
     "model_names",
+    "CHECKPOINT",
+    "Deployment",
+    "alltoall_bytes_per_rank",
+    "KV_PRECISIONS",
+    "WEIGHT_PRECISIONS",
 ]

@@ -15,7 +15,7 @@ CONFIDENCE = 0.95
 def register_action(actions: Any) -> None:
     """Add the ``acceptance`` action under ``aisim speculation``."""
     from aisim.cli._args import integer
-    from aisim.speculation._engine_metrics import FORMATS
+    from aisim.speculation import ENGINE_METRICS_FORMATS as FORMATS
 
     parser = actions.add_parser(
         "acceptance",
@@ -58,8 +58,7 @@ def register_action(actions: Any) -> None:
 def acceptance_command(args: argparse.Namespace) -> int:
     """Handler of ``aisim speculation acceptance``; user errors raise ``ConfigError``."""
     from aisim._fields import as_int
-    from aisim.speculation._acceptance import MAX_ACCEPTANCE_DEPTH
-    from aisim.speculation._engine_metrics import measure_engine_acceptance
+    from aisim.speculation import MAX_ACCEPTANCE_DEPTH, measure_engine_acceptance
 
     labels: dict[str, str] = {}
     for item in args.label:

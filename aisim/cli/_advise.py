@@ -23,7 +23,7 @@ OUTPUTS = ("advice.json", "advice.md", "advice.html", "gain_vs_load.png")
 
 def register(commands: Any) -> None:
     """Add the ``advise`` subcommand."""
-    from aisim.uncertainty._cli import add_interval_arguments
+    from aisim.cli._intervals import add_interval_arguments
 
     parser = commands.add_parser(
         "advise",
@@ -118,11 +118,17 @@ def _loads(text: str) -> list[float]:
 def build_question(args: argparse.Namespace) -> Any:
     """The checked question of ``aisim advise``'s flags."""
     from aisim._io import load_config_file
-    from aisim.config._replay import build_plan
-    from aisim.uncertainty._advise import DEFAULT_SLOS, Question, parse_acceptance, variants
-    from aisim.uncertainty._cli import parse_slos
-    from aisim.uncertainty._intervals import check_replicas, check_seed
-    from aisim.uncertainty._sources import Sources
+    from aisim.cli._intervals import parse_slos
+    from aisim.config import build_plan
+    from aisim.uncertainty import (
+        DEFAULT_SLOS,
+        Question,
+        Sources,
+        check_replicas,
+        check_seed,
+        parse_acceptance,
+        variants,
+    )
 
     check_replicas(args.replicas, "--replicas")
     check_seed(args.seed)
@@ -264,7 +270,7 @@ def advise_command(args: argparse.Namespace) -> int:
         canonical_json,
         check_output_dir,
     )
-    from aisim.uncertainty._advise import advise
+    from aisim.uncertainty import advise
 
     out = check_output_dir(args.out, args.overwrite, "--out", tuple(OUTPUTS))
     paths = {name: out / name for name in OUTPUTS}
@@ -365,7 +371,7 @@ def to_markdown(answer: dict[str, Any]) -> str:
     lines += ["", f"Loads in {answer['load_unit']}. SLOs: {answer['slos']}.", ""]
     lines.append("## What the intervals include")
     lines.append("")
-    from aisim.uncertainty._cli import describe_included
+    from aisim.cli._intervals import describe_included
 
     lines.extend(f"- {line}" for line in describe_included(answer["sources"]))
     lines.append(

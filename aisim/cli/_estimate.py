@@ -119,8 +119,8 @@ def estimate_command(args: argparse.Namespace) -> int:
     """Handler of ``aisim estimate``; user errors raise ``AisimError`` subclasses."""
     from aisim._fields import as_int
     from aisim.config import best_available
-    from aisim.config._replay_limits import MAX_REQUESTS, MAX_TOKENS
     from aisim.fpm import ForwardPassMetrics
+    from aisim.traffic import MAX_REQUESTS, MAX_TOKENS
 
     # The replay's limits (docs/replay.md "Limits"): a batch no engine serves is not a query.
     as_int(args.batch, "--batch", 0, MAX_REQUESTS)
@@ -171,7 +171,7 @@ def estimate_command(args: argparse.Namespace) -> int:
     }
     interval = None
     if args.intervals:
-        from aisim.uncertainty._estimate import estimate_interval
+        from aisim.uncertainty import estimate_interval
 
         interval = estimate_interval(model, metrics, float(result.latency_ms), args.draft_length)
         payload["interval"] = interval
@@ -182,7 +182,7 @@ def estimate_command(args: argparse.Namespace) -> int:
         return 0
     sys.stdout.write(render_text(payload))
     if interval is not None:
-        from aisim.uncertainty._estimate import render_interval
+        from aisim.uncertainty import render_interval
 
         sys.stdout.write(render_interval(interval))
     return 0
@@ -197,7 +197,7 @@ def capacity_note(args: argparse.Namespace, kv_tokens: int) -> str | None:
     given (it is what such a pass would cost), but no engine could hold this batch (a replay
     refuses or preempts it). None when they fit, or without ``--hardware``."""
     from aisim.config import get_gpu, get_model
-    from aisim.config._replay_capacity import kv_bytes_per_token_per_gpu
+    from aisim.replay import kv_bytes_per_token_per_gpu
 
     if args.hardware is None:
         return None

@@ -15,8 +15,8 @@ from typing import Any
 
 from aisim._io import atomic_write_text, canonical_json, check_output_dir, check_path_text
 from aisim.cli._args import integer
+from aisim.cli._intervals import add_interval_arguments, prepare_intervals, write_intervals
 from aisim.errors import SimulationError
-from aisim.uncertainty._cli import add_interval_arguments, prepare_intervals, write_intervals
 
 #: Progress is reported every this many simulation events.
 PROGRESS_EVERY_EVENTS = 20_000
@@ -109,7 +109,7 @@ def write_replay(
     folder this call created, so no partial output is left. Returns the summary and the paths
     written (summary first)."""
     from aisim.config import run_replay
-    from aisim.replay._parquet import RequestsParquet, TokensParquet
+    from aisim.replay import RequestsParquet, TokensParquet
 
     created = not out.exists()
     requests_stream = RequestsParquet(out / "requests.parquet")
@@ -149,7 +149,7 @@ def step_table_model(config: str, step_table: Path) -> object:
     ``aisim.fpm._engine_step_files.load_step_table_model``."""
     from aisim._io import load_config_file
     from aisim.config import resolve_speculation
-    from aisim.fpm._engine_step_files import load_step_table_model
+    from aisim.fpm import load_step_table_model
 
     mapping = load_config_file(config, "config")
     engine = mapping.get("engine") if isinstance(mapping, dict) else None

@@ -9,7 +9,7 @@ from typing import Any
 
 def register(commands: Any) -> None:
     """Add the ``schema`` subcommand."""
-    from aisim.config._schemas import SCHEMA_KINDS
+    from aisim.config import SCHEMA_KINDS
 
     parser = commands.add_parser(
         "schema",
@@ -25,7 +25,7 @@ def register(commands: Any) -> None:
 
 def schema_command(args: argparse.Namespace) -> int:
     """Handler of ``aisim schema``: canonical JSON (sorted keys) on stdout."""
-    from aisim.config._schemas import json_schema
+    from aisim.config import json_schema
 
     print(json.dumps(json_schema(args.kind), sort_keys=True, indent=2))
     return 0

@@ -56,7 +56,7 @@ def register(commands: Any) -> None:
 
 def profiles_command(args: argparse.Namespace) -> int:
     """Handler of ``aisim speculation profiles``."""
-    from aisim.speculation._profiles import PROFILES
+    from aisim.speculation import PROFILES
 
     wanted = args.name or ""
     entries = [entry for entry in PROFILES if wanted in entry["name"]]

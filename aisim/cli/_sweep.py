@@ -98,9 +98,15 @@ def _positive(text: str) -> int:
 
 
 def sweep_command(args: argparse.Namespace) -> int:
-    from aisim.sweep import merge, run, summarize, write_plots
-    from aisim.sweep._merge import render_merged, summarize_merged
-    from aisim.sweep._report import render_text
+    from aisim.sweep import (
+        merge,
+        render_merged,
+        render_text,
+        run,
+        summarize,
+        summarize_merged,
+        write_plots,
+    )
 
     check_path_text(args.sweep, "SWEEP")
     # The sweep replaces its own outputs (it resumes), so only their kind and place are checked.
@@ -110,13 +116,12 @@ def sweep_command(args: argparse.Namespace) -> int:
     if args.address is not None and args.backend != "ray":
         raise ConfigError("--address: only with --backend ray")
     if args.merge_over is not None:
-        from aisim.config._sweep import check_merge_over, load_sweep
+        from aisim.config import check_merge_over, load_sweep
 
         # Before any point runs, and under the option's own name.
         check_merge_over(args.merge_over, load_sweep(args.sweep).axis_paths, "--merge-over")
     if args.intervals is not None:
-        from aisim.uncertainty import Sources, check_replicas
-        from aisim.uncertainty._intervals import check_seed
+        from aisim.uncertainty import Sources, check_replicas, check_seed
 
         check_replicas(args.intervals)
         check_seed(args.interval_seed)
@@ -134,8 +139,7 @@ def sweep_command(args: argparse.Namespace) -> int:
             merge_over=args.merge_over,
         )
     if args.intervals is not None:
-        from aisim.uncertainty import Sources
-        from aisim.uncertainty._sweep import add_sweep_intervals
+        from aisim.uncertainty import Sources, add_sweep_intervals
 
         frame = add_sweep_intervals(
             frame,

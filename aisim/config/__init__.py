@@ -12,10 +12,12 @@ from aisim.config._acceptance import acceptance_profile
 from aisim.config._catalogue import HardwareFile, ModelFile, get_gpu, get_model
 from aisim.config._edge import Choice, EdgeModel, Integer, Number, check, validate
 from aisim.config._estimator import EstimatorConfig, best_available
-from aisim.config._run_replay import run_replay
+from aisim.config._replay import build_plan
+from aisim.config._run_replay import run_replay, with_forward_pass_model
 from aisim.config._schemas import SCHEMA_KINDS, json_schema, register_schema
 from aisim.config._speculation import resolve_speculation
 from aisim.config._speculation_models import SpeculationConfig
+from aisim.config._sweep import SweepPlan, apply_axes, check_merge_over, load_sweep
 
 __all__ = [
     "SCHEMA_KINDS",
@@ -27,14 +29,20 @@ __all__ = [
     "Integer",
     "Number",
     "SpeculationConfig",
+    "SweepPlan",
     "acceptance_profile",
+    "apply_axes",
     "best_available",
     "check",
+    "check_merge_over",
     "get_gpu",
     "get_model",
     "json_schema",
+    "load_sweep",
     "register_schema",
     "resolve_speculation",
     "run_replay",
     "validate",
+    "build_plan",
+    "with_forward_pass_model",
 ]

@@ -18,11 +18,13 @@ from aisim._fields import describe
 from aisim.config._edge import BeforeCheck, Number, check, edge_error, integer, number
 from aisim.config._speculation_models import AcceptanceFromConfig, SpeculationConfig
 from aisim.errors import ConfigError
-from aisim.speculation import AcceptanceProfile
-from aisim.speculation._acceptance import MAX_ACCEPTANCE_DEPTH
-from aisim.speculation._schemes import ACCEPTANCE_KEYS, SchemeGeometry, SchemeSpec
-from aisim.speculation._synthetic import (
+from aisim.speculation import (
+    ACCEPTANCE_KEYS,
+    MAX_ACCEPTANCE_DEPTH,
     SIMULATE_MATCH_EXPECTED,
+    AcceptanceProfile,
+    SchemeGeometry,
+    SchemeSpec,
     sglang_simulated_profile,
     vllm_synthetic_profile,
 )
@@ -145,7 +147,7 @@ def block_acceptance(
     value = getattr(block, key)
     depth = geometry.max_accepted_draft_tokens
     if key == "acceptance_profile":
-        from aisim.speculation._profiles import profile_acceptance, profile_entry
+        from aisim.speculation import profile_acceptance, profile_entry
 
         entry = profile_entry(value, field)
         profile = profile_acceptance(value, spec.kind, depth, field)
@@ -165,11 +167,11 @@ def block_acceptance(
         profile = sglang_simulated_profile(simulated, method, depth, path)
         return profile, {"format": "sglang-simulated", key: simulated, "method": method}
     if key == "acceptance_trace":
-        from aisim.speculation._traces import trace_acceptance
+        from aisim.speculation import trace_acceptance
 
         return trace_acceptance(value.path, value.format, depth, field, base_dir)
     if isinstance(value, AcceptanceFromConfig):
-        from aisim.speculation._engine_metrics import acceptance_from_file
+        from aisim.speculation import acceptance_from_file
 
         loaded: tuple[AcceptanceProfile, dict[str, Any]] = acceptance_from_file(
             value.path, value.format, value.labels or {}, value.baseline, depth, field, base_dir

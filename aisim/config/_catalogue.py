@@ -34,7 +34,7 @@ from aisim.catalogue import (
     gpu_names,
     model_names,
 )
-from aisim.config._edge import Choice, EdgeModel, Integer, Number, OrNone, validate
+from aisim.config._edge import Choice, EdgeModel, Integer, Number, OrNone, check_input, validate
 from aisim.errors import ConfigError
 
 T = TypeVar("T")
@@ -96,6 +96,9 @@ class ModelFile(EdgeModel):
     v_head_dim: MaybeCount = None
     num_nextn_predict_layers: MaybeCount = None
     max_position_embeddings: MaybeCount = None
+    rms_norm_eps: Annotated[
+        float | None, OrNone(Number(0.0, 1.0)), Field(description="RMSNorm epsilon")
+    ] = None
     name: Annotated[str | None, Field(description="the model's name in results")] = None
 
     def to_spec(self, name: str, path: str) -> ModelSpec:
@@ -192,12 +195,16 @@ def _or(value: T | None, default: T) -> T:
 
 def model_spec(mapping: object, name: str, path: str = "model") -> ModelSpec:
     """A ``ModelSpec`` from a ``config.json`` mapping; one ``ConfigError`` under ``path``."""
-    return validate(ModelFile, mapping, path).to_spec(name, path)
+    spec = validate(ModelFile, mapping, path).to_spec(name, path)
+    check_input(mapping, path)
+    return spec
 
 
 def gpu_spec(mapping: object, name: str, path: str = "hardware") -> GpuSpec:
     """A ``GpuSpec`` from a mapping of the ``gpus.csv`` columns; one ``ConfigError``."""
-    return validate(HardwareFile, mapping, path).to_spec(name, path)
+    spec = validate(HardwareFile, mapping, path).to_spec(name, path)
+    check_input(mapping, path)
+    return spec
 
 
 def _read_text(file: Path, path: str, what: str) -> str:

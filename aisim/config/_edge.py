@@ -40,7 +40,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
-from aisim._fields import FLOAT_INT_LIMIT, describe, integer_text, range_text
+from aisim._fields import FLOAT_INT_LIMIT, check_tree, describe, integer_text, range_text
 from aisim.errors import ConfigError
 
 #: The pydantic error type every aisim check raises; its context carries the finished message.
@@ -317,6 +317,14 @@ def validate(model: type[ModelT], data: object, path: str = "") -> ModelT:
         return model.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(error_message(exc, path)) from None
+
+
+def check_input(data: object, path: str = "") -> None:
+    """The one rule every config kind keeps over its whole input (``aisim._fields.check_tree``:
+    string keys, finite numbers), also inside values the models pass on untyped (a sweep's
+    ``base``, a draft's ``config.json``). Each entry point calls it once its typed checks have
+    passed, so those keep their more specific messages."""
+    check_tree(data, path)
 
 
 _ADAPTERS: dict[object, TypeAdapter[Any]] = {}

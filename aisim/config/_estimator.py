@@ -30,10 +30,16 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, WithJsonSchema
 
 from aisim._io import check_path_text
-from aisim.catalogue import GpuSpec, ModelSpec
-from aisim.catalogue._deployment import CHECKPOINT, KV_PRECISIONS, WEIGHT_PRECISIONS, Deployment
+from aisim.catalogue import (
+    CHECKPOINT,
+    KV_PRECISIONS,
+    WEIGHT_PRECISIONS,
+    Deployment,
+    GpuSpec,
+    ModelSpec,
+)
 from aisim.config._catalogue import get_gpu, get_model
-from aisim.config._edge import Choice, EdgeModel, Integer, OrNone, validate
+from aisim.config._edge import Choice, EdgeModel, Integer, OrNone, check_input, validate
 from aisim.config._speculation import resolve_speculation
 from aisim.errors import ConfigError
 from aisim.fpm import (
@@ -108,17 +114,22 @@ class EstimatorConfig(EdgeModel):
     deployment: DeploymentConfig | None = None
 
 
-def best_available(config: object, path: str = "") -> SelectedModel:
+def best_available(
+    config: object, path: str = "", *, base_dir: str | os.PathLike[str] | None = None
+) -> SelectedModel:
     """The estimator ``config`` selects (see the module docstring); ``ConfigError`` if none.
 
     ``config`` may also be a YAML/JSON file path; its relative table paths are then resolved
-    against the file's folder.
+    against the file's folder. For a mapping they resolve against ``base_dir`` (the folder of
+    the file that holds the mapping: a replay config's, for its workers' ``timing``), else the
+    working directory. ``model``, ``hardware`` and ``speculation`` may be given resolved
+    (``ModelSpec``, ``GpuSpec``, ``ResolvedSpeculation``): they are taken as they are.
     """
-    base_dir = ""
+    folder = "" if base_dir is None else os.fspath(base_dir)
     if isinstance(config, str):
         from aisim._io import load_config_file
 
-        base_dir = os.path.dirname(config)
+        folder = os.path.dirname(config)
         config = load_config_file(config)
     block = validate(EstimatorConfig, config, path)
     model_spec: ModelSpec | None = None
@@ -147,7 +158,8 @@ def best_available(config: object, path: str = "") -> SelectedModel:
         )
     if resolved is not None and resolved.enabled and model_spec is None:
         raise ConfigError(f"{_join(path, 'model')}: a speculation scheme needs the target model")
-    stp, measured = _load_data(block, path, base_dir)
+    stp, measured = _load_data(block, path, folder)
+    check_input(config, path)
     return select_estimator(
         model_spec,
         gpu,
@@ -194,8 +206,10 @@ def _load_data(
     measured: list[MeasuredRoundModel] = []
     if block.tables is not None:
         for index, file in enumerate(block.tables):
-            check_path_text(file, f"{_join(path, 'tables')}[{index}]")
-            for loaded in load_table_models(os.path.join(base_dir, file) if base_dir else file):
+            field = f"{_join(path, 'tables')}[{index}]"
+            check_path_text(file, field)
+            named = os.path.join(base_dir, file) if base_dir else file
+            for loaded in load_table_models(named, field=field):
                 if isinstance(loaded, MeasuredRoundModel):
                     measured.append(loaded)
                 else:

@@ -14,15 +14,8 @@ from typing import Any, Final
 from aisim._fields import join_path
 from aisim.catalogue import GpuSpec, ModelSpec
 from aisim.config._catalogue import get_gpu, get_model
-from aisim.config._edge import check_mapping_at, choice, number, validate
-from aisim.config._hash_blocks import HashIdCounts, count_hash_ids, mark_private_blocks
-from aisim.config._replay_capacity import (
-    Hardware,
-    check_request_fits,
-    check_requests_fit,
-    kv_cache_plan,
-    transfer_price,
-)
+from aisim.config._edge import check_input, check_mapping_at, choice, number, validate
+from aisim.config._replay_capacity import Hardware, kv_cache_plan, transfer_price
 from aisim.config._replay_models import (
     Engine,
     FixedTiming,
@@ -32,24 +25,27 @@ from aisim.config._replay_models import (
     VllmScheduler,
     Worker,
 )
-from aisim.config._replay_traffic import TrafficStream, build_traffic
+from aisim.config._traffic import build_traffic
 from aisim.errors import ConfigError
-from aisim.replay._plan import (
+from aisim.replay import (
     ROLE_AGGREGATED,
     ROLE_DECODE,
     ROLE_PREFILL,
     SCHEDULER_SGLANG,
     SCHEDULER_VLLM,
+    PassPricer,
     ReplayPlan,
     RequestSpec,
     RequestStream,
     SchedulerPlan,
     SpeculationPlan,
     WorkerPlan,
+    check_request_fits,
+    check_requests_fit,
     lookahead_tokens_for,
     no_speculation,
 )
-from aisim.replay._pricing import PassPricer
+from aisim.traffic import HashIdCounts, TrafficStream, count_hash_ids, mark_private_blocks
 
 TIMING_TYPES: Final = ("fixed", "estimator")
 
@@ -128,6 +124,7 @@ def build_plan(config: object, base_dir: Path | None = None) -> tuple[ReplayPlan
         "workers": described,
         "kv_transfer_ms_per_token": transfer_ms_per_token if len(workers) == 2 else None,
     }
+    check_input(config)
     return plan, description
 
 
@@ -349,17 +346,22 @@ def _timing(
     from aisim import fpm
 
     config = {key: value for key, value in block.items() if key != "type"}
+    # The engine's model, GPU and the worker's scheme, as the edge resolved them: handed on
+    # resolved, never looked up or resolved again.
     engine = context.raw
-    for key in ("model", "hardware", "backend"):
-        if key not in config and engine.get(key) is not None:
-            config[key] = engine[key]
+    if "model" not in config and context.model is not None:
+        config["model"] = context.model
+    if "hardware" not in config and context.gpu is not None:
+        config["hardware"] = context.gpu
+    if "backend" not in config and engine.get("backend") is not None:
+        config["backend"] = engine["backend"]
     config.setdefault("tensor_parallel", tensor)
     config.setdefault("role", role)
     if speculation.enabled and "speculation" not in config:
-        config["speculation"] = _speculation_mapping(resolved)
+        config["speculation"] = resolved
     from aisim.config._estimator import best_available
 
-    model = best_available(config, timing_path)
+    model = best_available(config, timing_path, base_dir=context.base_dir)
     if speculation.enabled and not (
         model.prices_speculation_natively or model.supports_draft_length
     ):
@@ -385,13 +387,15 @@ def _timing(
         )
     plain = None
     if speculation.undrafted_rounds > 0 and model.prices_speculation_natively:
-        plain = _plain_decode_model(config, model.name, timing_path)
+        plain = _plain_decode_model(config, model.name, timing_path, context.base_dir)
     return PassPricer.from_model(
         model, fpm.ForwardPassMetrics, bool(model.prices_speculation_natively), plain_model=plain
     )
 
 
-def _plain_decode_model(config: dict[str, Any], name: str, timing_path: str) -> Any:
+def _plain_decode_model(
+    config: dict[str, Any], name: str, timing_path: str, base_dir: Path | None
+) -> Any:
     """The estimator of ``config`` without speculation: it prices the passes whose decode
     requests all drafted nothing (``speculation.undrafted_rounds``) when the configured one
     prices only whole SD rounds."""
@@ -399,23 +403,13 @@ def _plain_decode_model(config: dict[str, Any], name: str, timing_path: str) -> 
 
     plain_config = {key: value for key, value in config.items() if key != "speculation"}
     try:
-        return best_available(plain_config, timing_path)
+        return best_available(plain_config, timing_path, base_dir=base_dir)
     except ConfigError as exc:
         raise ConfigError(
             f"{timing_path}: speculation.undrafted_rounds: the {name!r} estimator prices only "
             f"whole SD rounds, and no plain decode estimator is available for the rounds that "
             f"draft nothing: {exc}"
         ) from None
-
-
-def _speculation_mapping(resolved: Any) -> dict[str, Any]:
-    """The canonical block of a resolved scheme, as the estimator config expects it."""
-    mapping: dict[str, Any] = {"kind": resolved.kind, "params": dict(resolved.params)}
-    if resolved.draft_model_path is not None:
-        mapping["draft_model_path"] = resolved.draft_model_path
-    if resolved.draft_config is not None:
-        mapping["draft_config"] = resolved.draft_config
-    return mapping
 
 
 def _simulation(raw: object) -> tuple[float, bool]:

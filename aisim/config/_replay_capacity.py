@@ -1,5 +1,7 @@
-"""Replay config edge, part two: KV capacity per rank, the feasibility check of every request
-against every pool, and the P/D KV transfer price (docs/design.md#replay: capacity and disaggregation)."""
+"""Replay config edge, part two: the ``kv_cache`` and ``kv_transfer`` blocks validated into a KV
+plan per rank and the P/D KV transfer price (docs/design.md#replay: capacity and disaggregation).
+The sizing arithmetic and the feasibility check of every request against every pool live with the
+pool they size (``aisim/replay/_kv_sizing.py``)."""
 
 from __future__ import annotations
 
@@ -10,13 +12,14 @@ from aisim.catalogue import GpuSpec, ModelSpec
 from aisim.config._edge import check_mapping_at, choice, validate
 from aisim.config._replay_models import DefaultCapacity, FixedCapacity, KvCache, KvTransfer
 from aisim.errors import ConfigError
-from aisim.replay._plan import (
-    ROLE_PREFILL,
+from aisim.replay import (
     SCHEDULER_VLLM,
     KvPlan,
-    RequestSpec,
     SpeculationPlan,
     WorkerPlan,
+    free_kv_bytes_per_gpu,
+    kv_blocks,
+    kv_bytes_per_token_per_gpu,
 )
 
 CAPACITY_TYPES: Final = ("fixed", "default")
@@ -71,13 +74,12 @@ def kv_cache_plan(
             f"capacity {{type: fixed, blocks: N}} (reserve the draft weights and draft KV yourself); "
             f"type default is allowed only without speculation or with ngram"
         )
-    fraction = default.memory_fraction
-    reserve_gib = default.activation_reserve_gib
     model = context.need_model(f"{capacity_path} type default")
     gpu = context.need_gpu(f"{capacity_path} type default")
-    free_bytes = gpu.hbm_capacity_bytes * fraction - model.weight_bytes / tensor - reserve_gib * GIB
-    per_block = kv_bytes_per_token_per_gpu(model, tensor) * block_size
-    blocks = int(free_bytes // per_block) if free_bytes > 0 else 0
+    free_bytes = free_kv_bytes_per_gpu(
+        model, gpu, tensor, default.memory_fraction, default.activation_reserve_gib
+    )
+    blocks = kv_blocks(model, tensor, free_bytes, block_size)
     if blocks < 1:
         raise ConfigError(
             f"{capacity_path}: {model.name} on {gpu.name} with tensor {tensor} leaves no KV memory "
@@ -85,54 +87,6 @@ def kv_cache_plan(
             "or a fixed capacity"
         )
     return KvPlan(blocks, block_size, unit, caching)
-
-
-def kv_bytes_per_token_per_gpu(model: ModelSpec, tensor: int) -> float:
-    """KV bytes one token occupies on one GPU of a TP group: KV heads are split across the group
-    (replicated when there are fewer heads than GPUs); MLA's latent KV is replicated."""
-    if model.uses_mla:
-        return float(model.kv_bytes_per_token)
-    heads_per_gpu = -(-model.num_kv_heads // tensor)
-    return model.kv_bytes_per_token * heads_per_gpu / model.num_kv_heads
-
-
-def check_requests_fit(worker: WorkerPlan, requests: list[RequestSpec]) -> None:
-    """A request that can never fit the pool (or, without chunked prefill, the token budget)
-    is an error before the first event."""
-    for request in requests:
-        check_request_fits(worker, request)
-
-
-def check_request_fits(worker: WorkerPlan, request: RequestSpec) -> None:
-    """``check_requests_fit`` for one request."""
-    kv = worker.kv
-    scheduler = worker.scheduler
-    capacity_tokens = kv.blocks * kv.block_size
-    budget_field = (
-        "max_batched_tokens" if scheduler.kind == SCHEDULER_VLLM else "chunked_prefill_size"
-    )
-    peak = request.prompt_tokens
-    if worker.role != ROLE_PREFILL:
-        peak = request.prompt_tokens + request.output_tokens - 1
-    # The engine reserves its SD lookahead on top of the last round's slots.
-    reserved = peak + worker.speculation.lookahead_tokens
-    pages = -(-reserved // kv.block_size)
-    if pages > kv.blocks:
-        lookahead = worker.speculation.lookahead_tokens
-        lookahead_note = f" + {lookahead} SD lookahead slots" if lookahead else ""
-        raise ConfigError(
-            f"{worker.path}.kv_cache.capacity: request {request.request_id!r} "
-            f"({request.prompt_tokens} prompt + {request.output_tokens} output tokens"
-            f"{lookahead_note}) needs {pages} blocks of {kv.block_size} tokens but the "
-            f"capacity is {kv.blocks} blocks "
-            f"({capacity_tokens} tokens); it can never fit"
-        )
-    if not scheduler.chunked_prefill and peak > scheduler.token_budget:
-        raise ConfigError(
-            f"{worker.path}.scheduler.{budget_field}: request {request.request_id!r} needs "
-            f"{peak} tokens in one prefill (recompute included) but chunked_prefill is false "
-            f"and the budget is {scheduler.token_budget}"
-        )
 
 
 def transfer_price(

@@ -1,21 +1,15 @@
 """The replay config's limits and defaults, in one place (docs/replay.md "Limits"): the
-pydantic models of ``_replay_models`` and the readers that build the plan both use them."""
+pydantic models of ``_replay_models`` and the readers that build the plan both use them. The limits
+of every traffic value (tokens, requests, times) are the trace readers' (``aisim.traffic``)."""
 
 from __future__ import annotations
 
 from typing import Final
 
+from aisim.traffic import MAX_REQUESTS, MAX_TIME_MS, MAX_TOKENS
+
 #: Largest count a config may give (KV blocks, token budgets, sequences).
 MAX_COUNT: Final = 1 << 40
-MAX_TOKENS: Final = 1 << 24
-MAX_REQUESTS: Final = 10_000_000
-#: Largest time any traffic input may give, and the latest any request may arrive once the
-#: load is applied: 2**32 ms (about 49.7 days). At that magnitude float64 still resolves
-#: 2**-20 ms (under a nanosecond), so latencies measured from an arrival (TTFT = first token -
-#: arrival) keep their value instead of rounding away; and a sum over the largest trace
-#: (10**7 < 2**24 requests) stays below 2**56 ms, far from overflow (integer-millisecond values
-#: add exactly while a running sum is below 2**53). See docs/replay.md "Limits".
-MAX_TIME_MS: Final = float(1 << 32)
 #: Largest ``time_scale`` (the scaled arrivals must still be within ``MAX_TIME_MS``).
 MAX_TIME_SCALE: Final = float(1 << 20)
 #: Poisson/constant rates, requests per second: at most one request per ~11.6 days and a
@@ -36,3 +30,21 @@ MAX_KV_BYTES_PER_TOKEN: Final = 1 << 40
 MAX_BLOCK_TOKENS: Final = 1 << 20
 #: Largest tensor-parallel group and number of attention-data-parallel ranks.
 MAX_PARALLEL: Final = 1024
+
+__all__ = [
+    "DEFAULT_ACTIVATION_RESERVE_GIB",
+    "DEFAULT_MEMORY_FRACTION",
+    "MAX_BANDWIDTH_BYTES_PER_S",
+    "MAX_BLOCK_TOKENS",
+    "MAX_COUNT",
+    "MAX_KV_BYTES_PER_TOKEN",
+    "MAX_PARALLEL",
+    "MAX_RATE_RPS",
+    "MAX_REQUESTS",
+    "MAX_SEED",
+    "MAX_TIME_MS",
+    "MAX_TIME_SCALE",
+    "MAX_TOKENS",
+    "MAX_TRANSFER_MS",
+    "MIN_RATE_RPS",
+]

@@ -5,7 +5,7 @@ tree from ``ReplayFile``. A block whose rules depend on another block (a schedul
 ``engine.backend``, a KV capacity on the worker's speculation, a distribution's ``max`` on its
 ``min``) is a ``Section`` of its parent: the parent's model checks only its own fields and the
 reader that has the context validates the block with its model (``_replay``,
-``_replay_capacity``, ``_replay_traffic``), so errors come in the order the config is read.
+``_replay_capacity``, ``_traffic``), so errors come in the order the config is read.
 """
 
 from __future__ import annotations

@@ -8,12 +8,11 @@ import dataclasses
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from aisim.config._replay import build_plan
 from aisim.errors import ConfigError
-from aisim.replay import ReplayResult, run
-from aisim.replay._run import RequestSink, TokenRows
+from aisim.replay import PassModel, ReplayResult, RequestSink, TokenRows, run
 
 
 def run_replay(
@@ -53,7 +52,7 @@ def run_replay(
         base_dir = Path(source).resolve().parent
     plan, description = build_plan(config, base_dir)
     if forward_pass_model is not None:
-        plan, description = _with_model(plan, description, forward_pass_model)
+        plan, description = with_forward_pass_model(plan, description, forward_pass_model)
     return run(
         plan,
         description,
@@ -65,12 +64,12 @@ def run_replay(
     )
 
 
-def _with_model(
+def with_forward_pass_model(
     plan: Any, description: dict[str, Any], model: object
 ) -> tuple[Any, dict[str, Any]]:
     """``plan`` with every worker priced by ``model`` (see ``run_replay``)."""
     from aisim.fpm import ForwardPassMetrics
-    from aisim.replay._pricing import PassPricer
+    from aisim.replay import PassPricer
 
     if not callable(getattr(model, "estimate_forward_pass_time_ms", None)):
         raise ConfigError(
@@ -115,7 +114,10 @@ def _with_model(
                 "plain_decode_model (an object with estimate_forward_pass_time_ms(metrics)) "
                 "that prices the passes whose decode requests all drafted nothing"
             )
-    pricer = PassPricer.from_model(model, ForwardPassMetrics, native, plain_model=plain)
+    # Checked above to have the PassModel method (and so has the plain model).
+    pricer = PassPricer.from_model(
+        cast(PassModel, model), ForwardPassMetrics, native, plain_model=plain
+    )
     workers = [dataclasses.replace(worker, pricer=pricer) for worker in plan.workers]
     name = getattr(model, "name", type(model).__name__)
     description = copy.deepcopy(description)

@@ -18,6 +18,7 @@ from aisim.catalogue import ModelSpec
 from aisim.config._acceptance import ACCEPTANCE_INPUTS, block_acceptance
 from aisim.config._catalogue import get_model, model_spec
 from aisim.config._edge import (
+    check_input,
     choice,
     integer,
     validate,
@@ -43,9 +44,7 @@ from aisim.config._speculation_modes import (
     reject_unmodelled,
 )
 from aisim.errors import ConfigError
-from aisim.speculation import AcceptanceProfile, ResolvedSpeculation
-from aisim.speculation._resolved import sha256_of_json
-from aisim.speculation._schemes import (
+from aisim.speculation import (
     BACKENDS,
     DRAFT_CONFIG,
     DRAFT_HEADS,
@@ -54,9 +53,12 @@ from aisim.speculation._schemes import (
     MAX_DRAFT_TOKENS,
     ROLES,
     SCHEMES,
+    AcceptanceProfile,
+    ResolvedSpeculation,
     SchemeGeometry,
     SchemeSpec,
     check_gates,
+    sha256_of_json,
 )
 
 
@@ -180,6 +182,7 @@ def resolve_speculation(
         "params": geometry.params,
         "draft": {"path": draft_path, "geometry": draft_geometry},
     }
+    check_input(mapping, path)
     return ResolvedSpeculation(
         kind=spec.kind,
         params=geometry.params,

@@ -21,13 +21,13 @@ from aisim.config._edge import (
     check_mapping,
     edge_error,
 )
-from aisim.speculation._engine_metrics import FORMATS as ENGINE_METRICS_FORMATS
-from aisim.speculation._schemes import (
+from aisim.speculation import (
+    ENGINE_METRICS_FORMATS,
     KINDS,
     MAX_DRAFT_TOKENS,
     SCHEMES,
+    SIMULATE_METHODS,
 )
-from aisim.speculation._synthetic import SIMULATE_METHODS
 
 #: Nesting and size limits for a draft config mapping (bounds every walk over it).
 MAX_CONFIG_DEPTH: Final = 16

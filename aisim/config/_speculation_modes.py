@@ -13,7 +13,7 @@ from aisim._fields import describe
 from aisim.config._edge import integer, number
 from aisim.config._speculation_models import SpeculationConfig
 from aisim.errors import ConfigError
-from aisim.speculation._schemes import MAX_DRAFT_TOKENS, SchemeSpec
+from aisim.speculation import MAX_DRAFT_TOKENS, SchemeSpec
 
 #: Largest batch size a dynamic-length table is expanded to (vLLM: ``max_num_seqs``).
 MAX_SCHEDULE_BATCH: Final = 1 << 16

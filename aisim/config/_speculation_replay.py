@@ -8,8 +8,8 @@ from typing import Any
 
 from aisim.config._speculation_modes import draft_length_lookup
 from aisim.errors import ConfigError
-from aisim.replay._sd_policy import AdaptiveTier
-from aisim.speculation._resolved import REPLAY_MAX_DEPTH, REPLAY_MIN_DEPTH
+from aisim.replay import AdaptiveTier
+from aisim.speculation import REPLAY_MAX_DEPTH, REPLAY_MIN_DEPTH
 
 
 def replay_depth(resolved: Any, backend: str, path: str) -> int:

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Final
 from pydantic import Field, WithJsonSchema
 
 from aisim._fields import describe
-from aisim.config._edge import EdgeModel, Number, validate
+from aisim.config._edge import EdgeModel, Number, check_input, validate
 from aisim.config._replay_models import config_paths
 from aisim.errors import ConfigError
 
@@ -218,6 +218,10 @@ def load_sweep(sweep: object) -> SweepPlan:
         plan.merge_over = check_merge_over(model.merge_over, plan.axis_paths, "merge_over")
     if plan.num_points() > MAX_POINTS:
         raise ConfigError(f"axes: {plan.num_points()} points; at most {MAX_POINTS} are allowed")
+    # Before any point is expanded: a non-string key or a NaN in the base or an axis would
+    # otherwise reach the JSON encoder of the point's identity.
+    check_input(sweep)
+    check_input(base, "base")
     return plan
 
 

@@ -23,14 +23,15 @@ from __future__ import annotations
 
 from aisim.fpm._chain import SelectedModel
 from aisim.fpm._diagnostics import Diagnostics, ForwardPassResult, StpReference
+from aisim.fpm._engine_step_files import load_step_table_model
 from aisim.fpm._inputs import (
     measured_rounds_from_points,
     regression_from_points,
     table_from_points,
 )
 from aisim.fpm._measured import MeasuredRoundModel
-from aisim.fpm._metrics import ForwardPassMetrics, decode_metrics
 from aisim.fpm._model import ForwardPassModel, price_decode_round
+from aisim.fpm._pass_metrics import ForwardPassMetrics, decode_metrics
 from aisim.fpm._regression import RegressionModel
 from aisim.fpm._roofline import RooflineModel
 from aisim.fpm._scaling import (
@@ -76,4 +77,5 @@ __all__ = [
     "table_from_points",
     "widen_rank",
     "write_table_file",
+    "load_step_table_model",
 ]

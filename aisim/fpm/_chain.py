@@ -10,11 +10,11 @@ rejected. Without a scheme it is an STP model and ``draft_length`` selects the s
 
 from __future__ import annotations
 
-from aisim.catalogue._specs import ModelSpec
+from aisim.catalogue import ModelSpec
 from aisim.errors import UnsupportedQuery
 from aisim.fpm._diagnostics import Diagnostics, ForwardPassResult
-from aisim.fpm._metrics import ForwardPassMetrics, as_rank_list
 from aisim.fpm._model import ForwardPassModel
+from aisim.fpm._pass_metrics import ForwardPassMetrics, as_rank_list
 from aisim.fpm._sd_cost import SpeculationCost
 
 

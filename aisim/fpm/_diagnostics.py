@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from aisim.fpm._metrics import ForwardPassMetrics
+from aisim.fpm._pass_metrics import ForwardPassMetrics
 
 #: Coverage labels, from strongest to weakest evidence.
 COVERAGE_LABELS: Final = ("measured", "interpolated", "fitted", "extrapolated", "analytic", "idle")

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from aisim.catalogue._specs import ModelSpec
+from aisim.catalogue import ModelSpec
 from aisim.fpm._interpolate import InterpolationGrid
-from aisim.fpm._metrics import ForwardPassMetrics
 from aisim.fpm._model import ForwardPassModel
+from aisim.fpm._pass_metrics import ForwardPassMetrics
 
 
 class GridModel(ForwardPassModel):

@@ -20,19 +20,23 @@ from aisim._fields import as_float, as_int, as_list, as_mapping, describe
 from aisim.errors import ConfigError
 from aisim.fpm._interpolate import points_identity
 from aisim.fpm._measured import MeasuredRoundModel
-from aisim.fpm._metrics import MAX_COUNT, as_count
+from aisim.fpm._pass_metrics import MAX_COUNT
 from aisim.fpm._regression import RegressionModel
 from aisim.fpm._table import TableModel
 
 #: Keys of one recorded point mapping.
 POINT_KEYS = ("batch_size", "total_kv_tokens", "latency_ms")
+#: Largest recorded latency, ms (about 11.6 days): far beyond any forward pass, and small enough
+#: that the regression's sums of squares over MAX_COUNT-sized inputs stay finite (a 1e308 row
+#: overflowed them).
+MAX_LATENCY_MS = 1e9
 
 
 def read_points(points: object, path: str) -> list[tuple[int, int, float]]:
     """Validated ``(batch_size, total_kv_tokens, latency_ms)`` tuples from a list of mappings.
 
     Each mapping needs ``batch_size`` (>= 1), ``total_kv_tokens`` (>= 0) and ``latency_ms``
-    (finite, > 0); other keys are ignored. Duplicate coordinates and empty lists are errors.
+    (finite, in (0, ``MAX_LATENCY_MS``]); other keys are ignored. Duplicate coordinates and empty lists are errors.
     """
     rows = as_list(points, path)
     if not rows:
@@ -47,7 +51,7 @@ def read_points(points: object, path: str) -> list[tuple[int, int, float]]:
                 raise ConfigError(f"{where}.{key}: required field is missing")
         batch = as_int(_plain(point["batch_size"]), f"{where}.batch_size", 1, MAX_COUNT)
         kv = as_int(_plain(point["total_kv_tokens"]), f"{where}.total_kv_tokens", 0, MAX_COUNT)
-        latency = as_float(_plain(point["latency_ms"]), f"{where}.latency_ms", minimum=0.0)
+        latency = as_float(_plain(point["latency_ms"]), f"{where}.latency_ms", 0.0, MAX_LATENCY_MS)
         if latency <= 0.0:
             raise ConfigError(f"{where}.latency_ms: expected a finite number > 0, got {latency!r}")
         if (batch, kv) in seen:
@@ -83,37 +87,12 @@ def check_identity(identity: object, path: str) -> dict[str, Any]:
     return mapping
 
 
-def count_value(value: object, path: str) -> int:
-    """A count that is not a plain ``int``: a numpy integer or an integral float, else the error
-    (bools, strings, 2.5, NaN and out-of-range values)."""
-    if not isinstance(value, (bool, float, str)) and hasattr(value, "__index__"):
-        numpy_integer: Any = value
-        return int(numpy_integer.__index__())
-    return as_int(value, path, minimum=0, maximum=MAX_COUNT)
-
-
-def count_list_value(value: object, path: str) -> list[int]:
-    """A list of counts given as something other than a list or tuple: a numpy array (or
-    anything with ``tolist``) of integers, else the error."""
-    items: Any = value
-    if hasattr(items, "tolist"):
-        items = items.tolist()
-    if not isinstance(items, (list, tuple)):
-        raise ConfigError(f"{path}: expected a list of integers or null, got {describe(value)}")
-    return [as_count(item, f"{path}[{index}]") for index, item in enumerate(items)]
-
-
-def draft_length_value(draft_length: object, path: str) -> int:
-    """A draft length that is not a plain ``int`` in range: a numpy integer or an integral float,
-    else the error (bools, 0, negatives, 2.5, strings)."""
-    if isinstance(draft_length, bool) or not isinstance(draft_length, (int, float)):
-        if hasattr(draft_length, "__index__") and not isinstance(draft_length, (bool, str)):
-            numpy_integer: Any = draft_length
-            return draft_length_value(int(numpy_integer.__index__()), path)
-        raise ConfigError(
-            f"{path}: expected a positive integer draft length, got {describe(draft_length)}"
-        )
-    return as_int(draft_length, path, minimum=1, maximum=MAX_COUNT)
+def integral(value: Any) -> int:
+    """``value`` as an int when it is a whole finite number; else ``ValueError``/``TypeError``."""
+    number = float(value)
+    if not math.isfinite(number) or number != int(number):
+        raise ValueError(value)
+    return int(number)
 
 
 def table_from_points(

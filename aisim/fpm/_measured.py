@@ -18,7 +18,7 @@ from typing import Any, Final
 from aisim._text import describe
 from aisim.errors import ConfigError, UnsupportedQuery
 from aisim.fpm._grid import GridModel
-from aisim.fpm._metrics import ForwardPassMetrics
+from aisim.fpm._pass_metrics import ForwardPassMetrics
 
 MEASURED_IDENTITY_KEYS: Final = ("kind", "draft_length", "draft_identity", "timing_scope", "role")
 OPTIONAL_IDENTITY_KEYS: Final = ("model", "hardware", "backend", "tensor_parallel")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from abc import abstractmethod
 
-from aisim.catalogue._specs import ModelSpec
+from aisim.catalogue import ModelSpec
 from aisim.errors import UnsupportedQuery
 from aisim.fpm._diagnostics import (
     Diagnostics,
@@ -21,7 +21,7 @@ from aisim.fpm._diagnostics import (
     StpReference,
     combine_coverage,
 )
-from aisim.fpm._metrics import ForwardPassMetrics, as_rank_list
+from aisim.fpm._pass_metrics import ForwardPassMetrics, as_rank_list
 from aisim.fpm._scaling import check_draft_length, scaling_factor, widen_ranks
 
 

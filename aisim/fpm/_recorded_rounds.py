@@ -31,9 +31,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from aisim.errors import ConfigError, DataIntegrityError
-from aisim.fpm._inputs import read_points
+from aisim.fpm._inputs import integral, read_points
 from aisim.fpm._measured import ROUND_SCOPE, MeasuredRoundModel
-from aisim.fpm._table_files import integral
 
 #: The role a recorded round answers for: decode-only passes.
 RECORDED_ROLE: Final = "decode"

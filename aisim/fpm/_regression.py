@@ -14,7 +14,7 @@ from typing import Any
 
 from aisim.errors import ConfigError, UnsupportedQuery
 from aisim.fpm._grid import GridModel
-from aisim.fpm._metrics import ForwardPassMetrics
+from aisim.fpm._pass_metrics import ForwardPassMetrics
 
 #: Relative pivot below which the design is declared singular (collinear B and K_total).
 SINGULAR_PIVOT = 1e-9

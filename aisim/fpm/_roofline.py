@@ -27,12 +27,10 @@ draft steps. Prefill work is priced as target-only (draft prefill is not charged
 
 from __future__ import annotations
 
-from aisim.catalogue._costs import MEASURED_TERMS, CostTerms
-from aisim.catalogue._deployment import CHECKPOINT, Deployment
-from aisim.catalogue._specs import GpuSpec, ModelSpec
+from aisim.catalogue import CHECKPOINT, MEASURED_TERMS, CostTerms, Deployment, GpuSpec, ModelSpec
 from aisim.errors import ConfigError
-from aisim.fpm._metrics import ForwardPassMetrics
 from aisim.fpm._model import ForwardPassModel
+from aisim.fpm._pass_metrics import ForwardPassMetrics
 from aisim.fpm._roofline_ops import (
     LayerStack,
     PassShape,

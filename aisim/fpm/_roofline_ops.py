@@ -13,9 +13,14 @@ compressed KV is replicated. The efficiencies are a ``CostTerms`` (``aisim.catal
 
 from __future__ import annotations
 
-from aisim.catalogue._costs import CostTerms
-from aisim.catalogue._deployment import CHECKPOINT, Deployment, alltoall_bytes_per_rank
-from aisim.catalogue._specs import GpuSpec, ModelSpec
+from aisim.catalogue import (
+    CHECKPOINT,
+    CostTerms,
+    Deployment,
+    GpuSpec,
+    ModelSpec,
+    alltoall_bytes_per_rank,
+)
 
 
 class PassShape:

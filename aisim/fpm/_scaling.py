@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from aisim.errors import ConfigError, UnsupportedQuery
-from aisim.fpm._metrics import MAX_COUNT, ForwardPassMetrics
+from aisim.fpm._pass_metrics import MAX_COUNT, ForwardPassMetrics
 
 #: Published slope and intercept of the factor (0.08 d + 1.25).
 RULE_SLOPE: Final = 0.08
@@ -28,7 +28,7 @@ def check_draft_length(draft_length: object, path: str = "draft_length") -> int:
     """A positive integer d (integral floats accepted; bools, 0, negatives, 2.5 rejected).
 
     A plain ``int`` in range returns here; anything else goes to the interpreted edge
-    (``aisim.fpm._inputs.draft_length_value``), which converts it or names what is wrong.
+    (``aisim.fpm._coerce.draft_length_value``), which converts it or names what is wrong.
     """
     if (
         isinstance(draft_length, int)
@@ -36,9 +36,9 @@ def check_draft_length(draft_length: object, path: str = "draft_length") -> int:
         and 1 <= draft_length <= MAX_COUNT
     ):
         return int(draft_length)
-    from aisim.fpm._inputs import draft_length_value
+    from aisim.fpm._coerce import draft_length_value
 
-    return draft_length_value(draft_length, path)
+    return draft_length_value(draft_length, path, MAX_COUNT)
 
 
 def split_kv_length(length: int, parts: int) -> list[int]:

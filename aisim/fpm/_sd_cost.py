@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from aisim.catalogue._specs import ModelSpec
+from aisim.catalogue import ModelSpec
 from aisim.errors import ConfigError
-from aisim.speculation._resolved import ResolvedSpeculation
+from aisim.speculation import ResolvedSpeculation
 
 #: Kinds the roofline cannot price, and why (a measured-round or fixed-timing estimator can).
 UNPRICED_KINDS: Final = {

@@ -15,10 +15,16 @@ from __future__ import annotations
 from typing import Any, Final
 
 from aisim._text import join_path
-from aisim.catalogue import builtin_gpu, builtin_model
-from aisim.catalogue._costs import IDEAL_TERMS, MEASURED_TERMS
-from aisim.catalogue._deployment import CHECKPOINT, Deployment
-from aisim.catalogue._specs import GpuSpec, ModelSpec
+from aisim.catalogue import (
+    CHECKPOINT,
+    IDEAL_TERMS,
+    MEASURED_TERMS,
+    Deployment,
+    GpuSpec,
+    ModelSpec,
+    builtin_gpu,
+    builtin_model,
+)
 from aisim.errors import ConfigError
 from aisim.fpm._chain import SelectedModel
 from aisim.fpm._interpolate import points_identity

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from aisim.catalogue._specs import ModelSpec
+from aisim.catalogue import ModelSpec
 from aisim.errors import UnsupportedQuery
 from aisim.fpm._grid import GridModel
-from aisim.fpm._metrics import ForwardPassMetrics
+from aisim.fpm._pass_metrics import ForwardPassMetrics
 
 
 class TableModel(GridModel):

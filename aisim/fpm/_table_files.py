@@ -26,7 +26,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,8 +39,9 @@ from aisim._io import (
     read_verified_bytes,
 )
 from aisim.errors import ConfigError, DataIntegrityError
-from aisim.fpm._inputs import check_identity, read_points
+from aisim.fpm._inputs import check_identity, integral, read_points
 from aisim.fpm._measured import MeasuredRoundModel, check_measured_identity
+from aisim.fpm._recorded_rounds import recorded_round_models
 from aisim.fpm._table import TableModel
 
 Estimator = TableModel | MeasuredRoundModel
@@ -107,17 +107,16 @@ def load_table_file(path: object) -> Estimator:
     return models[0]
 
 
-def load_table_models(path: object) -> list[Estimator]:
+def load_table_models(path: object, *, field: str = "tables") -> list[Estimator]:
     """Every estimator a verified table file holds: one, except a recorder ``aisim.sd_rounds``
-    table, which gives one ``measured_round`` estimator per recorded draft length."""
-    data_file = _data_path(check_path_text(path, "tables"))
+    table, which gives one ``measured_round`` estimator per recorded draft length. ``field``:
+    the config field that names the file, for errors (``engine.workers.decode.timing.tables[0]``)."""
+    data_file = _data_path(check_path_text(path, field))
     if not data_file.is_file():
-        raise ConfigError(f"tables: {str(data_file)!r}: file not found (or not a file)")
+        raise ConfigError(f"{field}: {str(data_file)!r}: file not found (or not a file)")
     sidecar = _read_sidecar(data_file)
     schema = sidecar["schema"]["name"]
     if schema == RECORDER_ROUNDS_SCHEMA:
-        from aisim.fpm._recorded_rounds import recorded_round_models
-
         columns = ("draft_length", "batch_size", "total_kv_tokens", "duration_ms")
         table = verified_columns(data_file, sidecar, columns)
         return list(recorded_round_models(table, sidecar, str(data_file)))
@@ -232,14 +231,6 @@ def verified_columns(
             f"{where}: {count} rows, sidecar row_count says {sidecar.get('row_count')!r}"
         )
     return table
-
-
-def integral(value: Any) -> int:
-    """``value`` as an int when it is a whole finite number; else ``ValueError``/``TypeError``."""
-    number = float(value)
-    if not math.isfinite(number) or number != int(number):
-        raise ValueError(value)
-    return int(number)
 
 
 def _csv_columns(data: bytes, where: str, columns: Sequence[str]) -> dict[str, list[Any]]:

@@ -16,8 +16,8 @@ import numpy.typing as npt
 from aisim.errors import ConfigError, UnsupportedQuery
 from aisim.fpm._interpolate import InterpolationGrid
 from aisim.fpm._measured import MeasuredRoundModel
-from aisim.fpm._metrics import MAX_COUNT, ForwardPassMetrics
 from aisim.fpm._model import ForwardPassModel
+from aisim.fpm._pass_metrics import MAX_COUNT, ForwardPassMetrics
 from aisim.fpm._regression import RegressionModel
 from aisim.fpm._scaling import check_draft_length, scaling_factor
 from aisim.fpm._table import TableModel

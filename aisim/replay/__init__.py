@@ -8,7 +8,96 @@ simulation core is compiled by mypyc; ``run`` and the result (numpy summary, pan
 
 from __future__ import annotations
 
-from aisim.replay._run import ReplayResult, run
-from aisim.replay._sketch import QuantileSketch
+from aisim.replay._kv_sizing import (
+    check_request_fits,
+    check_requests_fit,
+    free_kv_bytes_per_gpu,
+    kv_blocks,
+    kv_bytes_per_token_per_gpu,
+)
+from aisim.replay._parquet import RequestsParquet, TokensParquet
+from aisim.replay._plan import (
+    ROLE_AGGREGATED,
+    ROLE_DECODE,
+    ROLE_PREFILL,
+    SCHEDULER_SGLANG,
+    SCHEDULER_VLLM,
+    KvPlan,
+    ReplayPlan,
+    RequestSpec,
+    RequestStream,
+    SchedulerPlan,
+    SpeculationPlan,
+    WorkerPlan,
+    lookahead_tokens_for,
+    no_speculation,
+)
+from aisim.replay._pricing import PRICING_FIXED, MetricsFactory, PassModel, PassPricer
+from aisim.replay._run import ReplayResult, RequestSink, TokenRows, run
+from aisim.replay._sd_policy import AdaptiveTier
+from aisim.replay._sketch import RELATIVE_ACCURACY, SKETCH_KIND, Distribution, QuantileSketch
+from aisim.replay._synthetic import (
+    DIST_FIXED,
+    DIST_UNIFORM,
+    DISTRIBUTIONS,
+    LOAD_CONCURRENCY,
+    LOAD_CONSTANT,
+    LOAD_POISSON,
+    LOAD_TRACE,
+    LOADS,
+    ArrivalClock,
+    LengthDistribution,
+    SyntheticLengths,
+    apply_load,
+    synthetic_lengths,
+)
 
-__all__ = ["QuantileSketch", "ReplayResult", "run"]
+__all__ = [
+    "DISTRIBUTIONS",
+    "DIST_FIXED",
+    "DIST_UNIFORM",
+    "LOADS",
+    "LOAD_CONCURRENCY",
+    "LOAD_CONSTANT",
+    "LOAD_POISSON",
+    "LOAD_TRACE",
+    "RELATIVE_ACCURACY",
+    "ROLE_AGGREGATED",
+    "ROLE_DECODE",
+    "ROLE_PREFILL",
+    "SCHEDULER_SGLANG",
+    "SCHEDULER_VLLM",
+    "SKETCH_KIND",
+    "ArrivalClock",
+    "Distribution",
+    "KvPlan",
+    "LengthDistribution",
+    "MetricsFactory",
+    "PassModel",
+    "PassPricer",
+    "QuantileSketch",
+    "ReplayPlan",
+    "ReplayResult",
+    "RequestSink",
+    "RequestSpec",
+    "RequestStream",
+    "RequestsParquet",
+    "SchedulerPlan",
+    "SpeculationPlan",
+    "SyntheticLengths",
+    "TokenRows",
+    "TokensParquet",
+    "WorkerPlan",
+    "apply_load",
+    "check_request_fits",
+    "check_requests_fit",
+    "free_kv_bytes_per_gpu",
+    "kv_blocks",
+    "kv_bytes_per_token_per_gpu",
+    "lookahead_tokens_for",
+    "no_speculation",
+    "run",
+    "synthetic_lengths",
+    "AdaptiveTier",
+    "PRICING_FIXED",
+]

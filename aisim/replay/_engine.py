@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator
 from typing import Final
 
 from aisim.errors import SimulationError
-from aisim.replay._metrics import Recorder
 from aisim.replay._outcome import CHUNK_ROWS, RequestLog, RequestRecord, RequestSink, TokenSink
 from aisim.replay._plan import ReplayPlan, RequestSpec
+from aisim.replay._recorder import Recorder
 from aisim.replay._request import PHASE_DONE, PHASE_FAILED, SimRequest
 from aisim.replay._rng import RandomStream
 from aisim.replay._stretch import (

@@ -29,7 +29,7 @@ class RequestSpec:
     completes. ``hash_ids`` name the content of the prompt's blocks of ``hash_block_tokens``
     tokens (requests sharing a prefix of ids share those KV blocks); empty means unique content.
     ``private_from_block``: the first block whose id occurs nowhere else in the traffic (from it
-    on the prompt's KV is this request's alone, see ``aisim/config/_hash_blocks.py``), or -1
+    on the prompt's KV is this request's alone, see ``aisim/traffic/_hash_blocks.py``), or -1
     when not known (then every hashed block may be shared).
     """
 

@@ -1,15 +1,32 @@
 """What one forward pass costs: fixed per-phase prices, or a forward-pass model (``aisim.fpm``).
 
 A pass is described per attention-DP rank (``RankWork``); the pass ends at its slowest rank.
+The replay never imports ``aisim.fpm``: a model is anything with the ``PassModel`` method, and
+its per-rank metrics are built by the ``MetricsFactory`` the config edge hands in
+(``aisim.fpm.ForwardPassMetrics``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Final
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Protocol
 
 PRICING_FIXED: Final = "fixed"
 PRICING_MODEL: Final = "model"
+
+#: Builds one rank's metrics from (num_decode_requests, sum_decode_kv_tokens,
+#: num_prefill_requests, sum_prefill_tokens, past_kv_lengths, extend_lengths), positionally.
+MetricsFactory = Callable[[int, int, int, int, "list[int] | None", "list[int] | None"], object]
+
+
+class PassModel(Protocol):
+    """What prices a pass: every ``aisim.fpm`` estimator, or any object with this method
+    (``run_replay(forward_pass_model=...)``). ``metrics`` holds one metrics object per rank;
+    ``draft_length`` is given only to a model that applies the STP->SD scaling rule."""
+
+    def estimate_forward_pass_time_ms(
+        self, metrics: Sequence[Any], *, draft_length: int | None = None
+    ) -> float: ...
 
 
 class RankWork:
@@ -48,11 +65,11 @@ class PassPricer:
         kind: str,
         prefill_ms: float,
         decode_ms: float,
-        model: Any,
-        metrics_factory: Callable[..., Any] | None,
+        model: PassModel | None,
+        metrics_factory: MetricsFactory | None,
         prices_speculation_natively: bool,
         wants_request_lists: bool,
-        plain_model: Any = None,
+        plain_model: PassModel | None = None,
     ) -> None:
         self.kind = kind
         #: Prices a pass whose decode requests all drafted nothing (``price_plain``) when
@@ -71,11 +88,11 @@ class PassPricer:
 
     @staticmethod
     def from_model(
-        model: Any,
-        metrics_factory: Callable[..., Any],
+        model: PassModel,
+        metrics_factory: MetricsFactory,
         prices_speculation_natively: bool,
         wants_request_lists: bool = False,
-        plain_model: Any = None,
+        plain_model: PassModel | None = None,
     ) -> PassPricer:
         return PassPricer(
             PRICING_MODEL,
@@ -126,24 +143,24 @@ class PassPricer:
         for work in ranks:
             has_decode = has_decode or work.num_decode_requests > 0
             has_prefill = has_prefill or work.num_prefill_requests > 0
+        model = self.model
+        assert model is not None
         if draft_length <= 0 or not has_decode or self.prices_speculation_natively:
-            return float(self.model.estimate_forward_pass_time_ms(self._metrics(ranks, True, True)))
+            return float(model.estimate_forward_pass_time_ms(self._metrics(ranks, True, True)))
         total = 0.0
         if has_prefill:
-            total += float(
-                self.model.estimate_forward_pass_time_ms(self._metrics(ranks, True, False))
-            )
+            total += float(model.estimate_forward_pass_time_ms(self._metrics(ranks, True, False)))
         total += float(
-            self.model.estimate_forward_pass_time_ms(
+            model.estimate_forward_pass_time_ms(
                 self._metrics(ranks, False, True), draft_length=draft_length
             )
         )
         return total
 
-    def _metrics(self, ranks: list[RankWork], prefill: bool, decode: bool) -> list[Any]:
+    def _metrics(self, ranks: list[RankWork], prefill: bool, decode: bool) -> list[object]:
         factory = self.metrics_factory
         assert factory is not None
-        result: list[Any] = []
+        result: list[object] = []
         for work in ranks:
             past: list[int] | None = None
             extend: list[int] | None = None

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections import deque
 
 from aisim.replay._kv_pool import KvHolding, KvPool
-from aisim.replay._metrics import Recorder
 from aisim.replay._plan import ROLE_PREFILL, SCHEDULER_VLLM, WorkerPlan
 from aisim.replay._pricing import RankWork
+from aisim.replay._recorder import Recorder
 from aisim.replay._request import (
     PHASE_DECODE,
     PHASE_DONE,

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from aisim.errors import ConfigError
 from aisim.replay._kv_pool import CacheEntry, KvPool
-from aisim.replay._metrics import Recorder
 from aisim.replay._plan import SpeculationPlan
+from aisim.replay._recorder import Recorder
 from aisim.replay._request import SimRequest
 from aisim.replay._rng import RandomStream
 

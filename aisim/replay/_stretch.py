@@ -25,9 +25,9 @@ nothing is released meanwhile). The skipped events would have changed nothing el
 from __future__ import annotations
 
 from aisim.errors import UnsupportedQuery
-from aisim.replay._metrics import Recorder
 from aisim.replay._pricing import RankWork
 from aisim.replay._rank import RankState
+from aisim.replay._recorder import Recorder
 from aisim.replay._request import WORK_DECODE
 from aisim.replay._sd_round import register_full_units
 from aisim.replay._worker import Worker

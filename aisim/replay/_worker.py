@@ -4,10 +4,10 @@ rank. New requests go to the least loaded rank (lowest index on ties)."""
 from __future__ import annotations
 
 from aisim.errors import UnsupportedQuery
-from aisim.replay._metrics import Recorder
 from aisim.replay._plan import SCHEDULER_SGLANG, WorkerPlan
 from aisim.replay._pricing import RankWork
 from aisim.replay._rank import RankState
+from aisim.replay._recorder import Recorder
 from aisim.replay._request import SimRequest
 from aisim.replay._scheduler_sglang import schedule_sglang
 from aisim.replay._scheduler_vllm import schedule_vllm

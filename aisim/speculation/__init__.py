@@ -9,23 +9,83 @@ engine reported (metrics scrapes, logs, request outputs).
 
 from __future__ import annotations
 
-from aisim.speculation._acceptance import AcceptanceProfile
-from aisim.speculation._engine_metrics import FORMATS as ENGINE_METRICS_FORMATS
-from aisim.speculation._engine_metrics import (
-    MeasuredAcceptance,
+from aisim.speculation._acceptance import MAX_ACCEPTANCE_DEPTH, AcceptanceProfile
+from aisim.speculation._engine_measure import (
+    acceptance_from_file,
     load_engine_acceptance,
     measure_engine_acceptance,
 )
-from aisim.speculation._resolved import ResolvedSpeculation
-from aisim.speculation._schemes import ACCEPTANCE_KEYS, KINDS
+from aisim.speculation._engine_metrics import FORMATS as ENGINE_METRICS_FORMATS
+from aisim.speculation._engine_metrics import MeasuredAcceptance
+from aisim.speculation._profiles import (
+    PROFILES,
+    profile_acceptance,
+    profile_depths,
+    profile_entry,
+    profile_names,
+)
+from aisim.speculation._resolved import (
+    REPLAY_MAX_DEPTH,
+    REPLAY_MIN_DEPTH,
+    ResolvedSpeculation,
+    sha256_of_json,
+)
+from aisim.speculation._schemes import (
+    ACCEPTANCE_KEYS,
+    BACKENDS,
+    DRAFT_CONFIG,
+    DRAFT_HEADS,
+    DRAFT_NONE,
+    DRAFT_PATH,
+    KINDS,
+    MAX_DRAFT_TOKENS,
+    ROLES,
+    SCHEMES,
+    SchemeGeometry,
+    SchemeSpec,
+    check_gates,
+)
+from aisim.speculation._synthetic import (
+    SIMULATE_MATCH_EXPECTED,
+    SIMULATE_METHODS,
+    sglang_simulated_profile,
+    vllm_synthetic_profile,
+)
+from aisim.speculation._traces import trace_acceptance
 
 __all__ = [
     "ACCEPTANCE_KEYS",
+    "BACKENDS",
+    "DRAFT_CONFIG",
+    "DRAFT_NONE",
+    "DRAFT_PATH",
     "ENGINE_METRICS_FORMATS",
     "KINDS",
+    "MAX_ACCEPTANCE_DEPTH",
+    "MAX_DRAFT_TOKENS",
+    "ROLES",
+    "SCHEMES",
     "AcceptanceProfile",
     "MeasuredAcceptance",
     "ResolvedSpeculation",
+    "SchemeGeometry",
+    "SchemeSpec",
+    "acceptance_from_file",
+    "check_gates",
     "load_engine_acceptance",
     "measure_engine_acceptance",
+    "sha256_of_json",
+    "DRAFT_HEADS",
+    "PROFILES",
+    "SIMULATE_MATCH_EXPECTED",
+    "SIMULATE_METHODS",
+    "profile_acceptance",
+    "profile_depths",
+    "profile_entry",
+    "profile_names",
+    "sglang_simulated_profile",
+    "trace_acceptance",
+    "vllm_synthetic_profile",
+    "REPLAY_MAX_DEPTH",
+    "REPLAY_MIN_DEPTH",
 ]

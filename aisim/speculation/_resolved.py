@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any, Final
 
-from aisim.catalogue._specs import ModelSpec
+from aisim.catalogue import ModelSpec
 from aisim.errors import ConfigError
 from aisim.speculation._acceptance import AcceptanceProfile
 from aisim.speculation._schemes import MAX_DRAFT_TOKENS

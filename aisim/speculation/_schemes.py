@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from aisim._text import join_path
-from aisim.catalogue._specs import ModelSpec
+from aisim.catalogue import ModelSpec
 from aisim.errors import ConfigError
 
 #: Largest number of draft tokens (per step width or chain length) a params field accepts.

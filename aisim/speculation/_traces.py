@@ -185,7 +185,7 @@ def trace_acceptance(
 ) -> tuple[AcceptanceProfile, dict[str, Any]]:
     """A block's ``acceptance_trace``: its empirical profile and a provenance record whose
     ``_trace`` entry (an ``AcceptanceTrace``) the resolver hands to replay."""
-    from aisim.speculation._engine_metrics import read_source
+    from aisim.speculation._engine_measure import read_source
 
     file = Path(path)
     if not file.is_absolute() and base_dir is not None:

@@ -7,8 +7,22 @@ Not compiled: it validates with pydantic, runs processes and builds pandas frame
 
 from __future__ import annotations
 
-from aisim.sweep._merge import merge
-from aisim.sweep._report import summarize, write_plots
-from aisim.sweep._run import run
+from aisim.sweep._backends import Task, run_tasks
+from aisim.sweep._evaluate import point_metrics
+from aisim.sweep._merge import merge, render_merged, summarize_merged
+from aisim.sweep._report import render_text, summarize, write_plots
+from aisim.sweep._run import expand, run
 
-__all__ = ["merge", "run", "summarize", "write_plots"]
+__all__ = [
+    "merge",
+    "render_merged",
+    "render_text",
+    "run",
+    "summarize",
+    "summarize_merged",
+    "write_plots",
+    "Task",
+    "expand",
+    "point_metrics",
+    "run_tasks",
+]

@@ -5,7 +5,7 @@ arrive (in completion order; the caller orders them). Tasks carry configs, never
 
 Every trace file the points read is read once by the driver and shipped once per worker (a pool
 worker receives it when it starts) or once per node (Ray's object store); points replay it
-*pinned* (``aisim/config/_trace_cache.py``): no point reads or hashes the file, and all see the
+*pinned* (``aisim/traffic/_trace_cache.py``): no point reads or hashes the file, and all see the
 content the sweep started with. On the pool, ``workers`` N >= 2 starts N helper processes that
 evaluate every point while the calling process only feeds them and writes the rows
 (``_run_pool`` says why); ``--workers 1`` evaluates in the calling process.
@@ -23,9 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from aisim.config._trace_cache import TRACES, Contents, read_contents
 from aisim.errors import ConfigError, SimulationError
 from aisim.sweep._evaluate import evaluate_point
+from aisim.traffic import TRACES, Contents, read_contents
 
 RowCallback = Callable[[int, dict[str, Any]], None]
 BACKENDS = ("pool", "ray")

@@ -15,7 +15,7 @@ from typing import Any, Final
 import numpy as np
 
 from aisim.errors import AisimError
-from aisim.replay._sketch import Distribution
+from aisim.replay import Distribution
 
 #: Latency metrics of a row: (row name, summary name, per-request column or None for ITL).
 METRICS: Final = (
@@ -85,16 +85,14 @@ def evaluate_point(
 ) -> dict[str, Any]:
     """Replay ``config``; returns ``{"status": "ok", ...metrics}`` or ``{"status": "error",
     "error": message}`` for a config the replay edge rejects (or a run that fails). ``draw``:
-    replay it as that Monte Carlo replica (``aisim.uncertainty``)."""
+    replay it as that Monte Carlo replica (its ``run(config, base_dir)``, ``aisim.uncertainty``)."""
     from aisim.config import run_replay
 
     try:
         if draw is None:
             result = run_replay(config, base_dir=Path(base_dir))
         else:
-            from aisim.uncertainty._draw import run_draw
-
-            result = run_draw(config, Path(base_dir), draw)
+            result = draw.run(config, Path(base_dir))
     except AisimError as exc:
         return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
     return {
@@ -118,7 +116,9 @@ def point_metrics(
     """
     workers = summary["config"]["workers"]
     gpus = sum(int(worker["tensor"]) * int(worker["attention_data"]) for worker in workers)
-    speculating = workers[-1]
+    # The worker that runs the decode rounds (an aggregated one, or the decode side of a P/D
+    # pair) is the one whose SD the row reports, wherever it stands in the list.
+    speculating = next(worker for worker in workers if worker["role"] != "prefill")
     seconds = summary["duration_ms"] / 1000.0
     row: dict[str, Any] = {
         "gpus": gpus,

@@ -16,9 +16,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from aisim.config._sweep import check_merge_over
+from aisim.config import check_merge_over
 from aisim.errors import ConfigError
-from aisim.replay._sketch import RELATIVE_ACCURACY, SKETCH_KIND, QuantileSketch
+from aisim.replay import RELATIVE_ACCURACY, SKETCH_KIND, QuantileSketch
 from aisim.sweep._evaluate import METRICS, SKETCH_COLUMNS, STATISTICS, within_slos
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from aisim._io import (
     input_file_problem,
     writable_folder,
 )
-from aisim.config._sweep import SweepPlan, apply_axes, check_merge_over, load_sweep
+from aisim.config import SweepPlan, apply_axes, check_merge_over, load_sweep
 from aisim.errors import ConfigError
 from aisim.sweep._backends import Task, run_tasks, trace_path
 from aisim.sweep._evaluate import INTEGER_COLUMNS, SKETCH_COLUMNS, metric_columns

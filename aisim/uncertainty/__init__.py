@@ -12,6 +12,7 @@ simulation, and reaches the core as plain values.
 from __future__ import annotations
 
 from aisim.uncertainty._acceptance import AcceptanceCounts
+from aisim.uncertainty._advise import DEFAULT_SLOS, Question, advise, parse_acceptance, variants
 from aisim.uncertainty._cost_errors import (
     CostErrorTable,
     CostFactors,
@@ -19,8 +20,10 @@ from aisim.uncertainty._cost_errors import (
     load_cost_errors,
 )
 from aisim.uncertainty._draw import Draw, WorkerDraw
-from aisim.uncertainty._intervals import METRICS, check_replicas, replay_intervals
+from aisim.uncertainty._estimate import estimate_interval, render_interval
+from aisim.uncertainty._intervals import METRICS, check_replicas, check_seed, replay_intervals
 from aisim.uncertainty._sources import Sources
+from aisim.uncertainty._sweep import add_sweep_intervals
 
 __all__ = [
     "METRICS",
@@ -34,4 +37,13 @@ __all__ = [
     "check_replicas",
     "load_cost_errors",
     "replay_intervals",
+    "DEFAULT_SLOS",
+    "Question",
+    "add_sweep_intervals",
+    "advise",
+    "check_seed",
+    "estimate_interval",
+    "parse_acceptance",
+    "render_interval",
+    "variants",
 ]

@@ -81,7 +81,7 @@ class Question:
 def parse_acceptance(texts: list[str]) -> dict[str, dict[str, Any]]:
     """``METHOD=RATE`` (an i.i.d. per-draft rate in [0, 1]) or ``METHOD=PROFILE`` (a published
     profile, ``aisim speculation profiles``) -> the speculation block's acceptance field."""
-    from aisim.speculation._profiles import profile_names
+    from aisim.speculation import profile_names
 
     given: dict[str, dict[str, Any]] = {}
     for text in texts:
@@ -116,7 +116,7 @@ def variants(
     """SD off, then every method given an acceptance at every depth it applies to (a profile
     published at K draft tokens applies at depth K only). Returns the variants and notes on
     what was left out and why."""
-    from aisim.speculation._profiles import profile_depths
+    from aisim.speculation import profile_depths
 
     found = [Variant("none", 0)]
     notes = []

@@ -37,6 +37,11 @@ class Draw:
     traffic_seed: int | None
     workers: tuple[WorkerDraw, ...]
 
+    def run(self, config: dict[str, Any], base_dir: Path) -> Any:
+        """Replay ``config`` as this replica (``run_draw``): what a sweep point's task calls,
+        so the sweep runs replicas without importing this package."""
+        return run_draw(config, base_dir, self)
+
 
 class ScaledModel:
     """A forward-pass model whose answers are multiplied by the factor of the pass's kind:
@@ -100,7 +105,7 @@ def scaled_pricer(pricer: Any, factors: CostFactors, speculating: bool) -> Any:
     """``pricer`` (an ``aisim.replay`` pass pricer) with ``factors`` applied; itself when every
     factor is 1 (so a replica without cost uncertainty prices exactly as the point run). A fixed
     pricer takes the run-level factors only (its per-step scatter has no evidence)."""
-    from aisim.replay._pricing import PRICING_FIXED, PassPricer
+    from aisim.replay import PRICING_FIXED, PassPricer
 
     if factors.is_identity:
         return pricer
@@ -152,11 +157,10 @@ def run_draw(
     config: dict[str, Any], base_dir: Path, draw: Draw, forward_pass_model: object | None = None
 ) -> Any:
     """Replay ``config`` (a mapping) as replica ``draw``; returns the ``ReplayResult``."""
-    from aisim.config._replay import build_plan
-    from aisim.config._run_replay import _with_model
+    from aisim.config import build_plan, with_forward_pass_model
     from aisim.replay import run
 
     plan, description = build_plan(with_traffic_seed(config, draw.traffic_seed), base_dir)
     if forward_pass_model is not None:
-        plan, description = _with_model(plan, description, forward_pass_model)
+        plan, description = with_forward_pass_model(plan, description, forward_pass_model)
     return run(apply_draw(plan, draw), description)

@@ -191,7 +191,7 @@ def run_replicas(
     resolve against ``folder``), all as tasks of one sweep-backend run. Every config draws with
     the same ``seed``: replica i of two configs shares its traffic seed and its evidence group
     (common random numbers), so configs compare replica by replica."""
-    from aisim.sweep._backends import Task, run_tasks
+    from aisim.sweep import Task, run_tasks
 
     check_replicas(replicas)
     check_seed(seed)
@@ -248,7 +248,7 @@ def _in_process(
 ) -> dict[str, Any]:
     """``replay_intervals`` with a forward-pass model (not sent to other processes)."""
     from aisim.config import run_replay
-    from aisim.sweep._evaluate import point_metrics
+    from aisim.sweep import point_metrics
     from aisim.uncertainty._draw import run_draw
 
     check_replicas(replicas)

@@ -45,7 +45,7 @@ class Setup:
 def _facts(
     plan: Any, description: dict[str, Any], acceptance_rounds: int | None
 ) -> list[WorkerFacts]:
-    from aisim.replay._pricing import PRICING_FIXED
+    from aisim.replay import PRICING_FIXED
 
     facts = []
     described = description.get("workers", [])
@@ -196,12 +196,11 @@ def plan_draws(
     """The ``replicas`` draws of ``config`` (deterministic for ``seed``) and what they include."""
     import numpy as np
 
-    from aisim.config._replay import build_plan
-    from aisim.config._run_replay import _with_model
+    from aisim.config import build_plan, with_forward_pass_model
 
     plan, description = build_plan(config, base_dir)
     if forward_pass_model is not None:
-        plan, description = _with_model(plan, description, forward_pass_model)
+        plan, description = with_forward_pass_model(plan, description, forward_pass_model)
     workers = _facts(plan, description, acceptance_rounds)
     streams = {name: np.random.default_rng([seed, stream]) for name, stream in STREAMS.items()}
     draws = []

@@ -31,8 +31,8 @@ def add_sweep_intervals(
 ) -> Any:
     """``frame`` (``aisim.sweep.run``'s) with ``<metric>_p50``, ``_low`` and ``_high`` per
     interval metric (None for an error point) and ``frame.attrs["intervals"]``."""
-    from aisim.config._sweep import apply_axes, load_sweep
-    from aisim.sweep._run import expand
+    from aisim.config import apply_axes, load_sweep
+    from aisim.sweep import expand
 
     plan = load_sweep(sweep)
     points = {point.index: point for point in expand(plan)}

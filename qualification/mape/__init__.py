@@ -1,16 +1,15 @@
 """MAPE reports: score a predictor (the published rule by default) against a recorded dataset."""
 
 from qualification.mape._engine import MAPE_SCHEMA, evaluate, score_rounds
+from qualification.mape._factory import ESTIMATORS, make_predictor
 from qualification.mape._metrics import cell_table, configuration_table, summarize
 from qualification.mape._predictors import (
-    ESTIMATORS,
     Prediction,
     Predictor,
     RoundQuery,
     RulePredictor,
     ScaledPredictor,
     WidenedStpPredictor,
-    make_predictor,
 )
 from qualification.mape._render import to_markdown
 from qualification.mape._stats import ks_two_sample, student_t_sf, tost_log_ratio

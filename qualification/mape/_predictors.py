@@ -8,12 +8,10 @@ reference and applies fitted coefficients instead of the published ones.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
-from aisim.errors import AisimError, ConfigError
+from aisim.errors import AisimError
 from qualification.datasets import RecordedDataset
 
 
@@ -122,33 +120,3 @@ class WidenedStpPredictor(ScaledPredictor):
 
     def __init__(self, base: RulePredictor) -> None:
         super().__init__(base, 0.0, 1.0, "stp-widened", "unscaled F_STP((d+1)B, K) (factor 1)")
-
-
-ESTIMATORS = ("rule", "stp-widened", "calibrated", "measured_round")
-
-
-def make_predictor(
-    name: str,
-    dataset: RecordedDataset,
-    calibration: Callable[[RecordedDataset, RulePredictor], Predictor] | None = None,
-    rounds: str | Path | None = None,
-) -> Predictor:
-    """The predictor ``name`` for ``dataset``; ``calibrated`` needs ``calibration`` (a factory
-    that refuses a dataset the coefficients were fitted on); ``measured_round`` needs ``rounds``,
-    the SD rounds of an independent recording (``_measured``)."""
-    if name not in ESTIMATORS:
-        raise ConfigError(f"qualify.estimator: unknown {name!r}; allowed: {', '.join(ESTIMATORS)}")
-    if name == "measured_round":
-        from qualification.mape._measured import MeasuredRoundPredictor
-
-        return MeasuredRoundPredictor(dataset, rounds)
-    if rounds is not None:
-        raise ConfigError(f"qualify.rounds: only used with --estimator measured_round, not {name}")
-    base = RulePredictor(dataset)
-    if name == "rule":
-        return base
-    if name == "stp-widened":
-        return WidenedStpPredictor(base)
-    if calibration is None:
-        raise ConfigError("qualify.estimator: 'calibrated' needs --coefficients FILE")
-    return calibration(dataset, base)

@@ -157,11 +157,14 @@ def test_student_t_tail_against_closed_forms() -> None:
     assert student_t_sf(2.228, 10) == pytest.approx(0.025, abs=5e-5)
 
 
-def test_ks_statistic_and_asymptotic_p_value() -> None:
+def test_ks_statistic_and_exact_p_value() -> None:
     assert ks_two_sample([1, 2, 3], [4, 5, 6])["statistic"] == 1.0
     assert ks_two_sample([1, 2, 3, 4], [3, 4, 5, 6])["statistic"] == 0.5
     same = ks_two_sample([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])
     assert same == {"statistic": 0.0, "p_value": 1.0}
+    # Exact, by counting: of the C(6, 3) = 20 equally likely orderings of two samples of 3,
+    # only the 2 fully separated ones reach D = 1, so P(D >= 1) = 2 / 20.
+    assert ks_two_sample([1, 2, 3], [4, 5, 6])["p_value"] == pytest.approx(0.1, abs=1e-12)
 
 
 def test_tost_equivalence_by_hand() -> None:

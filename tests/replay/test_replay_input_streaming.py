@@ -257,7 +257,7 @@ def checked_in_full(index: int, line: str) -> RequestSpec | ConfigError:
     """What the full checks make of one Mooncake line (block size 16): its request or its
     error."""
     from aisim._io import parse_json_text
-    from aisim.config._replay_traffic import _row_request
+    from aisim.traffic._readers import _row_request
 
     try:
         return _row_request(index, parse_json_text(line, "t:1"), "t:1", 16, False)
@@ -271,9 +271,9 @@ def test_a_trace_reading_equals_the_full_checks_of_every_line(
 ) -> None:
     from unittest import mock
 
-    from aisim.config import _replay_traffic
-    from aisim.config._replay_traffic import TraceStream, build_traffic
-    from aisim.config._trace_cache import TRACES
+    from aisim.config._traffic import build_traffic
+    from aisim.traffic import TraceStream, _readers
+    from aisim.traffic._trace_cache import TRACES
 
     lines, odd = trace
     expected = []
@@ -292,9 +292,7 @@ def test_a_trace_reading_equals_the_full_checks_of_every_line(
         stream = build_traffic(traffic, None)
         assert isinstance(stream, TraceStream)
         TRACES.clear()  # read the file, not a kept copy
-        full = mock.patch.object(
-            _replay_traffic, "_row_request", wraps=_replay_traffic._row_request
-        )
+        full = mock.patch.object(_readers, "_row_request", wraps=_readers._row_request)
         with full as checked:
             read = [fields(request) for request in stream.requests()]
         TRACES.clear()
@@ -417,7 +415,7 @@ def mooncake_line_texts(draw: st.DrawFn) -> str:
 def test_the_plain_row_reader_takes_only_what_the_full_checks_take_the_same_way(
     lines: list[str],
 ) -> None:
-    from aisim.config._replay_traffic import _plain_row
+    from aisim.traffic._readers import _plain_row
 
     for line in lines:
         full = checked_in_full(3, line)
@@ -451,7 +449,7 @@ def odd_lines() -> Iterator[str]:
 
 @pytest.mark.parametrize("line", list(odd_lines()))
 def test_the_plain_row_reader_on_each_odd_value_agrees_with_the_full_checks(line: str) -> None:
-    from aisim.config._replay_traffic import _plain_row
+    from aisim.traffic._readers import _plain_row
 
     full = checked_in_full(3, line)
     plain = _plain_row(3, line, 16)
@@ -479,7 +477,7 @@ def test_the_plain_row_reader_takes_every_plainly_valid_row(
     hash_ids: list[int] | None,
     separator: str,
 ) -> None:
-    from aisim.config._replay_traffic import _plain_row
+    from aisim.traffic._readers import _plain_row
 
     row: dict[str, Any] = {"timestamp": timestamp, "input_length": prompt, "output_length": output}
     if hash_ids is not None:
@@ -507,7 +505,7 @@ def test_the_plain_row_reader_takes_every_plainly_valid_row(
     ],
 )
 def test_a_line_the_plain_reader_refuses_gets_the_full_error(line: str, error: str) -> None:
-    from aisim.config._replay_traffic import _plain_row
+    from aisim.traffic._readers import _plain_row
 
     assert _plain_row(0, line, 16) is None
     full = checked_in_full(0, line)
@@ -515,8 +513,9 @@ def test_a_line_the_plain_reader_refuses_gets_the_full_error(line: str, error: s
 
 
 def test_a_trace_rewritten_between_readings_is_checked_in_full(tmp_path: Path) -> None:
-    from aisim.config._replay_traffic import TraceStream, build_traffic
-    from aisim.config._trace_cache import TRACES
+    from aisim.config._traffic import build_traffic
+    from aisim.traffic import TraceStream
+    from aisim.traffic._trace_cache import TRACES
 
     rows = [{"timestamp": 9 * i, "input_length": 30, "output_length": 5} for i in range(5)]
     trace = write_trace(tmp_path, rows, "jsonl")
@@ -588,7 +587,7 @@ LOADS = st.one_of(
 def test_the_arrival_clock_draws_what_the_whole_list_drew(
     count: int, load: str, rate_rps: float, seed: int
 ) -> None:
-    from aisim.replay._traffic import apply_load
+    from aisim.replay._synthetic import apply_load
 
     requests = [RequestSpec(i, str(i), 1, 1, 0.0, [], 0.0, [], 0) for i in range(count)]
     apply_load(requests, load, rate_rps, 0, 0.0, seed)
@@ -624,7 +623,8 @@ def synthetic_traffic(
 def test_synthetic_traffic_streams_the_requests_built_whole(
     prompt: Any, output: Any, count: int, load: dict[str, Any], seed: int, limit: int | None
 ) -> None:
-    from aisim.config._replay_traffic import SyntheticStream, build_traffic
+    from aisim.config._traffic import build_traffic
+    from aisim.traffic import SyntheticStream
 
     traffic = synthetic_traffic(count, prompt, output, load, seed)
     if limit is not None:
@@ -656,8 +656,9 @@ def test_a_trace_under_a_load_streams_the_requests_built_whole(
     seed: int,
     limit: int | None,
 ) -> None:
-    from aisim.config._replay_traffic import TraceStream, build_traffic
-    from aisim.config._trace_cache import TRACES
+    from aisim.config._traffic import build_traffic
+    from aisim.traffic import TraceStream
+    from aisim.traffic._trace_cache import TRACES
 
     with tempfile.TemporaryDirectory() as folder:
         trace = write_trace(Path(folder), rows, fmt)

@@ -284,7 +284,7 @@ def test_a_bad_row_closes_the_trace_file_at_once(
     # CI once saw "ResourceWarning: unclosed file t.csv" raised inside a later test: the reader
     # generator abandoned by the error was left to the cyclic garbage collector, which may run
     # the file object's own finalizer first. The file must be closed when the error leaves.
-    from aisim.config._trace_cache import TRACES
+    from aisim.traffic._trace_cache import TRACES
 
     opened: list[Any] = []
     open_text = TRACES.open_text

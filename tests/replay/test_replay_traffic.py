@@ -136,7 +136,7 @@ def test_per_user_loops_wait_for_their_own_request(tmp_path: Path) -> None:
 
 
 def test_shared_slots_need_a_streamed_traffic() -> None:
-    from aisim.config._replay_traffic import build_traffic
+    from aisim.config._traffic import build_traffic
 
     traffic = {
         "source": {"type": "synthetic", "num_requests": 3, "prompt_tokens": 4, "output_tokens": 2},

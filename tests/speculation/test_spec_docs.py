@@ -47,7 +47,8 @@ def test_public_names() -> None:
     # Resolving reads user input, so it lives at the config edge, not in the compiled core.
     assert "resolve_speculation" in aisim.__all__
     assert aisim.resolve_speculation is aisim.config.resolve_speculation
-    assert sorted(aisim.speculation.__all__) == [
+    # The whole list is docs/api.md's (tests/test_public_api.py).
+    assert {
         "ACCEPTANCE_KEYS",
         "AcceptanceProfile",
         "ENGINE_METRICS_FORMATS",
@@ -56,7 +57,7 @@ def test_public_names() -> None:
         "ResolvedSpeculation",
         "load_engine_acceptance",
         "measure_engine_acceptance",
-    ]
+    } <= set(aisim.speculation.__all__)
 
 
 def test_documented_acceptance_keys_are_the_accepted_ones() -> None:

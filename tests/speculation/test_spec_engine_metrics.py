@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from aisim import AcceptanceProfile, ConfigError
 from aisim.speculation import ENGINE_METRICS_FORMATS
-from aisim.speculation._engine_metrics import (
+from aisim.speculation._engine_measure import (
     detect_format,
     load_engine_acceptance,
     measure_engine_acceptance,

@@ -14,7 +14,7 @@ import pytest
 
 from aisim import ConfigError, run_replay
 from aisim.config._replay import build_plan
-from aisim.replay._metrics import Recorder
+from aisim.replay._recorder import Recorder
 from aisim.replay._request import WORK_DECODE, SimRequest
 from aisim.replay._rng import RandomStream
 from aisim.replay._sd_policy import AdaptivePolicy, AdaptiveTier

@@ -19,11 +19,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from aisim.config._trace_cache import read_contents
 from aisim.errors import SimulationError
 from aisim.sweep import merge, run
 from aisim.sweep._backends import evaluate_pinned, start_method
 from aisim.sweep._evaluate import evaluate_point
+from aisim.traffic._trace_cache import read_contents
 
 SYNTHETIC: dict[str, Any] = {
     "type": "synthetic",

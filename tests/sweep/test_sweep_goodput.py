@@ -96,3 +96,25 @@ def test_tpot_limit_spares_single_token_requests(
     row = _row(tmp_path, {"tpot_ms": {"p90": 4}}, monkeypatch)
     assert row["goodput_rps"] == pytest.approx(1 / DURATION_S)
     assert not row["slo_met"]
+
+
+def test_a_row_reports_the_decoding_workers_sd_wherever_it_is_listed() -> None:
+    # P/D: the prefill worker runs no SD rounds; the row's SD is the decode worker's (mtp, 2
+    # drafts, as the config says), also when the decode worker is listed first.
+    import copy
+
+    from aisim._io import load_config_file
+    from aisim.config import run_replay
+    from aisim.sweep import point_metrics
+
+    example = Path(__file__).resolve().parents[2] / "docs/examples/replay/disaggregated_sglang.yaml"
+    config = load_config_file(example)
+    config["traffic"]["source"]["num_requests"] = 8
+    result = run_replay(config)
+    summary = result.summary
+    row = point_metrics(summary, result.columns, {})
+    assert [worker["role"] for worker in summary["config"]["workers"]] == ["prefill", "decode"]
+    assert (row["sd_kind"], row["sd_draft_length"]) == ("mtp", 2)
+    swapped = copy.deepcopy(summary)
+    swapped["config"]["workers"].reverse()
+    assert point_metrics(swapped, result.columns, {}) == row

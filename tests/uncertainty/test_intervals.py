@@ -210,7 +210,7 @@ def test_cli_bad_input_is_one_line(tmp_path: Path, capsys, flags, message) -> No
 
 
 def test_unknown_slo_metric_is_one_line() -> None:
-    from aisim.uncertainty._cli import parse_slos
+    from aisim.cli._intervals import parse_slos
 
     with pytest.raises(ConfigError, match=r"^--slo 'ttfb_ms:p90=5': unknown metric 'ttfb_ms'"):
         parse_slos(["ttfb_ms:p90=5"])

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from aisim.errors import ConfigError
-from aisim.replay._plan import RequestSpec
+from aisim.replay import RequestSpec
 
 MAX_FILES: Final = 4
 MAX_ROWS: Final = 100_000

@@ -1,4 +1,4 @@
-"""Bucketed hash-id counts (aisim/config/_hash_blocks.py): a block is called private only when
+"""Bucketed hash-id counts (aisim/traffic/_hash_blocks.py): a block is called private only when
 its id occurs once in the traffic (checked against an exact count), repeats saturate instead
 of wrapping, and the counts do not depend on how the ids were chunked."""
 
@@ -10,9 +10,9 @@ from unittest import mock
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aisim.config import _hash_blocks
-from aisim.config._hash_blocks import HashIdCounts, count_hash_ids
 from aisim.replay._plan import RequestSpec
+from aisim.traffic import _hash_blocks
+from aisim.traffic._hash_blocks import HashIdCounts, count_hash_ids
 
 
 def request(hash_ids: list[int]) -> RequestSpec:

@@ -22,7 +22,7 @@ from typing import Final
 
 import numpy as np
 
-from aisim.replay._plan import RequestSpec
+from aisim.replay import RequestSpec
 
 TABLE_BITS: Final = 23
 #: Ids gathered before they are counted into the table (bounded memory).

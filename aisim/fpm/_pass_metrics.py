@@ -20,15 +20,15 @@ def as_count(value: object, path: str) -> int:
     """A non-negative integer count (numpy integers and integral floats accepted, bools rejected).
 
     A plain ``int`` is checked here; anything else goes to the interpreted edge
-    (``aisim.fpm._inputs.count_value``), which converts it or names what is wrong.
+    (``aisim.fpm._coerce.count_value``), which converts it or names what is wrong.
     """
     result: int
     if isinstance(value, int) and not isinstance(value, bool):
         result = int(value)
     else:
-        from aisim.fpm._inputs import count_value
+        from aisim.fpm._coerce import count_value
 
-        result = count_value(value, path)
+        result = count_value(value, path, MAX_COUNT)
     if result < 0 or result > MAX_COUNT:
         raise ConfigError(f"{path}: expected an integer in 0..{MAX_COUNT}, got {result}")
     return result
@@ -38,8 +38,8 @@ def as_count_list(value: object, path: str) -> list[int] | None:
     """``None`` or a list of counts (a list, tuple or numpy array of integers).
 
     A list or tuple of plain in-range ``int`` is copied without building a path per entry (the
-    replay passes those once per pass); anything else is converted or refused entry by entry,
-    through the interpreted edge (``aisim.fpm._inputs.count_list_value``) for a non-list.
+    replay passes those once per pass); anything else is converted or refused entry by entry
+    (a non-list made a list first by the interpreted edge, ``aisim.fpm._coerce.plain_list``).
     """
     if value is None:
         return None
@@ -49,9 +49,11 @@ def as_count_list(value: object, path: str) -> list[int] | None:
             if type(item) is not int or not 0 <= item <= MAX_COUNT:
                 return [as_count(entry, f"{path}[{index}]") for index, entry in enumerate(items)]
         return cast("list[int]", items)
-    from aisim.fpm._inputs import count_list_value
+    from aisim.fpm._coerce import plain_list
 
-    return count_list_value(value, path)
+    return [
+        as_count(entry, f"{path}[{index}]") for index, entry in enumerate(plain_list(value, path))
+    ]
 
 
 class ForwardPassMetrics:

@@ -1,5 +1,7 @@
-"""Replay traffic at the edge: read trace files and inline requests, check every field, and
-produce the core's ``RequestSpec`` list (docs/design.md#replay: traffic).
+"""Replay traffic: read trace files and inline request rows, check every field of every row, and
+produce the core's ``RequestSpec`` requests, whole or as a stream (docs/design.md#replay: traffic).
+The ``traffic`` block itself is validated by the config edge (``aisim/config/_traffic.py``),
+which hands the readers here typed values (a file, a format, a ``LoadClock``).
 
 Sources (``traffic.source.type``): ``synthetic`` (drawn lengths), ``trace`` (Mooncake JSONL with
 ``timestamp`` ms, ``input_length``, ``output_length``, optional ``hash_ids``; or CSV with
@@ -15,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Iterator
 from contextlib import closing
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import Annotated, Final
 
 import msgspec
 
@@ -24,57 +26,27 @@ from aisim._fields import (
     as_int,
     as_list,
     as_mapping,
-    as_str,
     describe,
     join_path,
     reject_unknown,
 )
-from aisim._io import (
-    MAX_TRACE_BYTES,
-    check_path_text,
-    input_file_problem,
-    parse_float_text,
-    parse_int_text,
-    parse_json_text,
-)
-from aisim.config._edge import check_mapping_at, choice, integer, validate
-from aisim.config._replay_limits import (
-    MAX_REQUESTS,
-    MAX_TIME_MS,
-    MAX_TOKENS,
-)
-from aisim.config._replay_models import (
-    AgenticSource,
-    ConcurrencyLoad,
-    FixedLength,
-    NormalLength,
-    RateLoad,
-    SyntheticSource,
-    TraceSource,
-    TraceTimestampsLoad,
-    Traffic,
-    UniformLength,
-)
-from aisim.config._trace_cache import TRACES
+from aisim._io import parse_float_text, parse_int_text, parse_json_text
 from aisim.errors import ConfigError
-from aisim.replay._plan import RequestSpec
-from aisim.replay._traffic import (
-    DIST_FIXED,
-    DIST_UNIFORM,
-    DISTRIBUTIONS,
+from aisim.replay import (
     LOAD_CONCURRENCY,
     LOAD_CONSTANT,
     LOAD_POISSON,
     LOAD_TRACE,
-    LOADS,
     ArrivalClock,
     LengthDistribution,
+    RequestSpec,
     SyntheticLengths,
     apply_load,
     synthetic_lengths,
 )
+from aisim.traffic._limits import MAX_REQUESTS, MAX_TIME_MS, MAX_TOKENS
+from aisim.traffic._trace_cache import TRACES
 
-SOURCES: Final = ("synthetic", "trace", "agentic")
 TRACE_FORMATS: Final = ("mooncake", "csv")
 ROW_KEYS: Final = (
     "timestamp",
@@ -116,7 +88,7 @@ class TrafficStream(ABC):
                 break
             earliest_ms = clock.place(spec)
             if not earliest_ms <= MAX_TIME_MS:
-                raise ConfigError(_late_arrival(self.load_path, spec, earliest_ms))
+                raise ConfigError(late_arrival(self.load_path, spec, earliest_ms))
             yield spec
 
     @property
@@ -166,7 +138,7 @@ class LoadClock:
         self.shared_slots = shared_slots
         self._clock: ArrivalClock | None = None
         # Closed loops: each user's earliest next arrival (the sum of the think times before
-        # it, added as _check_arrivals adds them).
+        # it, added as check_arrivals adds them).
         self._earliest_ms: list[float] = []
         self._position = 0
 
@@ -238,7 +210,7 @@ class TraceStream(TrafficStream):
         if expect_digest and digest != expect_digest:
             raise ConfigError(self.changed_error("its content differs from the first reading"))
         self.digest = digest
-        return _trace_rows(
+        return trace_rows(
             self.file,
             self.fmt,
             self.block_tokens,
@@ -272,151 +244,18 @@ class SyntheticStream(TrafficStream):
             yield RequestSpec(index, str(index), prompt_tokens, output_tokens, 0.0, [], 0.0, [], 0)
 
 
-def build_traffic(
-    config: object, base_dir: Path | None, path: str = "traffic", stream: bool = True
-) -> list[RequestSpec] | TrafficStream:
-    """Validate ``traffic`` and return its requests (arrivals set, dependencies as indices), or,
-    with ``stream`` (the default) for a trace file or synthetic traffic (any load), a
-    ``TrafficStream`` that produces them lazily (the same requests: ``stream=False`` builds
-    them whole). Agentic graphs are built whole."""
-    block = validate(Traffic, config, path)
-    seed = block.seed
-    source_path = join_path(path, "source")
-    source = check_mapping_at(block.source, source_path)
-    kind = choice(source.get("type"), join_path(source_path, "type"), SOURCES)
-    max_requests = block.max_requests
-    load_path = join_path(path, "load")
-    if kind == "synthetic":
-        synthetic = _synthetic_source(source, source_path)
-        clock = _stream_clock(block.load, kind, seed, load_path) if stream else None
-        if clock is not None:
-            count = synthetic.num_requests
-            if max_requests is not None and max_requests < count:
-                count = max_requests
-            prompt, output = synthetic.prompt, synthetic.output
-            return SyntheticStream(
-                count,
-                lambda: SyntheticLengths(prompt, output, seed),
-                source_path,
-                load_path,
-                clock,
-            )
-        requests = _synthetic(synthetic, seed)
-    elif kind == "trace":
-        trace = _trace(source, base_dir, source_path)
-        clock = _stream_clock(block.load, kind, seed, load_path) if stream else None
-        if clock is not None:
-            return TraceStream(*trace, source_path, max_requests, load_path, clock)
-        requests = list(_trace_rows(*trace, source_path, max_requests))
-    else:
-        requests = _agentic(source, base_dir, source_path, max_requests)
-    if max_requests is not None and len(requests) > max_requests:
-        requests = requests[:max_requests]
-        for request in requests:
-            if any(parent >= max_requests for parent in request.wait_for):
-                raise ConfigError(
-                    f"{join_path(path, 'max_requests')}: truncating to {max_requests} requests "
-                    f"cuts request {request.request_id!r} off a request it waits for"
-                )
-    if not requests:
-        raise ConfigError(f"{source_path}: the traffic has no requests")
-    _load(block.load, requests, kind, seed, load_path)
-    _check_arrivals(requests, load_path)
-    return requests
-
-
-def _stream_clock(value: object, source: str, seed: int, path: str) -> LoadClock | None:
-    """The clock of the load of a streamed traffic, validated as ``_load`` validates it; else
-    ``None`` (synthetic traffic has no timestamps: ``_load`` gives the error)."""
-    block = check_mapping_at(value if value is not None else {"type": LOAD_TRACE}, path)
-    kind = choice(block.get("type"), join_path(path, "type"), LOADS)
-    if kind == LOAD_TRACE:
-        if source == "synthetic":
-            return None  # the error comes from _load
-        scale = validate(TraceTimestampsLoad, block, path).time_scale
-        return LoadClock(LOAD_TRACE, scale, 0.0, 0, 0.0, seed)
-    if kind == LOAD_CONCURRENCY:
-        concurrency = validate(ConcurrencyLoad, block, path)
-        return LoadClock(
-            kind,
-            1.0,
-            0.0,
-            concurrency.users,
-            concurrency.think_ms,
-            seed,
-            concurrency.queue == "shared",
-        )
-    rate = validate(RateLoad, block, path).rate_rps
-    return LoadClock(kind, 1.0, rate, 0, 0.0, seed)
-
-
-class _SyntheticSource:
-    def __init__(
-        self, num_requests: int, prompt: LengthDistribution, output: LengthDistribution
-    ) -> None:
-        self.num_requests = num_requests
-        self.prompt = prompt
-        self.output = output
-
-
-def _synthetic_source(source: dict[str, Any], path: str) -> _SyntheticSource:
-    block = validate(SyntheticSource, source, path)
-    prompt = _distribution(block.prompt_tokens, join_path(path, "prompt_tokens"))
-    output = _distribution(block.output_tokens, join_path(path, "output_tokens"))
-    return _SyntheticSource(block.num_requests, prompt, output)
-
-
-def _synthetic(source: _SyntheticSource, seed: int) -> list[RequestSpec]:
-    pairs = synthetic_lengths(source.num_requests, source.prompt, source.output, seed)
+def synthetic_requests(
+    count: int, prompt: LengthDistribution, output: LengthDistribution, seed: int
+) -> list[RequestSpec]:
+    """``count`` synthetic requests, their lengths drawn from ``seed`` (arrivals not set)."""
+    pairs = synthetic_lengths(count, prompt, output, seed)
     return [
         RequestSpec(index, str(index), prompt_tokens, output_tokens, 0.0, [], 0.0, [], 0)
         for index, (prompt_tokens, output_tokens) in enumerate(pairs)
     ]
 
 
-def _distribution(value: object, path: str) -> LengthDistribution:
-    """An integer (fixed) or ``{type: fixed|uniform|normal|lognormal, ...}``."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        fixed = integer(value, path, 1, MAX_TOKENS)
-        return LengthDistribution(DIST_FIXED, fixed, 0.0, 0.0, fixed, fixed)
-    block = check_mapping_at(value, path)
-    kind = choice(block.get("type"), join_path(path, "type"), DISTRIBUTIONS)
-    if kind == DIST_FIXED:
-        fixed = validate(FixedLength, block, path).value
-        return LengthDistribution(DIST_FIXED, fixed, 0.0, 0.0, fixed, fixed)
-    if kind == DIST_UNIFORM:
-        uniform = validate(UniformLength, block, path)
-        high = integer(uniform.max, join_path(path, "max"), uniform.min, MAX_TOKENS)
-        return LengthDistribution(DIST_UNIFORM, 0, 0.0, 0.0, uniform.min, high)
-    normal = validate(NormalLength, block, path)
-    high = integer(normal.max, join_path(path, "max"), normal.min, MAX_TOKENS)
-    return LengthDistribution(kind, 0, normal.mean, normal.std, normal.min, high)
-
-
-def _resolve_file(value: object, base_dir: Path | None, path: str) -> Path:
-    file = check_path_text(as_str(value, path), path)
-    if not file.is_absolute() and base_dir is not None:
-        file = base_dir / file
-    if TRACES.is_pinned(file):
-        return file
-    problem = input_file_problem(file, MAX_TRACE_BYTES)
-    if problem == "file not found":
-        raise ConfigError(f"{path}: trace file not found: {str(file)!r}")
-    if problem is not None:
-        raise ConfigError(f"{path}: trace {str(file)!r}: {problem}")
-    return file
-
-
-def _trace(source: dict[str, Any], base_dir: Path | None, path: str) -> tuple[Path, str, int]:
-    """``(file, format, hash_block_tokens)`` of a ``trace`` source."""
-    block = validate(TraceSource, source, path)
-    file = _resolve_file(block.path, base_dir, join_path(path, "path"))
-    default_format = "csv" if file.suffix.lower() == ".csv" else "mooncake"
-    fmt = default_format if block.format is None else block.format
-    return file, fmt, block.hash_block_tokens
-
-
-def _trace_rows(
+def trace_rows(
     file: Path,
     fmt: str,
     block_tokens: int,
@@ -503,29 +342,20 @@ def _plain_row(index: int, line: str, block_tokens: int) -> RequestSpec | None:
     )
 
 
-def _agentic(
-    source: dict[str, Any], base_dir: Path | None, path: str, limit: int | None
+def agentic_file_requests(
+    file: Path, path: str, block_tokens: int, limit: int | None
 ) -> list[RequestSpec]:
-    block = validate(AgenticSource, source, path)
-    block_tokens = block.hash_block_tokens
-    if (block.path is None) == (block.requests is None):
-        raise ConfigError(f"{path}: give exactly one of path (a JSONL file) or requests (a list)")
-    if block.path is None:
-        # Inline requests are read by the trace-row reader, as the lines of a JSONL file are.
-        items = as_list(block.requests, join_path(path, "requests"))
-        rows = [(item, join_path(path, f"requests[{i}]")) for i, item in enumerate(items)]
-        return _graph(rows, block_tokens)
-    file = _resolve_file(block.path, base_dir, join_path(path, "path"))
+    """An agentic JSONL file's request graph (from the trace cache when read before)."""
     return TRACES.requests(
         file,
         path,
         ("agentic", block_tokens),
-        lambda: _graph(list(_read_jsonl(file, path)), block_tokens),
+        lambda: graph_requests(list(_read_jsonl(file, path)), block_tokens),
         limit,
     )
 
 
-def _graph(rows: list[tuple[object, str]], block_tokens: int) -> list[RequestSpec]:
+def graph_requests(rows: list[tuple[object, str]], block_tokens: int) -> list[RequestSpec]:
     """Agentic requests from ``(row, where)`` pairs, dependencies linked and checked."""
     requests = [
         _row_request(i, row, where, block_tokens, True) for i, (row, where) in enumerate(rows)
@@ -712,45 +542,20 @@ def _check_acyclic(requests: list[RequestSpec], wheres: list[str]) -> None:
         )
 
 
-def _load(value: object, requests: list[RequestSpec], source: str, seed: int, path: str) -> None:
-    block = check_mapping_at(value if value is not None else {"type": LOAD_TRACE}, path)
-    kind = choice(block.get("type"), join_path(path, "type"), LOADS)
-    has_graph = any(request.wait_for for request in requests)
-    rate = 0.0
-    users = 0
-    think = 0.0
-    if kind == LOAD_TRACE:
-        scale = validate(TraceTimestampsLoad, block, path).time_scale
-        if source == "synthetic":
-            raise ConfigError(
-                f"{join_path(path, 'type')}: synthetic traffic has no timestamps; "
-                f"use one of {', '.join(LOADS[1:])}"
-            )
+def apply_arrivals(requests: list[RequestSpec], clock: LoadClock) -> None:
+    """Set every request's arrival as ``clock``'s load places it, on a list built whole: trace
+    timestamps times ``time_scale`` (plus a root's ``delay_ms``), else the core's
+    ``apply_load`` (poisson, constant, concurrency)."""
+    if clock.load == LOAD_TRACE:
         for request in requests:
             # time_scale stretches timestamps only; delay_ms stays a duration (as for children).
             delay = request.delay_ms if not request.wait_for else 0.0
-            request.arrival_ms = request.arrival_ms * scale + delay
+            request.arrival_ms = request.arrival_ms * clock.time_scale + delay
         return
-    if has_graph:
-        raise ConfigError(
-            f"{join_path(path, 'type')}: agentic graphs carry their own arrivals; "
-            f"use {LOAD_TRACE}, got {kind!r}"
-        )
-    if kind == LOAD_CONCURRENCY:
-        concurrency = validate(ConcurrencyLoad, block, path)
-        if concurrency.queue == "shared":
-            raise ConfigError(
-                f"{join_path(path, 'queue')}: 'shared' slots need a streamed traffic "
-                "(build_traffic(..., stream=True), what replay uses)"
-            )
-        users = concurrency.users
-        think = concurrency.think_ms
-    else:
-        rate = validate(RateLoad, block, path).rate_rps
-    apply_load(requests, kind, rate, users, think, seed)
+    apply_load(requests, clock.load, clock.rate_rps, clock.users, clock.think_ms, clock.seed)
 
 
-def _late_arrival(path: str, request: RequestSpec, arrival_ms: float | None = None) -> str:
+def late_arrival(path: str, request: RequestSpec, arrival_ms: float | None = None) -> str:
     at = request.arrival_ms if arrival_ms is None else arrival_ms
     return (
         f"{path}: request {request.request_id!r} would arrive at "
@@ -760,7 +565,7 @@ def _late_arrival(path: str, request: RequestSpec, arrival_ms: float | None = No
     )
 
 
-def _check_arrivals(requests: list[RequestSpec], path: str) -> None:
+def check_arrivals(requests: list[RequestSpec], path: str) -> None:
     """Every arrival the load produced (scaled timestamps, Poisson or constant gaps), and every
     agentic child's earliest arrival (the sum of ``delay_ms`` along its longest chain, before
     any service time), is within ``MAX_TIME_MS``: later ones would leave float64 too coarse to
@@ -776,7 +581,7 @@ def _check_arrivals(requests: list[RequestSpec], path: str) -> None:
     while ready:
         node = ready.pop()
         if not earliest[node] <= MAX_TIME_MS:
-            raise ConfigError(_late_arrival(path, requests[node], earliest[node]))
+            raise ConfigError(late_arrival(path, requests[node], earliest[node]))
         for child in children[node]:
             earliest[child] = max(earliest[child], earliest[node] + requests[child].delay_ms)
             waiting[child] -= 1

@@ -1,4 +1,4 @@
-"""The per-process trace cache (aisim/config/_trace_cache.py): CSV, Mooncake JSONL and agentic
+"""The per-process trace cache (aisim/traffic/_trace_cache.py): CSV, Mooncake JSONL and agentic
 JSONL files are parsed once per content and reading options, and no replay's changes to its
 requests (load, closed-loop dependencies) reach the next one."""
 
@@ -13,8 +13,8 @@ import pytest
 
 from aisim import ConfigError
 from aisim.config import run_replay
-from aisim.config._trace_cache import TRACES, TraceCache
 from aisim.replay._plan import RequestSpec
+from aisim.traffic._trace_cache import TRACES, TraceCache
 
 ENGINE: dict[str, Any] = {
     "backend": "vllm",
@@ -196,7 +196,7 @@ def test_a_streamed_trace_is_kept_only_when_small_and_read_to_the_end(tmp_path: 
 
 
 def test_a_pinned_file_is_read_from_its_bytes_only_inside_the_block(tmp_path: Path) -> None:
-    from aisim.config._trace_cache import read_contents
+    from aisim.traffic._trace_cache import read_contents
 
     real = _jsonl(tmp_path / "real.jsonl", MOONCAKE)
     absent = tmp_path / "elsewhere" / "m.jsonl"
@@ -233,7 +233,7 @@ def test_a_pinned_trace_with_max_requests_is_parsed_once_for_every_replay(
     """A sweep pins its trace and replays its first ``max_requests`` requests at every point:
     the first replay reads the trace to its end and keeps it, the later ones hit the cache, and
     all equal a fresh streamed read that stops at ``max_requests``."""
-    from aisim.config._trace_cache import read_contents
+    from aisim.traffic._trace_cache import read_contents
 
     source = _files(tmp_path)["mooncake"]
     traffic: dict[str, Any] = {"source": source, "max_requests": 2}
@@ -255,7 +255,7 @@ def test_a_pinned_trace_failing_past_max_requests_replays_and_is_not_kept(
 ) -> None:
     """A streamed read stops at ``max_requests`` and never sees a later bad line; reading a
     pinned trace on to its end must not turn that line into an error (nor keep the trace)."""
-    from aisim.config._trace_cache import read_contents
+    from aisim.traffic._trace_cache import read_contents
 
     file = tmp_path / "bad.jsonl"
     file.write_text(

@@ -97,7 +97,7 @@ def fmt(value: float | None) -> str:
 
 def render_intervals(report: dict[str, Any]) -> str:
     """A table of point, p50 and 90 % interval per metric, then what the intervals include."""
-    from aisim.uncertainty._intervals import METRICS
+    from aisim.uncertainty import METRICS
 
     lines = [
         f"intervals: {report['replicas']} replicas, seed {report['seed']}, central "
@@ -162,8 +162,7 @@ def prepare_intervals(args: argparse.Namespace, out: Any) -> Any:
     """Check ``aisim replay``'s interval flags before the run; returns the intervals.json path
     to write, or None without ``--intervals``."""
     from aisim._io import check_writable
-    from aisim.uncertainty._intervals import check_replicas
-    from aisim.uncertainty._sources import Sources
+    from aisim.uncertainty import Sources, check_replicas
 
     if args.intervals is None:
         return None
@@ -183,8 +182,7 @@ def write_intervals(args: argparse.Namespace, path: Any, out: Any) -> str:
     """Run the replicas of ``args.config``, write ``intervals.json`` atomically, return the
     text to print (nothing with ``--json``: the file is the JSON answer)."""
     from aisim._io import atomic_write_text, canonical_json
-    from aisim.uncertainty._intervals import replay_intervals
-    from aisim.uncertainty._sources import Sources
+    from aisim.uncertainty import Sources, replay_intervals
 
     report = replay_intervals(
         args.config,
