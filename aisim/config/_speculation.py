@@ -153,6 +153,12 @@ def resolve_speculation(
             f"{path}.undrafted_rounds: only kind ngram drafts nothing in a request's first rounds "
             f"(no n-gram of the context matches yet); got kind {spec.kind}"
         )
+    lookup = block.suffix_lookup_us_per_request
+    if lookup is not None and spec.kind != "suffix":
+        raise ConfigError(
+            f"{path}.suffix_lookup_us_per_request: only kind suffix looks drafts up in a "
+            f"host-side suffix tree; got kind {spec.kind}"
+        )
     draft_vocab = _draft_vocab(draft_config, draft_model, path)
     token_map = geometry.params.get("speculative_token_map_size")
     if token_map is not None and draft_vocab is not None:
@@ -203,6 +209,7 @@ def resolve_speculation(
         path=path,
         acceptance_source=acceptance_source,
         undrafted_rounds=0 if undrafted is None else undrafted,
+        suffix_lookup_us=lookup,
         draft_length_schedule=schedule,
         adaptive=adaptive,
         acceptance_trace=trace,

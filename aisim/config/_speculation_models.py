@@ -188,6 +188,9 @@ class SpeculationConfig(EdgeModel):
     acceptance_from: AcceptanceFromConfig | None = None
     nextn_accepted: AcceptanceNumber = None
     undrafted_rounds: Annotated[int, Integer(0, MAX_UNDRAFTED_ROUNDS)] | None = None
+    # suffix: the host's suffix-tree lookup time per request per round (microseconds), for
+    # the roofline; measured by the user (no published figure, so no default).
+    suffix_lookup_us_per_request: Annotated[float, Number(0.0, 1e6)] | None = None
     # A published acceptance profile, by catalogue name (aisim speculation profiles).
     acceptance_profile: str | None = None
     # vLLM's synthetic rejection sampler (SpeculativeConfig, same spelling).

@@ -153,6 +153,8 @@ class RooflineModel(ForwardPassModel):
                 self.draft_step_tokens = [1] * scheme.mtp_depth
             if scheme.kind == "ngram":
                 self.host_proposal_s_per_request = terms.ngram_proposal_s_per_request
+            elif scheme.kind == "suffix":
+                self.host_proposal_s_per_request = scheme.host_lookup_s_per_request
             draft_spec = scheme.draft_spec
             if draft_spec is not None and scheme.draft_layers > 0:
                 if scheme.draft_tp_size > 1 and gpu.nvlink_bytes_per_s <= 0.0:

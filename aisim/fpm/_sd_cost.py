@@ -16,12 +16,13 @@ from aisim.catalogue import ModelSpec
 from aisim.errors import ConfigError
 from aisim.speculation import ResolvedSpeculation
 
-#: Kinds the roofline cannot price, and why (a measured-round or fixed-timing estimator can).
-UNPRICED_KINDS: Final = {
-    "suffix": "the roofline has no measured host-side suffix-tree lookup cost per request "
-    "(vLLM runs it on the CPU, SuffixDecodingProposer.propose), and its draft length varies "
-    "per round; price it with a measured_round estimator or fixed timing",
-}
+#: Why the roofline cannot price a suffix block without the user's lookup time.
+SUFFIX_LOOKUP_MISSING: Final = (
+    "the roofline needs the host's suffix-tree lookup time, which has no published per-request "
+    "figure (vLLM runs it on the CPU, SuffixDecodingProposer.propose); give "
+    "suffix_lookup_us_per_request (microseconds per request per round, measured on your host), "
+    "or price it with a measured_round estimator or fixed timing"
+)
 
 #: Kinds whose drafter is a set of heads on the target's hidden state (``draft_config`` is
 #: the heads' config.json), priced as ``HeadsPass``.
@@ -160,6 +161,8 @@ class SpeculationCost:
         self.identity = identity
         #: Medusa / MLP speculator: the heads' draft pass (``None`` for other kinds).
         self.heads: HeadsPass | None = None
+        #: suffix: the host's suffix-tree lookup per request per round (seconds; the user's).
+        self.host_lookup_s_per_request = 0.0
 
     @staticmethod
     def from_resolved(
@@ -195,6 +198,7 @@ class SpeculationCost:
         fused = 0
         depth = 0
         weights = 0
+        host_lookup = 0.0
         kv_bytes = 0
         draft_tp = tensor_parallel
         if kind == "mtp":
@@ -237,8 +241,13 @@ class SpeculationCost:
                 assert config is not None
                 embedding = int(config["vocab_size"]) * int(config["inner_dim"])
                 weights += drafts * embedding * dtype
-        elif kind in UNPRICED_KINDS:
-            raise ConfigError(f"{path}.kind: kind {kind}: {UNPRICED_KINDS[kind]}")
+        elif kind == "suffix":
+            lookup = resolved.suffix_lookup_us_per_request
+            if lookup is None and require_geometry:
+                raise ConfigError(
+                    f"{path}.suffix_lookup_us_per_request: kind suffix: {SUFFIX_LOOKUP_MISSING}"
+                )
+            host_lookup = 0.0 if lookup is None else lookup * 1e-6
         elif kind != "ngram" and kind not in NETWORK_DRAFT_KINDS:
             raise ConfigError(f"{path}.kind: the roofline has no cost model for kind {kind!r}")
         cost = SpeculationCost(
@@ -258,6 +267,7 @@ class SpeculationCost:
         )
         if kind in HEADS_KINDS:
             cost.heads = heads_pass(resolved, target.dtype_bytes)
+        cost.host_lookup_s_per_request = host_lookup
         return cost
 
     def describe(self) -> str:

@@ -59,6 +59,7 @@ class ResolvedSpeculation:
         draft_length_schedule: list[list[int]] | None = None,
         adaptive: dict[str, Any] | None = None,
         acceptance_trace: object = None,
+        suffix_lookup_us: float | None = None,
     ) -> None:
         self._kind = kind
         self._params = params
@@ -83,6 +84,7 @@ class ResolvedSpeculation:
         self._draft_length_schedule = draft_length_schedule
         self._adaptive = adaptive
         self._acceptance_trace = acceptance_trace
+        self._suffix_lookup_us = suffix_lookup_us
 
     @property
     def kind(self) -> str:
@@ -170,6 +172,13 @@ class ResolvedSpeculation:
         n-gram of the context matches yet); 0 for every other kind. Like acceptance, a
         property of the workload: it never enters the identity."""
         return self._undrafted_rounds
+
+    @property
+    def suffix_lookup_us_per_request(self) -> float | None:
+        """suffix: the host's suffix-tree lookup time per request per round (microseconds) the
+        user measured, or ``None``. A cost of the host, not of the scheme: it never enters the
+        identity."""
+        return self._suffix_lookup_us
 
     @property
     def draft_length_schedule(self) -> list[list[int]] | None:
@@ -278,6 +287,8 @@ class ResolvedSpeculation:
             result["acceptance_source"] = self.acceptance_source
         if self._undrafted_rounds:
             result["undrafted_rounds"] = self._undrafted_rounds
+        if self._suffix_lookup_us is not None:
+            result["suffix_lookup_us_per_request"] = self._suffix_lookup_us
         if self._draft_length_schedule is not None:
             result["draft_length_schedule"] = self.draft_length_schedule
         if self._adaptive is not None:

@@ -60,6 +60,11 @@ SCHEMES: dict[str, dict[str, Any]] = {
         "kind": "mlp_speculator",
         "draft_config": {"n_predict": 3, "emb_dim": 4096, "inner_dim": 3072, "vocab_size": 151936},
     },
+    "suffix-4-lookup-50us": {
+        "kind": "suffix",
+        "params": {"num_speculative_tokens": 4},
+        "suffix_lookup_us_per_request": 50,
+    },
 }
 
 

@@ -325,6 +325,31 @@ def test_roofline_prices_mlp_speculator_stages_by_hand() -> None:
     assert details["latency_ms"] >= details["target_ms"] + details["sampling_ms"]
 
 
-def test_roofline_still_refuses_suffix_without_a_lookup_cost() -> None:
-    with pytest.raises(ConfigError, match="no measured host-side suffix-tree lookup cost"):
-        _round_details({"kind": "suffix", "params": {"num_speculative_tokens": 4}}, 1, 1000)
+def test_roofline_prices_suffix_with_the_users_lookup_time() -> None:
+    # No published per-request figure exists for the host's suffix-tree lookup, so the
+    # roofline refuses the kind until the user gives it, in one line naming the field.
+    suffix: dict[str, Any] = {"kind": "suffix", "params": {"num_speculative_tokens": 4}}
+    with pytest.raises(ConfigError) as caught:
+        _round_details(suffix, 8, 8 * 1000)
+    message = str(caught.value)
+    assert "speculation.suffix_lookup_us_per_request: kind suffix:" in message
+    assert "no published per-request figure" in message and "\n" not in message
+    # 50 us per request and round on the host, 8 requests: 0.4 ms of drafting; the verify pass
+    # is the widened plain pass of width 5 (an n-gram round of 4 verifies the same).
+    details = _round_details({**suffix, "suffix_lookup_us_per_request": 50}, 8, 8 * 1000)
+    assert details["draft_ms"] == pytest.approx(8 * 0.050, rel=1e-12)
+    assert details["draft_steps"] == 0.0
+    ngram = _round_details({"kind": "ngram", "params": {"num_speculative_tokens": 4}}, 8, 8000)
+    assert details["target_ms"] == ngram["target_ms"]
+    assert details["latency_ms"] >= details["target_ms"] + details["sampling_ms"]
+    # A host cost, not the scheme: the identity is unchanged.
+    from aisim import resolve_speculation
+
+    plain = resolve_speculation(suffix)
+    timed = resolve_speculation({**suffix, "suffix_lookup_us_per_request": 50})
+    assert timed.cost_identity == plain.cost_identity
+    assert timed.to_dict()["suffix_lookup_us_per_request"] == 50.0
+    with pytest.raises(ConfigError, match="only kind suffix looks drafts up"):
+        resolve_speculation(
+            {"kind": "mtp", "params": {"depth": 1}, "suffix_lookup_us_per_request": 5}
+        )
