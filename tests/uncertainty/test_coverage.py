@@ -94,3 +94,14 @@ def test_public_gpu_points_are_judged_against_their_intervals() -> None:
     for item in point["metrics"].values():
         assert item["low"] <= item["high"]
         assert item["inside"] == (item["low"] <= item["measured"] <= item["high"])
+
+
+def test_the_committed_cost_error_table_is_built_from_the_committed_evidence() -> None:
+    from aisim._io import canonical_json
+    from qualification.uncertainty._table import ABOUT, build_table
+
+    committed = (ROOT / "aisim/uncertainty/cost_errors.v1.json").read_text(encoding="utf-8")
+    assert canonical_json(build_table(ROOT).to_dict(ABOUT)) == committed, (
+        "the evidence or its pricing changed: run python -m qualification.uncertainty build "
+        "and review the diff"
+    )
