@@ -65,8 +65,8 @@ def build_artefact(
             "published_rule_same_rows": validation["published_rule_same_rows"],
         },
         "scope": (
-            "valid for the drafter family, device and timing metric it was fitted on; the slope "
-            "tracks the drafter's cost"
+            "valid for the drafter family and timing metric it was fitted on (the slope tracks "
+            "the drafter's cost); on another device it is a cross-device transfer, labelled so"
         ),
     }
 
@@ -130,24 +130,39 @@ def calibrated_factory(artefact: dict[str, Any]) -> Any:
             a,
             b,
             f"calibrated:{artefact['name']}.v{artefact['version']}",
-            f"calibrated rule ({a:.4f} d + {b:.4f}) F_STP((d+1)B, K)",
+            f"calibrated rule ({a:.4f} d + {b:.4f}) F_STP((d+1)B, K)"
+            + _transfer_note(artefact, dataset),
         )
 
     return factory
 
 
 #: What an artefact's scope is (``fitted_on`` entry key, dataset identity path, the words).
+#: The device is not part of it: the release plan scores coefficients fitted on one CPU on a
+#: second CPU's recording on purpose (a transfer test); the predictor's label says so instead.
 SCOPE = (
     ("draft_kind", ("draft", "kind"), "drafter"),
-    ("device", ("device", "name"), "device"),
     ("timing_metric", ("timing", "metric"), "timing metric"),
 )
 
 
+def _transfer_note(artefact: dict[str, Any], dataset: RecordedDataset) -> str:
+    """`` (cross-device transfer: fitted on X)`` when the dataset's device is not one the
+    artefact was fitted on; empty otherwise."""
+    device = dataset.identity.get("device")
+    name = device.get("name") if isinstance(device, dict) else None
+    fitted = sorted(
+        {str(item["device"]) for item in artefact["fitted_on"] if item.get("device") is not None}
+    )
+    if name is None or not fitted or str(name) in fitted:
+        return ""
+    return f" (cross-device transfer: fitted on {', '.join(fitted)})"
+
+
 def _check_scope(artefact: dict[str, Any], dataset: RecordedDataset) -> None:
-    """Refuse a dataset outside the artefact's scope ("valid for the drafter family, device
-    and timing metric it was fitted on"): its coefficients would price another drafter's
-    rounds with this one's slope, silently."""
+    """Refuse a dataset outside the artefact's scope ("valid for the drafter family and timing
+    metric it was fitted on"): its coefficients would price another drafter's rounds with this
+    one's slope, silently."""
     identity = dataset.identity
     for key, (section, field), words in SCOPE:
         part = identity.get(section)
