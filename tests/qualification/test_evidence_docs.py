@@ -49,7 +49,8 @@ def test_documented_commands_run_on_the_committed_evidence(
         == 0
     )
     assert "calibrated, held out (kfold:4)" in capsys.readouterr().out
-    # Selecting a calibration: refused on its own data, accepted on another recording.
+    # Selecting a calibration: refused on its own data, accepted on another recording of the
+    # same drafter (another drafter is outside its scope: tests/cli/test_cli_bad_inputs.py).
     assert (
         main(
             [
@@ -70,7 +71,7 @@ def test_documented_commands_run_on_the_committed_evidence(
             [
                 "qualify",
                 "mape",
-                "evidence/cpu-qwen3-0.6b-eagle3",
+                "evidence/cpu-qwen3-0.6b-draft_model-run2",
                 "--estimator",
                 "calibrated",
                 "--coefficients",
