@@ -297,14 +297,21 @@ def build(seed: Seed, mutations: tuple[Mutation, ...]) -> Case:
     """Apply ``mutations`` in order and write out the files."""
     trees: dict[str, Any] = {file.name: file.tree for file in seed.files}
     argv: list[Any] = list(seed.argv)
-    nonsense = False
+    added: list[tuple[str, tuple[Any, ...]]] = []  # unknown keys added: (file, full path)
     for mutation in mutations:
         if mutation.target == ARGV:
             argv = _mutate_argv(argv, mutation)
         elif mutation.target in trees:
-            if mutation.target in seed.strict:
-                nonsense = nonsense or _adds_unknown_key(trees[mutation.target], mutation, seed)
+            strict = mutation.target in seed.strict
+            if strict and _adds_unknown_key(trees[mutation.target], mutation, seed):
+                added.append((mutation.target, (*mutation.path, str(mutation.value))))
             trees[mutation.target] = apply(trees[mutation.target], mutation)
+    # Nonsense only if an added key is still there at the end (a later mutation may delete or
+    # replace its mapping) and no raw text change (a truncation) may have cut it away.
+    raw = {mutation.target for mutation in mutations if mutation.op in RAW_OPERATIONS}
+    nonsense = any(
+        target not in raw and _parent(trees[target], path) is not None for target, path in added
+    )
     files: list[tuple[str, bytes]] = []
     for file in seed.files:
         data = render(file, trees[file.name])

@@ -171,3 +171,15 @@ def test_seed_argv_names_only_its_own_files(name: str) -> None:
     files = {file.name for file in seed.files}
     mentioned = {arg for arg in seed.argv if "." in arg and not arg.startswith(("-", "{"))}
     assert mentioned - {"Qwen/Qwen3-8B"} <= files | {"Qwen3-8B"}
+
+
+def test_an_unknown_key_a_later_mutation_removes_is_not_nonsense() -> None:
+    """Found by the long profile (seed 1, case 1539): a key added to ``params`` and then the
+    whole ``params`` deleted leaves a valid block, which is rightly accepted."""
+    seed = SEEDS_BY_NAME["explain-dflash"]
+    added = Mutation("spec.yaml", ("speculation", "params"), "add_key", 220)
+    gone = Mutation("spec.yaml", ("speculation", "params"), "delete")
+    cut = Mutation("spec.yaml", (), "raw_truncate", 10)
+    assert build(seed, (added,)).nonsense
+    assert not build(seed, (added, gone)).nonsense
+    assert not build(seed, (added, cut)).nonsense
