@@ -378,7 +378,10 @@ def _timing(
             f"STP->SD scaling rule of {model.name!r} prices chains only; use fixed timing or an "
             "estimator that prices the tree natively (roofline)"
         )
+    lengths = None
     if speculation.varies and model.prices_speculation_natively:
+        lengths = _length_models(model, speculation)
+    if lengths is None and speculation.varies and model.prices_speculation_natively:
         raise ConfigError(
             f"{timing_path}: kind {speculation.kind}: the draft length varies per round "
             f"(a batch-size table, an adaptive policy or a trace), but the estimator "
@@ -389,8 +392,25 @@ def _timing(
     if speculation.undrafted_rounds > 0 and model.prices_speculation_natively:
         plain = _plain_decode_model(config, model.name, timing_path, context.base_dir)
     return PassPricer.from_model(
-        model, fpm.ForwardPassMetrics, bool(model.prices_speculation_natively), plain_model=plain
+        model,
+        fpm.ForwardPassMetrics,
+        bool(model.prices_speculation_natively),
+        plain_model=plain,
+        length_models=lengths,
     )
+
+
+def _length_models(model: Any, speculation: SpeculationPlan) -> list[Any] | None:
+    """Suffix decoding under the roofline: one estimator per drafted count 0..K, so a pass is
+    priced at its widest round (``SelectedModel.at_draft_count``); None when the estimator
+    cannot be narrowed (not suffix, or not every candidate a roofline)."""
+    narrow = getattr(model, "at_draft_count", None)
+    if speculation.kind != "suffix" or narrow is None:
+        return None
+    models = [narrow(drafts) for drafts in range(speculation.draft_length + 1)]
+    if any(entry is None for entry in models):
+        return None
+    return models
 
 
 def _plain_decode_model(

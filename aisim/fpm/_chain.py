@@ -15,6 +15,7 @@ from aisim.errors import UnsupportedQuery
 from aisim.fpm._diagnostics import Diagnostics, ForwardPassResult
 from aisim.fpm._model import ForwardPassModel
 from aisim.fpm._pass_metrics import ForwardPassMetrics, as_rank_list
+from aisim.fpm._roofline import RooflineModel
 from aisim.fpm._sd_cost import SpeculationCost
 
 
@@ -50,6 +51,28 @@ class SelectedModel(ForwardPassModel):
         if scheme is not None:
             self.draft_weight_bytes = scheme.draft_weight_bytes
             self.draft_kv_bytes_per_token = scheme.draft_kv_bytes_per_token
+
+    def at_draft_count(self, drafts: int) -> SelectedModel | None:
+        """This selection pricing a suffix round that drafted ``drafts`` tokens per request
+        (replay's per-pass draft length, docs/speculation.md "Engine methods and modes"):
+        every candidate a roofline, each narrowed with ``RooflineModel.at_draft_count``.
+        ``None`` when the scheme is not suffix or a candidate is not a roofline (measured
+        rounds and tables answer for the configured length only)."""
+        scheme = self.scheme
+        narrowed_scheme = scheme.at_draft_count(drafts) if scheme is not None else None
+        if narrowed_scheme is None or not self.candidates:
+            return None
+        candidates: list[ForwardPassModel] = []
+        for candidate in self.candidates:
+            if not isinstance(candidate, RooflineModel):
+                return None
+            narrowed = candidate.at_draft_count(drafts)
+            if narrowed is None:
+                return None
+            candidates.append(narrowed)
+        return SelectedModel(
+            self.name, candidates, list(self.skipped), self.model_spec, narrowed_scheme
+        )
 
     def _rule_depth(self, candidate: ForwardPassModel, ranks: list[ForwardPassMetrics]) -> int:
         """The draft length to ask ``candidate`` with (0: ask without one)."""

@@ -172,6 +172,25 @@ class RooflineModel(ForwardPassModel):
                     scheme.fused_feature_inputs,
                 )
 
+    def at_draft_count(self, drafts: int) -> RooflineModel | None:
+        """This roofline pricing a suffix round that drafted ``drafts`` tokens per request
+        (``SpeculationCost.at_draft_count``); ``None`` when the scheme is not suffix."""
+        scheme = self.scheme
+        if scheme is None:
+            return None
+        narrowed = scheme.at_draft_count(drafts)
+        spec = self.model_spec
+        if narrowed is None or spec is None:
+            return None
+        return RooflineModel(
+            spec,
+            self.gpu,
+            self.tensor_parallel,
+            narrowed,
+            self.terms,
+            self.deployment,
+        )
+
     def _pass_overhead(self, stack: LayerStack, shape: PassShape) -> float:
         """Per-kernel and per-step host overhead of one forward pass of ``shape``."""
         terms = self.terms

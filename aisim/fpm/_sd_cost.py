@@ -270,6 +270,31 @@ class SpeculationCost:
         cost.host_lookup_s_per_request = host_lookup
         return cost
 
+    def at_draft_count(self, drafts: int) -> SpeculationCost | None:
+        """This suffix scheme as a round that drafted ``drafts`` tokens per request (0..K):
+        verify width ``drafts + 1`` and the same host lookup per request (vLLM looks every
+        decode request up, whatever it finds). ``None`` for every other kind (their rounds
+        are priced at the configured length)."""
+        if self.kind != "suffix" or drafts < 0 or drafts > self.num_draft_tokens:
+            return None
+        cost = SpeculationCost(
+            kind=self.kind,
+            num_draft_tokens=drafts,
+            verify_width=drafts + 1,
+            draft_step_tokens=[],
+            draft_spec=None,
+            draft_layers=0,
+            draft_vocab=0,
+            draft_tp_size=self.draft_tp_size,
+            fused_feature_inputs=0,
+            mtp_depth=0,
+            draft_weight_bytes=0,
+            draft_kv_bytes_per_token=0,
+            identity=self.identity,
+        )
+        cost.host_lookup_s_per_request = self.host_lookup_s_per_request
+        return cost
+
     def describe(self) -> str:
         """``eagle3 d=3 w=4`` style label for diagnostics."""
         return f"{self.kind} d={self.num_draft_tokens} w={self.verify_width}"

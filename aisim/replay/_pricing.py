@@ -70,8 +70,13 @@ class PassPricer:
         prices_speculation_natively: bool,
         wants_request_lists: bool,
         plain_model: PassModel | None = None,
+        length_models: list[PassModel] | None = None,
     ) -> None:
         self.kind = kind
+        #: ``length_models[k]`` prices a pass whose widest decode round drafted ``k`` tokens
+        #: (vLLM suffix decoding under the roofline, k = 0..K), when ``model`` prices the
+        #: configured length natively; None: ``model`` prices every pass.
+        self.length_models = length_models
         #: Prices a pass whose decode requests all drafted nothing (``price_plain``) when
         #: ``model`` prices only whole SD rounds; None: ``model`` itself without a draft length.
         self.plain_model = plain_model
@@ -93,6 +98,7 @@ class PassPricer:
         prices_speculation_natively: bool,
         wants_request_lists: bool = False,
         plain_model: PassModel | None = None,
+        length_models: list[PassModel] | None = None,
     ) -> PassPricer:
         return PassPricer(
             PRICING_MODEL,
@@ -103,6 +109,7 @@ class PassPricer:
             prices_speculation_natively,
             wants_request_lists,
             plain_model,
+            length_models,
         )
 
     def describe(self) -> str:
@@ -145,6 +152,13 @@ class PassPricer:
             has_prefill = has_prefill or work.num_prefill_requests > 0
         model = self.model
         assert model is not None
+        lengths = self.length_models
+        if lengths is not None and has_decode:
+            # The pass verifies its widest round: every decode request at that width.
+            index = draft_length if draft_length > 0 else 0
+            if index >= len(lengths):
+                index = len(lengths) - 1
+            model = lengths[index]
         if draft_length <= 0 or not has_decode or self.prices_speculation_natively:
             return float(model.estimate_forward_pass_time_ms(self._metrics(ranks, True, True)))
         total = 0.0

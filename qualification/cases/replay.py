@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from aisim.config import run_replay
@@ -20,6 +21,9 @@ from qualification.cases._drafts import (
 from qualification.cases._suite import Suite, make_cases
 
 Row = tuple[str, dict[str, Any]]
+
+#: The repository's root: a case's relative paths (an acceptance trace) resolve against it.
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 TRAFFIC: dict[str, Any] = {
     "source": {
@@ -313,7 +317,22 @@ def _engine_mode_rows() -> list[Row]:
         "acceptance_rates": [0.8, 0.6, 0.5],
         "seed": 37,
     }
+    # vLLM suffix decoding from a trace of drafted counts under the roofline: each pass priced
+    # at its widest round plus the host lookup per decode request (the path is the repo's).
+    suffix = {
+        "kind": "suffix",
+        "params": {"num_speculative_tokens": 4},
+        "suffix_lookup_us_per_request": 50.0,
+        "acceptance_trace": {"path": "qualification/cases/traces/suffix_two_requests.jsonl"},
+    }
+    two = [
+        {"request_id": f"r{index}", "timestamp": 0.0, "input_length": 16, "output_length": 10}
+        for index in range(2)
+    ]
+    suffix_config = _config("vllm", traffic={"source": {"type": "agentic", "requests": two}})
+    suffix_config["engine"]["speculation"] = suffix
     return [
+        ("vllm/aggregated/suffix-4-roofline-trace", {"config": suffix_config}),
         ("fixed/sglang/eagle-tree-topk4", {"config": _fixed(load, tree, "sglang")}),
         ("fixed/vllm/dynamic-length-table", {"config": _fixed(load, table)}),
         ("fixed/sglang/adaptive-steps", {"config": _fixed(load, adaptive, "sglang")}),
@@ -343,7 +362,10 @@ def _engine_mode_rows() -> list[Row]:
 
 
 def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
-    summary: dict[str, Any] = run_replay(copy.deepcopy(dict(inputs["config"]))).summary
+    # Relative paths in a case (a trace) are the repository's, wherever the suite runs from.
+    summary: dict[str, Any] = run_replay(
+        copy.deepcopy(dict(inputs["config"])), base_dir=REPO_ROOT
+    ).summary
     return summary
 
 

@@ -6,10 +6,12 @@ Guarantees: every generated block of a new method resolves deterministically; ac
 chains, accepted <= w - 1, the acceptance depth is the accepted maximum, table lengths <= K,
 adaptive candidates <= the depth); near-misses are resolved or an aisim error; a parallel
 drafting round costs at least the plain step and at most the sequential round, with one draft
-pass; the adaptive policy's steps stay among its candidates."""
+pass; the adaptive policy's steps stay among its candidates; a suffix pass priced at the
+width it drafted is never below the plain pass widened to that width."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from hypothesis import given
@@ -253,3 +255,49 @@ def test_probe_heads_round_is_the_widened_pass_plus_one_heads_pass(
     assert details["draft_steps"] == 1.0
     assert details["draft_ms"] > 0.0
     assert detailed["latency_ms"] >= details["target_ms"] + details["sampling_ms"]
+
+
+@given(
+    st.integers(1, 8),
+    st.data(),
+    st.integers(1, 256),
+    st.integers(0, 2**18),
+    st.floats(0.0, 1000.0),
+)
+def test_probe_suffix_pass_at_its_drafted_width_is_never_below_the_widened_pass(
+    k: int, data: st.DataObject, batch: int, kv: int, lookup: float
+) -> None:
+    # Replay prices a suffix pass at its widest round (drafts 0..K, RooflineModel.
+    # at_draft_count): the verify part is the plain pass widened to drafts + 1 tokens per
+    # request (an n-gram round of that many drafts verifies the same), the draft part the
+    # lookup of every request, and the pass never costs less than the widened plain pass.
+    drafts = data.draw(st.integers(0, k))
+    base = {"model": "Qwen/Qwen3-8B", "hardware": "h100_sxm", "estimator": "roofline"}
+    scheme = {
+        "kind": "suffix",
+        "params": {"num_speculative_tokens": k},
+        "suffix_lookup_us_per_request": lookup,
+    }
+    metrics = [ForwardPassMetrics(batch, kv)]
+    narrowed = best_available({**base, "speculation": scheme}).at_draft_count(drafts)
+    assert narrowed is not None
+    detailed = narrowed.estimate_forward_pass_detailed(metrics).to_dict()
+    details = detailed["diagnostics"]["details"]
+    assert details["verify_width"] == float(drafts + 1)
+    assert math.isclose(details["draft_ms"], batch * lookup / 1000.0, rel_tol=1e-12, abs_tol=1e-15)
+    if drafts == 0:
+        plain = best_available(base).estimate_forward_pass_time_ms(metrics)
+        widened_ms = float(plain)
+    else:
+        ngram = {"kind": "ngram", "params": {"num_speculative_tokens": drafts}}
+        widened = best_available({**base, "speculation": ngram}).estimate_forward_pass_detailed(
+            metrics
+        )
+        widened_details = widened.to_dict()["diagnostics"]["details"]
+        assert details["target_ms"] == widened_details["target_ms"]
+        widened_ms = float(widened_details["target_ms"]) + float(widened_details["sampling_ms"])
+    # The pass is the widened pass plus the lookups (1e-12: the parts are summed in seconds,
+    # then scaled to ms).
+    total = widened_ms + float(details["draft_ms"])
+    assert math.isclose(detailed["latency_ms"], total, rel_tol=1e-12)
+    assert detailed["latency_ms"] >= widened_ms * (1.0 - 1e-12)
