@@ -89,6 +89,11 @@ def _speculation(args: argparse.Namespace) -> object:
                     f"{flag}: goes with --scheme; with --speculation FILE put it in the file"
                 )
         document = load_config_file(args.speculation, "--speculation")
+        if document is None:
+            # As `aisim speculation explain`: an empty file is not "no speculation".
+            raise ConfigError(
+                f"--speculation {args.speculation}: the file is empty; expected a speculation block"
+            )
         if isinstance(document, dict) and "speculation" in document:
             others = sorted(str(key) for key in document if key != "speculation")
             if others:

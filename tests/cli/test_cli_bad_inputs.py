@@ -606,3 +606,14 @@ def test_a_sweep_base_whose_engine_is_not_a_mapping(
         "aisim: error: axes.engine.workers.aggregated.kv_cache.block_size: the base config has "
         "no aggregated worker (it has none)"
     )
+
+
+def test_an_empty_speculation_file_is_refused(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Found by the fuzz campaign (long profile, seed 3): it was priced as no speculation.
+    Path("spec.yaml").write_text("")
+    argv = ["estimate", "--model", "Qwen3-8B", "--hardware", "h100", "--speculation", "spec.yaml"]
+    assert refused(argv, capsys) == (
+        "aisim: error: --speculation spec.yaml: the file is empty; expected a speculation block"
+    )
