@@ -58,7 +58,7 @@ def replay_child(trace: str, out: str, per_token: bool) -> dict[str, Any]:
     """One replay in this process, outputs streamed to ``out``; its own RSS and CPU."""
     import aisim
     from aisim.config import run_replay
-    from aisim.replay._parquet import RequestsParquet, TokensParquet
+    from aisim.replay import RequestsParquet, TokensParquet
 
     requests = RequestsParquet(Path(out) / "requests.parquet")
     tokens = TokensParquet(Path(out) / "tokens.parquet")

@@ -79,9 +79,9 @@ def _cpu_s(who: int) -> float:
 def _evaluate_points(trace: str, points: list[int]) -> tuple[float, float]:
     """(wall, CPU) seconds to evaluate ``points`` of the bench sweep in this process (no sweep
     machinery: no pool, no point files)."""
-    from aisim.config._sweep import apply_axes, load_sweep
+    from aisim.config import apply_axes, load_sweep
+    from aisim.sweep import expand
     from aisim.sweep._evaluate import evaluate_point
-    from aisim.sweep._run import expand
 
     plan = load_sweep(sweep_config(trace))
     chosen = [point for point in expand(plan) if point.index in set(points)]

@@ -17,7 +17,7 @@ import argparse
 import math
 from typing import Any
 
-from aisim.config._replay import build_plan
+from aisim.config import build_plan
 from aisim.replay._engine import Simulation
 
 CASES: list[tuple[str, dict[str, Any], str, list[float]]] = [

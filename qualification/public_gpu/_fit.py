@@ -26,11 +26,8 @@ import statistics
 from pathlib import Path
 from typing import Any, Final
 
-from aisim.catalogue import builtin_gpu, builtin_model
-from aisim.catalogue._costs import MEASURED_TERMS, CostTerms
-from aisim.catalogue._deployment import Deployment
-from aisim.fpm import ForwardPassMetrics
-from aisim.fpm._roofline import RooflineModel
+from aisim.catalogue import MEASURED_TERMS, CostTerms, Deployment, builtin_gpu, builtin_model
+from aisim.fpm import ForwardPassMetrics, RooflineModel
 from qualification.public_gpu._points import load_points
 from qualification.public_gpu._workload import Refusal, replay_config
 

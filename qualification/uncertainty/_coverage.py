@@ -255,7 +255,7 @@ def public_gpu_coverage(
     output tokens/s per GPU against their 90 % intervals (roofline cost errors from
     ``qualification/public/measurements.json``, a different source: held out by construction).
     A refused point is counted, not judged."""
-    from aisim.sweep._backends import Task, run_tasks
+    from aisim.sweep import Task, run_tasks
     from aisim.uncertainty._intervals import plan_draws, reduce
     from qualification.public_gpu import Refusal, load_points, replay_config
 
