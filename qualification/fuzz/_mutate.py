@@ -487,8 +487,14 @@ def cases(draw: st.DrawFn, max_mutations: int = 3) -> Case:
         if target == ARGV and draw(st.integers(0, 4)) == 0:
             # A path argument (an input or --out) swapped for a FIFO, a folder, a path under a
             # file or in a folder: the classes where outputs and inputs broke (issue 28).
-            paths = [i for i, arg in enumerate(argv) if i > 0 and _is_path_argument(argv, i)]
-            position = paths[draw(st.integers(0, len(paths) - 1))] if paths else 1
+            path_positions = [
+                i for i, arg in enumerate(argv) if i > 0 and _is_path_argument(argv, i)
+            ]
+            position = (
+                path_positions[draw(st.integers(0, len(path_positions) - 1))]
+                if path_positions
+                else 1
+            )
             mutation = Mutation(ARGV, (position,), "set", draw(st.sampled_from(SPECIAL_PATHS)))
             argv = _mutate_argv(argv, mutation)
         elif target == ARGV:
