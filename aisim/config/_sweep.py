@@ -18,7 +18,7 @@ from typing import Annotated, Any, Final
 from pydantic import Field, WithJsonSchema
 
 from aisim._fields import describe
-from aisim.config._edge import EdgeModel, Number, check_input, validate
+from aisim.config._edge import EdgeModel, Number, check_input, check_mapping_at, validate
 from aisim.config._replay_models import config_paths
 from aisim.errors import ConfigError
 
@@ -301,6 +301,8 @@ def _check_paths(paths: list[str], base: dict[str, Any]) -> None:
         parts = path.split(".")
         if parts[:2] == ["engine", "workers"] and len(parts) > 2:
             engine = base.get("engine")
+            if engine is not None:
+                check_mapping_at(engine, "base.engine")  # before its workers are looked for
             workers = engine.get("workers") if isinstance(engine, dict) else None
             roles = sorted(workers) if isinstance(workers, dict) else []
             if parts[2] not in roles and "engine.workers" not in paths:

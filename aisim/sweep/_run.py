@@ -8,10 +8,11 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from aisim._io import (
     MAX_TRACE_BYTES,
@@ -77,7 +78,9 @@ def run(
     ``merge_over`` (axis paths; default the sweep file's ``merge_over``) is checked before any
     point runs and kept in ``frame.attrs["merge_over"]`` for ``aisim.sweep.merge(frame)``.
 
-    A sweep judges itself: the base config's trace file is checked before any point runs, and
+    A sweep judges itself: the base config's trace file, then the base config (as ``aisim
+    replay`` checks one; errors an axis may change are left to the points) are checked before
+    any point runs, and
     a sweep in which no point ran (every one an error) raises ``ConfigError`` naming the first
     error and leaves nothing it created in ``out``. Error points are not stored, so a resumed
     sweep runs them again (after the input was fixed, they may succeed).
@@ -90,6 +93,7 @@ def run(
 
         import_optional("ray", "aisim sweep --backend ray")  # before anything is written
     _check_base(plan)
+    _check_base_config(plan)
     points = expand(plan)
     store = _Store(Path(out), plan, overwrite) if out is not None else None
     rows: dict[int, dict[str, Any]] = {}
@@ -137,6 +141,36 @@ def _check_base(plan: SweepPlan) -> None:
     problem = input_file_problem(trace, MAX_TRACE_BYTES)
     if problem is not None:
         raise ConfigError(f"base: traffic.source.path: trace {str(trace)!r}: {problem}")
+
+
+def _check_base_config(plan: SweepPlan) -> None:
+    """The base config is validated as ``aisim replay`` validates a config (``build_plan``:
+    schema, then paths relative to the sweep's base folder), so a base that no point can fix
+    fails once, under ``base.``, before any point runs. An error at or around an axis path is
+    left to the points (an axis may set what the base lacks; an invalid axis value is a row)."""
+    from aisim.config import build_plan
+
+    try:
+        build_plan(plan.base, Path(plan.base_dir))
+    except ConfigError as exc:
+        message = str(exc)
+        field = message.split(":", 1)[0]
+        if field == "<root>":
+            raise ConfigError(f"base{message[len(field) :]}") from None
+        if not _FIELD.fullmatch(field):
+            raise ConfigError(f"base: {message}") from None
+        if any(_related(field, path) for path in plan.axis_paths):
+            return
+        raise ConfigError(f"base.{message}") from None
+
+
+_FIELD: Final = re.compile(r"[A-Za-z_][\w.\[\]-]*")
+
+
+def _related(field: str, axis: str) -> bool:
+    """Whether an error at ``field`` may be an axis's doing (the axis's path, inside or above it)."""
+    field = field.split("[", 1)[0]
+    return field == axis or field.startswith(axis + ".") or axis.startswith(field + ".")
 
 
 def _judge(points: list[Point], rows: dict[int, dict[str, Any]]) -> None:

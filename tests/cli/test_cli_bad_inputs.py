@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from aisim._io import MAX_DOCUMENT_BYTES, MAX_TRACE_BYTES
 from aisim.cli import main
@@ -603,8 +604,7 @@ def test_a_sweep_base_whose_engine_is_not_a_mapping(
     }
     Path("s.yaml").write_text(json.dumps(sweep))
     assert refused(["sweep", "s.yaml", "--out", "o", "--workers", "1"], capsys) == (
-        "aisim: error: axes.engine.workers.aggregated.kv_cache.block_size: the base config has "
-        "no aggregated worker (it has none)"
+        "aisim: error: base.engine: expected a mapping, got [{}] (list)"
     )
 
 
@@ -617,3 +617,48 @@ def test_an_empty_speculation_file_is_refused(
     assert refused(argv, capsys) == (
         "aisim: error: --speculation spec.yaml: the file is empty; expected a speculation block"
     )
+
+
+def test_a_sweep_checks_its_base_config_before_any_point(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The base is validated as `aisim replay` validates a config, before any point runs: a base
+    # that no axis can fix is one error under `base.`, not "none of the points ran".
+    base = yaml.safe_load(REPLAY)
+    base["engine"]["colour"] = "red"
+    sweep = {"base": base, "axes": {"traffic.max_requests": [1, 2]}}
+    Path("s.yaml").write_text(json.dumps(sweep))
+    assert refused(["sweep", "s.yaml", "--out", "o", "--workers", "1"], capsys) == (
+        "aisim: error: base.engine: unknown field(s) colour; allowed: backend, hardware, "
+        "kv_transfer, model, nextn, nextn_accepted, speculation, workers"
+    )
+    assert not Path("o").exists()
+    # A base whose engine is a list names the engine, not a missing worker.
+    sweep = {"base": {**base, "engine": [{}]}, "axes": {"traffic.max_requests": [1, 2]}}
+    Path("s.yaml").write_text(json.dumps(sweep))
+    assert refused(["sweep", "s.yaml", "--out", "o", "--workers", "1"], capsys) == (
+        "aisim: error: base.engine: expected a mapping, got [{}] (list)"
+    )
+    assert not Path("o").exists()
+    # A base file in another folder: its paths resolve against that folder, as in `aisim replay`.
+    Path("sub").mkdir()
+    Path("sub/t.csv").write_text(TRACE)
+    Path("sub/r.yaml").write_text(REPLAY.replace("blocks: 100", "blocks: -1"))
+    Path("s.yaml").write_text(
+        json.dumps({"base": "sub/r.yaml", "axes": {"traffic.max_requests": [1, 2]}})
+    )
+    assert refused(["sweep", "s.yaml", "--out", "o", "--workers", "1"], capsys) == (
+        "aisim: error: base.engine.workers.aggregated.kv_cache.capacity.blocks: expected an "
+        "integer in 1..1099511627776, got -1"
+    )
+    assert not Path("o").exists()
+    # What an axis sets is left to the points: the same base runs when an axis sets the blocks.
+    Path("s.yaml").write_text(
+        json.dumps(
+            {
+                "base": "sub/r.yaml",
+                "axes": {"engine.workers.aggregated.kv_cache.capacity.blocks": [50, 100]},
+            }
+        )
+    )
+    assert main(["sweep", "s.yaml", "--out", "o", "--workers", "1", "--no-progress"]) == 0
