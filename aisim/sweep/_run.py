@@ -93,8 +93,8 @@ def run(
 
         import_optional("ray", "aisim sweep --backend ray")  # before anything is written
     _check_base(plan)
-    _check_base_config(plan)
     points = expand(plan)
+    _check_base_config(plan, points[0])
     store = _Store(Path(out), plan, overwrite) if out is not None else None
     rows: dict[int, dict[str, Any]] = {}
     if store is not None:
@@ -143,34 +143,42 @@ def _check_base(plan: SweepPlan) -> None:
         raise ConfigError(f"base: traffic.source.path: trace {str(trace)!r}: {problem}")
 
 
-def _check_base_config(plan: SweepPlan) -> None:
+def _check_base_config(plan: SweepPlan, first: Point) -> None:
     """The base config is validated as ``aisim replay`` validates a config (``build_plan``:
-    schema, then paths relative to the sweep's base folder), so a base that no point can fix
-    fails once, under ``base.``, before any point runs. An error at or around an axis path is
-    left to the points (an axis may set what the base lacks; an invalid axis value is a row)."""
+    schema, then paths relative to the sweep's base folder), with the first point's axis values
+    set (an axis may set what the base lacks), so a base that no point can fix fails once, under
+    ``base.``, before any point runs. An error at or inside an axis path is left to the points
+    (an invalid axis value is a row); one above an axis path only fails the sweep when the base
+    alone fails the same way (a conflict between fields may be an axis value's doing)."""
+    message = _plan_error(apply_axes(plan.base, first.assignment), plan.base_dir)
+    if message is None:
+        return
+    field = message.split(":", 1)[0]
+    if field == "<root>":
+        raise ConfigError(f"base{message[len(field) :]}")
+    if not _FIELD.fullmatch(field):
+        raise ConfigError(f"base: {message}")
+    bare = field.split("[", 1)[0]
+    if any(bare == axis or bare.startswith(axis + ".") for axis in plan.axis_paths):
+        return
+    above = any(axis.startswith(bare + ".") for axis in plan.axis_paths)
+    if above and _plan_error(plan.base, plan.base_dir) != message:
+        return
+    raise ConfigError(f"base.{message}")
+
+
+def _plan_error(config: dict[str, Any], base_dir: str) -> str | None:
+    """The message of the ``ConfigError`` ``aisim replay`` gives for ``config``, or None."""
     from aisim.config import build_plan
 
     try:
-        build_plan(plan.base, Path(plan.base_dir))
+        build_plan(config, Path(base_dir))
     except ConfigError as exc:
-        message = str(exc)
-        field = message.split(":", 1)[0]
-        if field == "<root>":
-            raise ConfigError(f"base{message[len(field) :]}") from None
-        if not _FIELD.fullmatch(field):
-            raise ConfigError(f"base: {message}") from None
-        if any(_related(field, path) for path in plan.axis_paths):
-            return
-        raise ConfigError(f"base.{message}") from None
+        return str(exc)
+    return None
 
 
 _FIELD: Final = re.compile(r"[A-Za-z_][\w.\[\]-]*")
-
-
-def _related(field: str, axis: str) -> bool:
-    """Whether an error at ``field`` may be an axis's doing (the axis's path, inside or above it)."""
-    field = field.split("[", 1)[0]
-    return field == axis or field.startswith(axis + ".") or axis.startswith(field + ".")
 
 
 def _judge(points: list[Point], rows: dict[int, dict[str, Any]]) -> None:
@@ -234,6 +242,8 @@ def _scalar_axis(values: list[Any]) -> bool:
             continue
         if isinstance(value, bool):
             kinds.add("bool")
+        elif isinstance(value, int) and not -(2**63) <= value < 2**63:
+            return False  # past a parquet integer column: stored as JSON text
         elif isinstance(value, (int, float)):
             kinds.add("number")
         elif isinstance(value, str):
@@ -267,8 +277,10 @@ class _Store:
             raise ConfigError(
                 f"--out {str(out)!r}: has a points/ folder but no {SWEEP_FILE}; pass --overwrite"
             )
+        # The first missing folder above ``out`` too: a failed sweep leaves no folder it made.
+        above = [path for path in reversed(out.parents) if not os.path.lexists(path)][:1]
         self.created = [
-            path for path in (out, self.points_dir, sweep_file) if not os.path.lexists(path)
+            path for path in (*above, out, self.points_dir, sweep_file) if not os.path.lexists(path)
         ]
         writable_folder(self.points_dir)
         # A run killed mid-write leaves its temp file (never a partial point): drop it.

@@ -633,6 +633,15 @@ def test_a_sweep_checks_its_base_config_before_any_point(
         "kv_transfer, model, nextn, nextn_accepted, speculation, workers"
     )
     assert not Path("o").exists()
+    # Also when an axis lies inside the block the error is about (found by the fuzz campaign,
+    # seed 1300: the sweep ran every point into it, and left the folder above --out behind).
+    sweep["axes"] = {"engine.workers.aggregated.kv_cache.block_size": [16, 32]}
+    Path("s.yaml").write_text(json.dumps(sweep))
+    assert refused(["sweep", "s.yaml", "--out", "new/o", "--workers", "1"], capsys) == (
+        "aisim: error: base.engine: unknown field(s) colour; allowed: backend, hardware, "
+        "kv_transfer, model, nextn, nextn_accepted, speculation, workers"
+    )
+    assert not Path("new").exists()
     # A base whose engine is a list names the engine, not a missing worker.
     sweep = {"base": {**base, "engine": [{}]}, "axes": {"traffic.max_requests": [1, 2]}}
     Path("s.yaml").write_text(json.dumps(sweep))
@@ -662,3 +671,42 @@ def test_a_sweep_checks_its_base_config_before_any_point(
         )
     )
     assert main(["sweep", "s.yaml", "--out", "o", "--workers", "1", "--no-progress"]) == 0
+
+
+def test_a_sweep_that_ran_no_point_leaves_no_folder_above_out(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Found by the fuzz campaign (seed 1300): `--out new/o` left `new/` behind.
+    Path("s.yaml").write_text(
+        json.dumps(
+            {"base": "r.yaml", "axes": {"engine.workers.aggregated.kv_cache.block_size": [0, -3]}}
+        )
+    )
+    line = refused(["sweep", "s.yaml", "--out", "new/o", "--workers", "1"], capsys)
+    assert line.startswith("aisim: error: sweep: none of the 2 points ran; point 0"), line
+    assert not Path("new").exists()
+
+
+def test_a_sweep_axis_value_past_64_bits_is_an_error_row(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Found by the fuzz campaign (seed 1700): an OverflowError traceback writing points.parquet.
+    import pyarrow.parquet as pq
+
+    huge = 10**40
+    Path("s.yaml").write_text(
+        json.dumps(
+            {
+                "base": "r.yaml",
+                "axes": {"engine.workers.aggregated.kv_cache.block_size": [16, huge]},
+            }
+        )
+    )
+    assert main(["sweep", "s.yaml", "--out", "o", "--workers", "1", "--no-progress"]) == 0
+    table = pq.read_table("o/points.parquet").to_pydict()
+    assert table["engine.workers.aggregated.kv_cache.block_size"] == ["16", str(huge)]
+    assert table["status"] == ["ok", "error"]
+    assert table["error"][1] == (
+        "ConfigError: engine.workers.aggregated.kv_cache.block_size: expected an integer in "
+        "1..1048576, got 1e+40"
+    )
