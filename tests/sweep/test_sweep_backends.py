@@ -211,7 +211,10 @@ def test_a_helper_killed_mid_sweep_is_one_error_and_leaves_no_process(
     assert message.startswith("sweep: a worker process exited (exit code -9) with point ")
     assert "\n" not in message and message.endswith("run the sweep again with --out to resume")
     assert multiprocessing.active_children() == []
-    assert len(list((out / "points").glob("*.json"))) >= 2
+    # Finished ok points stay on disk for the resume; error points are not stored, and every
+    # third point of this sweep is one, so of the two finished points one may be an error (the
+    # first to finish is point 0 or 1, both ok).
+    assert len(list((out / "points").glob("*.json"))) >= 1
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="helpers fork on Linux only")
