@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 #: Stands for a leaf that exists on one side only.
@@ -85,7 +86,14 @@ def values_match(old: Any, new: Any, rtol: float = 0.0) -> bool:
     if _is_number(old) and _is_number(new):
         if rtol == 0.0:
             return type(old) is type(new) and repr(old) == repr(new)
-        return math.isclose(float(old), float(new), rel_tol=rtol, abs_tol=0.0)
+        try:
+            return math.isclose(float(old), float(new), rel_tol=rtol, abs_tol=0.0)
+        except OverflowError:
+            # an integer beyond float range (a snapshot may hold one): compare exactly
+            if any(isinstance(value, float) and not math.isfinite(value) for value in (old, new)):
+                return False
+            first, second = Fraction(old), Fraction(new)
+            return abs(first - second) <= Fraction(rtol) * max(abs(first), abs(second))
     return type(old) is type(new) and bool(old == new)
 
 

@@ -150,3 +150,14 @@ def test_updating_all_suites_deletes_unused_goldens(tmp_path: Path) -> None:
     assert "unused golden" in out.getvalue()
     assert update(list(SUITE_NAMES), tmp_path, io.StringIO()) == 0
     assert not (tmp_path / "retired_suite.json").exists()
+
+
+def test_integers_beyond_float_range_compare_exactly_under_a_tolerance() -> None:
+    """A snapshot may hold an integer past float range (found by the fuzz campaign: an
+    OverflowError from `aisim compare --rtol`); 10**400 and 10**400 + 10**393 differ by 1e-7
+    relative, so they match at rtol 1e-6 and not at 1e-8; an infinite float matches nothing."""
+    big = 10**400
+    assert values_match(big, big + 10**393, rtol=1e-6)
+    assert not values_match(big, big + 10**393, rtol=1e-8)
+    assert not values_match(big, float("inf"), rtol=1e-6)
+    assert not values_match(big, 1.0, rtol=1e-6)
