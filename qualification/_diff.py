@@ -34,7 +34,16 @@ class Change:
             return None
         if self.old == 0:
             return 0.0 if self.new == 0 else math.inf
-        return float((self.new - self.old) / abs(self.old))
+        if any(
+            isinstance(value, float) and not math.isfinite(value) for value in (self.old, self.new)
+        ):
+            return math.nan
+        # exact, so an integer beyond float range (a snapshot may hold one) cannot overflow
+        change = (Fraction(self.new) - Fraction(self.old)) / abs(Fraction(self.old))
+        try:
+            return float(change)
+        except OverflowError:
+            return math.inf if change > 0 else -math.inf
 
     def describe(self) -> str:
         rel = self.relative_change

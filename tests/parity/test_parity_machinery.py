@@ -161,3 +161,11 @@ def test_integers_beyond_float_range_compare_exactly_under_a_tolerance() -> None
     assert not values_match(big, big + 10**393, rtol=1e-8)
     assert not values_match(big, float("inf"), rtol=1e-6)
     assert not values_match(big, 1.0, rtol=1e-6)
+
+
+def test_the_relative_change_of_integers_beyond_float_range_is_a_number() -> None:
+    """(5 - 10**400) / 10**400 is -1 to float precision; (10**400 - 5) / 5 is beyond float range
+    and reads +inf; both were OverflowError tracebacks of `aisim compare`."""
+    assert Change("c", "f", 10**400, 5.0).relative_change == -1.0
+    assert Change("c", "f", 5, 10**400).relative_change == math.inf
+    assert Change("c", "f", 4.0, 5.0).relative_change == 0.25
