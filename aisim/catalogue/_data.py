@@ -9,9 +9,36 @@ parser (``aisim.config.get_model`` / ``get_gpu``) turns each into exactly the sp
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Final
 
 from aisim.catalogue._specs import GpuSpec, ModelSpec
+
+#: DeepSeek-V3's published config; DeepSeek-R1 is the same architecture (its config.json
+#: differs only in the name), so its spec is this one renamed.
+_DEEPSEEK_V3: Final = ModelSpec(
+    name="deepseek-ai/DeepSeek-V3",
+    model_type="deepseek_v3",
+    num_layers=61,
+    hidden_size=7168,
+    intermediate_size=18432,
+    num_attention_heads=128,
+    num_kv_heads=128,
+    head_dim=56,
+    vocab_size=129280,
+    num_experts=256,
+    experts_per_token=8,
+    moe_intermediate_size=2048,
+    num_shared_experts=1,
+    first_dense_layers=3,
+    kv_lora_rank=512,
+    q_lora_rank=1536,
+    qk_nope_head_dim=128,
+    qk_rope_head_dim=64,
+    v_head_dim=128,
+    num_nextn_predict_layers=1,
+    max_position_embeddings=163840,
+)
 
 MODELS: Final[tuple[ModelSpec, ...]] = (
     ModelSpec(
@@ -118,52 +145,8 @@ MODELS: Final[tuple[ModelSpec, ...]] = (
         moe_intermediate_size=14336,
         max_position_embeddings=32768,
     ),
-    ModelSpec(
-        name="deepseek-ai/DeepSeek-V3",
-        model_type="deepseek_v3",
-        num_layers=61,
-        hidden_size=7168,
-        intermediate_size=18432,
-        num_attention_heads=128,
-        num_kv_heads=128,
-        head_dim=56,
-        vocab_size=129280,
-        num_experts=256,
-        experts_per_token=8,
-        moe_intermediate_size=2048,
-        num_shared_experts=1,
-        first_dense_layers=3,
-        kv_lora_rank=512,
-        q_lora_rank=1536,
-        qk_nope_head_dim=128,
-        qk_rope_head_dim=64,
-        v_head_dim=128,
-        num_nextn_predict_layers=1,
-        max_position_embeddings=163840,
-    ),
-    ModelSpec(
-        name="deepseek-ai/DeepSeek-R1",
-        model_type="deepseek_v3",
-        num_layers=61,
-        hidden_size=7168,
-        intermediate_size=18432,
-        num_attention_heads=128,
-        num_kv_heads=128,
-        head_dim=56,
-        vocab_size=129280,
-        num_experts=256,
-        experts_per_token=8,
-        moe_intermediate_size=2048,
-        num_shared_experts=1,
-        first_dense_layers=3,
-        kv_lora_rank=512,
-        q_lora_rank=1536,
-        qk_nope_head_dim=128,
-        qk_rope_head_dim=64,
-        v_head_dim=128,
-        num_nextn_predict_layers=1,
-        max_position_embeddings=163840,
-    ),
+    _DEEPSEEK_V3,
+    replace(_DEEPSEEK_V3, name="deepseek-ai/DeepSeek-R1"),
     ModelSpec(
         name="XiaomiMiMo/MiMo-7B-Base",
         model_type="mimo",
