@@ -11,15 +11,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from aisim._fields import as_float, as_int, as_mapping, as_str
-from aisim._io import (
+from aisim.errors import ConfigError, DataIntegrityError
+from aisim.fields import as_float, as_int, as_mapping, as_str
+from aisim.files import (
     MAX_DOCUMENT_BYTES,
     check_path_text,
     input_file_problem,
     parse_json_text,
     read_input_bytes,
 )
-from aisim.errors import ConfigError, DataIntegrityError
 from qualification.calibrate._fit import Coefficients
 from qualification.datasets import RecordedDataset
 from qualification.mape import RulePredictor, ScaledPredictor

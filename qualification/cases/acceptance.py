@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aisim._io import parse_yaml_text
 from aisim.config import acceptance_profile
+from aisim.files import parse_yaml_text
 from qualification.cases._suite import Suite, make_cases
 
 Row = tuple[str, dict[str, Any]]

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aisim._io import parse_yaml_text
 from aisim.config import resolve_speculation
 from aisim.errors import AisimError
+from aisim.files import parse_yaml_text
 from qualification.cases import _drafts
 from qualification.cases._suite import Suite, make_cases
 

@@ -11,9 +11,9 @@ import argparse
 import math
 from typing import Any
 
-from aisim._io import check_output_file
 from aisim.cli import number_argument as number
 from aisim.errors import ConfigError
+from aisim.files import check_output_file
 
 
 def register(commands: Any) -> None:

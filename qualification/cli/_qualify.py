@@ -11,10 +11,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from aisim._io import atomic_write_text, canonical_json, check_output_dir, check_output_file
 from aisim.cli import integer_argument as integer
 from aisim.cli import number_argument as number
 from aisim.errors import ConfigError
+from aisim.files import atomic_write_text, canonical_json, check_output_dir, check_output_file
 
 #: What ``qualify mape --out`` and ``qualify engine --out`` write besides their plots (checked
 #: before any work; the plots' names are checked again when they are known).

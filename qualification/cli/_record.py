@@ -11,8 +11,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from aisim._io import check_output_dir
 from aisim.errors import ConfigError
+from aisim.files import check_output_dir
 
 
 def register(commands: Any) -> None:
@@ -46,7 +46,7 @@ def register(commands: Any) -> None:
     except ModuleNotFoundError as exc:
         # Its arguments live with the harness (aisim[qualify]); without it the command still
         # parses and says which extra to install.
-        from aisim._extras import EXTRA_OF, MissingExtra, missing_extra_message
+        from aisim.extras import EXTRA_OF, MissingExtra, missing_extra_message
 
         missing = (exc.name or "").split(".")[0]
         if missing not in EXTRA_OF:

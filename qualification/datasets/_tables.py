@@ -1,6 +1,6 @@
 """Write and read one recorded table: parquet data plus a JSON sidecar holding its SHA-256.
 
-Writing is atomic and refuses to clobber (``aisim._io``). Reading verifies, in this order: the
+Writing is atomic and refuses to clobber (``aisim.files``). Reading verifies, in this order: the
 sidecar parses and names a known schema and version, the data file exists with the recorded size
 and SHA-256, the parquet parses with exactly the schema's columns and types, the row count
 matches, and the values are physically possible. Any failure is a ``DataIntegrityError`` naming
@@ -20,7 +20,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from aisim._io import (
+from aisim.errors import DataIntegrityError
+from aisim.files import (
     atomic_write_bytes,
     atomic_write_text,
     canonical_json,
@@ -28,7 +29,6 @@ from aisim._io import (
     read_sidecar_object,
     read_verified_bytes,
 )
-from aisim.errors import DataIntegrityError
 from qualification.datasets._schema import SCHEMAS, SIDECAR_SUFFIX, Column, TableSchema
 
 _ARROW_TYPES = {

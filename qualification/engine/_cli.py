@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aisim._io import atomic_write_text, canonical_json
 from aisim.errors import AisimError, ConfigError
+from aisim.files import atomic_write_text, canonical_json
 from qualification.engine._schema import GRID_DIR, SERVED_PREFIX
 
 

@@ -36,8 +36,8 @@ from typing import Any, Final
 
 import pandas as pd
 
-from aisim._io import atomic_write_text, canonical_json
 from aisim.errors import ConfigError, DataIntegrityError
+from aisim.files import atomic_write_text, canonical_json
 from qualification.datasets._schema import TableSchema
 from qualification.datasets._tables import _check_values, write_table
 from qualification.engine._recording import (

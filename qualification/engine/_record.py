@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aisim._io import atomic_write_text
+from aisim.files import atomic_write_text
 from qualification.datasets._schema import STP_POINTS
 from qualification.datasets._tables import write_table
 from qualification.engine._prometheus import counter_delta

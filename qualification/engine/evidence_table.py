@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
         return 1 if stale else 0
-    from aisim._io import atomic_write_text
+    from aisim.files import atomic_write_text
 
     for relative, text in texts.items():
         if text != original[relative]:

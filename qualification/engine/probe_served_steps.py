@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as exc:
         print(f"error: needs vLLM (tox -e engine): {exc}", file=sys.stderr)
         return 2
-    from aisim._io import atomic_write_text, canonical_json
+    from aisim.files import atomic_write_text, canonical_json
     from qualification.engine._shapes import shape_config
     from qualification.engine._vllm import Clock, Engine, EngineOptions
 

@@ -165,7 +165,7 @@ def error_by_output_length(run: Any, result: Any) -> list[dict[str, Any]]:
     mean signed per-request E2E error of the replay (``result``) against ``run``, in percent.
     A model that gives every request the same tokens per round where the engine does not (with
     ``ngram``, a request drafts nothing until an n-gram matches) shows a trend here."""
-    from qualification.engine._score import measured_latencies
+    from qualification.engine._measured import measured_latencies
 
     measured = measured_latencies(run)
     frame = result.requests.set_index(result.requests["request_id"].astype(str))
@@ -254,7 +254,7 @@ def diff_run(run: Any, table: Any) -> dict[str, Any]:
     sum x drift, each part carrying its own step overhead) and replay passes (count, total ms);
     and the median excess (measured - price x drift, ms) over every step carrying prompt
     tokens (prefill-only and mixed together)."""
-    from qualification.engine._score import step_cost_drift
+    from qualification.engine._measured import step_cost_drift
     from qualification.engine._step_model import EngineStepModel
 
     depth = int(run.settings["num_speculative_tokens"] or 0)

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aisim._fields import as_int, as_list, as_mapping, as_str, join_path, reject_unknown
-from aisim._io import load_config_file
 from aisim.errors import AisimError, ConfigError
+from aisim.fields import as_int, as_list, as_mapping, as_str, join_path, reject_unknown
+from aisim.files import load_config_file
 
 SCENARIO_FORMAT = 1
 KINDS = ("estimate", "replay")

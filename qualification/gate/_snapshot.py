@@ -12,8 +12,9 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from aisim._fields import as_mapping, join_path
-from aisim._io import (
+from aisim.errors import ConfigError
+from aisim.fields import as_mapping, join_path
+from aisim.files import (
     MAX_DOCUMENT_BYTES,
     atomic_write_text,
     canonical_json,
@@ -22,7 +23,6 @@ from aisim._io import (
     parse_json_text,
     read_input_bytes,
 )
-from aisim.errors import ConfigError
 from qualification.gate._scenarios import evaluate, load_scenarios
 
 SNAPSHOT_FORMAT = 1

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from aisim._io import atomic_write_bytes, atomic_write_text, canonical_json, check_writable
+from aisim.files import atomic_write_bytes, atomic_write_text, canonical_json, check_writable
 from qualification.mape._render import plots, to_markdown
 
 

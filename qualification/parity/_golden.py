@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from aisim._io import atomic_write_text, canonical_json
+from aisim.files import atomic_write_text, canonical_json
 from qualification.cases import Suite, get_suite, run_case
 
 GOLDEN_FORMAT = 1

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aisim._io import load_config_file
 from aisim.config import validate
 from aisim.errors import ConfigError
+from aisim.files import load_config_file
 from qualification.plan._model import Plan
 
 #: The release plan shipped with the harness.

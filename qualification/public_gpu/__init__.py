@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from aisim._io import atomic_write_bytes, atomic_write_text, canonical_json, check_writable
+from aisim.files import atomic_write_bytes, atomic_write_text, canonical_json, check_writable
 from qualification.public_gpu._points import load_points
 from qualification.public_gpu._predict import predict, stderr_progress
 from qualification.public_gpu._render import curve_plots, to_markdown

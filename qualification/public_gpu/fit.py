@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from aisim._io import atomic_write_text, canonical_json
+from aisim.files import atomic_write_text, canonical_json
 from qualification.public_gpu._fit import fit
 
 

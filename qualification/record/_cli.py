@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from aisim._io import int_text_problem
 from aisim.cli import integer_argument as integer
 from aisim.errors import ConfigError
+from aisim.files import int_text_problem
 from qualification.record._geometry import DRAFTER_KINDS, PRESETS, Grid, get_preset
 
 _REEXEC_MARK = "AISIM_RECORD_CHILD"

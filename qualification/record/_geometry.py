@@ -6,8 +6,8 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
-from aisim._io import canonical_json
 from aisim.errors import ConfigError
+from aisim.files import canonical_json
 
 DRAFTER_KINDS: Final = ("mtp", "eagle3", "draft_model")
 

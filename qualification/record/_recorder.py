@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aisim._fields import as_int
 from aisim.errors import ConfigError
+from aisim.fields import as_int
 from qualification._provenance import git_state
 from qualification.record._geometry import Grid, get_drafter, get_preset
 from qualification.record._host import check_source_tree, cpu_description

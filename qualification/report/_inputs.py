@@ -10,8 +10,8 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from aisim._io import check_writable
 from aisim.errors import ConfigError
+from aisim.files import check_writable
 from qualification._provenance import REPO_ROOT
 from qualification.plan import DEFAULT_PLAN, Plan, load_plan
 from qualification.report._checks import CHECKS

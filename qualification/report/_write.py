@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aisim._io import atomic_write_text, canonical_json, check_writable
+from aisim.files import atomic_write_text, canonical_json, check_writable
 from qualification.report._html import render_html
 
 

@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from aisim._io import atomic_write_text, canonical_json
+from aisim.files import atomic_write_text, canonical_json
 from qualification.uncertainty._table import ABOUT, build_table
 
 ROOT = Path(__file__).resolve().parents[2]
