@@ -25,8 +25,12 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Mapping
-from typing import Any, ClassVar, TypeVar
+import types
+import typing
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, ClassVar, Final, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -45,6 +49,9 @@ from aisim.errors import ConfigError
 
 #: The pydantic error type every aisim check raises; its context carries the finished message.
 EDGE_ERROR = "aisim"
+#: Marks the tags of ``Kinds`` unions in pydantic's error locations (``location`` drops them:
+#: a path names fields, not the member a ``type`` selected).
+KIND_TAG: Final = "\x00kind:"
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -53,6 +60,15 @@ def edge_error(message: str, label: str = "") -> PydanticCustomError:
     """A pydantic error whose text is ``message`` verbatim (``label`` follows the field path,
     e.g. ``" (kind mtp)"``)."""
     return PydanticCustomError(EDGE_ERROR, "{message}", {"message": message, "label": label})
+
+
+def check_field(check: BeforeCheck, value: object, field: str) -> None:
+    """For a model's ``after`` validator: ``value`` passes ``check``, or an edge error at
+    ``<model path>.<field>`` (a bound that depends on another field: ``max`` at least ``min``)."""
+    try:
+        check.check(value)
+    except PydanticCustomError as exc:
+        raise edge_error(exc.context["message"] if exc.context else str(exc), f".{field}") from None
 
 
 class BeforeCheck(abc.ABC):
@@ -173,10 +189,127 @@ class OrNone(BeforeCheck):
         return self.inner.json_extra()
 
 
+class Kinds:
+    """``Annotated[FixedCapacity | DefaultCapacity, Kinds()]``: a block whose ``type`` field
+    (``field``) selects its model, validated with that model (a discriminated union).
+
+    A non-mapping, a missing ``type`` (unless ``default`` names one) or an unknown one is one
+    error at ``<path>.type`` listing the allowed values; the selected model's errors keep the
+    full field path (the tag pydantic puts in the location is dropped). Each member declares
+    ``type: Literal[...]`` (a model may take several values: ``normal``/``lognormal``).
+    ``scalar``: a number in place of the block is accepted and checked by it (a length given
+    as ``512``). ``select``: the tag comes from outside the block (a scheduler's model is the
+    engine's backend): ``select()`` returns it, and the block has no ``type`` field.
+    """
+
+    def __init__(
+        self,
+        field: str = "type",
+        default: str | None = None,
+        scalar: BeforeCheck | None = None,
+        select: typing.Callable[[], str] | None = None,
+    ) -> None:
+        self.field = field
+        self.default = default
+        self.scalar = scalar
+        self.select = select
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        choices: dict[str, core_schema.CoreSchema] = {}
+        values: list[str] = []
+        for member in union_members(source):
+            if member is int:
+                choices[KIND_TAG + "int"] = core_schema.int_schema(strict=True)
+                continue
+            schema = handler.generate_schema(member)
+            for value in self._values(member):
+                values.append(value)
+                choices[KIND_TAG + value] = schema
+        allowed = Choice(*values)
+        field, default, scalar, select = self.field, self.default, self.scalar, self.select
+
+        def check(value: object) -> object:
+            if isinstance(value, BaseModel):
+                return value  # validated already: its model's schema takes it as it is
+            if (
+                scalar is not None
+                and isinstance(value, (int, float))
+                and not isinstance(value, bool)
+            ):
+                return scalar.check(value)
+            mapping = check_mapping(value)
+            if select is None:
+                try:
+                    allowed.check(mapping.get(field, default))
+                except PydanticCustomError as exc:
+                    raise edge_error(
+                        exc.context["message"] if exc.context else str(exc), f".{field}"
+                    ) from None
+            return mapping
+
+        def tag(value: object) -> str:
+            if isinstance(value, int):
+                return KIND_TAG + "int"
+            if select is not None:
+                return KIND_TAG + select()
+            if isinstance(value, BaseModel):
+                return KIND_TAG + str(getattr(value, field))
+            assert isinstance(value, dict)
+            return KIND_TAG + str(value.get(field, default))
+
+        union = core_schema.tagged_union_schema(choices, tag)
+        return core_schema.no_info_before_validator_function(check, union)
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        result = handler(schema)
+        if self.select is not None and "oneOf" in result:
+            # The members may share every field a block gives (the backend picks the model,
+            # not the block): any of them, not exactly one.
+            result["anyOf"] = result.pop("oneOf")
+        return result
+
+    def _values(self, member: Any) -> tuple[str, ...]:
+        if self.select is not None:
+            return (member.edge_kind,)
+        annotation = member.model_fields[self.field].annotation
+        if typing.get_origin(annotation) is not Literal:
+            raise TypeError(f"{member.__name__}.{self.field} must be a Literal")
+        return tuple(str(value) for value in typing.get_args(annotation))
+
+
+def union_members(kind: Any) -> tuple[Any, ...]:
+    """The members of a union type (``A | B``), or ``(kind,)``."""
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        return typing.get_args(kind)
+    return (kind,)
+
+
+#: The engine's backend while its workers are validated (``Engine`` sets it): a worker's
+#: ``scheduler`` block is read by the backend's model.
+ENGINE_BACKEND: ContextVar[str] = ContextVar("aisim_engine_backend", default="vllm")
+
+
+@contextmanager
+def engine_backend(backend: str) -> Iterator[None]:
+    """Validate a worker block (its scheduler) as one of an engine on ``backend``."""
+    token = ENGINE_BACKEND.set(backend)
+    try:
+        yield
+    finally:
+        ENGINE_BACKEND.reset(token)
+
+
+def current_backend() -> str:
+    return ENGINE_BACKEND.get()
+
+
 class Section:
     """``Annotated[Any, Section(Model)] = None``: a block validated later, by the code that has
-    its context (a scheduler's fields depend on the engine's backend, a KV capacity's on the
-    speculation); here it passes as is, and the JSON Schema shows ``Model`` (any type pydantic
+    its context; here it passes as is, and the JSON Schema shows ``Model`` (any type pydantic
     can describe: ``A | B``, ``str | Model``), or ``null`` (the block left out) unless
     ``nullable=False``."""
 
@@ -270,6 +403,8 @@ def location(base: str, loc: tuple[int | str, ...]) -> str:
     """``location("engine", ("workers", "decode", "tables", 0)) == "engine.workers.decode.tables[0]"``."""
     text = base
     for part in loc:
+        if isinstance(part, str) and part.startswith(KIND_TAG):
+            continue
         if isinstance(part, int):
             text += f"[{part}]"
         elif text:

@@ -25,6 +25,8 @@ The choice itself (measured_round > table > regression > roofline) is the core's
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, WithJsonSchema
@@ -121,9 +123,9 @@ def best_available(
 
     ``config`` may also be a YAML/JSON file path; its relative table paths are then resolved
     against the file's folder. For a mapping they resolve against ``base_dir`` (the folder of
-    the file that holds the mapping: a replay config's, for its workers' ``timing``), else the
-    working directory. ``model``, ``hardware`` and ``speculation`` may be given resolved
-    (``ModelSpec``, ``GpuSpec``, ``ResolvedSpeculation``): they are taken as they are.
+    the file that holds the mapping), else the working directory. ``model``, ``hardware`` and
+    ``speculation`` may be given resolved (``ModelSpec``, ``GpuSpec``, ``ResolvedSpeculation``):
+    they are taken as they are.
     """
     folder = "" if base_dir is None else os.fspath(base_dir)
     if isinstance(config, str):
@@ -143,11 +145,11 @@ def best_available(
     # (docs/design.md#speculation-kinds), so ngram is resolved here without the role. Other
     # kinds keep it (gate messages name it).
     raw = block.speculation
-    is_ngram = isinstance(raw, dict) and raw.get("kind") == "ngram"
     resolved: ResolvedSpeculation | None = None
     if isinstance(raw, ResolvedSpeculation):
         resolved = raw
     elif raw is not None:
+        is_ngram = isinstance(raw, dict) and raw.get("kind") == "ngram"
         resolved = resolve_speculation(
             raw,
             model=model_spec,
@@ -156,20 +158,108 @@ def best_available(
             path=_join(path, "speculation"),
             tensor_parallel=block.tensor_parallel,
         )
-    if resolved is not None and resolved.enabled and model_spec is None:
-        raise ConfigError(f"{_join(path, 'model')}: a speculation scheme needs the target model")
-    stp, measured = _load_data(block, path, folder)
+    stp, measured = _checked_data(block, path, folder, model_spec, resolved)
     check_input(config, path)
-    return select_estimator(
+    return _select(
+        block,
+        path,
         model_spec,
         gpu,
         block.backend,
         block.tensor_parallel,
+        block.role,
+        resolved,
+        stp,
+        measured,
+    )
+
+
+@dataclass(frozen=True)
+class WorkerDefaults:
+    """What a replay worker's ``timing`` block takes from the engine and the worker unless it
+    names its own: the engine's model, GPU and backend, the worker's tensor parallelism and
+    role, its resolved speculation (``None``: the worker does not speculate) and the folder
+    relative paths are taken from (the replay config's)."""
+
+    model: ModelSpec | None
+    gpu: GpuSpec | None
+    backend: str
+    tensor_parallel: int
+    role: str
+    speculation: ResolvedSpeculation | None
+    base_dir: Path | None
+
+
+def worker_estimator(
+    block: EstimatorConfig, path: str, defaults: WorkerDefaults, *, speculating: bool = True
+) -> SelectedModel:
+    """The estimator of a replay worker's validated ``timing`` block: its own fields where it
+    gives them, else ``defaults`` (resolved once by the replay edge, used as they are).
+    ``speculating=False``: the same estimator without speculation (the plain decode passes of
+    an n-gram worker)."""
+    given = block.model_fields_set
+    folder = "" if defaults.base_dir is None else os.fspath(defaults.base_dir)
+    model_spec = defaults.model
+    if "model" in given:
+        model_spec = None if block.model is None else get_model(block.model, _join(path, "model"))
+    gpu = defaults.gpu
+    if "hardware" in given:
+        gpu = None if block.hardware is None else get_gpu(block.hardware, _join(path, "hardware"))
+    backend = block.backend if "backend" in given else defaults.backend
+    tensor = block.tensor_parallel if "tensor_parallel" in given else defaults.tensor_parallel
+    role = block.role if "role" in given else defaults.role
+    resolved: ResolvedSpeculation | None = None
+    if speculating and block.speculation is not None:
+        is_ngram = isinstance(block.speculation, dict) and block.speculation.get("kind") == "ngram"
+        resolved = resolve_speculation(
+            block.speculation,
+            model=model_spec,
+            backend=backend,
+            role=None if is_ngram else role,
+            path=_join(path, "speculation"),
+            tensor_parallel=tensor,
+            base_dir=defaults.base_dir,
+        )
+    elif speculating:
+        resolved = defaults.speculation
+    stp, measured = _checked_data(block, path, folder, model_spec, resolved)
+    return _select(block, path, model_spec, gpu, backend, tensor, role, resolved, stp, measured)
+
+
+def _checked_data(
+    block: EstimatorConfig,
+    path: str,
+    folder: str,
+    model_spec: ModelSpec | None,
+    resolved: ResolvedSpeculation | None,
+) -> tuple[list[TableModel], list[MeasuredRoundModel]]:
+    if resolved is not None and resolved.enabled and model_spec is None:
+        raise ConfigError(f"{_join(path, 'model')}: a speculation scheme needs the target model")
+    return _load_data(block, path, folder)
+
+
+def _select(
+    block: EstimatorConfig,
+    path: str,
+    model_spec: ModelSpec | None,
+    gpu: GpuSpec | None,
+    backend: str,
+    tensor_parallel: int,
+    role: str,
+    resolved: ResolvedSpeculation | None,
+    stp: list[TableModel],
+    measured: list[MeasuredRoundModel],
+) -> SelectedModel:
+    return select_estimator(
+        model_spec,
+        gpu,
+        backend,
+        tensor_parallel,
         resolved,
         _draft_spec(resolved),
         block.estimator,
         block.fallback_policy,
-        block.role,
+        role,
         block.timing_scope,
         stp,
         measured,
@@ -192,9 +282,10 @@ def _draft_spec(resolved: ResolvedSpeculation | None) -> ModelSpec | None:
     if name is None:
         return None
     try:
-        return get_model(name, "speculation.draft_model_path")
+        draft: ModelSpec = get_model(name, "speculation.draft_model_path")
     except ConfigError:
         return None
+    return draft
 
 
 def _load_data(

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from aisim._fields import join_path
 from aisim.catalogue import GpuSpec, ModelSpec
 from aisim.config._catalogue import get_gpu, get_model
-from aisim.config._edge import check_input, check_mapping_at, choice, number, validate
+from aisim.config._edge import check_input, check_mapping_at, engine_backend, validate
+from aisim.config._estimator import WorkerDefaults, worker_estimator
 from aisim.config._replay_capacity import Hardware, kv_cache_plan, transfer_price
 from aisim.config._replay_models import (
     Engine,
+    EstimatorTiming,
     FixedTiming,
     ReplayFile,
     SglangScheduler,
@@ -45,9 +47,8 @@ from aisim.replay import (
     lookahead_tokens_for,
     no_speculation,
 )
+from aisim.speculation import ResolvedSpeculation
 from aisim.traffic import HashIdCounts, TrafficStream, count_hash_ids, mark_private_blocks
-
-TIMING_TYPES: Final = ("fixed", "estimator")
 
 
 class EngineContext(Hardware):
@@ -180,7 +181,8 @@ def _scan(
 
 def _worker(raw: object, role: str, context: EngineContext) -> tuple[WorkerPlan, dict[str, Any]]:
     path = f"engine.workers.{role}"
-    block = validate(Worker, raw, path)
+    with engine_backend(context.backend):
+        block = validate(Worker, raw, path)
     tensor = block.parallelism.tensor
     ranks = block.parallelism.attention_data
     resolved, speculation = _speculation(block, role, tensor, context, path)
@@ -191,7 +193,7 @@ def _worker(raw: object, role: str, context: EngineContext) -> tuple[WorkerPlan,
             f"with attention DP (its tier decisions are not synchronized across DP ranks), got "
             f"{ranks} ranks"
         )
-    scheduler = _scheduler(block.scheduler, context.backend, join_path(path, "scheduler"))
+    scheduler = _scheduler(block.scheduler, context.backend)
     if speculation.verify_width > scheduler.token_budget and scheduler.kind == SCHEDULER_VLLM:
         raise ConfigError(
             f"{path}.scheduler.max_batched_tokens: {scheduler.token_budget} cannot hold one "
@@ -299,69 +301,59 @@ def _simulated_per_batch(resolved: Any) -> bool:
     return source is not None and source.get("format") == "sglang-simulated"
 
 
-def _scheduler(raw: object, backend: str, path: str) -> SchedulerPlan:
-    """The worker's scheduler block, by the engine's backend (absent: every default)."""
-    block = {} if raw is None else raw
-    if backend == SCHEDULER_VLLM:
-        vllm = validate(VllmScheduler, block, path)
+def _scheduler(block: VllmScheduler | SglangScheduler | None, backend: str) -> SchedulerPlan:
+    """The worker's validated scheduler block (the engine's backend's model; absent: every
+    default)."""
+    if block is None:
+        block = VllmScheduler() if backend == SCHEDULER_VLLM else SglangScheduler()
+    if isinstance(block, VllmScheduler):
         return SchedulerPlan(
             SCHEDULER_VLLM,
-            vllm.max_batched_tokens,
-            vllm.max_sequences,
-            vllm.chunked_prefill,
+            block.max_batched_tokens,
+            block.max_sequences,
+            block.chunked_prefill,
             0.0,
             0.0,
             0.0,
         )
-    sglang = validate(SglangScheduler, block, path)
-    init = sglang.init_new_token_ratio
-    # The floor is bounded by the start of the decay: the model checks 0..1, this its maximum.
-    low = number(sglang.min_new_token_ratio, join_path(path, "min_new_token_ratio"), 0.0, init)
     return SchedulerPlan(
         SCHEDULER_SGLANG,
-        sglang.chunked_prefill_size,
-        sglang.max_running_requests,
-        sglang.chunked_prefill,
-        init,
-        low,
-        sglang.new_token_ratio_decay,
+        block.chunked_prefill_size,
+        block.max_running_requests,
+        block.chunked_prefill,
+        block.init_new_token_ratio,
+        block.min_new_token_ratio,
+        block.new_token_ratio_decay,
     )
 
 
 def _timing(
-    raw: object,
+    block: FixedTiming | EstimatorTiming | None,
     context: EngineContext,
     role: str,
     tensor: int,
-    resolved: Any,
+    resolved: ResolvedSpeculation | None,
     speculation: SpeculationPlan,
     path: str,
 ) -> PassPricer:
     timing_path = join_path(path, "timing")
-    block = check_mapping_at(raw if raw is not None else {}, timing_path)
-    kind = choice(block.get("type", "estimator"), join_path(timing_path, "type"), TIMING_TYPES)
-    if kind == "fixed":
-        fixed = validate(FixedTiming, block, timing_path)
-        return PassPricer.fixed(fixed.prefill_ms, fixed.decode_ms)
+    if isinstance(block, FixedTiming):
+        return PassPricer.fixed(block.prefill_ms, block.decode_ms)
     from aisim import fpm
 
-    config = {key: value for key, value in block.items() if key != "type"}
     # The engine's model, GPU and the worker's scheme, as the edge resolved them: handed on
     # resolved, never looked up or resolved again.
-    engine = context.raw
-    if "model" not in config and context.model is not None:
-        config["model"] = context.model
-    if "hardware" not in config and context.gpu is not None:
-        config["hardware"] = context.gpu
-    if "backend" not in config and engine.get("backend") is not None:
-        config["backend"] = engine["backend"]
-    config.setdefault("tensor_parallel", tensor)
-    config.setdefault("role", role)
-    if speculation.enabled and "speculation" not in config:
-        config["speculation"] = resolved
-    from aisim.config._estimator import best_available
-
-    model = best_available(config, timing_path, base_dir=context.base_dir)
+    estimator = EstimatorTiming() if block is None else block
+    defaults = WorkerDefaults(
+        context.model,
+        context.gpu,
+        context.backend,
+        tensor,
+        role,
+        resolved if speculation.enabled else None,
+        context.base_dir,
+    )
+    model = worker_estimator(estimator, timing_path, defaults)
     if speculation.enabled and not (
         model.prices_speculation_natively or model.supports_draft_length
     ):
@@ -390,7 +382,7 @@ def _timing(
         )
     plain = None
     if speculation.undrafted_rounds > 0 and model.prices_speculation_natively:
-        plain = _plain_decode_model(config, model.name, timing_path, context.base_dir)
+        plain = _plain_decode_model(estimator, defaults, model.name, timing_path)
     return PassPricer.from_model(
         model,
         fpm.ForwardPassMetrics,
@@ -414,16 +406,13 @@ def _length_models(model: Any, speculation: SpeculationPlan) -> list[Any] | None
 
 
 def _plain_decode_model(
-    config: dict[str, Any], name: str, timing_path: str, base_dir: Path | None
+    estimator: EstimatorTiming, defaults: WorkerDefaults, name: str, timing_path: str
 ) -> Any:
-    """The estimator of ``config`` without speculation: it prices the passes whose decode
-    requests all drafted nothing (``speculation.undrafted_rounds``) when the configured one
-    prices only whole SD rounds."""
-    from aisim.config._estimator import best_available
-
-    plain_config = {key: value for key, value in config.items() if key != "speculation"}
+    """The worker's estimator without speculation: it prices the passes whose decode requests
+    all drafted nothing (``speculation.undrafted_rounds``) when the configured one prices only
+    whole SD rounds."""
     try:
-        return best_available(plain_config, timing_path, base_dir=base_dir)
+        return worker_estimator(estimator, timing_path, defaults, speculating=False)
     except ConfigError as exc:
         raise ConfigError(
             f"{timing_path}: speculation.undrafted_rounds: the {name!r} estimator prices only "

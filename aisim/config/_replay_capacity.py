@@ -9,7 +9,7 @@ from typing import Final
 
 from aisim._fields import join_path
 from aisim.catalogue import GpuSpec, ModelSpec
-from aisim.config._edge import check_mapping_at, choice, validate
+from aisim.config._edge import validate
 from aisim.config._replay_models import DefaultCapacity, FixedCapacity, KvCache, KvTransfer
 from aisim.errors import ConfigError
 from aisim.replay import (
@@ -22,7 +22,6 @@ from aisim.replay import (
     kv_bytes_per_token_per_gpu,
 )
 
-CAPACITY_TYPES: Final = ("fixed", "default")
 GIB: Final = 1 << 30
 
 
@@ -46,10 +45,17 @@ class Hardware:
 
 
 def kv_cache_plan(
-    raw: object, context: Hardware, tensor: int, speculation: SpeculationPlan, path: str
+    block: KvCache | None,
+    context: Hardware,
+    tensor: int,
+    speculation: SpeculationPlan,
+    path: str,
 ) -> KvPlan:
+    """The worker's KV pool per rank, from its validated ``kv_cache`` block (absent: every
+    default)."""
     kv_path = join_path(path, "kv_cache")
-    block = validate(KvCache, {} if raw is None else raw, kv_path)
+    if block is None:
+        block = KvCache()
     default_block = 16 if context.backend == SCHEDULER_VLLM else 1
     block_size = default_block if block.block_size is None else block.block_size
     caching = block.prefix_caching
@@ -61,13 +67,11 @@ def kv_cache_plan(
             f"{unit_path}: expected a multiple of block_size {block_size}, got {unit}"
         )
     capacity_path = join_path(kv_path, "capacity")
-    raw_capacity = {"type": "default"} if block.capacity is None else block.capacity
-    capacity = check_mapping_at(raw_capacity, capacity_path)
-    kind = choice(capacity.get("type"), join_path(capacity_path, "type"), CAPACITY_TYPES)
-    if kind == "fixed":
-        fixed = validate(FixedCapacity, capacity, capacity_path)
-        return KvPlan(fixed.blocks, block_size, unit, caching)
-    default = validate(DefaultCapacity, capacity, capacity_path)
+    default = block.capacity
+    if isinstance(default, FixedCapacity):
+        return KvPlan(default.blocks, block_size, unit, caching)
+    if default is None:
+        default = DefaultCapacity(type="default")
     if speculation.enabled and speculation.kind != "ngram":
         raise ConfigError(
             f"{capacity_path}: kind {speculation.kind}: speculation with a drafter needs an explicit "

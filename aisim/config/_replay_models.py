@@ -14,10 +14,20 @@ import types
 import typing
 from typing import Annotated, Any, ClassVar, Final, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from aisim.config._catalogue import HardwareFile, ModelFile
-from aisim.config._edge import Choice, EdgeModel, Integer, Number, OrNone, Section
+from aisim.config._edge import (
+    Choice,
+    EdgeModel,
+    Integer,
+    Kinds,
+    Number,
+    OrNone,
+    Section,
+    check_field,
+    current_backend,
+)
 from aisim.config._estimator import EstimatorConfig
 from aisim.config._replay_limits import (
     DEFAULT_ACTIVATION_RESERVE_GIB,
@@ -59,6 +69,7 @@ class VllmScheduler(EdgeModel):
     """vLLM's scheduler limits (``--max-num-batched-tokens``, ``--max-num-seqs``)."""
 
     edge_unknown_note: ClassVar[str] = " for backend vllm"
+    edge_kind: ClassVar[str] = "vllm"
 
     max_batched_tokens: Count = 8192
     max_sequences: Count = 256
@@ -69,6 +80,7 @@ class SglangScheduler(EdgeModel):
     """SGLang's scheduler limits and its new-token-ratio admission estimate."""
 
     edge_unknown_note: ClassVar[str] = " for backend sglang"
+    edge_kind: ClassVar[str] = "sglang"
 
     chunked_prefill_size: Count = 8192
     max_running_requests: Count = 256
@@ -78,6 +90,14 @@ class SglangScheduler(EdgeModel):
         float, Number(0.0, 1.0), Field(description="at most init_new_token_ratio")
     ] = 0.1
     new_token_ratio_decay: Ratio = 0.001
+
+    @model_validator(mode="after")
+    def _floor_below_start(self) -> SglangScheduler:
+        # The floor is bounded by the start of the decay: the field checks 0..1, this its maximum.
+        check_field(
+            Number(0.0, self.init_new_token_ratio), self.min_new_token_ratio, "min_new_token_ratio"
+        )
+        return self
 
 
 class FixedCapacity(EdgeModel):
@@ -102,7 +122,7 @@ class KvCache(EdgeModel):
     block_size: BlockTokens = None
     prefix_caching: bool = True
     prefix_unit_tokens: BlockTokens = None
-    capacity: Annotated[Any, Section(FixedCapacity | DefaultCapacity)] = None
+    capacity: Annotated[FixedCapacity | DefaultCapacity, Kinds()] | None = None
 
 
 class FixedTiming(EdgeModel):
@@ -127,9 +147,16 @@ class Worker(EdgeModel):
     """One pool of identical workers (``aggregated``, ``prefill`` or ``decode``)."""
 
     parallelism: Parallelism = Parallelism()
-    scheduler: Annotated[Any, Section(VllmScheduler | SglangScheduler)] = None
-    kv_cache: Annotated[Any, Section(KvCache)] = None
-    timing: Annotated[Any, Section(FixedTiming | EstimatorTiming)] = None
+    scheduler: (
+        Annotated[
+            VllmScheduler | SglangScheduler,
+            Kinds(select=current_backend),
+            Field(description="the fields of the engine's backend"),
+        ]
+        | None
+    ) = None
+    kv_cache: KvCache | None = None
+    timing: Annotated[FixedTiming | EstimatorTiming, Kinds(default="estimator")] | None = None
     speculation: Annotated[Any, _SPECULATION] = None
 
 
@@ -323,33 +350,24 @@ ANY_PATH: Final[dict[str, Any]] = {"*": None}
 
 def config_paths(model: type[EdgeModel] = ReplayFile) -> dict[str, Any]:
     """The config paths below ``model``, as nested dicts of field names (what a sweep axis may
-    name), read from the models: a nested model or a ``Section`` of models gives the union of
-    their fields (a model name or a number allowed in its place is the key's own value); a
-    ``Section`` that may also be another type (a constrained length, a list of requests) or a
-    field of any other non-scalar type (a mapping, a list) gives ``ANY_PATH``; a scalar field
-    is a value."""
+    name), read from the models: a field whose type is a model, or a union of models (a
+    ``Kinds`` block, a model or ``null``) gives the union of their fields (a name or a number
+    allowed in its place is the key's own value); a field that may also be another non-scalar
+    type (a mapping, a list) gives ``ANY_PATH``; a scalar field is a value."""
     paths: dict[str, Any] = {}
     for name, field in model.model_fields.items():
         key = field.alias or name
         sections = [item for item in field.metadata if isinstance(item, Section)]
-        if sections:
-            members = _members(sections[0].schema_type)
-            models = [member for member in members if _is_model(member)]
-            if members and all(_is_model(member) or _is_value(member) for member in members):
-                # A name or a number in place of the block is the key's own value; the models
-                # give what may sit below it (``engine.model``: a name or a config.json mapping).
-                merged: dict[str, Any] = {}
-                for member in models:
-                    merged.update(config_paths(member))
-                paths[key] = merged
-            else:
-                paths[key] = ANY_PATH
-        elif _is_model(annotation := field.annotation):
-            paths[key] = config_paths(annotation)
-        elif all(_is_value(member) for member in _members(field.annotation)):
-            paths[key] = {}
-        else:
+        shown = sections[0].schema_type if sections else field.annotation
+        members = _members(shown)
+        models = [member for member in members if _is_model(member)]
+        if not all(_is_model(member) or _is_value(member) for member in members):
             paths[key] = ANY_PATH
+            continue
+        merged: dict[str, Any] = {}
+        for member in models:
+            merged.update(config_paths(member))
+        paths[key] = merged
     return paths
 
 
@@ -358,12 +376,13 @@ def _is_value(kind: Any) -> bool:
     return kind in (int, float, str, bool, type(None)) or typing.get_origin(kind) is Literal
 
 
-def _members(schema_type: Any) -> tuple[Any, ...]:
-    return (
-        typing.get_args(schema_type)
-        if typing.get_origin(schema_type) in _UNIONS
-        else (schema_type,)
-    )
+def _members(kind: Any) -> tuple[Any, ...]:
+    """The members of a (possibly annotated, nested) union type, annotations stripped."""
+    if typing.get_origin(kind) is Annotated:
+        return _members(typing.get_args(kind)[0])
+    if typing.get_origin(kind) in _UNIONS:
+        return tuple(member for part in typing.get_args(kind) for member in _members(part))
+    return (kind,)
 
 
 def _is_model(kind: Any) -> typing.TypeGuard[type[EdgeModel]]:

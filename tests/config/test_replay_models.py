@@ -56,7 +56,18 @@ def test_sweep_axis_paths_follow_the_models() -> None:
     scheduler = paths["engine"]["workers"]["decode"]["scheduler"]
     assert set(scheduler) == set(VllmScheduler.model_fields) | set(SglangScheduler.model_fields)
     assert paths["simulation"] == {"horizon_ms": {}, "per_token": {}}
-    assert paths["traffic"]["source"]["prompt_tokens"] == ANY_PATH  # an integer or a mapping
+    # An integer (the length itself) or a block of one of the length types: their fields.
+    assert set(paths["traffic"]["source"]["prompt_tokens"]) == {
+        "type",
+        "value",
+        "min",
+        "max",
+        "mean",
+        "std",
+    }
+    # An optional block (``X | None``) gives the block's fields, an optional scalar a value.
+    assert paths["engine"]["speculation"]["acceptance_trace"] == {"path": {}, "format": {}}
+    assert paths["engine"]["speculation"]["seed"] == {}
     assert paths["engine"]["speculation"]["params"] == ANY_PATH  # per-kind params
     # simulation.per_token was missing from the hand-written list the sweep used before
     _check_known("simulation.per_token")
