@@ -207,6 +207,11 @@ def gpu_spec(mapping: object, name: str, path: str = "hardware") -> GpuSpec:
     return spec
 
 
+def _relative_to(file: Path, base_dir: Path | None) -> Path:
+    """``file``, a relative one taken from ``base_dir`` (the folder of the file naming it)."""
+    return file if base_dir is None or file.is_absolute() else base_dir / file
+
+
 def _read_text(file: Path, path: str, what: str) -> str:
     """The file's UTF-8 text; a missing, unreadable or binary file is one ``ConfigError``
     (``what`` names it: ``"model config"``)."""
@@ -225,11 +230,15 @@ def _read_text(file: Path, path: str, what: str) -> str:
         ) from None
 
 
-def get_model(name_or_path: object, path: str = "model") -> ModelSpec:
+def get_model(name_or_path: object, path: str = "model", base_dir: Path | None = None) -> ModelSpec:
     """A built-in model by name (case-insensitive short names allowed), a ``config.json`` path
-    (or the folder holding one), a config mapping, or a ``ModelSpec`` as is."""
+    (or the folder holding one; a relative one is taken from ``base_dir``, the folder of the
+    file that names it, default the working directory), a config mapping, a validated
+    ``ModelFile``, or a ``ModelSpec`` as is."""
     if isinstance(name_or_path, ModelSpec):
         return name_or_path
+    if isinstance(name_or_path, ModelFile):
+        return name_or_path.to_spec(name_or_path.name or "custom", path)
     if isinstance(name_or_path, dict):
         name = name_or_path.get("name")
         return model_spec(name_or_path, name if isinstance(name, str) else "custom", path)
@@ -240,7 +249,7 @@ def get_model(name_or_path: object, path: str = "model") -> ModelSpec:
     builtin = builtin_model(name_or_path)
     if builtin is not None:
         return builtin
-    file = check_path_text(name_or_path, path)
+    file = _relative_to(check_path_text(name_or_path, path), base_dir)
     if file.suffix == ".json" or file.is_file() or file.is_dir():
         if file.is_dir():
             file = file / "config.json"
@@ -253,11 +262,14 @@ def get_model(name_or_path: object, path: str = "model") -> ModelSpec:
     )
 
 
-def get_gpu(name_or_path: object, path: str = "hardware") -> GpuSpec:
-    """A built-in GPU by name (``h100`` == ``h100_sxm``), a JSON/YAML file path, a mapping, or a
-    ``GpuSpec`` as is."""
+def get_gpu(name_or_path: object, path: str = "hardware", base_dir: Path | None = None) -> GpuSpec:
+    """A built-in GPU by name (``h100`` == ``h100_sxm``), a JSON/YAML file path (a relative one
+    is taken from ``base_dir``, as ``get_model`` does), a mapping, a validated ``HardwareFile``,
+    or a ``GpuSpec`` as is."""
     if isinstance(name_or_path, GpuSpec):
         return name_or_path
+    if isinstance(name_or_path, HardwareFile):
+        return name_or_path.to_spec(name_or_path.system or "custom", path)
     if isinstance(name_or_path, dict):
         name = name_or_path.get("system")
         return gpu_spec(name_or_path, name if isinstance(name, str) else "custom", path)
@@ -266,7 +278,7 @@ def get_gpu(name_or_path: object, path: str = "hardware") -> GpuSpec:
     builtin = builtin_gpu(name_or_path)
     if builtin is not None:
         return builtin
-    file = check_path_text(name_or_path, path)
+    file = _relative_to(check_path_text(name_or_path, path), base_dir)
     if file.is_file():
         text = _read_text(file, path, "hardware file")
         source = f"{path}: hardware file {str(file)!r}"

@@ -281,6 +281,46 @@ class Kinds:
         return tuple(str(value) for value in typing.get_args(annotation))
 
 
+class NameOr:
+    """``Annotated[str | ModelFile, NameOr("a model name or config.json path")]``: a name (or a
+    file path, read later against the file that names it) or the block itself, validated by
+    its model; anything else is one error: ``expected <what>, got ...``."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        models = [member for member in union_members(source) if member is not str]
+        choices: dict[str, core_schema.CoreSchema] = {
+            KIND_TAG + "name": core_schema.str_schema(strict=True),
+            KIND_TAG + "block": handler.generate_schema(models[0]),
+        }
+        what = self.what
+
+        def check(value: object) -> object:
+            if isinstance(value, (str, BaseModel)):
+                return value
+            if isinstance(value, Mapping):
+                return check_mapping(value)
+            raise edge_error(f"expected {what}, got {describe(value)}")
+
+        def tag(value: object) -> str:
+            return KIND_TAG + ("name" if isinstance(value, str) else "block")
+
+        union = core_schema.tagged_union_schema(choices, tag)
+        return core_schema.no_info_before_validator_function(check, union)
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        result = handler(schema)
+        if "oneOf" in result:
+            result["anyOf"] = result.pop("oneOf")
+        return result
+
+
 def union_members(kind: Any) -> tuple[Any, ...]:
     """The members of a union type (``A | B``), or ``(kind,)``."""
     if typing.get_origin(kind) in (typing.Union, types.UnionType):

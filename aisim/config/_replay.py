@@ -14,7 +14,7 @@ from typing import Any
 from aisim._fields import join_path
 from aisim.catalogue import GpuSpec, ModelSpec
 from aisim.config._catalogue import get_gpu, get_model
-from aisim.config._edge import check_input, check_mapping_at, engine_backend, validate
+from aisim.config._edge import check_input, validate
 from aisim.config._estimator import WorkerDefaults, worker_estimator
 from aisim.config._replay_capacity import Hardware, kv_cache_plan, transfer_price
 from aisim.config._replay_models import (
@@ -27,6 +27,7 @@ from aisim.config._replay_models import (
     VllmScheduler,
     Worker,
 )
+from aisim.config._speculation_models import SpeculationConfig
 from aisim.config._traffic import build_traffic
 from aisim.errors import ConfigError
 from aisim.replay import (
@@ -52,19 +53,18 @@ from aisim.traffic import HashIdCounts, TrafficStream, count_hash_ids, mark_priv
 
 
 class EngineContext(Hardware):
-    """What every worker's validation needs from the ``engine`` block."""
+    """What every worker's reading needs from the validated ``engine`` block: its model and
+    GPU looked up once (a relative config path taken from the config file's folder)."""
 
-    def __init__(self, engine: dict[str, Any], base_dir: Path | None = None) -> None:
-        block = validate(Engine, engine, "engine")
+    def __init__(self, block: Engine, base_dir: Path | None = None) -> None:
         model: ModelSpec | None = None
         if block.model is not None:
-            model = get_model(block.model, "engine.model")
+            model = get_model(block.model, "engine.model", base_dir)
         gpu: GpuSpec | None = None
         if block.hardware is not None:
-            gpu = get_gpu(block.hardware, "engine.hardware")
+            gpu = get_gpu(block.hardware, "engine.hardware", base_dir)
         super().__init__(block.backend, model, gpu)
         self.block = block
-        self.raw = engine
         #: Where relative paths in the config (``acceptance_from.path``) are taken from.
         self.base_dir = base_dir
 
@@ -73,11 +73,11 @@ def build_plan(config: object, base_dir: Path | None = None) -> tuple[ReplayPlan
     """Validate a replay config; returns the plan and a JSON-ready description of the resolved
     configuration (capacities, pricing, speculation) for the summary."""
     root = validate(ReplayFile, config, "")
-    engine = check_mapping_at(root.engine, "engine")
-    context = EngineContext(engine, base_dir)
+    context = EngineContext(root.engine, base_dir)
     traffic = build_traffic(root.traffic, base_dir)
-    workers_raw = check_mapping_at(context.block.workers, "engine.workers")
-    roles = sorted(workers_raw)
+    given = context.block.workers
+    roles = sorted(given.model_fields_set & {ROLE_AGGREGATED, ROLE_PREFILL, ROLE_DECODE})
+    roles = [role for role in roles if getattr(given, role) is not None]
     if roles == [ROLE_AGGREGATED]:
         order = [ROLE_AGGREGATED]
     elif roles == [ROLE_DECODE, ROLE_PREFILL]:
@@ -90,7 +90,9 @@ def build_plan(config: object, base_dir: Path | None = None) -> tuple[ReplayPlan
     workers: list[WorkerPlan] = []
     described: list[dict[str, Any]] = []
     for role in order:
-        worker, info = _worker(workers_raw[role], role, context)
+        block = getattr(given, role)
+        assert isinstance(block, Worker)
+        worker, info = _worker(block, role, context)
         if not isinstance(traffic, TrafficStream):
             check_requests_fit(worker, traffic)
         workers.append(worker)
@@ -179,10 +181,8 @@ def _scan(
     return [], stream, count, total_tokens
 
 
-def _worker(raw: object, role: str, context: EngineContext) -> tuple[WorkerPlan, dict[str, Any]]:
+def _worker(block: Worker, role: str, context: EngineContext) -> tuple[WorkerPlan, dict[str, Any]]:
     path = f"engine.workers.{role}"
-    with engine_backend(context.backend):
-        block = validate(Worker, raw, path)
     tensor = block.parallelism.tensor
     ranks = block.parallelism.attention_data
     resolved, speculation = _speculation(block, role, tensor, context, path)
@@ -228,33 +228,28 @@ def _worker(raw: object, role: str, context: EngineContext) -> tuple[WorkerPlan,
 
 def _speculation(
     block: Worker, role: str, tensor: int, context: EngineContext, path: str
-) -> tuple[Any, SpeculationPlan]:
-    """Resolve the worker's speculation (its own block, else the engine's, with the legacy
-    ``engine.nextn``/``nextn_accepted`` folded in). Prefill pools never speculate."""
+) -> tuple[ResolvedSpeculation | None, SpeculationPlan]:
+    """Resolve the worker's speculation: its own block, else the engine's (with the legacy
+    ``engine.nextn``/``nextn_accepted`` folded in), resolved once for every worker that shares
+    it. Prefill pools never speculate: a prefill worker's own block is still resolved (its
+    errors reported), the engine's is not resolved for it."""
     from aisim.config._speculation import resolve_speculation
 
-    engine = context.raw
     if block.speculation is not None:
-        mapping: Any = block.speculation
-        spec_path = join_path(path, "speculation")
+        resolved = resolve_speculation(
+            block.speculation,
+            model=context.model,
+            backend=context.backend,
+            role=role,
+            path=join_path(path, "speculation"),
+            tensor_parallel=tensor,
+            base_dir=context.base_dir,
+        )
+    elif role == ROLE_PREFILL:
+        return None, no_speculation()
     else:
-        legacy = {key: engine[key] for key in ("nextn", "nextn_accepted") if key in engine}
-        mapping = engine.get("speculation")
-        spec_path = "engine.speculation"
-        if legacy:
-            if mapping is None:
-                mapping, spec_path = legacy, "engine"
-            else:
-                mapping = {**check_mapping_at(mapping, spec_path), **legacy}
-    resolved = resolve_speculation(
-        mapping,
-        model=context.model,
-        backend=context.backend,
-        role=role,
-        path=spec_path,
-        tensor_parallel=tensor,
-        base_dir=context.base_dir,
-    )
+        resolved = _engine_speculation(context, role, tensor)
+    spec_path = resolved.path
     if not resolved.enabled or role == ROLE_PREFILL:
         return resolved, no_speculation()
     from aisim.config._speculation_replay import replay_depth
@@ -295,7 +290,33 @@ def _speculation(
     return resolved, plan
 
 
-def _simulated_per_batch(resolved: Any) -> bool:
+def _engine_speculation(context: EngineContext, role: str, tensor: int) -> ResolvedSpeculation:
+    """The engine's speculation block (legacy ``nextn``/``nextn_accepted`` folded in) resolved
+    for the (one) speculating worker, of ``role`` and ``tensor`` parallelism."""
+    from aisim.config._speculation import resolve_speculation
+
+    engine = context.block
+    legacy = {key: getattr(engine, key) for key in ("nextn", "nextn_accepted")}
+    legacy = {key: value for key, value in legacy.items() if key in engine.model_fields_set}
+    block: SpeculationConfig | None = engine.speculation
+    spec_path = "engine.speculation"
+    if legacy:
+        if block is None:
+            block, spec_path = SpeculationConfig().model_copy(update=legacy), "engine"
+        else:
+            block = block.model_copy(update=legacy)
+    return resolve_speculation(
+        block,
+        model=context.model,
+        backend=context.backend,
+        role=role,
+        path=spec_path,
+        tensor_parallel=tensor,
+        base_dir=context.base_dir,
+    )
+
+
+def _simulated_per_batch(resolved: ResolvedSpeculation) -> bool:
     """SGLang's simulated acceptance draws one length per verify batch, not per request."""
     source = resolved.acceptance_source
     return source is not None and source.get("format") == "sglang-simulated"

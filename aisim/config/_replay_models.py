@@ -14,7 +14,7 @@ import types
 import typing
 from typing import Annotated, Any, ClassVar, Final, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 
 from aisim.config._catalogue import HardwareFile, ModelFile
 from aisim.config._edge import (
@@ -22,11 +22,13 @@ from aisim.config._edge import (
     EdgeModel,
     Integer,
     Kinds,
+    NameOr,
     Number,
     OrNone,
     Section,
     check_field,
     current_backend,
+    engine_backend,
 )
 from aisim.config._estimator import EstimatorConfig
 from aisim.config._replay_limits import (
@@ -140,9 +142,6 @@ class EstimatorTiming(EstimatorConfig):
     type: Literal["estimator"] = "estimator"
 
 
-_SPECULATION = Section(SpeculationConfig)
-
-
 class Worker(EdgeModel):
     """One pool of identical workers (``aggregated``, ``prefill`` or ``decode``)."""
 
@@ -157,15 +156,15 @@ class Worker(EdgeModel):
     ) = None
     kv_cache: KvCache | None = None
     timing: Annotated[FixedTiming | EstimatorTiming, Kinds(default="estimator")] | None = None
-    speculation: Annotated[Any, _SPECULATION] = None
+    speculation: SpeculationConfig | None = None
 
 
 class Workers(EdgeModel):
     """``aggregated`` alone, or ``prefill`` and ``decode`` (disaggregated)."""
 
-    aggregated: Annotated[Any, Section(Worker)] = None
-    prefill: Annotated[Any, Section(Worker)] = None
-    decode: Annotated[Any, Section(Worker)] = None
+    aggregated: Worker | None = None
+    prefill: Worker | None = None
+    decode: Worker | None = None
 
 
 class KvTransfer(EdgeModel):
@@ -184,20 +183,32 @@ class KvTransfer(EdgeModel):
 class Engine(EdgeModel):
     """The served deployment."""
 
-    # ``workers`` is checked after the traffic (errors come in the order the config is read),
-    # so it has a default here; the schema still says it is required.
+    # ``workers`` left out is reported with the roles allowed (``engine.workers: expected
+    # either aggregated, or prefill and decode; got nothing``), so it has a default here; the
+    # schema still says it is required.
     model_config = ConfigDict(**EdgeModel.model_config, json_schema_extra={"required": ["workers"]})
 
-    model: Annotated[Any, Section(str | ModelFile)] = None
-    hardware: Annotated[Any, Section(str | HardwareFile)] = None
+    model: Annotated[str | ModelFile, NameOr("a model name or config.json path")] | None = None
+    hardware: Annotated[str | HardwareFile, NameOr("a GPU name or file path")] | None = None
     backend: Annotated[str, Choice("vllm", "sglang")] = "vllm"
-    speculation: Annotated[Any, _SPECULATION] = None
+    speculation: SpeculationConfig | None = None
     nextn: Annotated[
-        Any, Section(int), Field(description="legacy: speculation {kind: mtp, depth}")
+        int | None,
+        OrNone(Integer(0, 64)),
+        Field(description="legacy: speculation {kind: mtp, depth}"),
     ] = None
     nextn_accepted: Annotated[Any, Field(description="legacy: the MTP acceptance")] = None
-    workers: Annotated[Any, Section(Workers, False)] = None
-    kv_transfer: Annotated[Any, Section(KvTransfer)] = None
+    workers: Workers = Field(default_factory=Workers)
+    kv_transfer: KvTransfer | None = None
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _with_backend(cls, data: Any, handler: ModelWrapValidatorHandler[Engine]) -> Engine:
+        # A worker's scheduler block is read by the model of the engine's backend (an invalid
+        # backend is reported at engine.backend; the workers are read as vLLM's meanwhile).
+        backend = data.get("backend") if isinstance(data, dict) else None
+        with engine_backend(backend if backend in ("vllm", "sglang") else "vllm"):
+            return handler(data)
 
 
 class Simulation(EdgeModel):
@@ -327,8 +338,8 @@ class ReplayFile(EdgeModel):
     """A replay config: ``aisim replay CONFIG`` / ``aisim.run_replay(config)``."""
 
     traffic: Annotated[Any, Section(Traffic, False)]
-    engine: Annotated[Any, Section(Engine, False)]
-    simulation: Annotated[Any, Section(Simulation)] = None
+    engine: Engine
+    simulation: Simulation | None = None
 
 
 def replay_schema() -> dict[str, Any]:

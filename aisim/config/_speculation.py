@@ -96,7 +96,13 @@ def resolve_speculation(
         tp = integer(tensor_parallel, "tensor_parallel", 1, MAX_TENSOR_PARALLEL)
     if mapping is None:
         return _disabled(path)
-    block = validate(SpeculationConfig, mapping, path)
+    # A block the replay edge validated with its config is taken as it is.
+    typed = isinstance(mapping, SpeculationConfig)
+    block: SpeculationConfig = (
+        mapping
+        if isinstance(mapping, SpeculationConfig)
+        else validate(SpeculationConfig, mapping, path)
+    )
     spec = _kind(block, path)
     reject_unmodelled(block, spec, path)
     params = _params(block, spec, path)
@@ -188,7 +194,8 @@ def resolve_speculation(
         "params": geometry.params,
         "draft": {"path": draft_path, "geometry": draft_geometry},
     }
-    check_input(mapping, path)
+    if not typed:
+        check_input(mapping, path)
     return ResolvedSpeculation(
         kind=spec.kind,
         params=geometry.params,

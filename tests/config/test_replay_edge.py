@@ -1,0 +1,201 @@
+"""The replay edge validates a config once, typed all the way down, and hands the readers the
+frozen models: each value is looked up or resolved once per replay, and every relative path is
+taken from the folder of the file that names it (issue 27, one validation pass)."""
+
+from __future__ import annotations
+
+import cProfile
+import pstats
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from aisim import ConfigError
+from aisim.config import run_replay
+from aisim.config._catalogue import get_gpu, get_model
+from aisim.config._edge import validate
+from aisim.config._replay import build_plan
+from aisim.config._replay_models import (
+    FixedCapacity,
+    ReplayFile,
+    SglangScheduler,
+    VllmScheduler,
+)
+from aisim.config._speculation import resolve_speculation
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "docs" / "examples"
+
+
+def _disaggregated_mtp(timing: dict[str, object]) -> dict[str, object]:
+    """P/D on SGLang with the engine's MTP block shared by the workers (the decode pool
+    speculates), both pools priced by ``timing``."""
+    return {
+        "traffic": {
+            "seed": 7,
+            "source": {
+                "type": "synthetic",
+                "num_requests": 5,
+                "prompt_tokens": 256,
+                "output_tokens": 16,
+            },
+            "load": {"type": "poisson", "rate_rps": 4.0},
+        },
+        "engine": {
+            "model": "Qwen/Qwen3-8B",
+            "hardware": "h100_sxm",
+            "backend": "sglang",
+            "speculation": {"kind": "mtp", "params": {"depth": 2}, "acceptance_rates": [0.8, 0.6]},
+            "workers": {
+                "prefill": {
+                    "kv_cache": {"capacity": {"type": "fixed", "blocks": 400000}},
+                    "timing": timing,
+                },
+                "decode": {
+                    "kv_cache": {"capacity": {"type": "fixed", "blocks": 400000}},
+                    "timing": timing,
+                },
+            },
+        },
+    }
+
+
+def _calls(run: Callable[[], object], *functions: Callable[..., object]) -> list[int]:
+    """How many times each of ``functions`` (interpreted config-edge functions) ran in ``run``."""
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        run()
+    finally:
+        profile.disable()
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    counts = []
+    for function in functions:
+        code = function.__code__
+        key = (code.co_filename, code.co_firstlineno, code.co_name)
+        counts.append(stats[key][1] if key in stats else 0)
+    return counts
+
+
+def test_one_replay_resolves_speculation_and_looks_the_model_up_once() -> None:
+    # Before the typed edge: 2 resolutions of the engine's block (one per worker, the prefill
+    # one thrown away) and 3 model lookups (the engine's, then one per worker's timing block,
+    # which best_available validated again from a rebuilt mapping).
+    config = _disaggregated_mtp({"type": "estimator", "estimator": "roofline"})
+    resolved, models, gpus = _calls(
+        lambda: build_plan(config), resolve_speculation, get_model, get_gpu
+    )
+    assert (resolved, models, gpus) == (1, 1, 1)
+
+
+def test_the_readers_get_typed_blocks_validated_once() -> None:
+    config = _disaggregated_mtp({"type": "fixed", "prefill_ms": 40.0, "decode_ms": 12.0})
+    root = validate(ReplayFile, config)
+    decode = root.engine.workers.decode
+    assert decode is not None and decode.kv_cache is not None
+    assert isinstance(decode.kv_cache.capacity, FixedCapacity)
+    # The scheduler block is read by the model of the engine's backend.
+    sglang = _disaggregated_mtp({"type": "fixed", "prefill_ms": 40.0, "decode_ms": 12.0})
+    sglang["engine"]["workers"]["decode"]["scheduler"] = {"max_running_requests": 8}  # type: ignore[index]
+    scheduler = validate(ReplayFile, sglang).engine.workers.decode.scheduler  # type: ignore[union-attr]
+    assert isinstance(scheduler, SglangScheduler) and scheduler.max_running_requests == 8
+    sglang["engine"]["backend"] = "vllm"  # type: ignore[index]
+    sglang["engine"]["workers"]["decode"]["scheduler"] = {"max_sequences": 8}  # type: ignore[index]
+    scheduler = validate(ReplayFile, sglang).engine.workers.decode.scheduler  # type: ignore[union-attr]
+    assert isinstance(scheduler, VllmScheduler) and scheduler.max_sequences == 8
+    with pytest.raises(ConfigError) as caught:
+        sglang["engine"]["workers"]["decode"]["scheduler"] = {"max_running_requests": 8}  # type: ignore[index]
+        validate(ReplayFile, sglang)
+    assert str(caught.value) == (
+        "engine.workers.decode.scheduler: unknown field(s) max_running_requests for backend "
+        "vllm; allowed: chunked_prefill, max_batched_tokens, max_sequences"
+    )
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "message"),
+    [
+        (
+            ("kv_cache", "capacity"),
+            {"type": "fixed", "blocks": 0},
+            "engine.workers.decode.kv_cache.capacity.blocks: expected an integer in "
+            "1..1099511627776, got 0",
+        ),
+        (
+            ("kv_cache", "capacity"),
+            {"type": "fixd", "blocks": 8},
+            "engine.workers.decode.kv_cache.capacity.type: expected one of fixed, default, "
+            "got 'fixd'",
+        ),
+        (
+            ("timing",),
+            {"type": "fixed", "prefill_ms": -1.0, "decode_ms": 1.0},
+            "engine.workers.decode.timing.prefill_ms: expected a finite number in "
+            "0.0..4294967296.0, got -1.0",
+        ),
+        (
+            ("scheduler",),
+            {"init_new_token_ratio": 0.5, "min_new_token_ratio": 0.6},
+            "engine.workers.decode.scheduler.min_new_token_ratio: expected a finite number in "
+            "0.0..0.5, got 0.6",
+        ),
+        (
+            ("timing",),
+            {"type": "estimator", "model": 3},
+            "engine.workers.decode.timing.model: expected a model name or config.json path, "
+            "got 3 (int)",
+        ),
+    ],
+)
+def test_a_bad_value_deep_in_a_worker_names_its_full_path(
+    where: tuple[str, ...], value: object, message: str
+) -> None:
+    config = _disaggregated_mtp({"type": "fixed", "prefill_ms": 40.0, "decode_ms": 12.0})
+    block = config["engine"]["workers"]["decode"]  # type: ignore[index]
+    for key in where[:-1]:
+        block = block[key]
+    block[where[-1]] = value
+    with pytest.raises(ConfigError) as caught:
+        build_plan(config)
+    assert str(caught.value) == message
+
+
+def test_relative_model_and_hardware_paths_resolve_against_the_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # cfg/replay.yaml names a config.json and a hardware file beside it; run from the parent
+    # folder (where neither is), they are the files beside the config (the tables' case is
+    # test_edge_gaps.py). Before the typed edge both were looked up in the working directory.
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    shutil.copy(EXAMPLES / "model" / "config.json", folder / "config.json")
+    shutil.copy(EXAMPLES / "hardware" / "my_gpu.yaml", folder / "my_gpu.yaml")
+    config = _disaggregated_mtp({"type": "estimator", "estimator": "roofline"})
+    engine = config["engine"]
+    assert isinstance(engine, dict)
+    engine["model"] = "config.json"
+    engine["hardware"] = "my_gpu.yaml"
+    engine["backend"] = "vllm"
+    del engine["speculation"]
+    (folder / "replay.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.chdir(tmp_path)
+    result = run_replay("cfg/replay.yaml").summary
+    assert result["completed_requests"] == 5
+    assert (result["config"]["model"], result["config"]["hardware"]) == ("config.json", "my_gpu")
+    # The same config with absolute paths gives the same replay (the names in results are the
+    # paths as given).
+    engine["model"] = str(folder / "config.json")
+    engine["hardware"] = str(folder / "my_gpu.yaml")
+    absolute = run_replay(config).summary
+    assert {**absolute, "config": None} == {**result, "config": None}
+    # A mapping's relative paths are taken from base_dir; without one, from the working
+    # directory, where there is no such file.
+    engine["model"] = "config.json"
+    from_base = run_replay(config, base_dir=folder).summary
+    assert {**from_base, "config": None} == {**result, "config": None}
+    with pytest.raises(ConfigError) as caught:
+        run_replay(config)
+    assert str(caught.value).startswith("engine.model: model config file not found: ")
