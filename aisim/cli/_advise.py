@@ -18,6 +18,7 @@ from aisim.cli._args import integer, number
 from aisim.errors import ConfigError
 
 DEFAULT_REQUESTS = 400
+DEFAULT_SCREEN = 5
 OUTPUTS = ("advice.json", "advice.md", "advice.html", "gain_vs_load.png")
 
 
@@ -83,6 +84,15 @@ def register(commands: Any) -> None:
     parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
     parser.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     parser.add_argument("--json", action="store_true", help="print advice.json instead")
+    parser.add_argument(
+        "--screen",
+        type=integer,
+        default=DEFAULT_SCREEN,
+        metavar="K",
+        help=f"replicas every configuration gets before the race ({DEFAULT_SCREEN}); only SD "
+        "off, the best SD configuration and the nominal-load configurations not clearly "
+        "dominated get all N (--screen N or more: every configuration gets N)",
+    )
     add_interval_arguments(parser, replicas_flag=True)
     parser.set_defaults(handler=advise_command)
 
@@ -131,6 +141,7 @@ def build_question(args: argparse.Namespace) -> Any:
     )
 
     check_replicas(args.replicas, "--replicas")
+    check_replicas(args.screen, "--screen")
     check_seed(args.seed)
     sources = Sources.parse(args.sources)
     slos = parse_slos(args.slo) if args.slo else {k: dict(v) for k, v in DEFAULT_SLOS.items()}
@@ -217,6 +228,7 @@ def build_question(args: argparse.Namespace) -> Any:
         args.acceptance_rounds,
         base_dir,
         notes,
+        args.screen,
     )
 
 
@@ -318,7 +330,7 @@ def verdict(answer: dict[str, Any]) -> list[str]:
     ]
     if best["kind"] != "none":
         lines.append(
-            f"It beats SD off in {best['p_beats_sd_off']:.0%} of the {answer['replicas']} "
+            f"It beats SD off in {best['p_beats_sd_off']:.0%} of the {best['replicas']} "
             "replicas (paired: same draws)."
         )
     series = answer["gain_vs_load"][answer["best_sd"]]
@@ -348,8 +360,8 @@ def to_markdown(answer: dict[str, Any]) -> str:
         f"{answer['replicas']} replicas, seed {answer['seed']})",
         "",
         f"| rank | configuration | goodput req/s | {latency} ms | mean TTFT ms | mean E2E ms "
-        "| P(beats SD off) |",
-        "|---|---|---|---|---|---|---|",
+        "| P(beats SD off) | replicas |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for rank, item in enumerate(answer["ranking"], start=1):
         metrics = item["metrics"]
@@ -357,7 +369,7 @@ def to_markdown(answer: dict[str, Any]) -> str:
         lines.append(
             f"| {rank} | {item['configuration']} | {_band(item['goodput_rps'])} | "
             f"{_band(item['latency'])} | {_band(metrics['mean_ttft_ms'])} | "
-            f"{_band(metrics['mean_e2e_ms'])} | {beats} |"
+            f"{_band(metrics['mean_e2e_ms'])} | {beats} | {item['replicas']} |"
         )
     lines += ["", f"## Gain in {latency} against load (1 - with SD / without, paired)", ""]
     loads = [_fmt(load) for load in answer["loads"]]
@@ -365,10 +377,23 @@ def to_markdown(answer: dict[str, Any]) -> str:
     lines.append("|---|" + "---|" * len(loads))
     for label, series in answer["gain_vs_load"].items():
         cells = [
-            f"{_pct(item['p50'])} [{_pct(item['low'])}, {_pct(item['high'])}]" for item in series
+            f"{_pct(item['p50'])} [{_pct(item['low'])}, {_pct(item['high'])}]"
+            + ("" if item["replicas"] == answer["replicas"] else f" ({item['replicas']})")
+            for item in series
         ]
         lines.append(f"| {label} | {' | '.join(cells)} |")
     lines += ["", f"Loads in {answer['load_unit']}. SLOs: {answer['slos']}.", ""]
+    search = answer["search"]
+    if search["kind"] == "race":
+        lines += [
+            f"Search: a race ({search['replays']} replays instead of "
+            f"{search['replays_of_a_full_search']}): every configuration got its point and "
+            f"{search['screen']} replicas; SD off at every load, the best SD configuration at "
+            f"every load and the nominal-load configurations not clearly dominated got all "
+            f"{search['replicas']} (a gain made from fewer says how many in brackets; "
+            "--screen N for a full search).",
+            "",
+        ]
     lines.append("## What the intervals include")
     lines.append("")
     from aisim.cli._intervals import describe_included

@@ -9,6 +9,16 @@ configurations compare replica by replica), then ranked by goodput at the nomina
   central 90 % interval.
 * where SD stops helping: the load at which the best SD configuration's median gain crosses
   zero, linearly interpolated between the loads searched (None when it never does there).
+
+The search is a race when ``screen`` < N: every configuration at every load gets its point run
+and its first ``screen`` replicas; then SD off at every load, every configuration at the
+nominal load that the screen's leader does not clearly dominate (each of the leader's screened
+replicas beats each of the configuration's: goodput higher, or tied within 0.1 % with a lower
+headline latency) and the best SD configuration at every load get the rest of the N replicas;
+when the best SD configuration changes after that, the new one gets its N at every load too
+(repeated until it is stable). Replica i is the same replay in whichever stage it runs, so a
+refined interval is exactly the one a full search gives; a configuration that stopped early
+says so, with the replicas its interval was made from.
 """
 
 from __future__ import annotations
@@ -22,10 +32,10 @@ from typing import Any, Final
 from aisim.errors import ConfigError
 from aisim.uncertainty._intervals import (
     CONFIDENCE,
+    ReplicaRunner,
     Replicas,
     quantile,
     reduce,
-    run_replicas,
 )
 from aisim.uncertainty._sources import Sources
 
@@ -76,6 +86,8 @@ class Question:
     acceptance_rounds: int | None
     base_dir: Path
     notes: list[str] = field(default_factory=list)
+    #: Replicas every configuration gets before the race (None or >= replicas: no race).
+    screen: int | None = None
 
 
 def parse_acceptance(texts: list[str]) -> dict[str, dict[str, Any]]:
@@ -240,7 +252,7 @@ def advise(question: Question, *, workers: int = 1, backend: str = "pool") -> di
         for load in question.loads:
             configs.append(config_for(question, variant, load))
             keys.append((variant.label, load))
-    runs = run_replicas(
+    runner = ReplicaRunner(
         configs,
         question.base_dir,
         question.replicas,
@@ -251,35 +263,31 @@ def advise(question: Question, *, workers: int = 1, backend: str = "pool") -> di
         backend=backend,
         workers=workers,
     )
-    by_key = dict(zip(keys, runs, strict=True))
+    index_of = {key: index for index, key in enumerate(keys)}
     latency = headline(question.slos)
     nominal = 1.0
-    off = by_key[("SD off", nominal)]
-    ranking: list[dict[str, Any]] = []
-    for variant in question.variants:
-        mine = by_key[(variant.label, nominal)]
-        reduced = reduce(mine.point, mine.rows)
-        wins = [_beats(row, base, latency) for row, base in zip(mine.rows, off.rows, strict=True)]
-        ranking.append(
-            {
-                "configuration": variant.label,
-                "kind": variant.kind,
-                "depth": variant.depth,
-                "acceptance": copy.deepcopy(variant.acceptance),
-                "goodput_rps": reduced["goodput_rps"],
-                "latency": reduced[latency],
-                "metrics": reduced,
-                "p_beats_sd_off": None if variant.kind == "none" else sum(wins) / len(wins),
-                "includes": [n for n, s in mine.setup.sources.items() if s["included"]],
-            }
-        )
-    ranking.sort(
-        key=lambda item: (
-            -(item["goodput_rps"]["p50"] or 0.0),
-            item["latency"]["p50"] if _finite(item["latency"]["p50"]) else math.inf,
-            item["configuration"],
-        )
-    )
+    full = question.replicas
+    screen = min(question.screen if question.screen is not None else full, full)
+    racing = screen < full
+    runner.run({index: screen for index in range(len(configs))})
+    refined: set[int] = set()
+    if racing:
+        ranking = _ranking(question, runner, index_of, latency, nominal)
+        leader = runner.replicas(index_of[(ranking[0]["configuration"], nominal)])
+        wanted = {index_of[("SD off", load)] for load in question.loads}
+        for item in ranking:
+            mine = runner.replicas(index_of[(item["configuration"], nominal)])
+            if not _dominated(mine, leader, latency):
+                wanted.add(index_of[(item["configuration"], nominal)])
+        while wanted != refined:
+            runner.run({index: full for index in sorted(wanted - refined)})
+            refined |= wanted
+            ranking = _ranking(question, runner, index_of, latency, nominal)
+            best = next(item["configuration"] for item in ranking if item["kind"] != "none")
+            wanted = refined | {index_of[(best, load)] for load in question.loads}
+    by_key = {key: runner.replicas(index_of[key]) for key in keys}
+    runs = list(by_key.values())
+    ranking = _ranking(question, runner, index_of, latency, nominal)
     gains = _gains(question, by_key, latency)
     best_sd = next(item for item in ranking if item["kind"] != "none")
     crossover = _crossover(gains[best_sd["configuration"]])
@@ -302,7 +310,69 @@ def advise(question: Question, *, workers: int = 1, backend: str = "pool") -> di
         "sd_stops_helping_at": crossover,
         "notes": question.notes,
         "configurations_searched": len(configs),
+        "search": {
+            "kind": "race" if racing else "full",
+            "screen": screen,
+            "replicas": full,
+            "replays": runner.replays,
+            "replays_of_a_full_search": len(configs) * (full + 1),
+            "refined": [
+                f"{keys[index][0]} at {load_label(question, keys[index][1]):g}"
+                for index in sorted(refined)
+            ],
+        },
     }
+
+
+def _ranking(
+    question: Question,
+    runner: ReplicaRunner,
+    index_of: dict[tuple[str, float], int],
+    latency: str,
+    nominal: float,
+) -> list[dict[str, Any]]:
+    """The configurations at the nominal load, best first: by goodput p50, then the headline
+    latency's p50, then the label; each with the replicas its interval was made from (P(beats
+    SD off) pairs replica i with SD off's replica i)."""
+    off = runner.replicas(index_of[("SD off", nominal)])
+    ranking: list[dict[str, Any]] = []
+    for variant in question.variants:
+        mine = runner.replicas(index_of[(variant.label, nominal)])
+        reduced = reduce(mine.point, mine.rows)
+        wins = [
+            _beats(row, base, latency)
+            for row, base in zip(mine.rows, off.rows[: len(mine.rows)], strict=True)
+        ]
+        ranking.append(
+            {
+                "configuration": variant.label,
+                "kind": variant.kind,
+                "depth": variant.depth,
+                "acceptance": copy.deepcopy(variant.acceptance),
+                "goodput_rps": reduced["goodput_rps"],
+                "latency": reduced[latency],
+                "metrics": reduced,
+                "replicas": len(mine.rows),
+                "p_beats_sd_off": None if variant.kind == "none" else sum(wins) / len(wins),
+                "includes": [n for n, s in mine.setup.sources.items() if s["included"]],
+            }
+        )
+    ranking.sort(
+        key=lambda item: (
+            -(item["goodput_rps"]["p50"] or 0.0),
+            item["latency"]["p50"] if _finite(item["latency"]["p50"]) else math.inf,
+            item["configuration"],
+        )
+    )
+    return ranking
+
+
+def _dominated(mine: Replicas, leader: Replicas, latency: str) -> bool:
+    """Clearly dominated after the screen: each of the leader's replicas beats each of
+    ``mine``'s (goodput higher, or tied within 0.1 % with a lower headline latency)."""
+    if mine.point is leader.point or not mine.rows:
+        return False
+    return all(_beats(theirs, row, latency) for theirs in leader.rows for row in mine.rows)
 
 
 def _sources_over(runs: list[Replicas]) -> dict[str, dict[str, Any]]:
@@ -327,13 +397,20 @@ def _gains(
             mine, off = by_key[(variant.label, load)], by_key[("SD off", load)]
             values = [
                 1.0 - float(row[latency]) / float(base[latency])
-                for row, base in zip(mine.rows, off.rows, strict=True)
+                for row, base in zip(mine.rows, off.rows[: len(mine.rows)], strict=True)
                 if _finite(row.get(latency)) and _finite(base.get(latency)) and base[latency] > 0
             ]
             point = None
             if _finite(mine.point.get(latency)) and _finite(off.point.get(latency)):
                 point = 1.0 - float(mine.point[latency]) / float(off.point[latency])
-            series.append({"load": load_label(question, load), "point": point, **_interval(values)})
+            series.append(
+                {
+                    "load": load_label(question, load),
+                    "point": point,
+                    **_interval(values),
+                    "replicas": len(values),
+                }
+            )
         gains[variant.label] = series
     return gains
 

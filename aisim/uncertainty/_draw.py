@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aisim.uncertainty._cost_errors import CostFactors
+from aisim.uncertainty._cost_errors import STEP_KINDS, CostFactors
 
 
 @dataclass(frozen=True)
@@ -67,17 +67,25 @@ class ScaledModel:
             getattr(model, "prices_speculation_natively", False)
         )
         self.supports_draft_length = bool(getattr(model, "supports_draft_length", False))
+        #: Per kind: (factor, per-step scatter quantiles or None), looked up once per pass.
+        self.scale = {kind: (factors.of(kind), factors.noise(kind)) for kind in STEP_KINDS}
+        self.estimate = model.estimate_forward_pass_time_ms
 
     def estimate_forward_pass_time_ms(self, metrics: Any, draft_length: int | None = None) -> float:
         if draft_length is None:
-            price = float(self.model.estimate_forward_pass_time_ms(metrics))
+            price = float(self.estimate(metrics))
         else:
-            price = float(
-                self.model.estimate_forward_pass_time_ms(metrics, draft_length=draft_length)
-            )
-        ranks = metrics if isinstance(metrics, list) else [metrics]
-        prefill = any(rank.num_prefill_requests > 0 for rank in ranks)
-        decode = any(rank.num_decode_requests > 0 for rank in ranks)
+            price = float(self.estimate(metrics, draft_length=draft_length))
+        # Replay passes a list of one metrics object per rank (one rank: the common case).
+        single = metrics if not isinstance(metrics, list) else None
+        if single is None and len(metrics) == 1:
+            single = metrics[0]
+        if single is not None:
+            prefill = single.num_prefill_requests > 0
+            decode = single.num_decode_requests > 0
+        else:
+            prefill = any(rank.num_prefill_requests > 0 for rank in metrics)
+            decode = any(rank.num_decode_requests > 0 for rank in metrics)
         if prefill and decode:
             kind = "mixed"
         elif prefill:
@@ -86,10 +94,10 @@ class ScaledModel:
             kind = "sd_round"
         else:
             kind = "decode"
-        quantiles = self.factors.noise(kind)
+        factor, quantiles = self.scale[kind]
         if quantiles is None:
-            return price * self.factors.of(kind)
-        return price * self.factors.of(kind) * interpolate(quantiles, self.noise.random())
+            return price * factor
+        return price * factor * interpolate(quantiles, self.noise.random())
 
 
 def interpolate(quantiles: tuple[float, ...], u: float) -> float:

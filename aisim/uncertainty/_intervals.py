@@ -191,48 +191,123 @@ def run_replicas(
     resolve against ``folder``), all as tasks of one sweep-backend run. Every config draws with
     the same ``seed``: replica i of two configs shares its traffic seed and its evidence group
     (common random numbers), so configs compare replica by replica."""
-    from aisim.sweep import Task, run_tasks
+    runner = ReplicaRunner(
+        configs,
+        folder,
+        replicas,
+        seed=seed,
+        sources=sources,
+        slos=slos,
+        table=table,
+        acceptance_rounds=acceptance_rounds,
+        backend=backend,
+        workers=workers,
+        address=address,
+    )
+    runner.run({index: replicas for index in range(len(configs))})
+    return [runner.replicas(index) for index in range(len(configs))]
 
-    check_replicas(replicas)
-    check_seed(seed)
-    chosen = sources if sources is not None else Sources()
-    evidence = table if table is not None else load_cost_errors()
-    limits = slos or {}
-    tasks = []
-    setups = []
-    stride = replicas + 1
-    for index, mapping in enumerate(configs):
-        draws, setup = plan_draws(
-            mapping,
-            folder,
-            replicas,
-            seed=seed,
-            sources=chosen,
-            table=evidence,
-            acceptance_rounds=acceptance_rounds,
+
+class ReplicaRunner:
+    """Replicas of several configs run in stages (``run``: bring configs up to a replica count),
+    for an adaptive search. Every config's N draws are fixed up front (``plan_draws``), so
+    replica i is the same replay whichever stage runs it: a config brought up to N in two
+    stages has exactly the rows of a single run of N."""
+
+    def __init__(
+        self,
+        configs: list[dict[str, Any]],
+        folder: Path,
+        replicas: int,
+        *,
+        seed: int = 0,
+        sources: Sources | None = None,
+        slos: dict[str, dict[str, float]] | None = None,
+        table: CostErrorTable | None = None,
+        acceptance_rounds: int | None = None,
+        backend: str = "pool",
+        workers: int | None = 1,
+        address: str | None = None,
+    ) -> None:
+        check_replicas(replicas)
+        check_seed(seed)
+        chosen = sources if sources is not None else Sources()
+        evidence = table if table is not None else load_cost_errors()
+        self.configs = configs
+        self.folder = folder
+        self.total = replicas
+        self.seed = seed
+        self.slos = slos or {}
+        self.backend = backend
+        self.workers = workers
+        self.address = address
+        self.draws = []
+        self.setups = []
+        for mapping in configs:
+            draws, setup = plan_draws(
+                mapping,
+                folder,
+                replicas,
+                seed=seed,
+                sources=chosen,
+                table=evidence,
+                acceptance_rounds=acceptance_rounds,
+            )
+            self.draws.append(draws)
+            self.setups.append(setup)
+        self.points: dict[int, dict[str, Any]] = {}
+        self.rows: dict[int, list[dict[str, Any]]] = {index: [] for index in range(len(configs))}
+        #: Replays run so far (points and replicas).
+        self.replays = 0
+
+    def run(self, wanted: dict[int, int]) -> None:
+        """Bring config ``index`` to ``wanted[index]`` replicas (and its point run), all as
+        tasks of one sweep-backend run."""
+        from aisim.sweep import Task, run_tasks
+
+        stride = self.total + 1
+        tasks = []
+        for index, count in sorted(wanted.items()):
+            if index not in self.points:
+                tasks.append(Task(index * stride, self.configs[index]))
+            have = len(self.rows[index])
+            tasks.extend(
+                Task(index * stride + 1 + draw.replica, self.configs[index], draw)
+                for draw in self.draws[index][have : min(count, self.total)]
+            )
+        if not tasks:
+            return
+        found: dict[int, dict[str, Any]] = {}
+
+        def on_row(task_index: int, row: dict[str, Any]) -> None:
+            found[task_index] = row
+
+        run_tasks(
+            tasks,
+            str(self.folder),
+            self.slos,
+            on_row,
+            backend=self.backend,
+            workers=self.workers,
+            address=self.address,
         )
-        setups.append(setup)
-        tasks.append(Task(index * stride, mapping))
-        tasks.extend(Task(index * stride + 1 + draw.replica, mapping, draw) for draw in draws)
-    rows: dict[int, dict[str, Any]] = {}
+        failed = [found[task.point] for task in tasks if found[task.point].get("status") != "ok"]
+        if failed:
+            raise ConfigError(str(failed[0]["error"]).split(": ", 1)[-1])
+        self.replays += len(tasks)
+        for task in tasks:
+            index, offset = divmod(task.point, stride)
+            if offset == 0:
+                self.points[index] = found[task.point]
+        for index in sorted(wanted):
+            have = len(self.rows[index])
+            more = range(have, min(wanted[index], self.total))
+            self.rows[index].extend(found[index * stride + 1 + replica] for replica in more)
 
-    def on_row(index: int, row: dict[str, Any]) -> None:
-        rows[index] = row
-
-    run_tasks(tasks, str(folder), limits, on_row, backend=backend, workers=workers, address=address)
-    failed = [rows[task.point] for task in tasks if rows[task.point].get("status") != "ok"]
-    if failed:
-        raise ConfigError(str(failed[0]["error"]).split(": ", 1)[-1])
-    return [
-        Replicas(
-            rows[index * stride],
-            [rows[index * stride + 1 + replica] for replica in range(replicas)],
-            setups[index],
-            replicas,
-            seed,
-        )
-        for index in range(len(configs))
-    ]
+    def replicas(self, index: int) -> Replicas:
+        """Config ``index``'s point and the replicas run so far (in replica order)."""
+        rows = list(self.rows[index])
+        return Replicas(self.points[index], rows, self.setups[index], len(rows), self.seed)
 
 
 def _in_process(

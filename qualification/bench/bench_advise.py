@@ -6,16 +6,24 @@ committed 4000-request trace (``trace_n4000_q8_s7.csv``, the shared benchmark tr
 TPOT <= 50 ms and p90 TTFT <= 2 s; SD off, ngram at d = 1, 2, 3 (i.i.d. rate 0.5), EAGLE-3 at
 d = 3 (the published vLLM CI profile for Qwen3-8B, with its 5 % tolerance as the acceptance
 spread) and a Qwen3-0.6B draft model at d = 1, 2, 3 (i.i.d. rate 0.6): 8 configurations x 5
-loads (0.5, 1, 1.5, 2, 3 x the trace's rate) = 40, each replayed 21 times (the point and N = 20
-replicas) on ``--workers`` processes. ``--requests N`` replays the trace's first N requests
-instead of all 4000. Prints wall and CPU seconds (this process and its helpers) per seed and
-the two recommendations. A benchmark prints figures; it asserts nothing.
+loads (0.5, 1, 1.5, 2, 3 x the trace's rate) = 40, each replayed at most 21 times (the
+point and N = 20 replicas; ``aisim advise``'s race, ``--screen 5`` by default, stops clearly
+dominated configurations after 5) on ``--workers`` processes. ``--requests N`` replays the
+trace's first N requests instead of all 4000; ``--screen 20`` is the full search.
+
+Prints per seed: wall seconds, CPU seconds of this process and of its helpers, the host's load
+average (1 min) before and after (the machine may be shared), the replays run, and "wall on
+two idle cores" = this process's CPU + the helpers' CPU / 2 (the helpers run the replays in
+parallel while this process plans and waits; an estimate: it leaves out the idle core at the
+end of each stage); then whether the recommendation is the same for every seed. A benchmark
+prints figures; it asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import tempfile
 import time
@@ -27,7 +35,12 @@ DRAFT = HERE.parent / "cases" / "drafts" / "eagle3_qwen3_8b.json"
 
 
 def advise_argv(
-    out: Path, seed: int, requests: int | None, replicas: int, workers: int
+    out: Path,
+    seed: int,
+    requests: int | None,
+    replicas: int,
+    workers: int,
+    screen: int | None = None,
 ) -> list[str]:
     argv = [
         "advise",
@@ -53,13 +66,16 @@ def advise_argv(
     ]  # fmt: skip
     if requests is not None:
         argv += ["--requests", str(requests)]
+    if screen is not None:
+        argv += ["--screen", str(screen)]
     return argv
 
 
-def cpu_seconds() -> float:
+def cpu_seconds() -> tuple[float, float]:
+    """CPU seconds (user + system) of this process and of its finished helpers."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,31 +90,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicas", type=int, default=20)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seeds", default="0,1")
+    parser.add_argument("--screen", type=int, help="aisim advise --screen (default: its own)")
     args = parser.parse_args(argv)
     print(f"aisim compiled: {__compiled__}; trace {TRACE.name}, requests {args.requests or 4000}")
     answers = {}
     for seed in (int(text) for text in args.seeds.split(",")):
         with tempfile.TemporaryDirectory() as folder:
             out = Path(folder) / "advice"
-            start_wall, start_cpu = time.perf_counter(), cpu_seconds()
+            load_before = os.getloadavg()[0]
+            start_wall, (start_own, start_helpers) = time.perf_counter(), cpu_seconds()
             buffer = io.StringIO()
             with contextlib.redirect_stdout(buffer):
                 code = aisim_main(
-                    advise_argv(out, seed, args.requests, args.replicas, args.workers)
+                    advise_argv(out, seed, args.requests, args.replicas, args.workers, args.screen)
                 )
-            wall, cpu = time.perf_counter() - start_wall, cpu_seconds() - start_cpu
+            wall = time.perf_counter() - start_wall
+            end_own, end_helpers = cpu_seconds()
+            own, helpers = end_own - start_own, end_helpers - start_helpers
+            load_after = os.getloadavg()[0]
             if code != 0:
                 print(f"seed {seed}: aisim advise exited {code}")
                 return code
             answer = json.loads(buffer.getvalue())
         answers[seed] = answer
         best = answer["ranking"][0]
+        search = answer["search"]
         print(
-            f"seed {seed}: {answer['configurations_searched']} configurations x "
-            f"{answer['replicas'] + 1} replays in {wall:.1f} s wall, {cpu:.1f} s CPU; "
+            f"seed {seed}: {answer['configurations_searched']} configurations, N = "
+            f"{answer['replicas']}, {search['kind']} (screen {search['screen']}): "
+            f"{search['replays']} replays (full search {search['replays_of_a_full_search']}); "
+            f"{wall:.1f} s wall, CPU {own + helpers:.1f} s ({own:.1f} this process + "
+            f"{helpers:.1f} helpers), load average {load_before:.1f} -> {load_after:.1f}; "
+            f"wall on two idle cores ~ {own + helpers / args.workers:.1f} s; "
             f"recommendation {answer['recommendation']} (goodput p50 "
-            f"{best['goodput_rps']['p50']:.3f} req/s); SD stops helping at "
-            f"{answer['sd_stops_helping_at']}"
+            f"{best['goodput_rps']['p50']:.3f} req/s, {best['replicas']} replicas); best SD "
+            f"{answer['best_sd']}; SD stops helping at {answer['sd_stops_helping_at']}",
+            flush=True,
         )
     recommendations = {answer["recommendation"] for answer in answers.values()}
     print(f"recommendation stable across seeds {sorted(answers)}: {len(recommendations) == 1}")

@@ -103,6 +103,7 @@ def run_cli(tmp_path: Path, *flags: str) -> int:
         ((), "search space: no SD configuration to compare with SD off"),
         (("--acceptance", "mtp=0.7", "--slo", "ttfb_ms:p90=5"), "unknown metric 'ttfb_ms'"),
         (("--acceptance", "mtp=0.7", "--replicas", "1"), "--replicas: expected an integer >= 2"),
+        (("--acceptance", "mtp=0.7", "--screen", "1"), "--screen: expected an integer >= 2"),
         (("--acceptance", "mtp=1.7"), "--acceptance 'mtp=1.7': expected a per-draft"),
         (("--acceptance", "eagle3=0.5"), "eagle3 left out: it needs --draft-config"),
     ],
@@ -126,3 +127,67 @@ def test_cli_writes_every_answer(tmp_path: Path, capsys) -> None:
     assert (tmp_path / "out/advice.html").read_text().startswith("<!doctype html>")
     assert (tmp_path / "out/gain_vs_load.png").read_bytes()[:4] == b"\x89PNG"
     assert "Recommendation" in capsys.readouterr().out
+
+
+def test_the_race_stops_a_clearly_dominated_configuration_after_the_screen() -> None:
+    # mtp d=1 accepting every draft: TPOT 2.5 ms; mtp d=2 accepting none: one token per 5 ms
+    # round, TPOT 5 ms = SD off's, and goodput the same (every request meets the SLO), so the
+    # leader (mtp d=1) beats each of its replicas: it stops after the screen (2 replicas).
+    # Replays: 3 configurations x 3 loads x (point + 2) = 27, then SD off and the best SD
+    # configuration (mtp d=1) at 3 loads each get 2 more: 27 + 6 x 2 = 39 (a full search: 45).
+    question = fixed_question([0.5, 1.0, 2.0])
+    question.variants.append(Variant("mtp", 2, {"acceptance_rate": 0.0}))
+    question.replicas = 4
+    question.screen = 2
+    answer = advise(question)
+    assert answer["search"]["replays"] == 39
+    assert answer["search"]["replays_of_a_full_search"] == 45
+    by_name = {item["configuration"]: item for item in answer["ranking"]}
+    assert [item["configuration"] for item in answer["ranking"]] == ["mtp d=1", "SD off", "mtp d=2"]
+    assert by_name["mtp d=2"]["replicas"] == 2
+    assert by_name["mtp d=1"]["replicas"] == by_name["SD off"]["replicas"] == 4
+    assert by_name["mtp d=2"]["latency"]["p50"] == 5.0
+    assert [g["replicas"] for g in answer["gain_vs_load"]["mtp d=2"]] == [2, 2, 2]
+    assert [g["p50"] for g in answer["gain_vs_load"]["mtp d=2"]] == [0.0, 0.0, 0.0]
+    assert [g["replicas"] for g in answer["gain_vs_load"]["mtp d=1"]] == [4, 4, 4]
+
+
+def test_a_refined_interval_is_the_full_search_one_and_the_answer_is_deterministic(
+    tmp_path: Path,
+) -> None:
+    # Poisson arrivals (the traffic seed varies per replica): the race (screen 2 of 4) and the
+    # full search (screen 4) give the same figures for every configuration the race refined,
+    # and the same seed gives the same bytes.
+    flags = ("--acceptance", "ngram=0.5", "--depths", "1,3", "--loads", "1,2", "--replicas", "4")
+    answers = []
+    for name, screen in (("race", "2"), ("again", "2"), ("full", "4")):
+        code = main(
+            [
+                "advise",
+                "--model",
+                "Qwen/Qwen3-8B",
+                "--hardware",
+                "h100_sxm",
+                "--rate",
+                "2",
+                "--requests",
+                "6",
+                "--out",
+                str(tmp_path / name),
+                "--screen",
+                screen,
+                *flags,
+            ]
+        )
+        assert code == 0
+        answers.append((tmp_path / name / "advice.json").read_bytes())
+    assert answers[0] == answers[1]
+    race, full = json.loads(answers[0]), json.loads(answers[2])
+    assert full["search"]["kind"] == "full" and race["search"]["kind"] == "race"
+    assert full["search"]["replays"] == 3 * 2 * 5
+    full_items = {item["configuration"]: item for item in full["ranking"]}
+    refined = [item for item in race["ranking"] if item["replicas"] == 4]
+    assert {"SD off", race["best_sd"]} <= {item["configuration"] for item in refined}
+    for item in refined:
+        assert item == full_items[item["configuration"]]
+    assert race["gain_vs_load"][race["best_sd"]] == full["gain_vs_load"][race["best_sd"]]
