@@ -345,6 +345,7 @@ def _scheduler(block: VllmScheduler | SglangScheduler | None, backend: str) -> S
         block.init_new_token_ratio,
         block.min_new_token_ratio,
         block.new_token_ratio_decay,
+        block.scheduler_recv_interval,
     )
 
 

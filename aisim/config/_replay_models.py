@@ -92,6 +92,8 @@ class SglangScheduler(EdgeModel):
         float, Number(0.0, 1.0), Field(description="at most init_new_token_ratio")
     ] = 0.1
     new_token_ratio_decay: Ratio = 0.001
+    # --scheduler-recv-interval: new requests are taken in only every N decode passes.
+    scheduler_recv_interval: Count = 1
 
     @model_validator(mode="after")
     def _floor_below_start(self) -> SglangScheduler:

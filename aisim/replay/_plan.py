@@ -187,7 +187,9 @@ class SchedulerPlan:
 
     vLLM-like: ``token_budget`` = max batched tokens per pass, ``max_sequences`` running cap,
     ``chunked_prefill``. SGLang-like: ``token_budget`` = chunked prefill size per prefill pass,
-    ``max_sequences`` = max running requests, and the new-token-ratio admission reserve.
+    ``max_sequences`` = max running requests, and the new-token-ratio admission reserve;
+    ``recv_interval``: SGLang's ``--scheduler-recv-interval`` (1: new requests are taken in
+    before every pass).
     """
 
     kind: str
@@ -197,6 +199,7 @@ class SchedulerPlan:
     init_new_token_ratio: float
     min_new_token_ratio: float
     new_token_ratio_decay: float
+    recv_interval: int = 1
 
 
 @dataclass(frozen=True, eq=False)

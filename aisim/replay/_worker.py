@@ -1,7 +1,17 @@
 """A worker: ``attention_data`` ranks that run each pass in lockstep; a pass ends at its slowest
-rank. New requests go to the least loaded rank (lowest index on ties)."""
+rank. New requests go to the least loaded rank (lowest index on ties).
+
+SGLang's ``--scheduler-recv-interval N`` (``SchedulerRecvSkipper.handle``,
+python/sglang/srt/managers/scheduler_recv_skipper.py): the event loop takes in new requests only
+when a counter, raised before every pass by the weight of the pass before it (a decode or verify
+pass or no pass: 1; any other pass, a prefill: 1000), reaches N; it then restarts at 0. Until then
+arrivals wait in the worker's inbox. An idle loop spins (weight 1 per turn, no GPU work), so an
+idle worker takes them in at once.
+"""
 
 from __future__ import annotations
+
+from typing import Final
 
 from aisim.errors import UnsupportedQuery
 from aisim.replay._plan import SCHEDULER_SGLANG, WorkerPlan
@@ -11,6 +21,10 @@ from aisim.replay._recorder import Recorder
 from aisim.replay._request import SimRequest
 from aisim.replay._scheduler_sglang import schedule_sglang
 from aisim.replay._scheduler_vllm import schedule_vllm
+
+#: ``SchedulerRecvSkipper`` weights of the pass before: decode / verify (and no pass) 1, others.
+RECV_WEIGHT_DECODE: Final = 1
+RECV_WEIGHT_OTHER: Final = 1000
 
 
 class Worker:
@@ -31,9 +45,21 @@ class Worker:
         self.busy = False
         self.wake_pending = False
         self.draft_length = plan.speculation.draft_length
+        self.recv_interval = plan.scheduler.recv_interval if self.is_sglang else 1
+        # Newer SGLang starts the counter at the threshold: the first turn takes requests in.
+        self.recv_counter = self.recv_interval
+        self.last_pass_weight = RECV_WEIGHT_DECODE
+        self.inbox: list[SimRequest] = []
 
     def route(self, request: SimRequest) -> None:
-        """Queue ``request`` on the least loaded rank."""
+        """Queue ``request`` on the least loaded rank (into the inbox while the scheduler
+        takes requests in every ``recv_interval`` passes only)."""
+        if self.recv_interval > 1:
+            self.inbox.append(request)
+            return
+        self._route_now(request)
+
+    def _route_now(self, request: SimRequest) -> None:
         best = self.ranks[0]
         for rank in self.ranks:
             if rank.load < best.load:
@@ -41,7 +67,19 @@ class Worker:
         best.enqueue(request)
 
     def has_work(self) -> bool:
-        return any(rank.has_work() for rank in self.ranks)
+        return bool(self.inbox) or any(rank.has_work() for rank in self.ranks)
+
+    def _receive(self) -> None:
+        """One turn of SGLang's receive check before a pass (``recv_interval`` > 1)."""
+        self.recv_counter += self.last_pass_weight
+        due = self.recv_counter >= self.recv_interval
+        idle = not any(rank.running for rank in self.ranks)
+        if due or idle:
+            self.recv_counter = 0
+            inbox = self.inbox
+            self.inbox = []
+            for request in inbox:
+                self._route_now(request)
 
     def plan_pass(self, now_ms: float) -> float:
         """Schedule every rank for a pass starting at ``now_ms``; returns the pass duration in
@@ -52,6 +90,9 @@ class Worker:
         has_decode = False
         # Whether some decode request drafts in this pass (undrafted rounds: a plain step).
         drafting = False
+        if self.recv_interval > 1:
+            self._receive()
+        has_prefill = False
         for rank in self.ranks:
             rank.now_ms = now_ms
             if self.is_sglang:
@@ -62,11 +103,14 @@ class Worker:
             rank.next_draft_length()
             if not work.is_idle:
                 any_work = True
+            if work.num_prefill_requests > 0:
+                has_prefill = True
             if work.num_decode_requests > 0:
                 has_decode = True
                 if work.num_undrafted_decode_requests < work.num_decode_requests:
                     drafting = True
             works.append(work)
+        self.last_pass_weight = RECV_WEIGHT_OTHER if has_prefill else RECV_WEIGHT_DECODE
         if not any_work:
             self._idle()
             return -1.0

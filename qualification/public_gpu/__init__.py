@@ -67,7 +67,8 @@ def assemble(
     fitted: dict[str, Any],
 ) -> dict[str, Any]:
     """The report from the predictions (``predict``'s output) and the fitted-terms artefact."""
-    rows = score_rows(predicted, set(fitted.get("training_ids", [])))
+    acceptance = {i for v in fitted.get("mtp_acceptance", {}).values() for i in v["mtp_ids"]}
+    rows = score_rows(predicted, set(fitted.get("training_ids", [])), acceptance)
     pairs = sd_pairs(rows)
     reasons = Counter(entry["reason"] for entry in refused)
     from qualification.public_gpu._workload import workload_key
@@ -133,7 +134,7 @@ VALUE_FIELDS: Final = (
     "tput_per_gpu",
     "output_tput_per_gpu",
 )
-PAIR_COLUMNS: Final = ("mtp", "none", "source", "hardware", "engine", "conc", "regime")
+PAIR_COLUMNS: Final = ("mtp", "none", "sd", "source", "hardware", "engine", "conc", "regime")
 
 
 def _cell(value: Any) -> str:
@@ -182,6 +183,8 @@ def pairs_csv(report: dict[str, Any]) -> str:
         "gain_predicted",
         "gain_error_pct",
         "none_point_seen_by_fit",
+        "held_out",
+        "acceptance_rate",
     ]
     body = [
         [
@@ -193,6 +196,8 @@ def pairs_csv(report: dict[str, Any]) -> str:
             pair["throughput_gain"]["predicted"],
             pair["throughput_gain_error_pct"],
             pair["none_point_seen_by_fit"],
+            pair["held_out"],
+            pair["acceptance_rate"],
         ]
         for pair in report["pairs"]
     ]

@@ -12,7 +12,12 @@ it: conc / mean output length prefills of one prompt per decode step):
   >= 0) and one factor on both bandwidth efficiencies (their ratio stays the profile's);
 * on median TTFT of the rows at concurrency <= 8 (prefill of one prompt + the request's own
   overhead): the per-engine request overhead (HTTP, tokenization, scheduling before the first
-  step; client-side), which the harness adds to each request outside the simulation.
+  step; client-side), which the harness adds to each request outside the simulation (the
+  surrogate's TTFT includes the wait for SGLang's receive turn, ``first_token_ms``, which the
+  replay models);
+* on the MTP / no-MTP TPOT ratio of the **H200** history pairs (``fit_mtp_acceptance``): the
+  per-engine MTP acceptance rate per draft position (InferenceX records none). Its MTP rows are
+  then seen (``seen_by``); the B200 pairs and every latest row are held out.
 
 ``python -m qualification.public_gpu.fit`` prints the artefact (``fitted_terms.json``); the
 constants in ``aisim/catalogue/_costs.py`` are its rounded values (a test checks they agree).
@@ -29,7 +34,7 @@ from typing import Any, Final
 from aisim.catalogue import MEASURED_TERMS, CostTerms, Deployment, builtin_gpu, builtin_model
 from aisim.fpm import ForwardPassMetrics, RooflineModel
 from qualification.public_gpu._points import load_points
-from qualification.public_gpu._workload import Refusal, replay_config
+from qualification.public_gpu._workload import DEEPSEEK_MTP_ACCEPTANCE, Refusal, replay_config
 
 #: The profile's two bandwidth efficiencies before the fitted factor (mikamirai.com profile).
 PROFILE_WEIGHT_EFFICIENCY: Final = 0.78
@@ -93,6 +98,16 @@ def surrogate(
     return step + batch / output * prefill, prefill
 
 
+def first_token_ms(point: dict[str, Any], config: dict[str, Any], terms: CostTerms) -> float:
+    """The surrogate's TTFT before the request overhead: one prompt's prefill, plus, under
+    SGLang's ``--scheduler-recv-interval N``, the mean wait for the next receive turn, (N - 1) / 2
+    decode passes (a request arrives at a uniformly random pass of the N)."""
+    step, prefill = surrogate(point, config, terms)
+    scheduler = config["engine"]["workers"]["aggregated"]["scheduler"]
+    interval = int(scheduler.get("scheduler_recv_interval", 1))
+    return prefill + (interval - 1) / 2.0 * step
+
+
 def fit(evidence: Path) -> dict[str, Any]:
     """The fitted terms, the rows they saw and their in-sample errors."""
     from scipy.optimize import least_squares
@@ -119,7 +134,7 @@ def fit(evidence: Path) -> dict[str, Any]:
             and p["conc"] <= TTFT_MAX_CONC
             and p["measured"]["median_ttft_ms"]
         ]
-        gaps = [p["measured"]["median_ttft_ms"] - surrogate(p, c, terms)[1] for p, c in low]
+        gaps = [p["measured"]["median_ttft_ms"] - first_token_ms(p, c, terms) for p, c in low]
         overheads[engine] = {"ms": statistics.median(gaps), "rows": len(low)}
     return {
         "protocol": (
@@ -136,4 +151,73 @@ def fit(evidence: Path) -> dict[str, Any]:
         "kv_bandwidth_efficiency": PROFILE_KV_EFFICIENCY * factor,
         "request_overhead_ms": overheads,
         "in_sample_median_abs_tpot_error_pct": statistics.median(abs(e) for e in tpot_errors),
+        "mtp_acceptance": fit_mtp_acceptance(evidence),
     }
+
+
+#: The MTP acceptance fit's training pairs: InferenceX history pairs on this GPU (the rest,
+#: B200 and every latest row, is held out).
+ACCEPTANCE_FIT_HARDWARE: Final = "h200"
+
+
+def _acceptance_length(rate: float, depth: int) -> float:
+    return sum(rate**position for position in range(depth + 1))
+
+
+def fit_mtp_acceptance(evidence: Path) -> dict[str, Any]:
+    """Per engine, the per-position MTP acceptance rate that makes the median predicted MTP /
+    no-MTP TPOT ratio of the H200 history pairs (neither point also a latest row) equal the
+    measured one, from a scored run (``evidence/scored/public_gpu_pairs.csv``). A pair's
+    predicted ratio at rate ``a`` is the scored one times AL(used) / AL(a), AL(a) = 1 + a + ..
+    + a^d (the round's price barely moves with the acceptance; its cost was the replay's)."""
+    import csv
+
+    points = {p["id"]: p for p in load_points(evidence)}
+    pairs_csv = evidence / "scored" / "public_gpu_pairs.csv"
+    rows = list(csv.DictReader(pairs_csv.read_text("utf-8").splitlines()))
+    fitted: dict[str, Any] = {}
+    for engine in ("sglang", "trt"):
+        used = []
+        for pair in rows:
+            mtp, base = points[pair["mtp"]], points[pair["none"]]
+            if pair.get("sd", "mtp") != "mtp" or mtp["source"] != "inferencex-history":
+                continue
+            if mtp["engine"] != engine or mtp["hardware"] != ACCEPTANCE_FIT_HARDWARE:
+                continue
+            if mtp["also_in_latest"] or base["also_in_latest"]:
+                continue
+            speculation = replay_config(mtp)[0]["engine"]["speculation"]
+            depth = int(speculation["params"]["depth"])
+            # The rate the scored run replayed (runs before the fit: DeepSeek-V3's 0.875).
+            rate = float(pair.get("acceptance_rate") or DEEPSEEK_MTP_ACCEPTANCE)
+            scale = float(pair["tpot_ratio_predicted"]) * _acceptance_length(rate, depth)
+            used.append((mtp["id"], depth, scale, float(pair["tpot_ratio_measured"])))
+        if not used:
+            continue
+
+        def median_log_error(a: float, used: list[tuple[str, int, float, float]] = used) -> float:
+            return statistics.median(
+                math.log(scale / _acceptance_length(a, depth) / measured)
+                for _, depth, scale, measured in used
+            )
+
+        low, high = 0.01, 0.99
+        for _ in range(60):
+            middle = 0.5 * (low + high)
+            # A higher rate lowers the predicted ratio.
+            if median_log_error(middle) > 0.0:
+                low = middle
+            else:
+                high = middle
+        rate = 0.5 * (low + high)
+        errors = [
+            100.0 * (scale / _acceptance_length(rate, depth) / measured - 1.0)
+            for _, depth, scale, measured in used
+        ]
+        fitted[engine] = {
+            "rate": rate,
+            "pairs": len(used),
+            "in_sample_median_abs_ratio_error_pct": statistics.median(abs(e) for e in errors),
+            "mtp_ids": sorted({mtp_id for mtp_id, _, _, _ in used}),
+        }
+    return fitted

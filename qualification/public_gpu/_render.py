@@ -113,6 +113,13 @@ def to_markdown(report: dict[str, Any]) -> str:
                     "",
                 ],
                 [
+                    "Qwen3.8-27B DSpark k=7 throughput gain / TPOT ratio median |error| "
+                    "(measured acceptance, assumed drafter)",
+                    f"{_pct(head.get('qwen_dspark_gain_median_abs_error_pct'))} / "
+                    f"{_pct(head.get('qwen_dspark_tpot_ratio_median_abs_error_pct'))}",
+                    "",
+                ],
+                [
                     "Qwen3.8-27B TPOT median |error| (proxy geometry: shown, not judged)",
                     _pct(head["qwen_median_abs_tpot_error_pct"]),
                     "",

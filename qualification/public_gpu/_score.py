@@ -6,7 +6,7 @@ Signed error = (predicted - measured) / measured, in percent, per metric:
   ``output_tput_per_gpu`` (the speculators sweep, whose one GPU's output tokens/s is measured).
 
 Each scored row carries its ``regime`` (``ISL/OSL``), concurrency band and step kind (``decode``
-for no SD, ``sd_round`` for MTP) so a consumer (the uncertainty work) can take error
+for no SD, ``sd_round`` for MTP and DSpark) so a consumer (the uncertainty work) can take error
 distributions per estimator regime. The SD gain of an MTP point is its throughput and TPOT over
 the no-SD point of the same source file, deployment, lengths and concurrency (the history pairs).
 
@@ -48,15 +48,25 @@ FITTED_TERMS: Final = (
 )
 
 
+#: The term fitted on the H200 MTP history pairs (``_fit.fit_mtp_acceptance``).
+ACCEPTANCE_TERM: Final = "MTP_ACCEPTANCE"
+
+
 def score_rows(
-    predicted: list[dict[str, Any]], training_ids: set[str] | None = None
+    predicted: list[dict[str, Any]],
+    training_ids: set[str] | None = None,
+    acceptance_ids: set[str] | None = None,
 ) -> list[dict[str, Any]]:
     """One scored row per predicted point (signed % errors; measured and predicted values);
-    a point in ``training_ids`` is marked seen by the fitted terms and not held out."""
+    a point in ``training_ids`` (the cost terms' rows) or ``acceptance_ids`` (the MTP rows the
+    acceptance was fitted on) is marked seen by those terms and not held out."""
     seen = training_ids or set()
+    accepted = acceptance_ids or set()
     rows = []
     for point in predicted:
         saw = list(FITTED_TERMS) if point["id"] in seen else []
+        if point["id"] in accepted:
+            saw.append(ACCEPTANCE_TERM)
         metrics = SPEC_METRICS if point["source"] == "speculators" else METRICS
         errors = {
             metric: _error(point["predicted"].get(metric), point["measured"].get(metric))
@@ -114,8 +124,9 @@ def _pair_key(row: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def sd_pairs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every MTP point with a no-SD point of the same source file, deployment, lengths and
-    concurrency: measured and predicted TPOT ratio (MTP / none) and throughput gain."""
+    """Every SD point (MTP; the speculators sweep's DSpark too) with a no-SD point of the same
+    source file, deployment, lengths and concurrency: measured and predicted TPOT ratio
+    (SD / none) and throughput gain. ``mtp`` names the SD point, ``sd`` its method."""
     plain: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in rows:
         if row["sd"] == "none":
@@ -123,7 +134,7 @@ def sd_pairs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     pairs = []
     throughput = "tput_per_gpu"
     for row in rows:
-        if row["sd"] != "mtp":
+        if row["sd"] == "none":
             continue
         for base in plain.get(_pair_key(row), []):
             metric = "output_tput_per_gpu" if row["source"] == "speculators" else throughput
@@ -138,6 +149,7 @@ def sd_pairs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 {
                     "mtp": row["id"],
                     "none": base["id"],
+                    "sd": row["sd"],
                     "source": row["source"],
                     "hardware": row["hardware"],
                     "engine": row["engine"],
@@ -148,6 +160,8 @@ def sd_pairs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "throughput_gain": {"measured": measured_gain, "predicted": predicted_gain},
                     "throughput_gain_error_pct": _error(predicted_gain, measured_gain),
                     "none_point_seen_by_fit": bool(base["seen_by"]),
+                    "held_out": not row["seen_by"],
+                    "acceptance_rate": row["settings"].get("acceptance_rate"),
                 }
             )
     return pairs
@@ -200,7 +214,8 @@ def group_stats(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any
 def pair_stats(pairs: list[dict[str, Any]]) -> dict[str, Any]:
     by: dict[str, list[dict[str, Any]]] = {}
     for pair in pairs:
-        by.setdefault(f"{pair['source']}/{pair['hardware']}", []).append(pair)
+        method = "" if pair["sd"] == "mtp" else f"/{pair['sd']}"
+        by.setdefault(f"{pair['source']}/{pair['hardware']}{method}", []).append(pair)
     return {
         name: {
             "tpot_ratio": _stats([p["tpot_ratio_error_pct"] for p in members]),
@@ -223,8 +238,9 @@ def headline(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> dict[st
             [r["error_pct"][metric] for r in members if r["error_pct"].get(metric) is not None]
         )
 
-    history = [p for p in pairs if p["source"] == "inferencex-history"]
-    qwen_pairs = [p for p in pairs if p["source"] == "speculators"]
+    history = [p for p in pairs if p["source"] == "inferencex-history" and p["held_out"]]
+    qwen_pairs = [p for p in pairs if p["source"] == "speculators" and p["sd"] == "mtp"]
+    dspark_pairs = [p for p in pairs if p["source"] == "speculators" and p["sd"] == "dspark"]
     return {
         "inferencex_points": len(ix),
         "inferencex_median_abs_tpot_error_pct": med(ix, "tpot_ms"),
@@ -253,5 +269,12 @@ def headline(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> dict[st
         ),
         "qwen_mtp_tpot_ratio_median_abs_error_pct": _abs_median(
             [p["tpot_ratio_error_pct"] for p in qwen_pairs]
+        ),
+        "qwen_dspark_pairs": len(dspark_pairs),
+        "qwen_dspark_gain_median_abs_error_pct": _abs_median(
+            [p["throughput_gain_error_pct"] for p in dspark_pairs]
+        ),
+        "qwen_dspark_tpot_ratio_median_abs_error_pct": _abs_median(
+            [p["tpot_ratio_error_pct"] for p in dspark_pairs]
         ),
     }

@@ -8,7 +8,8 @@ not from each run): ``benchmark_serving.py --dataset-name random --random-range-
 prompts (``queue: shared``); the engine flags below per script; weights fp8 (DeepSeek-R1-0528)
 or NVFP4 (nvidia/DeepSeek-R1-0528-FP4); SGLang MTP ``--speculative-num-steps 2
 --speculative-num-draft-tokens 3 --speculative-eagle-topk 1`` (a chain of 2 drafts), TRT MTP
-``num_nextn_predict_layers: 3`` (1 with attention DP).
+``num_nextn_predict_layers: 3`` (1 with attention DP); SGLang's ``--scheduler-recv-interval``
+(B200 scripts) is replayed.
 
 The speculators sweep (vllm-project/speculators, ``examples/evaluate/results/qwen3_8_27b_dspark``):
 GuideLLM ``concurrent`` with N streams (``queue: shared``), real prompts without ignore-eos, so
@@ -28,9 +29,17 @@ from aisim.catalogue._deployment import Deployment, deployed_weight_bytes
 SCRIPTS: Final = "SemiAnalysisAI/InferenceX@843c6254:benchmarks/single_node/fixed_seq_len/"
 ENGINES: Final = ("sglang", "trt", "vllm")
 #: DeepSeek-V3 technical report (arXiv 2412.19437, section 5.4.3): "the acceptance rate of the
-#: second token prediction ranges between 85% and 90%"; the midpoint, applied per draft
-#: position (InferenceX records no acceptance: an assumption, named in the report).
+#: second token prediction ranges between 85% and 90%" (natural text; the first draft only).
 DEEPSEEK_MTP_ACCEPTANCE: Final = 0.875
+#: InferenceX records no acceptance, and its prompts are random token ids (under the chat
+#: template for MTP runs; InferenceX's own guide: "Raw random tokens tank spec-decode
+#: acceptance", .claude/commands/add-model-hardware.md @843c6254). The per-position rate each
+#: engine's runs behaved as if they had is **fitted** on the H200 history pairs only
+#: (``qualification/public_gpu/_fit.py``: ``fit_mtp_acceptance``; ``fitted_terms.json``:
+#: ``mtp_acceptance``), rounded here; B200 and every latest row are judged on it. It is an
+#: effective rate: what differs between the engines' MTP rounds beyond the modelled cost
+#: (both decode greedily: the client sends temperature 0) lands in it too.
+MTP_ACCEPTANCE: Final[dict[str, float]] = {"sglang": 0.502, "trt": 0.762}
 GIB: Final = 1024.0**3
 #: Memory left for activations and CUDA graphs beside the engine's own fraction (replay's
 #: documented default reserve, aisim/config kv_cache capacity ``default``).
@@ -55,6 +64,41 @@ QWEN_PROXY: Final[dict[str, Any]] = {
 }
 
 
+#: The DSpark drafter RedHatAI/Qwen3.8-27B-speculator.dspark: its config.json is not in a public
+#: source. vllm-project/speculators@c05b95b3 gives the drafter's shape: DSpark subclasses DFlash
+#: (``src/speculators/models/dspark/config.py``: ``DSparkSpeculatorConfig(DFlashSpeculatorConfig)``),
+#: whose draft layers take the target's decoder-layer config (``transformer_layer_config``) and
+#: whose draft vocabulary defaults to 32,000 (``src/speculators/models/dflash/config.py``); the
+#: repository's DSpark training example uses 3 draft layers
+#: (``examples/train/dspark_qwen3_0_6b_sharegpt_online.sh``: ``NUM_LAYERS=3``). An assumption,
+#: named in the report: 3 layers of the proxy's geometry with a 32,000-token draft head.
+DSPARK_DRAFT_LAYERS: Final = 3
+DSPARK_DRAFT_VOCAB: Final = 32000
+#: README (speculators, commit c1cde587): with the drafter loaded vLLM's KV cache held 544k token
+#: slots instead of 1.36M.
+DSPARK_KV_SLOTS: Final = 544_000
+
+
+def dspark_draft_config() -> dict[str, Any]:
+    """The assumed DSpark drafter's config.json (see ``DSPARK_DRAFT_LAYERS``)."""
+    keys = (
+        "hidden_size",
+        "intermediate_size",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "head_dim",
+        "max_position_embeddings",
+        "torch_dtype",
+    )
+    return {
+        "model_type": "qwen3",
+        **{key: QWEN_PROXY[key] for key in keys},
+        "num_hidden_layers": DSPARK_DRAFT_LAYERS,
+        "vocab_size": QWEN_PROXY["vocab_size"],
+        "draft_vocab_size": DSPARK_DRAFT_VOCAB,
+    }
+
+
 class Refusal(Exception):
     """A point the builder cannot reproduce; the message is the one-line reason."""
 
@@ -72,27 +116,33 @@ def sglang_settings(point: dict[str, Any]) -> dict[str, Any]:
     hw, precision, mtp = point["hardware"], point["precision"], point["sd"] == "mtp"
     isl, osl, tp = point["isl"], point["osl"], point["tp"]
     script = f"dsr1_{precision}_{hw}{'_mtp' if mtp else ''}.sh"
+    # --scheduler-recv-interval (B200 scripts: 10, or 30 from concurrency 16; 1 with attention
+    # DP; TP 4 fp8: 10; the H200 scripts leave SGLang's default 1).
+    recv = 10 if point["conc"] < 16 else 30
+    if point["dp_attention"]:
+        recv = 1
     if hw == "h200" and precision == "fp8":
         running = 512 if (isl, osl) == (1024, 1024) else 256
-        return _s(script, running, 32768, 0.82, "bf16")
+        return _s(script, running, 32768, 0.82, "bf16", 1)
     if hw == "b200" and precision == "fp8":
         if mtp:
-            return _s(script, 512, 16384, 0.82, "fp8")
+            return _s(script, 512, 16384, 0.82, "fp8", recv)
         if tp == 4:
-            return _s(script, 32, 8192, 0.95, "fp8")
-        return _s(script, 128, 32768, 0.82, "fp8")
+            return _s(script, 32, 8192, 0.95, "fp8", 10)
+        return _s(script, 128, 32768, 0.82, "fp8", recv)
     if hw == "b200" and precision == "fp4":
-        return _s(script, 256, 16384, 0.85, "fp8")
+        return _s(script, 256, 16384, 0.85, "fp8", recv)
     raise Refusal(f"no InferenceX SGLang script for {precision} on {hw}")
 
 
-def _s(script: str, running: int, chunk: int, memory: float, kv: str) -> dict[str, Any]:
+def _s(script: str, running: int, chunk: int, memory: float, kv: str, recv: int) -> dict[str, Any]:
     return {
         "script": SCRIPTS + script,
         "max_running_requests": running,
         "chunked_prefill_size": chunk,
         "memory_fraction": memory,
         "kv_cache": kv,
+        "scheduler_recv_interval": recv,
     }
 
 
@@ -180,6 +230,7 @@ def inferencex_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
         scheduler: dict[str, Any] = {
             "chunked_prefill_size": settings["chunked_prefill_size"],
             "max_running_requests": max(1, settings["max_running_requests"] // ranks),
+            "scheduler_recv_interval": settings["scheduler_recv_interval"],
         }
         backend = "sglang"
     else:
@@ -223,15 +274,17 @@ def inferencex_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
     }
     if point["sd"] == "mtp":
         depth = 2 if engine == "sglang" else settings["mtp_layers"]
+        rate = MTP_ACCEPTANCE[engine]
         engine_block["speculation"] = {
             "kind": "mtp",
             "params": {"depth": depth},
-            "acceptance_rate": DEEPSEEK_MTP_ACCEPTANCE,
+            "acceptance_rate": rate,
             "seed": 7,
         }
+        settings["acceptance_rate"] = rate
         settings["acceptance"] = (
-            f"assumed: {DEEPSEEK_MTP_ACCEPTANCE} per draft position (DeepSeek-V3 report, "
-            "5.4.3; not recorded by InferenceX)"
+            f"fitted: {rate} per draft position ({engine}, on the H200 history pairs; not "
+            "recorded by InferenceX)"
         )
     elif point["sd"] != "none":
         raise Refusal(f"unknown SD method {point['sd']!r}")
@@ -258,14 +311,13 @@ def speculators_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     """The replay config of a Qwen3.8-27B point (proxy geometry, see ``QWEN_PROXY``)."""
     if point.get("diagnostic"):
         raise Refusal("diagnostic rerun (dspark pinned limits, gauges sampled): not a sweep point")
-    if point["sd"] not in ("none", "mtp"):
-        raise Refusal(
-            f"{point['sd']} with {point['num_speculative_tokens']} draft tokens: replay runs "
-            "chains of 1..5 drafts"
-        )
+    if point["sd"] not in ("none", "mtp", "dspark"):
+        raise Refusal(f"unknown SD method {point['sd']!r}")
     conc = point["conc"]
-    # README: vLLM's KV cache held 1.36M token slots without a drafter (16-token blocks).
-    blocks = 1_360_000 // 16
+    # README: vLLM's KV cache held 1.36M token slots without a drafter and 544k with the DSpark
+    # drafter loaded (16-token blocks).
+    slots = DSPARK_KV_SLOTS if point["sd"] == "dspark" else 1_360_000
+    blocks = slots // 16
     worker: dict[str, Any] = {
         "parallelism": {"tensor": 1},
         "scheduler": {
@@ -303,6 +355,22 @@ def speculators_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
             "seed": 7,
         }
         settings["acceptance"] = f"measured: acceptance length {accepted + 1.0:.4f}"
+    elif point["sd"] == "dspark":
+        accepted = float(point["acceptance_length"]) - 1.0
+        drafts = int(point["num_speculative_tokens"])
+        engine["speculation"] = {
+            "kind": "dspark",
+            "params": {"num_draft_tokens": drafts, "num_draft_layers": DSPARK_DRAFT_LAYERS},
+            "draft_config": dspark_draft_config(),
+            "expected_accepted_tokens": accepted,
+            "seed": 7,
+        }
+        settings["acceptance"] = f"measured: acceptance length {accepted + 1.0:.4f}"
+        settings["drafter"] = (
+            f"assumed: {DSPARK_DRAFT_LAYERS} draft layers of the target's layer geometry, draft "
+            f"vocabulary {DSPARK_DRAFT_VOCAB} (speculators defaults; the drafter's config.json "
+            "is not public); KV cache 544k token slots (README)"
+        )
     prompt = _lognormal(point["isl"], 16384 - 1024)
     output = _lognormal(point["osl"], 1024)
     config = {

@@ -48,9 +48,23 @@ def test_every_committed_point_is_built_or_refused_with_a_reason() -> None:
         except Refusal as exc:
             assert "\n" not in str(exc)
             reasons[str(exc)] = reasons.get(str(exc), 0) + 1
-    # 196 disaggregated dynamo rows on H100/H200/B200, 16 DSpark k=7 points, 2 diagnostic.
-    assert sum(reasons.values()) == 196 + 16 + 2
+    # 196 disaggregated dynamo rows on H100/H200/B200 and the 2 diagnostic reruns; the 16
+    # DSpark k=7 points are replayed (chains up to 64 drafts).
+    assert sum(reasons.values()) == 196 + 2
     assert sum(n for r, n in reasons.items() if "disaggregated" in r) == 196
+
+
+def test_dspark_points_replay_with_their_measured_acceptance() -> None:
+    (point,) = [p for p in load_points(EVIDENCE) if p["id"] == "spec/dspark/HumanEval/c16"]
+    config, settings = replay_config(point)
+    speculation = config["engine"]["speculation"]
+    assert speculation["kind"] == "dspark"
+    assert speculation["params"]["num_draft_tokens"] == 7
+    # The CSV's acceptance length 3.4499 counts the bonus token: 2.4499 accepted drafts a round.
+    assert speculation["expected_accepted_tokens"] == pytest.approx(2.4499, abs=1e-4)
+    # README: 544k KV token slots with the drafter loaded, in 16-token blocks.
+    assert config["engine"]["workers"]["aggregated"]["kv_cache"]["capacity"]["blocks"] == 34000
+    assert "assumed" in settings["drafter"]
 
 
 def test_inferencex_workload_is_the_benchmark_client_as_run() -> None:
@@ -64,7 +78,12 @@ def test_inferencex_workload_is_the_benchmark_client_as_run() -> None:
     # dsr1_fp8_h200.sh, ISL/OSL other than 1k/1k: --max-running-requests 256,
     # --chunked-prefill-size 32768, --mem-fraction-static 0.82, KV at the model dtype.
     worker = config["engine"]["workers"]["aggregated"]
-    assert worker["scheduler"] == {"chunked_prefill_size": 32768, "max_running_requests": 256}
+    # The H200 script leaves --scheduler-recv-interval at SGLang's default 1.
+    assert worker["scheduler"] == {
+        "chunked_prefill_size": 32768,
+        "max_running_requests": 256,
+        "scheduler_recv_interval": 1,
+    }
     assert worker["timing"]["deployment"]["weights"] == "fp8"
     assert settings["script"].endswith("dsr1_fp8_h200.sh")
 
@@ -91,6 +110,24 @@ def test_sglang_b200_fp8_tp4_limits() -> None:
     assert settings["max_running_requests"] == 32
     assert settings["chunked_prefill_size"] == 8192
     assert settings["memory_fraction"] == 0.95
+    assert settings["scheduler_recv_interval"] == 10
+
+
+@pytest.mark.parametrize(
+    ("changes", "interval"),
+    [
+        ({"conc": 8}, 10),
+        ({"conc": 16}, 30),
+        ({"conc": 64, "precision": "fp4"}, 30),
+        ({"conc": 64, "precision": "fp4", "dp_attention": True}, 1),
+        ({"conc": 4, "sd": "mtp"}, 10),
+    ],
+)
+def test_sglang_b200_scheduler_recv_interval(changes: dict[str, Any], interval: int) -> None:
+    # dsr1_{fp8,fp4}_b200{,_mtp}.sh: SCHEDULER_RECV_INTERVAL 10, 30 from CONC 16, 1 with DP
+    # attention.
+    settings = sglang_settings(_point(hardware="b200", **changes))
+    assert settings["scheduler_recv_interval"] == interval
 
 
 @pytest.mark.parametrize(
@@ -141,6 +178,29 @@ def test_errors_and_the_mtp_pair_by_hand() -> None:
     assert pair["tpot_ratio_error_pct"] == pytest.approx(20.0)
     # Gain: measured 1.8, predicted 1.7: -5.56 %.
     assert pair["throughput_gain_error_pct"] == pytest.approx(100.0 * (1.7 - 1.8) / 1.8)
+    assert pair["sd"] == "mtp"
+
+
+def test_a_dspark_point_pairs_with_no_sd_and_is_reported_apart() -> None:
+    from qualification.public_gpu._score import headline
+
+    rows = score_rows(
+        [
+            _scored("none", "none", (20.0, 16.0), (1000.0, 1200.0)),
+            _scored("dspark", "dspark", (8.0, 4.0), (2500.0, 3600.0)),
+        ]
+    )
+    for row in rows:
+        row["source"] = "speculators"
+        for figures in (row["measured"], row["predicted"]):
+            figures["output_tput_per_gpu"] = figures["tput_per_gpu"]
+    (pair,) = sd_pairs(rows)
+    assert pair["sd"] == "dspark"
+    # TPOT ratio: measured 8 / 20 = 0.4, predicted 4 / 16 = 0.25: -37.5 %.
+    assert pair["tpot_ratio_error_pct"] == pytest.approx(-37.5)
+    head = headline(rows, [pair])
+    assert head["qwen_pairs"] == 0 and head["qwen_dspark_pairs"] == 1
+    assert head["qwen_dspark_tpot_ratio_median_abs_error_pct"] == pytest.approx(37.5)
 
 
 def test_cost_constants_are_the_fitted_artefact_rounded() -> None:
@@ -160,6 +220,20 @@ def test_cost_constants_are_the_fitted_artefact_rounded() -> None:
     # The training rows are history rows only, none also in the latest file, none with SD.
     assert fitted["training_rows"] == len(fitted["training_ids"]) == 432
     assert all(i.startswith("ix-history-") and "/none/" in i for i in fitted["training_ids"])
+
+
+def test_mtp_acceptance_is_the_artefact_fitted_on_h200_pairs_only() -> None:
+    import json
+
+    from qualification.public_gpu._workload import MTP_ACCEPTANCE
+
+    fitted = json.loads((EVIDENCE / "fitted_terms.json").read_text())["mtp_acceptance"]
+    for engine, rate in MTP_ACCEPTANCE.items():
+        assert abs(rate - fitted[engine]["rate"]) <= 5e-4
+        # Its rows are H200 history MTP rows none of which is also a latest row.
+        assert all(i.startswith("ix-history-") and "/h200/" in i for i in fitted[engine]["mtp_ids"])
+    (row,) = score_rows([_scored("m", "mtp", (10.0, 9.0), (1.0, 1.0))], set(), {"m"})
+    assert row["seen_by"] == ["MTP_ACCEPTANCE"] and not row["held_out"]
 
 
 def test_report_section_reads_the_committed_scored_run(tmp_path: Path) -> None:

@@ -132,6 +132,25 @@ def test_sglang_does_not_mix_prefill_and_decode() -> None:
     assert list(frame["e2e_latency_ms"]) == [30.0, 18.0]
 
 
+@pytest.mark.parametrize(("interval", "ttft_b", "e2e_b"), [(1, 13.0, 18.0), (4, 28.0, 33.0)])
+def test_sglang_scheduler_recv_interval(interval: int, ttft_b: float, e2e_b: float) -> None:
+    # A (100 in / 16 out) at 0, B (50 in / 2 out) at 12; SGLang's receive counter starts at the
+    # interval, each pass adds 1 (decode) or 1000 (prefill) before the next, and requests are
+    # taken in when it reaches the interval (then 0). Interval 4: t=0 counter 5 -> take A,
+    # prefill [0,10]; t=10 +1000 -> due (inbox empty), decode [10,15]; B arrives at 12; t=15,
+    # 20, 25: counter 1, 2, 3, decodes; t=30: 4 -> take B, prefill [30,40]: TTFT 40 - 12 = 28,
+    # B's second token in the decode [40,45]: E2E 33. Interval 1: B is taken in at 15, prefill
+    # [15,25]: TTFT 13, E2E 30 - 12 = 18. A pauses for B's 10 ms prefill either way: its 15
+    # decode rounds and two passes: 10 + 75 + 10 = 95.
+    scheduler = {"scheduler_recv_interval": interval}
+    result = run_replay(
+        config([one(100, 16), one(50, 2, timestamp=12)], backend="sglang", scheduler=scheduler)
+    )
+    frame = result.requests
+    assert list(frame["ttft_ms"]) == [10.0, ttft_b]
+    assert list(frame["e2e_latency_ms"]) == [95.0, e2e_b]
+
+
 def test_attention_dp_pass_ends_at_the_slowest_rank() -> None:
     # Two ranks: A on rank 0, B (arriving at 12) on the idle rank 1. The pass at 15 carries a
     # decode on rank 0 (5 ms) and a prefill on rank 1 (10 ms): it ends at 25, not 30.
