@@ -76,6 +76,11 @@ class VllmScheduler(EdgeModel):
     max_batched_tokens: Count = 8192
     max_sequences: Count = 256
     chunked_prefill: bool = True
+    # TensorRT-LLM attention_dp_config (enable_balance, timeout_iters, batching_wait_iters):
+    # with attention DP, new context requests wait until every rank has one (docs/replay.md).
+    attention_dp_enable_balance: bool = False
+    attention_dp_time_out_iters: Count = 50
+    attention_dp_batching_wait_iters: Annotated[int, Integer(0, 1 << 20)] = 10
 
 
 class SglangScheduler(EdgeModel):

@@ -189,7 +189,9 @@ class SchedulerPlan:
     ``chunked_prefill``. SGLang-like: ``token_budget`` = chunked prefill size per prefill pass,
     ``max_sequences`` = max running requests, and the new-token-ratio admission reserve;
     ``recv_interval``: SGLang's ``--scheduler-recv-interval`` (1: new requests are taken in
-    before every pass).
+    before every pass). ``adp_balance`` (TensorRT-LLM's ``attention_dp_config``): with several
+    attention ranks, new context requests wait until every rank has one, at most
+    ``adp_timeout_iters`` passes, then ``adp_batching_wait_iters`` more while every rank decodes.
     """
 
     kind: str
@@ -200,6 +202,9 @@ class SchedulerPlan:
     min_new_token_ratio: float
     new_token_ratio_decay: float
     recv_interval: int = 1
+    adp_balance: bool = False
+    adp_timeout_iters: int = 50
+    adp_batching_wait_iters: int = 10
 
 
 @dataclass(frozen=True, eq=False)

@@ -95,6 +95,9 @@ class RankState:
         # decode pool pulls prompt KV) and requests that finished without a pass.
         self.loads_started: list[SimRequest] = []
         self.finished_in_plan: list[SimRequest] = []
+        # Set by the worker before each plan: no new request is admitted in this pass
+        # (TensorRT-LLM's attention-DP balance holds context requests back).
+        self.hold_admission = False
 
     @property
     def load(self) -> int:

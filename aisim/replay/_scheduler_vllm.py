@@ -73,7 +73,7 @@ def schedule_vllm(rank: RankState) -> None:
             rank.plan_decode(request, tokens)
         budget -= tokens
         index += 1
-    if preempted:
+    if preempted or rank.hold_admission:
         return
     # Requests whose prompt KV is being pulled stay at the head of the queue, skipped.
     skipped = 0

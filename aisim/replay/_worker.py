@@ -7,6 +7,13 @@ when a counter, raised before every pass by the weight of the pass before it (a 
 pass or no pass: 1; any other pass, a prefill: 1000), reaches N; it then restarts at 0. Until then
 arrivals wait in the worker's inbox. An idle loop spins (weight 1 per turn, no GPU work), so an
 idle worker takes them in at once.
+
+TensorRT-LLM's attention-DP balance (``attention_dp_config.enable_balance``;
+tensorrt_llm/_torch/pyexecutor/py_executor.py, ``PyExecutor._balance_adp_requests``), checked
+before every pass with several attention ranks: when every rank has a free slot and a context
+request to start, they start (after ``batching_wait_iters`` more passes while every rank also
+decodes); otherwise a counter rises, no rank starts a context request, and when it reaches
+``timeout_iters`` or some rank decodes nothing, it restarts at 0 and they start.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from aisim.replay._plan import SCHEDULER_SGLANG, WorkerPlan
 from aisim.replay._pricing import RankWork
 from aisim.replay._rank import RankState
 from aisim.replay._recorder import Recorder
-from aisim.replay._request import SimRequest
+from aisim.replay._request import PHASE_DECODE, SimRequest
 from aisim.replay._scheduler_sglang import schedule_sglang
 from aisim.replay._scheduler_vllm import schedule_vllm
 
@@ -50,6 +57,10 @@ class Worker:
         self.recv_counter = self.recv_interval
         self.last_pass_weight = RECV_WEIGHT_DECODE
         self.inbox: list[SimRequest] = []
+        scheduler = plan.scheduler
+        self.adp_balance = scheduler.adp_balance and len(self.ranks) > 1 and not self.is_sglang
+        self.adp_waiting_iters = 0
+        self.adp_batching_iters = 0
 
     def route(self, request: SimRequest) -> None:
         """Queue ``request`` on the least loaded rank (into the inbox while the scheduler
@@ -68,6 +79,32 @@ class Worker:
 
     def has_work(self) -> bool:
         return bool(self.inbox) or any(rank.has_work() for rank in self.ranks)
+
+    def _balance_adp(self) -> None:
+        """``_balance_adp_requests``: whether the ranks may start context requests this pass."""
+        plan = self.plan.scheduler
+        free = all(len(rank.running) < plan.max_sequences for rank in self.ranks)
+        contexts = all(bool(rank.waiting) for rank in self.ranks)
+        decoding = all(
+            any(request.phase == PHASE_DECODE for request in rank.running) for rank in self.ranks
+        )
+        hold = False
+        if free and contexts:
+            self.adp_waiting_iters = 0
+            if decoding:
+                if self.adp_batching_iters < plan.adp_batching_wait_iters:
+                    self.adp_batching_iters += 1
+                    hold = True
+                else:
+                    self.adp_batching_iters = 0
+        else:
+            self.adp_waiting_iters += 1
+            hold = True
+            if self.adp_waiting_iters >= plan.adp_timeout_iters or not decoding:
+                self.adp_waiting_iters = 0
+                hold = False
+        for rank in self.ranks:
+            rank.hold_admission = hold
 
     def _receive(self) -> None:
         """One turn of SGLang's receive check before a pass (``recv_interval`` > 1)."""
@@ -92,6 +129,8 @@ class Worker:
         drafting = False
         if self.recv_interval > 1:
             self._receive()
+        if self.adp_balance:
+            self._balance_adp()
         has_prefill = False
         for rank in self.ranks:
             rank.now_ms = now_ms

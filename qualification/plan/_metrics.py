@@ -138,6 +138,9 @@ CHECKS: Final[dict[str, dict[str, Metric]]] = {
         "qwen_mtp_gain_median_ape": Metric(
             "error", False, "Qwen3.8-27B B200: median |error| of the MTP throughput gain"
         ),
+        "qwen_dspark_gain_median_ape": Metric(
+            "error", False, "Qwen3.8-27B B200: median |error| of the DSpark k=7 throughput gain"
+        ),
     },
 }
 

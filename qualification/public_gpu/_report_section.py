@@ -27,6 +27,7 @@ FIGURES: Final = {
     "inferencex_nosd_throughput_median_ape": "inferencex_nosd_median_abs_throughput_error_pct",
     "history_mtp_tpot_ratio_median_ape": "history_mtp_tpot_ratio_median_abs_error_pct",
     "qwen_mtp_gain_median_ape": "qwen_mtp_gain_median_abs_error_pct",
+    "qwen_dspark_gain_median_ape": "qwen_dspark_gain_median_abs_error_pct",
 }
 
 

@@ -9,7 +9,7 @@ prompts (``queue: shared``); the engine flags below per script; weights fp8 (Dee
 or NVFP4 (nvidia/DeepSeek-R1-0528-FP4); SGLang MTP ``--speculative-num-steps 2
 --speculative-num-draft-tokens 3 --speculative-eagle-topk 1`` (a chain of 2 drafts), TRT MTP
 ``num_nextn_predict_layers: 3`` (1 with attention DP); SGLang's ``--scheduler-recv-interval``
-(B200 scripts) is replayed.
+(B200 scripts) and TensorRT-LLM's attention-DP balance (``attention_dp_config``) are replayed.
 
 The speculators sweep (vllm-project/speculators, ``examples/evaluate/results/qwen3_8_27b_dspark``):
 GuideLLM ``concurrent`` with N streams (``queue: shared``), real prompts without ignore-eos, so
@@ -246,6 +246,12 @@ def inferencex_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
             "max_batched_tokens": settings["max_num_tokens"],
             "max_sequences": settings["max_batch_size"],
         }
+        if dpa:
+            # Every dsr1_*_trt*.sh: attention_dp_config {enable_balance: true, timeout_iters:
+            # 60, batching_wait_iters: 0}.
+            scheduler["attention_dp_enable_balance"] = True
+            scheduler["attention_dp_time_out_iters"] = 60
+            scheduler["attention_dp_batching_wait_iters"] = 0
         backend = "vllm"
     blocks = _blocks(point, deployment, memory, ranks, block)
     worker: dict[str, Any] = {

@@ -281,3 +281,25 @@ def test_vllm_ngram_reserves_no_lookahead() -> None:
     assert list(frame["e2e_latency_ms"]) == [325.0, 580.0]
     assert result.summary["sd_reservation_preemptions"] == 1
     assert result.summary["config"]["workers"][0]["lookahead_tokens"] == 0
+
+
+def test_trt_attention_dp_balance_holds_contexts_until_timeout() -> None:
+    # Two attention ranks (vLLM-like scheduler), TensorRT-LLM's balance with timeout 3 and no
+    # batching wait. A and B (100 in / 20 out) arrive at 0, one per rank; C (50 in / 2 out)
+    # arrives at 22 on rank 0 (least loaded, lowest index). Plan at 0: every rank has a context
+    # and a free slot -> counter 0, both prefill [0,10]. Every later plan with some rank
+    # without a context raises the counter while every rank decodes; at 3 it restarts at 0 and
+    # contexts may start: plans at 10 (1), 15 (2), 20 (3 -> 0, nothing waits), 25 (1: C held),
+    # 30 (2: held), 35 (3 -> 0: released). C's prefill runs beside A's decode on rank 0 (X + Y
+    # = 15 ms) while B decodes on rank 1: the pass [35,50] ends at the slower rank: TTFT C =
+    # 50 - 22 = 28. Without the balance C starts at 25, [25,40]: TTFT 18.
+    scheduler = {
+        "attention_dp_enable_balance": True,
+        "attention_dp_time_out_iters": 3,
+        "attention_dp_batching_wait_iters": 0,
+    }
+    requests = [one(100, 20), one(100, 20), one(50, 2, timestamp=22)]
+    held = run_replay(config(requests, ranks=2, scheduler=scheduler))
+    free = run_replay(config(requests, ranks=2))
+    assert list(held.requests["ttft_ms"]) == [10.0, 10.0, 28.0]
+    assert list(free.requests["ttft_ms"]) == [10.0, 10.0, 18.0]
