@@ -337,9 +337,9 @@ def _scheduler(block: VllmScheduler | SglangScheduler | None, backend: str) -> S
             0.0,
             0.0,
             1,
-            vllm.attention_dp_enable_balance,
-            vllm.attention_dp_time_out_iters,
-            vllm.attention_dp_batching_wait_iters,
+            block.attention_dp_enable_balance,
+            block.attention_dp_time_out_iters,
+            block.attention_dp_batching_wait_iters,
         )
     return SchedulerPlan(
         SCHEDULER_SGLANG,
