@@ -111,7 +111,8 @@ def test_the_readers_get_typed_blocks_validated_once() -> None:
         validate(ReplayFile, sglang)
     assert str(caught.value) == (
         "engine.workers.decode.scheduler: unknown field(s) max_running_requests for backend "
-        "vllm; allowed: chunked_prefill, max_batched_tokens, max_sequences"
+        "vllm; allowed: attention_dp_batching_wait_iters, attention_dp_enable_balance, "
+        "attention_dp_time_out_iters, chunked_prefill, max_batched_tokens, max_sequences"
     )
 
 

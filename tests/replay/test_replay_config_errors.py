@@ -71,7 +71,8 @@ CASES = [
     pytest.param(
         (f"{WORKER}.scheduler", {"chunked_prefill_size": 4}),
         r"engine\.workers\.aggregated\.scheduler: unknown field\(s\) chunked_prefill_size for "
-        r"backend vllm; allowed: chunked_prefill, max_batched_tokens, max_sequences",
+        r"backend vllm; allowed: attention_dp_batching_wait_iters, attention_dp_enable_balance, "
+        r"attention_dp_time_out_iters, chunked_prefill, max_batched_tokens, max_sequences",
         id="sglang-field-on-vllm",
     ),
     pytest.param(
