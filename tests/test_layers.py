@@ -17,6 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ("aisim/speculation", "aisim/fpm", "aisim/replay", "aisim/catalogue")
 UPSTREAM = ("aisim.config", "aisim.cli", "aisim.sweep", "qualification", "pydantic")
+#: The packages whose module graph the cycle and private-import guards read.
+SCANNED = ("aisim", "qualification")
 
 #: aisim's layers, lowest first (docs/design.md#layers). A module may import its own package
 #: and anything in a lower layer, never a higher one; the layer of a module is that of the
@@ -149,7 +151,7 @@ def layer_violations(root: Path = ROOT) -> list[str]:
     return offenders
 
 
-def import_cycles(root: Path = ROOT, tops: tuple[str, ...] = ("aisim",)) -> list[list[str]]:
+def import_cycles(root: Path = ROOT, tops: tuple[str, ...] = SCANNED) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan, iterative)."""
     graph = _graph(root, tops)
     index: dict[str, int] = {}
@@ -195,21 +197,39 @@ def import_cycles(root: Path = ROOT, tops: tuple[str, ...] = ("aisim",)) -> list
     return cycles
 
 
-def private_imports(root: Path = ROOT, tops: tuple[str, ...] = ("aisim",)) -> list[str]:
-    """Imports of another package's private module: ``pkg._mod`` may be imported from ``pkg``
-    and the packages inside it only (``aisim._io`` from anywhere in aisim, ``aisim.replay._plan``
-    from aisim.replay only)."""
+def private_imports(root: Path = ROOT, tops: tuple[str, ...] = SCANNED) -> list[str]:
+    """Imports of another package's private module or private name: ``pkg._mod`` and
+    ``pkg.mod._name`` may be imported from ``pkg`` and the packages inside it only
+    (``aisim._io`` from anywhere in aisim, ``aisim.replay._plan`` from aisim.replay only,
+    ``qualification.mape._render`` from qualification.mape only)."""
     modules: dict[str, tuple[Path, bool]] = {}
     for top in tops:
         modules.update(_modules(root, top))
+
+    def owner(module: str) -> str:
+        return module if modules[module][1] else module.rpartition(".")[0]
+
+    def inside(package: str, parent: str) -> bool:
+        return package == parent or package.startswith(parent + ".")
+
     offenders = []
     for module, imported in sorted(_graph(root, tops).items()):
-        package = module if modules[module][1] else module.rpartition(".")[0]
         for target in sorted(imported & modules.keys()):
             parent, _, last = target.rpartition(".")
             private = last.startswith("_") and not last.startswith("__")
-            if private and not (package == parent or package.startswith(parent + ".")):
+            if private and not inside(owner(module), parent):
                 offenders.append(f"{module} imports {target}")
+    # ``from pkg.mod import _helper``: a private name, not a module, of another package.
+    for module, (path, package) in sorted(modules.items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            for alias, target in zip(node.names, _targets(module, package, node), strict=True):
+                source = target.rpartition(".")[0]
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                foreign = source in modules and not inside(owner(module), owner(source))
+                if private and target not in modules and foreign:
+                    offenders.append(f"{module} imports {target}")
     return offenders
 
 
@@ -251,6 +271,39 @@ def test_the_guards_see_relative_and_lazy_imports(tmp_path: Path) -> None:
     assert layer_violations(root) == ["aisim.replay._engine imports aisim.config (layer 6 -> 8)"]
     assert import_cycles(root) == [["aisim.config", "aisim.config._run", "aisim.replay._engine"]]
     assert private_imports(root) == ["aisim.config._run imports aisim.replay._engine"]
+
+
+def test_the_guards_cover_the_harness(tmp_path: Path) -> None:
+    # A miniature harness: a cycle through a lazy import, a relative import of another
+    # package's private module and of a private name; the public route is not flagged.
+    root = _tree(
+        tmp_path,
+        {
+            "aisim/__init__.py": "",
+            "qualification/__init__.py": "",
+            "qualification/mape/__init__.py": "from qualification.mape._render import plots\n",
+            "qualification/mape/_render.py": (
+                "def plots():\n    from qualification.report import build\n    return build\n"
+            ),
+            "qualification/report/__init__.py": "from ._build import build\n",
+            "qualification/report/_build.py": (
+                "from ..mape._render import _png\n\n"
+                "def build():\n    from qualification.mape import plots\n    return plots, _png\n"
+            ),
+        },
+    )
+    assert import_cycles(root) == [
+        [
+            "qualification.mape",
+            "qualification.mape._render",
+            "qualification.report",
+            "qualification.report._build",
+        ]
+    ]
+    assert private_imports(root) == [
+        "qualification.report._build imports qualification.mape._render",
+        "qualification.report._build imports qualification.mape._render._png",
+    ]
 
 
 def test_the_core_never_imports_upstream() -> None:

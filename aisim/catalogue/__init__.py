@@ -14,6 +14,7 @@ from aisim.catalogue._deployment import (
     WEIGHT_PRECISIONS,
     Deployment,
     alltoall_bytes_per_rank,
+    deployed_weight_bytes,
 )
 from aisim.catalogue._specs import (
     DTYPE_BYTES,
@@ -80,4 +81,5 @@ __all__ = [
     "alltoall_bytes_per_rank",
     "KV_PRECISIONS",
     "WEIGHT_PRECISIONS",
+    "deployed_weight_bytes",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from aisim.config._acceptance import acceptance_profile
 from aisim.config._catalogue import HardwareFile, ModelFile, get_gpu, get_model
-from aisim.config._edge import Choice, EdgeModel, Integer, Number, check, validate
+from aisim.config._edge import Choice, EdgeModel, Integer, Number, check, edge_error, validate
 from aisim.config._estimator import EstimatorConfig, best_available
 from aisim.config._replay import build_plan
 from aisim.config._run_replay import run_replay, with_forward_pass_model
@@ -45,4 +45,5 @@ __all__ = [
     "validate",
     "build_plan",
     "with_forward_pass_model",
+    "edge_error",
 ]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from aisim.fpm._chain import SelectedModel
 from aisim.fpm._diagnostics import Diagnostics, ForwardPassResult, StpReference
-from aisim.fpm._engine_step_files import load_step_table_model
+from aisim.fpm._engine_step_files import load_step_table_model, served_step_model
 from aisim.fpm._inputs import (
     measured_rounds_from_points,
     regression_from_points,
@@ -78,4 +78,5 @@ __all__ = [
     "widen_rank",
     "write_table_file",
     "load_step_table_model",
+    "served_step_model",
 ]

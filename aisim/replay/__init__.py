@@ -8,6 +8,7 @@ simulation core is compiled by mypyc; ``run`` and the result (numpy summary, pan
 
 from __future__ import annotations
 
+from aisim.replay._engine import Simulation
 from aisim.replay._kv_sizing import (
     check_request_fits,
     check_requests_fit,
@@ -100,4 +101,5 @@ __all__ = [
     "synthetic_lengths",
     "AdaptiveTier",
     "PRICING_FIXED",
+    "Simulation",
 ]

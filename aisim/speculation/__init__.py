@@ -17,6 +17,8 @@ from aisim.speculation._engine_measure import (
 )
 from aisim.speculation._engine_metrics import FORMATS as ENGINE_METRICS_FORMATS
 from aisim.speculation._engine_metrics import MeasuredAcceptance
+from aisim.speculation._engine_series import prometheus_samples
+from aisim.speculation._engine_vllm import VLLM_COUNTERS, VLLM_DRAFTS
 from aisim.speculation._profiles import (
     PROFILES,
     profile_acceptance,
@@ -88,4 +90,7 @@ __all__ = [
     "vllm_synthetic_profile",
     "REPLAY_MAX_DEPTH",
     "REPLAY_MIN_DEPTH",
+    "prometheus_samples",
+    "VLLM_COUNTERS",
+    "VLLM_DRAFTS",
 ]

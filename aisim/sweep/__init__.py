@@ -7,8 +7,8 @@ Not compiled: it validates with pydantic, runs processes and builds pandas frame
 
 from __future__ import annotations
 
-from aisim.sweep._backends import Task, run_tasks
-from aisim.sweep._evaluate import point_metrics
+from aisim.sweep._backends import Task, run_tasks, start_method
+from aisim.sweep._evaluate import evaluate_point, point_metrics
 from aisim.sweep._merge import merge, render_merged, summarize_merged
 from aisim.sweep._report import render_text, summarize, write_plots
 from aisim.sweep._run import expand, run
@@ -25,4 +25,6 @@ __all__ = [
     "expand",
     "point_metrics",
     "run_tasks",
+    "evaluate_point",
+    "start_method",
 ]

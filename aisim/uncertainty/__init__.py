@@ -21,7 +21,15 @@ from aisim.uncertainty._cost_errors import (
 )
 from aisim.uncertainty._draw import Draw, WorkerDraw
 from aisim.uncertainty._estimate import estimate_interval, render_interval
-from aisim.uncertainty._intervals import METRICS, check_replicas, check_seed, replay_intervals
+from aisim.uncertainty._intervals import (
+    METRICS,
+    check_replicas,
+    check_seed,
+    plan_draws,
+    quantile,
+    reduce,
+    replay_intervals,
+)
 from aisim.uncertainty._sources import Sources
 from aisim.uncertainty._sweep import add_sweep_intervals
 
@@ -46,4 +54,7 @@ __all__ = [
     "parse_acceptance",
     "render_interval",
     "variants",
+    "plan_draws",
+    "quantile",
+    "reduce",
 ]

@@ -11,7 +11,7 @@ import json
 import time
 from typing import Any
 
-from qualification.cases._drafts import EAGLE3_LLAMA_8B
+from qualification.cases import EAGLE3_LLAMA_8B
 
 
 def config_mix(count: int) -> list[dict[str, Any]]:

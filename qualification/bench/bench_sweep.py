@@ -80,8 +80,7 @@ def _evaluate_points(trace: str, points: list[int]) -> tuple[float, float]:
     """(wall, CPU) seconds to evaluate ``points`` of the bench sweep in this process (no sweep
     machinery: no pool, no point files)."""
     from aisim.config import apply_axes, load_sweep
-    from aisim.sweep import expand
-    from aisim.sweep._evaluate import evaluate_point
+    from aisim.sweep import evaluate_point, expand
 
     plan = load_sweep(sweep_config(trace))
     chosen = [point for point in expand(plan) if point.index in set(points)]
@@ -132,8 +131,7 @@ def bench_sweep(trace: str, workers: list[int], repeat: int = 3) -> dict[str, An
 
     import pandas  # noqa: F401  (imported before timing: both worker counts use it warm)
 
-    from aisim.sweep import run
-    from aisim.sweep._backends import start_method
+    from aisim.sweep import run, start_method
 
     warm = sweep_config(trace)
     warm["axes"] = {"traffic.load.rate_rps": [2]}

@@ -18,7 +18,7 @@ import math
 from typing import Any
 
 from aisim.config import build_plan
-from aisim.replay._engine import Simulation
+from aisim.replay import Simulation
 
 CASES: list[tuple[str, dict[str, Any], str, list[float]]] = [
     (

@@ -7,7 +7,7 @@ from qualification.calibrate._artefact import (
     calibrated_factory,
     load_artefact,
 )
-from qualification.calibrate._calibrate import calibrate
+from qualification.calibrate._calibrate import calibrate, held_out_rows
 from qualification.calibrate._fit import (
     Coefficients,
     Fold,
@@ -15,7 +15,11 @@ from qualification.calibrate._fit import (
     fit_coefficients,
     make_folds,
 )
-from qualification.calibrate._render import calibration_markdown
+from qualification.calibrate._render import (
+    CALIBRATION_HEADERS,
+    calibration_markdown,
+    calibration_rows,
+)
 
 __all__ = [
     "ARTEFACT_SCHEMA",
@@ -30,4 +34,7 @@ __all__ = [
     "fit_coefficients",
     "load_artefact",
     "make_folds",
+    "held_out_rows",
+    "CALIBRATION_HEADERS",
+    "calibration_rows",
 ]

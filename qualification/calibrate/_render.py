@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from qualification.mape._render import markdown_table, percent
+from qualification.mape import markdown_table, percent
 
 
 def calibration_rows(result: dict[str, Any]) -> list[list[str]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 
+from qualification.cases._drafts import EAGLE3_LLAMA_8B, draft_config
 from qualification.cases._suite import Case, Suite, make_cases, run_case, to_jsonable
 
 #: Registered suites, each a module ``qualification.cases.<name>`` defining ``SUITE``.
@@ -33,4 +34,14 @@ def get_suite(name: str) -> Suite:
     return suite
 
 
-__all__ = ["SUITE_NAMES", "Case", "Suite", "get_suite", "make_cases", "run_case", "to_jsonable"]
+__all__ = [
+    "SUITE_NAMES",
+    "Case",
+    "Suite",
+    "get_suite",
+    "make_cases",
+    "run_case",
+    "to_jsonable",
+    "EAGLE3_LLAMA_8B",
+    "draft_config",
+]

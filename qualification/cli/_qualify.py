@@ -271,7 +271,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
 def engine_import_command(args: argparse.Namespace) -> int:
     # imported here: the engine package needs the qualify extra (pandas), and `aisim` without
     # it must still build its parser (tests/test_base_install.py)
-    from qualification.engine._plain import import_plain
+    from qualification.engine import import_plain
 
     written = import_plain(args.plain, args.out, overwrite=args.overwrite)
     print(f"wrote {written}")
@@ -279,9 +279,13 @@ def engine_import_command(args: argparse.Namespace) -> int:
 
 
 def engine_command(args: argparse.Namespace) -> int:
-    from qualification.engine import load_recording, load_step_table, score_recording
-    from qualification.engine._render import to_markdown
-    from qualification.engine._score import write_outputs
+    from qualification.engine import (
+        load_recording,
+        load_step_table,
+        score_recording,
+        to_markdown,
+        write_outputs,
+    )
 
     if args.out is not None:
         check_output_dir(args.out, args.overwrite, "--out", ENGINE_FILES)
@@ -303,6 +307,7 @@ def engine_command(args: argparse.Namespace) -> int:
 
 def report_command(args: argparse.Namespace) -> int:
     from qualification.report import (
+        REPORT_FILES,
         build_report,
         check_report_target,
         parse_check_results,
@@ -310,7 +315,6 @@ def report_command(args: argparse.Namespace) -> int:
         resolve_evidence,
         write_report,
     )
-    from qualification.report._inputs import REPORT_FILES
 
     check_output_dir(args.out, args.overwrite, "--out", REPORT_FILES)  # before any work
     check_report_target(args.out, args.overwrite)

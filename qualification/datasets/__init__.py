@@ -7,7 +7,7 @@ from qualification.datasets._dataset import (
     write_dataset,
 )
 from qualification.datasets._schema import SD_ROUNDS, STP_POINTS, Column, TableSchema
-from qualification.datasets._tables import read_table, sidecar_path, write_table
+from qualification.datasets._tables import check_values, read_table, sidecar_path, write_table
 
 __all__ = [
     "EVIDENCE_TYPES",
@@ -21,4 +21,5 @@ __all__ = [
     "sidecar_path",
     "write_dataset",
     "write_table",
+    "check_values",
 ]

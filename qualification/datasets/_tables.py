@@ -154,7 +154,7 @@ def read_table(data_file: Path, expected: TableSchema) -> tuple[pd.DataFrame, di
             f"{where}: {table.num_rows} rows, sidecar says {sidecar.get('row_count')!r}"
         )
     frame = table.to_pandas(use_threads=False)
-    _check_values(where, frame, expected)
+    check_values(where, frame, expected)
     return frame, sidecar
 
 
@@ -193,7 +193,7 @@ def _type_matches(column: Column, arrow_type: pa.DataType) -> bool:
     return bool(pa.types.is_list(arrow_type) and pa.types.is_floating(arrow_type.value_type))
 
 
-def _check_values(where: str, frame: pd.DataFrame, expected: TableSchema) -> None:
+def check_values(where: str, frame: pd.DataFrame, expected: TableSchema) -> None:
     """Physically impossible values (negative sizes, non-positive or non-finite times)."""
     for column in expected.columns:
         values = frame[column.name]

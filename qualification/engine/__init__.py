@@ -5,6 +5,10 @@ Recording needs vLLM (``tox -e engine``); loading, replaying and scoring a commi
 does not.
 """
 
+from qualification.engine._cli import add_arguments as add_engine_arguments
+from qualification.engine._cli import run as record_engine
+from qualification.engine._measured import measured_latencies, throughput_tok_s
+from qualification.engine._plain import import_plain
 from qualification.engine._recording import (
     EngineRecording,
     ServedRun,
@@ -13,9 +17,24 @@ from qualification.engine._recording import (
     load_served_run,
     load_step_table,
 )
-from qualification.engine._replay import observed_acceptance, replay_config, replay_run
+from qualification.engine._render import to_markdown
+from qualification.engine._replay import (
+    check_same_engine,
+    grid_counts,
+    observed_acceptance,
+    recorded_settings,
+    replay_config,
+    replay_run,
+)
+from qualification.engine._report_section import engine_html, engine_sections
 from qualification.engine._schema import ENGINE_SETTINGS, GRID_STEPS, SERVED_REQUESTS, SERVED_STEPS
-from qualification.engine._score import compare, error_figures, noise_floor, score_recording
+from qualification.engine._score import (
+    compare,
+    error_figures,
+    noise_floor,
+    score_recording,
+    write_outputs,
+)
 from qualification.engine._step_model import EngineStepModel
 
 __all__ = [
@@ -37,4 +56,16 @@ __all__ = [
     "replay_config",
     "replay_run",
     "score_recording",
+    "engine_html",
+    "engine_sections",
+    "add_engine_arguments",
+    "record_engine",
+    "import_plain",
+    "to_markdown",
+    "write_outputs",
+    "measured_latencies",
+    "throughput_tok_s",
+    "check_same_engine",
+    "grid_counts",
+    "recorded_settings",
 ]

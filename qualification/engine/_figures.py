@@ -60,8 +60,9 @@ class RecordingFigures:
 def recording_figures(recording: Any, report: dict[str, Any]) -> RecordingFigures:
     """The figures of ``recording`` (scored as ``report`` = ``score_recording``'s), with
     step_diff run over its served runs and the noise against the mean of the run pairs."""
+    from qualification.engine._measured import measured_latencies
     from qualification.engine._replay import has_plain_decode_steps
-    from qualification.engine._score import compare, measured_latencies
+    from qualification.engine._score import compare
     from qualification.engine.step_diff import diff_run
 
     summary, noise = report["summary"], report["noise_floor"] or {}

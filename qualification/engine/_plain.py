@@ -38,8 +38,7 @@ import pandas as pd
 
 from aisim.errors import ConfigError, DataIntegrityError
 from aisim.files import atomic_write_text, canonical_json
-from qualification.datasets._schema import TableSchema
-from qualification.datasets._tables import _check_values, write_table
+from qualification.datasets import TableSchema, check_values, write_table
 from qualification.engine._recording import (
     PHASES,
     _check_requests,
@@ -199,7 +198,7 @@ def _check_table(where: str, schema: TableSchema, columns: dict[str, list[Any]])
             for column in schema.columns
         }
     )
-    _check_values(where, frame, schema)
+    check_values(where, frame, schema)
 
 
 def read_grid(path: Path) -> dict[str, list[Any]]:

@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from aisim.files import atomic_write_text
-from qualification.datasets._schema import STP_POINTS
-from qualification.datasets._tables import write_table
+from qualification.datasets import STP_POINTS, write_table
 from qualification.engine._prometheus import counter_delta
 from qualification.engine._schema import (
     GRID_DIR,

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from aisim.errors import DataIntegrityError
-from qualification.datasets._tables import read_table
+from qualification.datasets import read_table
 from qualification.engine._prometheus import read_samples
 from qualification.engine._schema import (
     GRID_DIR,

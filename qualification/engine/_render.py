@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from qualification.mape._render import markdown_table
+from qualification.mape import markdown_table
 
 _LABELS = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "E2E"}
 

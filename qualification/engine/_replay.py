@@ -50,8 +50,7 @@ def _read_counters(path: Path) -> tuple[Any, int | None, int | None] | None:
     requests (``FINISHED_REQUESTS``); each of the last two None when the file has no such
     counter), or None without SD drafts; DataIntegrityError naming the file when it is missing,
     unreadable or inconsistent."""
-    from aisim.speculation._engine_series import prometheus_samples
-    from aisim.speculation._engine_vllm import VLLM_COUNTERS, VLLM_DRAFTS
+    from aisim.speculation import VLLM_COUNTERS, VLLM_DRAFTS, prometheus_samples
 
     where = repr(str(path))
     try:
@@ -181,7 +180,7 @@ def replay_config(run: ServedRun, table: StepTable) -> dict[str, Any]:
     }
 
 
-def _grid_counts(table: StepTable, depth: int) -> tuple[list[int], int, int, int | None]:
+def grid_counts(table: StepTable, depth: int) -> tuple[list[int], int, int, int | None]:
     """The grid's engine counters: (rounds accepting at least i drafts, i = 1..depth; decode
     rounds; drafted rounds; finished requests). A grid without SD counters, or with a
     per-position series of another depth, is refused naming the file."""
@@ -207,7 +206,7 @@ def _grid_rates_per_round(table: StepTable, depth: int) -> list[float]:
     round is the engine's. (Per drafted round, vLLM's acceptance-length convention, ``ngram``
     would over-state tokens per round: it drafts nothing until an n-gram matches,
     ``vllm/v1/spec_decode/ngram_proposer.py``.)"""
-    counts, rounds, _, _ = _grid_counts(table, depth)
+    counts, rounds, _, _ = grid_counts(table, depth)
     return [count / rounds for count in counts]
 
 
@@ -224,9 +223,9 @@ def _grid_undrafted_rounds(table: StepTable, depth: int) -> tuple[list[float], i
     matches an earlier n-gram (``vllm/v1/spec_decode/ngram_proposer.py``,
     ``NgramProposer.propose``), which on the recorded requests happens after the first few
     rounds of every request; the grid's counters give their mean, (decode rounds - drafted
-    rounds) / finished requests. Refused as ``_grid_counts`` refuses, and when the counters
+    rounds) / finished requests. Refused as ``grid_counts`` refuses, and when the counters
     count no finished request, naming the file."""
-    counts, rounds, drafts, finished = _grid_counts(table, depth)
+    counts, rounds, drafts, finished = grid_counts(table, depth)
     path = table.directory / METRICS_FILE
     requests = _needed(
         finished, FINISHED_REQUESTS, path, "the undrafted rounds per request need the requests"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from qualification.datasets._schema import Column, TableSchema
+from qualification.datasets import Column, TableSchema
 
 #: Unit of a time stamp measured from the start of the run (may be 0).
 SINCE_START: Final = "ms-since-start"

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aisim.fpm._engine_step_files import served_step_model
+from aisim.fpm import served_step_model
 from qualification.engine._recording import StepTable
 
 

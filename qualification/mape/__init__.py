@@ -11,7 +11,17 @@ from qualification.mape._predictors import (
     ScaledPredictor,
     WidenedStpPredictor,
 )
-from qualification.mape._render import to_markdown
+from qualification.mape._render import (
+    CELL_HEADERS,
+    cell_rows,
+    markdown_table,
+    percent,
+    plots,
+    png_bytes,
+    summary_rows,
+    to_markdown,
+    tost_text,
+)
 from qualification.mape._stats import ks_two_sample, student_t_sf, tost_log_ratio
 from qualification.mape._write import write_mape_outputs
 
@@ -35,4 +45,12 @@ __all__ = [
     "to_markdown",
     "tost_log_ratio",
     "write_mape_outputs",
+    "CELL_HEADERS",
+    "cell_rows",
+    "markdown_table",
+    "percent",
+    "plots",
+    "png_bytes",
+    "summary_rows",
+    "tost_text",
 ]

@@ -132,7 +132,7 @@ def tost_text(tost: dict[str, Any]) -> str:
     )
 
 
-def _png(figure: Any) -> bytes:
+def png_bytes(figure: Any) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
     return buffer.getvalue()
@@ -159,7 +159,7 @@ def plots(scored: pd.DataFrame, title: str) -> dict[str, bytes]:
     axis.set_ylabel("predicted round (ms)")
     axis.set_title(title, fontsize=9)
     figure.tight_layout()
-    result["predicted_vs_measured.png"] = _png(figure)
+    result["predicted_vs_measured.png"] = png_bytes(figure)
     plt.close(figure)
 
     configs = answered.groupby("config_id", sort=True).agg(
@@ -179,6 +179,6 @@ def plots(scored: pd.DataFrame, title: str) -> dict[str, bytes]:
     axis.set_ylabel("signed error of median round (%)")
     axis.set_title(title, fontsize=9)
     figure.tight_layout()
-    result["signed_error_by_config.png"] = _png(figure)
+    result["signed_error_by_config.png"] = png_bytes(figure)
     plt.close(figure)
     return result

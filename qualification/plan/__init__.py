@@ -1,7 +1,7 @@
 """The qualification plan: a release's acceptance criteria, validated at load."""
 
 from qualification.plan._load import DEFAULT_PLAN, load_plan, parse_plan
-from qualification.plan._metrics import CHECKS, DATASET_CHECKS, FILE_CHECKS, Metric
+from qualification.plan._metrics import CHECKS, DATASET_CHECKS, ENGINE_FIGURES, FILE_CHECKS, Metric
 from qualification.plan._model import Bootstrap, Criterion, DatasetEntry, KnownGap, Plan, anchor
 
 __all__ = [
@@ -18,4 +18,5 @@ __all__ = [
     "anchor",
     "load_plan",
     "parse_plan",
+    "ENGINE_FIGURES",
 ]

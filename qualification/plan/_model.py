@@ -14,8 +14,7 @@ from typing import Annotated
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from aisim.config import Choice, EdgeModel, Integer, Number
-from aisim.config._edge import edge_error
+from aisim.config import Choice, EdgeModel, Integer, Number, edge_error
 from qualification.plan._metrics import CHECKS, DATASET_CHECKS, FILE_CHECKS
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"

@@ -18,7 +18,7 @@ from typing import Any, Final
 from aisim.catalogue import gpu_names
 from aisim.config import best_available, get_gpu, get_model
 from aisim.fpm import ForwardPassMetrics, scaling_factor
-from qualification.cases._drafts import draft_config
+from qualification.cases import draft_config
 
 ESTIMATORS: Final = ("roofline", "roofline_ideal")
 RULE_DEPTHS: Final = (1, 2, 3, 4, 5)

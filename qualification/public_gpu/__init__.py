@@ -24,6 +24,7 @@ from aisim.files import atomic_write_bytes, atomic_write_text, canonical_json, c
 from qualification.public_gpu._points import load_points
 from qualification.public_gpu._predict import predict, stderr_progress
 from qualification.public_gpu._render import curve_plots, to_markdown
+from qualification.public_gpu._report_section import public_gpu_html, public_gpu_section
 from qualification.public_gpu._score import group_stats, headline, pair_stats, score_rows, sd_pairs
 from qualification.public_gpu._workload import Refusal, replay_config
 
@@ -41,6 +42,8 @@ __all__ = [
     "stderr_progress",
     "to_markdown",
     "write_outputs",
+    "public_gpu_html",
+    "public_gpu_section",
 ]
 
 

@@ -23,8 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from aisim.catalogue import builtin_gpu, builtin_model
-from aisim.catalogue._deployment import Deployment, deployed_weight_bytes
+from aisim.catalogue import Deployment, builtin_gpu, builtin_model, deployed_weight_bytes
 
 SCRIPTS: Final = "SemiAnalysisAI/InferenceX@843c6254:benchmarks/single_node/fixed_seq_len/"
 ENGINES: Final = ("sglang", "trt", "vllm")

@@ -3,6 +3,8 @@
 Needs PyTorch (``pip install 'aisim[record]'``); importing this package does not.
 """
 
+from qualification.record._cli import add_arguments as add_recorder_arguments
+from qualification.record._cli import run as run_recorder
 from qualification.record._geometry import (
     DRAFTER_KINDS,
     PRESETS,
@@ -24,4 +26,6 @@ __all__ = [
     "get_preset",
     "record_dataset",
     "require_torch",
+    "add_recorder_arguments",
+    "run_recorder",
 ]

@@ -5,6 +5,7 @@ from qualification.report._build import REPORT_SCHEMA, build_report, find_datase
 from qualification.report._checks import CHECKS, run_checks
 from qualification.report._html import render_html
 from qualification.report._inputs import (
+    REPORT_FILES,
     check_report_target,
     parse_check_results,
     plan_source,
@@ -29,4 +30,5 @@ __all__ = [
     "resolve_evidence",
     "run_checks",
     "write_report",
+    "REPORT_FILES",
 ]

@@ -62,11 +62,9 @@ def dataset_section(
     """MAPE of the published rule (with KS/TOST), the unscaled widened STP for context, and a
     held-out calibration, each with bootstrap intervals over configurations; a dataset that
     fails verification is reported as refused."""
-    from qualification.calibrate import calibrate
-    from qualification.calibrate._calibrate import held_out_rows
+    from qualification.calibrate import calibrate, held_out_rows
     from qualification.datasets import load_dataset
-    from qualification.mape import evaluate, make_predictor
-    from qualification.mape._render import plots
+    from qualification.mape import evaluate, make_predictor, plots
     from qualification.report._plots import trend_plot
 
     try:
@@ -210,17 +208,17 @@ def build_report(
         section, section_images = dataset_section(directory, settings)
         sections.append(section)
         images.update(section_images)
-    from qualification.engine._report_section import engine_sections
+    from qualification.engine import engine_sections
 
     engines, engine_images = engine_sections(evidence)
     images.update(engine_images)
     checks = run_checks(root, run_checks_now, check_results or {})
     gate = prediction_gate(run_checks_now)
     cost_model = cost_model_section()
-    from qualification.uncertainty._coverage import report_section
+    from qualification.uncertainty import report_section
 
     interval_coverage = report_section(evidence)
-    from qualification.public_gpu._report_section import public_gpu_section
+    from qualification.public_gpu import public_gpu_section
 
     public_gpu, public_gpu_images = public_gpu_section(evidence)
     images.update(public_gpu_images)

@@ -6,8 +6,8 @@ import base64
 import html
 from typing import Any
 
-from qualification.calibrate._render import CALIBRATION_HEADERS, calibration_rows
-from qualification.mape._render import CELL_HEADERS, cell_rows, percent, summary_rows, tost_text
+from qualification.calibrate import CALIBRATION_HEADERS, calibration_rows
+from qualification.mape import CELL_HEADERS, cell_rows, percent, summary_rows, tost_text
 from qualification.report._html_verdict import (
     cost_model_html,
     criteria_html,
@@ -282,8 +282,8 @@ def _public_gpu_images(images: dict[str, bytes]) -> dict[str, bytes]:
 
 def render_html(report: dict[str, Any], images: dict[str, bytes]) -> str:
     """The whole page; identical inputs give identical bytes."""
-    from qualification.engine._report_section import engine_html
-    from qualification.public_gpu._report_section import public_gpu_html
+    from qualification.engine import engine_html
+    from qualification.public_gpu import public_gpu_html
 
     versions = report["versions"]
     artefacts = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from qualification.mape._render import _png
+from qualification.mape import png_bytes
 
 _SERIES = (
     ("rule", "published rule", "tab:blue"),
@@ -52,6 +52,6 @@ def trend_plot(statistics: dict[str, Any], title: str) -> bytes:
     axes[0].legend(fontsize=7)
     figure.suptitle(title, fontsize=9)
     figure.tight_layout()
-    data = _png(figure)
+    data = png_bytes(figure)
     plt.close(figure)
     return data

@@ -20,8 +20,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from qualification.plan import CHECKS, Criterion, Plan, anchor
-from qualification.plan._metrics import ENGINE_FIGURES
+from qualification.plan import CHECKS, ENGINE_FIGURES, Criterion, Plan, anchor
 
 PASS, FAIL, NOT_RUN, KNOWN_GAP = "PASS", "FAIL", "NOT RUN", "KNOWN GAP"
 

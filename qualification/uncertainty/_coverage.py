@@ -20,8 +20,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from aisim.uncertainty import CostErrorTable, Sources, load_cost_errors, replay_intervals
-from aisim.uncertainty._intervals import quantile
+from aisim.uncertainty import CostErrorTable, Sources, load_cost_errors, quantile, replay_intervals
 
 #: Engine metrics judged: interval metric -> (measured figure, label).
 ENGINE_METRICS: Final = {
@@ -39,7 +38,7 @@ LOW, HIGH = 0.05, 0.95
 def measured_figures(run: Any) -> dict[str, float]:
     """A served run's measured figures, computed as aisim's summary computes its own (numpy's
     linear percentile over completed requests; TPOT of requests with more than one token)."""
-    from qualification.engine._score import measured_latencies, throughput_tok_s
+    from qualification.engine import measured_latencies, throughput_tok_s
 
     latencies = measured_latencies(run)
     figures: dict[str, float] = {}
@@ -57,10 +56,11 @@ def engine_coverage(
     evidence_dir: Path, replicas: int = 20, seed: int = 0, table: CostErrorTable | None = None
 ) -> dict[str, Any]:
     """Per served run of every engine recording: the intervals and the measured figures."""
-    from qualification.engine import EngineStepModel, load_recording
-    from qualification.engine._replay import (
-        _grid_counts,
+    from qualification.engine import (
+        EngineStepModel,
         check_same_engine,
+        grid_counts,
+        load_recording,
         recorded_settings,
         replay_config,
     )
@@ -79,7 +79,7 @@ def engine_coverage(
         for run in recording.served:
             check_same_engine(run, recording.grid)
             depth = int(recorded_settings(run)["num_speculative_tokens"] or 0)
-            rounds = _grid_counts(recording.grid, depth)[1] if depth else None
+            rounds = grid_counts(recording.grid, depth)[1] if depth else None
             report = replay_intervals(
                 replay_config(run, recording.grid),
                 replicas,
@@ -256,7 +256,7 @@ def public_gpu_coverage(
     ``qualification/public/measurements.json``, a different source: held out by construction).
     A refused point is counted, not judged."""
     from aisim.sweep import Task, run_tasks
-    from aisim.uncertainty._intervals import plan_draws, reduce
+    from aisim.uncertainty import plan_draws, reduce
     from qualification.public_gpu import Refusal, load_points, replay_config
 
     points = load_points(evidence_dir / "public-gpu")

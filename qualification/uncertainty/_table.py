@@ -118,8 +118,7 @@ def rule_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[str, Any
 
 
 def engine_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[str, Any]]]:
-    from qualification.engine import EngineStepModel, load_recording
-    from qualification.engine._replay import recorded_settings
+    from qualification.engine import EngineStepModel, load_recording, recorded_settings
     from qualification.engine.step_diff import priced_steps
 
     samples = []
