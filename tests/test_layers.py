@@ -234,15 +234,18 @@ def private_imports(root: Path = ROOT, tops: tuple[str, ...] = SCANNED) -> list[
 
 
 def test_the_layers_hold() -> None:
-    assert layer_violations() == []
+    offenders = layer_violations()
+    assert offenders == [], "upward imports: " + "; ".join(offenders)
 
 
 def test_there_is_no_import_cycle() -> None:
-    assert import_cycles() == []
+    cycles = import_cycles()
+    assert cycles == [], "import cycles: " + "; ".join(" <-> ".join(cycle) for cycle in cycles)
 
 
 def test_no_module_imports_another_packages_private_module() -> None:
-    assert private_imports() == []
+    offenders = private_imports()
+    assert offenders == [], "private imports across packages: " + "; ".join(offenders)
 
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
