@@ -1,22 +1,23 @@
 """Acceptance inputs at the edge: a raw config value (any JSON/YAML value) in one of the five
 published forms -> a checked ``AcceptanceProfile``.
 
-``acceptance_profile(form, value, depth, path)`` checks the value's type and range (rates: a
+``acceptance_profile(form, value, depth, path)`` (the API's entry) checks the value's type and range (rates: a
 list of 1..64 finite numbers in [0, 1]; a mean in [0, depth]; a length in [1, depth + 1]; an
 i.i.d. rate in [0, 1]; the depth an integer in 1..64, integral floats accepted) and raises one
 ``ConfigError`` naming ``path``. The core's ``AcceptanceProfile.from_*`` take the typed numbers.
-``block_acceptance`` reads the one acceptance input of a speculation block (a form above, or an
-``acceptance_from`` engine-metrics file).
+``block_acceptance`` reads the one acceptance input of a validated speculation block (a form
+above, its types checked by the block's model and its ranges here, where the depth is known;
+or an ``acceptance_from`` engine-metrics file).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import Any, Final
 
 from aisim._fields import describe
-from aisim.config._edge import BeforeCheck, Number, check, edge_error, integer, number
-from aisim.config._speculation_models import AcceptanceFromConfig, SpeculationConfig
+from aisim.config._edge import check, integer, number
+from aisim.config._speculation_models import AcceptanceFromConfig, Rates, SpeculationConfig
 from aisim.errors import ConfigError
 from aisim.speculation import (
     ACCEPTANCE_KEYS,
@@ -37,22 +38,6 @@ FORM_FIELDS: Final = {
     "acceptance_length": "acceptance_length",
     "iid": "acceptance_rate",
 }
-
-
-class RateCount(BeforeCheck):
-    """1..MAX_ACCEPTANCE_DEPTH rates (checked before the rates themselves)."""
-
-    def check(self, value: object) -> object:
-        if not isinstance(value, (list, tuple)):
-            raise edge_error(f"expected a list, got {describe(value)}")
-        if not value or len(value) > MAX_ACCEPTANCE_DEPTH:
-            raise edge_error(
-                f"expected 1..{MAX_ACCEPTANCE_DEPTH} rates, got {len(value)} ({describe(value)})"
-            )
-        return list(value)
-
-
-Rates = Annotated[list[Annotated[float, Number(0.0, 1.0)]], RateCount()]
 
 
 def acceptance_profile(
@@ -156,7 +141,7 @@ def block_acceptance(
         rates = None
         length = None
         if key == "synthetic_acceptance_rates":
-            rates = tuple(check(Rates, value, field))
+            rates = tuple(value)
         else:
             length = number(value, field, 1.0, float(depth + 1))
         synthetic_profile = vllm_synthetic_profile(rates, length, depth, path)
@@ -186,8 +171,11 @@ def block_acceptance(
     if key == "acceptance_rate":
         alpha = number(value, field, 0.0, 1.0)
         return AcceptanceProfile.from_iid(alpha, depth, field), None
-    form = "conditional" if key == "acceptance_rates" else "unconditional"
-    profile = acceptance_profile(form, value, None, field)
+    # The rates were checked with the block (1..64 probabilities); their count is the kind's.
+    if key == "acceptance_rates":
+        profile = AcceptanceProfile.from_conditional(tuple(value), field)
+    else:
+        profile = AcceptanceProfile.from_unconditional(tuple(value), field)
     if profile.depth != depth:
         raise ConfigError(
             f"{field}: kind {spec.kind} accepts at most {depth} drafts per round, so exactly "

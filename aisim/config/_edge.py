@@ -284,7 +284,10 @@ class Kinds:
 class NameOr:
     """``Annotated[str | ModelFile, NameOr("a model name or config.json path")]``: a name (or a
     file path, read later against the file that names it) or the block itself, validated by
-    its model; anything else is one error: ``expected <what>, got ...``."""
+    its model; anything else is one error: ``expected <what>, got ...``. A member that is
+    neither ``str`` nor a model (``ModelSpec``, ``ResolvedSpeculation``) is a value resolved
+    already, taken as it is (API callers hand those in; the JSON Schema does not show them).
+    Without a ``str`` member a string is refused like any other non-mapping."""
 
     def __init__(self, what: str) -> None:
         self.what = what
@@ -292,33 +295,68 @@ class NameOr:
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
-        models = [member for member in union_members(source) if member is not str]
-        choices: dict[str, core_schema.CoreSchema] = {
-            KIND_TAG + "name": core_schema.str_schema(strict=True),
-            KIND_TAG + "block": handler.generate_schema(models[0]),
-        }
+        members = union_members(source)
+        named = str in members
+        model = next(
+            member
+            for member in members
+            if isinstance(member, type) and issubclass(member, BaseModel)
+        )
+        resolved = tuple(
+            member
+            for member in members
+            if member is not str
+            and not (isinstance(member, type) and issubclass(member, BaseModel))
+        )
+        block = handler.generate_schema(model)
+        choices: dict[str, core_schema.CoreSchema] = {KIND_TAG + "block": block}
+        if named:
+            choices[KIND_TAG + "name"] = core_schema.str_schema(strict=True)
+        for index, kind in enumerate(resolved):
+            choices[f"{KIND_TAG}resolved{index}"] = core_schema.is_instance_schema(kind)
         what = self.what
 
         def check(value: object) -> object:
-            if isinstance(value, (str, BaseModel)):
+            if (named and isinstance(value, str)) or isinstance(value, (BaseModel, *resolved)):
                 return value
             if isinstance(value, Mapping):
                 return check_mapping(value)
             raise edge_error(f"expected {what}, got {describe(value)}")
 
         def tag(value: object) -> str:
+            for index, kind in enumerate(resolved):
+                if isinstance(value, kind):
+                    return f"{KIND_TAG}resolved{index}"
             return KIND_TAG + ("name" if isinstance(value, str) else "block")
 
         union = core_schema.tagged_union_schema(choices, tag)
-        return core_schema.no_info_before_validator_function(check, union)
+        # The JSON Schema shows what a file may hold: the name and the block, not the
+        # resolved values an API caller may hand in.
+        input_schema = (
+            core_schema.union_schema([core_schema.str_schema(), block]) if named else block
+        )
+        return core_schema.no_info_before_validator_function(
+            check, union, json_schema_input_schema=input_schema
+        )
 
-    def __get_pydantic_json_schema__(
-        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        result = handler(schema)
-        if "oneOf" in result:
-            result["anyOf"] = result.pop("oneOf")
-        return result
+
+class RealNumber:
+    """``Annotated[float, RealNumber()]``: a number (an int stays an int) whose allowed range
+    depends on other fields, so it is checked once they are known (an acceptance length is in
+    1..depth + 1); a string, bool or anything else is refused here, at its path."""
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            _real_number, json_schema_input_schema=core_schema.float_schema()
+        )
+
+
+def _real_number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise edge_error(f"expected a number, got {describe(value)}")
+    return value
 
 
 def union_members(kind: Any) -> tuple[Any, ...]:
@@ -348,10 +386,10 @@ def current_backend() -> str:
 
 
 class Section:
-    """``Annotated[Any, Section(Model)] = None``: a block validated later, by the code that has
-    its context; here it passes as is, and the JSON Schema shows ``Model`` (any type pydantic
-    can describe: ``A | B``, ``str | Model``), or ``null`` (the block left out) unless
-    ``nullable=False``."""
+    """``Annotated[list[Any] | None, Section(list[AgenticRequest])] = None``: a value the
+    models pass on as it is, for a reader that reads the same rows from files too (inline
+    agentic requests: the trace-row reader, one set of messages for both); the JSON Schema
+    shows ``schema_type``, or ``null`` (the value left out) unless ``nullable=False``."""
 
     def __init__(self, schema_type: Any, nullable: bool = True) -> None:
         self.schema_type = schema_type

@@ -40,9 +40,10 @@ from aisim.catalogue import (
     GpuSpec,
     ModelSpec,
 )
-from aisim.config._catalogue import get_gpu, get_model
-from aisim.config._edge import Choice, EdgeModel, Integer, OrNone, check_input, validate
+from aisim.config._catalogue import HardwareFile, ModelFile, get_gpu, get_model
+from aisim.config._edge import Choice, EdgeModel, Integer, NameOr, OrNone, check_input, validate
 from aisim.config._speculation import resolve_speculation
+from aisim.config._speculation_models import SpeculationConfig
 from aisim.errors import ConfigError
 from aisim.fpm import (
     ESTIMATORS,
@@ -56,15 +57,17 @@ from aisim.fpm import (
 )
 from aisim.speculation import ResolvedSpeculation
 
-_NAME_OR_MAPPING = WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "object"}]})
-_POINTS = WithJsonSchema({"type": "array", "items": {"type": "object"}})
+#: In-memory table rows (``batch_size``, ``total_kv_tokens``, ``latency_ms``, ...): read by the
+#: table reader of ``aisim.fpm``, which reads the rows of a table file too (one reader, one set
+#: of messages for both).
+Points = list[dict[str, Any]]
 
 
 class MeasuredRoundsConfig(EdgeModel):
     """One in-memory measured SD-round table: its points and its identity."""
 
-    points: Annotated[Any, _POINTS] = None
-    identity: Annotated[Any, WithJsonSchema({"type": "object"})] = None
+    points: Points | None = None
+    identity: dict[str, Any] | None = None
 
 
 class DeploymentConfig(EdgeModel):
@@ -87,20 +90,28 @@ class DeploymentConfig(EdgeModel):
 class EstimatorConfig(EdgeModel):
     """What ``best_available`` (and a replay worker's ``timing``) reads."""
 
-    model: Annotated[Any, _NAME_OR_MAPPING] = None
-    hardware: Annotated[Any, _NAME_OR_MAPPING] = None
+    model: (
+        Annotated[str | ModelFile | ModelSpec, NameOr("a model name or config.json path")] | None
+    ) = None
+    hardware: Annotated[str | HardwareFile | GpuSpec, NameOr("a GPU name or file path")] | None = (
+        None
+    )
     backend: Annotated[str, Choice("vllm", "sglang")] = "vllm"
     tensor_parallel: Annotated[int, Integer(1, 1024)] = 1
     estimator: Annotated[str, Choice(*ESTIMATORS)] = "auto"
     fallback_policy: Annotated[str, Choice("deny", "allow")] = "deny"
     role: Annotated[str, Choice("aggregated", "prefill", "decode")] = "aggregated"
     timing_scope: str = "round"
-    speculation: Annotated[
-        Any,
-        WithJsonSchema(
-            {"type": "object", "description": "a speculation block: aisim schema speculation"}
-        ),
-    ] = None
+    speculation: (
+        Annotated[
+            SpeculationConfig | ResolvedSpeculation,
+            NameOr("a speculation block (a mapping)"),
+            WithJsonSchema(
+                {"type": "object", "description": "a speculation block: aisim schema speculation"}
+            ),
+        ]
+        | None
+    ) = None
     tables: (
         Annotated[
             list[Any],
@@ -111,7 +122,7 @@ class EstimatorConfig(EdgeModel):
         ]
         | None
     ) = None
-    points: Annotated[Any, _POINTS] = None
+    points: Points | None = None
     measured_rounds: list[MeasuredRoundsConfig] | None = None
     deployment: DeploymentConfig | None = None
 
@@ -134,12 +145,13 @@ def best_available(
         folder = os.path.dirname(config)
         config = load_config_file(config)
     block = validate(EstimatorConfig, config, path)
+    base = Path(folder) if folder else None
     model_spec: ModelSpec | None = None
     if block.model is not None:
-        model_spec = get_model(block.model, _join(path, "model"))
+        model_spec = get_model(block.model, _join(path, "model"), base)
     gpu: GpuSpec | None = None
     if block.hardware is not None:
-        gpu = get_gpu(block.hardware, _join(path, "hardware"))
+        gpu = get_gpu(block.hardware, _join(path, "hardware"), base)
     # The only role gate (ngram *replay* on vllm only) is replay's, which resolves its worker
     # speculation with the role itself; an estimate of ngram on sglang is allowed
     # (docs/design.md#speculation-kinds), so ngram is resolved here without the role. Other
@@ -149,7 +161,7 @@ def best_available(
     if isinstance(raw, ResolvedSpeculation):
         resolved = raw
     elif raw is not None:
-        is_ngram = isinstance(raw, dict) and raw.get("kind") == "ngram"
+        is_ngram = raw.kind == "ngram"
         resolved = resolve_speculation(
             raw,
             model=model_spec,
@@ -157,6 +169,7 @@ def best_available(
             role=None if is_ngram else block.role,
             path=_join(path, "speculation"),
             tensor_parallel=block.tensor_parallel,
+            base_dir=base,
         )
     stp, measured = _checked_data(block, path, folder, model_spec, resolved)
     check_input(config, path)
@@ -201,26 +214,36 @@ def worker_estimator(
     folder = "" if defaults.base_dir is None else os.fspath(defaults.base_dir)
     model_spec = defaults.model
     if "model" in given:
-        model_spec = None if block.model is None else get_model(block.model, _join(path, "model"))
+        model_spec = None
+        if block.model is not None:
+            model_spec = get_model(block.model, _join(path, "model"), defaults.base_dir)
     gpu = defaults.gpu
     if "hardware" in given:
-        gpu = None if block.hardware is None else get_gpu(block.hardware, _join(path, "hardware"))
+        gpu = None
+        if block.hardware is not None:
+            gpu = get_gpu(block.hardware, _join(path, "hardware"), defaults.base_dir)
     backend = block.backend if "backend" in given else defaults.backend
     tensor = block.tensor_parallel if "tensor_parallel" in given else defaults.tensor_parallel
     role = block.role if "role" in given else defaults.role
+    given_speculation = block.speculation
     resolved: ResolvedSpeculation | None = None
-    if speculating and block.speculation is not None:
-        is_ngram = isinstance(block.speculation, dict) and block.speculation.get("kind") == "ngram"
+    if not speculating:
+        resolved = None
+    elif isinstance(given_speculation, ResolvedSpeculation):
+        resolved = given_speculation
+    elif given_speculation is not None:
         resolved = resolve_speculation(
-            block.speculation,
+            given_speculation,
             model=model_spec,
             backend=backend,
-            role=None if is_ngram else role,
+            # ngram is estimated on any backend (see best_available); replay's gate is the
+            # worker's own speculation.
+            role=None if given_speculation.kind == "ngram" else role,
             path=_join(path, "speculation"),
             tensor_parallel=tensor,
             base_dir=defaults.base_dir,
         )
-    elif speculating:
+    else:
         resolved = defaults.speculation
     stp, measured = _checked_data(block, path, folder, model_spec, resolved)
     return _select(block, path, model_spec, gpu, backend, tensor, role, resolved, stp, measured)

@@ -447,8 +447,9 @@ def _plain_decode_model(
         ) from None
 
 
-def _simulation(raw: object) -> tuple[float, bool]:
+def _simulation(block: Simulation | None) -> tuple[float, bool]:
     """``(horizon_ms, per_token)``: ``horizon_ms`` -1 when absent (run to completion)."""
-    block = validate(Simulation, {} if raw is None else raw, "simulation")
+    if block is None:
+        block = Simulation()
     horizon = -1.0 if block.horizon_ms is None else block.horizon_ms
     return horizon, block.per_token

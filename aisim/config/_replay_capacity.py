@@ -9,7 +9,6 @@ from typing import Final
 
 from aisim._fields import join_path
 from aisim.catalogue import GpuSpec, ModelSpec
-from aisim.config._edge import validate
 from aisim.config._replay_models import DefaultCapacity, FixedCapacity, KvCache, KvTransfer
 from aisim.errors import ConfigError
 from aisim.replay import (
@@ -94,12 +93,13 @@ def kv_cache_plan(
 
 
 def transfer_price(
-    raw: object, context: Hardware, workers: list[WorkerPlan]
+    block: KvTransfer | None, context: Hardware, workers: list[WorkerPlan]
 ) -> tuple[float, float]:
-    """(ms per prompt token, fixed latency ms) of the P/D KV hand-off; (0, 0) for an aggregated
-    deployment, whose ``kv_transfer`` fields are still checked."""
+    """(ms per prompt token, fixed latency ms) of the P/D KV hand-off, from the validated
+    ``kv_transfer`` block (absent: every default); (0, 0) for an aggregated deployment."""
     path = "engine.kv_transfer"
-    block = validate(KvTransfer, {} if raw is None else raw, path)
+    if block is None:
+        block = KvTransfer()
     latency = block.latency_ms
     bandwidth = block.bandwidth_bytes_per_s
     per_token = block.kv_bytes_per_token

@@ -1,11 +1,16 @@
 """The replay config as pydantic models (docs/replay.md, docs/design.md#replay).
 
-Each block is an ``EdgeModel`` with today's one-line errors; ``aisim schema replay`` prints the
-tree from ``ReplayFile``. A block whose rules depend on another block (a scheduler's fields on
-``engine.backend``, a KV capacity on the worker's speculation, a distribution's ``max`` on its
-``min``) is a ``Section`` of its parent: the parent's model checks only its own fields and the
-reader that has the context validates the block with its model (``_replay``,
-``_replay_capacity``, ``_traffic``), so errors come in the order the config is read.
+The whole config is one ``ReplayFile`` tree, validated once (``validate(ReplayFile, config)``):
+each block is an ``EdgeModel``, a block whose ``type`` selects its model is a ``Kinds`` union
+(capacities, timings, traffic sources, loads, lengths), a worker's ``scheduler`` is read by the
+model of ``engine.backend``, and a bound that depends on another field (a length's ``max`` at
+least its ``min``) is checked by the model's ``after`` validator at that field's path. The
+readers (``_replay``, ``_replay_capacity``, ``_traffic``) take the frozen models and resolve
+what needs more than the block (the catalogue, files, the speculation's geometry).
+``aisim schema replay`` prints the tree.
+
+One value is not typed here: inline agentic ``requests`` (a ``Section``), read by the
+trace-row reader that reads the lines of a JSONL file too (``aisim.traffic``).
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from aisim.config._replay_limits import (
     MAX_TRANSFER_MS,
     MIN_RATE_RPS,
 )
-from aisim.config._speculation_models import SpeculationConfig
+from aisim.config._speculation_models import AcceptanceNumber, SpeculationConfig
 
 Count = Annotated[int, Integer(1, MAX_COUNT)]
 Ratio = Annotated[float, Number(0.0, 1.0)]
@@ -204,7 +209,9 @@ class Engine(EdgeModel):
         OrNone(Integer(0, 64)),
         Field(description="legacy: speculation {kind: mtp, depth}"),
     ] = None
-    nextn_accepted: Annotated[Any, Field(description="legacy: the MTP acceptance")] = None
+    nextn_accepted: Annotated[
+        AcceptanceNumber | None, Field(description="legacy: the MTP acceptance")
+    ] = None
     workers: Workers = Field(default_factory=Workers)
     kv_transfer: KvTransfer | None = None
 
@@ -238,6 +245,11 @@ class UniformLength(EdgeModel):
     min: Tokens
     max: Annotated[Tokens, Field(description="at least min")]
 
+    @model_validator(mode="after")
+    def _max_at_least_min(self) -> UniformLength:
+        check_field(Integer(self.min, MAX_TOKENS), self.max, "max")
+        return self
+
 
 class NormalLength(EdgeModel):
     """``normal`` or ``lognormal`` (the mean and std of the length itself), clipped to
@@ -249,8 +261,16 @@ class NormalLength(EdgeModel):
     min: Tokens = 1
     max: Annotated[Tokens, Field(description="at least min")] = MAX_TOKENS
 
+    @model_validator(mode="after")
+    def _max_at_least_min(self) -> NormalLength:
+        check_field(Integer(self.min, MAX_TOKENS), self.max, "max")
+        return self
 
-_LENGTH = Section(Tokens | FixedLength | UniformLength | NormalLength, False)
+
+#: A length: a number of tokens, or a block of one of the length types.
+Length = Annotated[
+    int | FixedLength | UniformLength | NormalLength, Kinds(scalar=Integer(1, MAX_TOKENS))
+]
 _BLOCK_HASH_TOKENS = Annotated[int, Integer(1, MAX_TOKENS)]
 
 
@@ -259,8 +279,8 @@ class SyntheticSource(EdgeModel):
 
     type: Literal["synthetic"]
     num_requests: Annotated[int, Integer(1, MAX_REQUESTS)]
-    prompt_tokens: Annotated[Any, _LENGTH]
-    output_tokens: Annotated[Any, _LENGTH]
+    prompt_tokens: Length
+    output_tokens: Length
 
 
 class TraceSource(EdgeModel):
@@ -297,7 +317,9 @@ class AgenticSource(EdgeModel):
 
     type: Literal["agentic"]
     path: str | None = None
-    requests: Annotated[Any, Section(list[AgenticRequest])] = None
+    # Inline requests are read by the trace-row reader (``aisim.traffic``), which reads the
+    # lines of a JSONL file too: one reader, one set of messages for both.
+    requests: Annotated[list[Any] | None, Section(list[AgenticRequest])] = None
     hash_block_tokens: _BLOCK_HASH_TOKENS = 16
 
 
@@ -331,12 +353,15 @@ class ConcurrencyLoad(EdgeModel):
 class Traffic(EdgeModel):
     """Where the requests come from and when they arrive."""
 
-    source: Annotated[Any, Section(SyntheticSource | TraceSource | AgenticSource, False)]
-    load: Annotated[
-        Any,
-        Section(TraceTimestampsLoad | RateLoad | ConcurrencyLoad),
-        Field(description="default {type: trace_timestamps}"),
-    ] = None
+    source: Annotated[SyntheticSource | TraceSource | AgenticSource, Kinds()]
+    load: (
+        Annotated[
+            TraceTimestampsLoad | RateLoad | ConcurrencyLoad,
+            Kinds(),
+            Field(description="default {type: trace_timestamps}"),
+        ]
+        | None
+    ) = None
     seed: Annotated[int, Integer(0, MAX_SEED)] = 0
     max_requests: Annotated[int | None, OrNone(Integer(1, MAX_REQUESTS))] = None
 
@@ -344,7 +369,7 @@ class Traffic(EdgeModel):
 class ReplayFile(EdgeModel):
     """A replay config: ``aisim replay CONFIG`` / ``aisim.run_replay(config)``."""
 
-    traffic: Annotated[Any, Section(Traffic, False)]
+    traffic: Traffic
     engine: Engine
     simulation: Simulation | None = None
 

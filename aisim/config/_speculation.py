@@ -289,8 +289,7 @@ def _params(block: SpeculationConfig, spec: SchemeSpec, path: str) -> dict[str, 
                 f"{path}.num_speculative_tokens: kind {spec.kind} takes no "
                 f"num_speculative_tokens (the flat form is for {', '.join(takers)})"
             )
-        flat_value = integer(flat, f"{path}.num_speculative_tokens", 1, MAX_DRAFT_TOKENS)
-        _merge(params, "num_speculative_tokens", flat_value, "num_speculative_tokens", path)
+        _merge(params, "num_speculative_tokens", flat, "num_speculative_tokens", path)
     if block.nextn is not None and spec.kind == "mtp":
         depth = integer(block.nextn, f"{path}.nextn", 1, MAX_DRAFT_TOKENS)
         _merge(params, "depth", depth, "nextn", path)

@@ -10,6 +10,7 @@ import math
 from typing import Annotated, Any, Final
 
 from pydantic import WithJsonSchema
+from pydantic_core import PydanticCustomError
 
 from aisim._fields import describe
 from aisim.config._edge import (
@@ -18,12 +19,14 @@ from aisim.config._edge import (
     EdgeModel,
     Integer,
     Number,
+    RealNumber,
     check_mapping,
     edge_error,
 )
 from aisim.speculation import (
     ENGINE_METRICS_FORMATS,
     KINDS,
+    MAX_ACCEPTANCE_DEPTH,
     MAX_DRAFT_TOKENS,
     SCHEMES,
     SIMULATE_METHODS,
@@ -111,27 +114,84 @@ def _json_value(value: object, where: str, depth: int, counter: list[int]) -> An
     )
 
 
-_NUMBER: Final = {"type": "number"}
-_RATES: Final = {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 1}}
-#: A value whose allowed range depends on other fields (checked once those are known).
-AcceptanceNumber = Annotated[Any, WithJsonSchema(_NUMBER)]
-AcceptanceRates = Annotated[Any, WithJsonSchema(_RATES)]
-FlatCount = Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 64})]
-#: vLLM's ``num_speculative_tokens_per_batch_size`` entries (checked by ``_dynamic``).
+#: An acceptance number: its range depends on the kind's depth (checked once that is known).
+AcceptanceNumber = Annotated[float, RealNumber()]
+
+
+class RateCount(BeforeCheck):
+    """1..MAX_ACCEPTANCE_DEPTH rates (checked before the rates themselves)."""
+
+    def check(self, value: object) -> object:
+        if not isinstance(value, (list, tuple)):
+            raise edge_error(f"expected a list, got {describe(value)}")
+        if not value or len(value) > MAX_ACCEPTANCE_DEPTH:
+            raise edge_error(
+                f"expected 1..{MAX_ACCEPTANCE_DEPTH} rates, got {len(value)} ({describe(value)})"
+            )
+        return list(value)
+
+    def json_extra(self) -> dict[str, Any]:
+        return {"minItems": 1, "maxItems": MAX_ACCEPTANCE_DEPTH}
+
+
+#: Acceptance rates: 1..64 probabilities (how many the kind takes is checked once it is known).
+Rates = Annotated[list[Annotated[float, Number(0.0, 1.0)]], RateCount()]
+#: The flat legacy draft count (``num_speculative_tokens`` beside ``kind``).
+FlatCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS)]
+#: Largest batch size a dynamic-length table is expanded to (vLLM: ``max_num_seqs``).
+MAX_SCHEDULE_BATCH: Final = 1 << 16
+
+
+class ScheduleEntry(BeforeCheck):
+    """One ``num_speculative_tokens_per_batch_size`` entry, ``[batch_lo, batch_hi, K]``
+    (vLLM's ``validate_and_normalize_dynamic_sd_schedule``, 3-item form): batch sizes in
+    1..2**16, K in 0..64, the range not reversed."""
+
+    def check(self, value: object) -> tuple[int, int, int]:
+        if isinstance(value, (list, tuple)) and len(value) == 5:
+            raise edge_error(
+                "5-item (batch, context) entries are a vLLM schedule aisim does not "
+                "model (the context axis); give 3-item [batch_lo, batch_hi, K] entries"
+            )
+        if not isinstance(value, (list, tuple)) or len(value) != 3:
+            raise edge_error(
+                f"expected [batch_lo, batch_hi, num_speculative_tokens], got {describe(value)}"
+            )
+        bounds = ((1, MAX_SCHEDULE_BATCH), (1, MAX_SCHEDULE_BATCH), (0, MAX_DRAFT_TOKENS))
+        items: list[int] = []
+        for index, (item, (low, high)) in enumerate(zip(value, bounds, strict=True)):
+            try:
+                items.append(Integer(low, high).check(item))
+            except PydanticCustomError as exc:
+                message = exc.context["message"] if exc.context else str(exc)
+                raise edge_error(message, f"[{index}]") from None
+        if items[0] > items[1]:
+            raise edge_error(f"batch-size range start {items[0]} is above its end {items[1]}")
+        return items[0], items[1], items[2]
+
+    def json_extra(self) -> dict[str, Any]:
+        return {"minItems": 3, "maxItems": 3}
+
+
+class NonEmpty(BeforeCheck):
+    """A non-empty list (``what`` names its entries in the message)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def check(self, value: object) -> object:
+        if not isinstance(value, list) or not value:
+            raise edge_error(f"expected a non-empty list of {self.what}, got {describe(value)}")
+        return value
+
+    def json_extra(self) -> dict[str, Any]:
+        return {"minItems": 1}
+
+
+#: vLLM's ``num_speculative_tokens_per_batch_size``: ``[[batch_lo, batch_hi, K], ...]``.
 DraftSchedule = Annotated[
-    Any,
-    WithJsonSchema(
-        {
-            "type": "array",
-            "minItems": 1,
-            "items": {
-                "type": "array",
-                "minItems": 3,
-                "maxItems": 3,
-                "items": {"type": "integer", "minimum": 0},
-            },
-        }
-    ),
+    list[Annotated[tuple[int, int, int], ScheduleEntry()]],
+    NonEmpty("[batch_lo, batch_hi, num_speculative_tokens] entries"),
 ]
 
 
@@ -176,17 +236,17 @@ class SpeculationConfig(EdgeModel):
     nextn: Annotated[int, Integer(0, 64)] | None = None
     kind: Annotated[str, KindName()] | None = None
     params: Annotated[dict[str, Any], JsonObject()] | None = None
-    num_speculative_tokens: FlatCount = None
+    num_speculative_tokens: FlatCount | None = None
     draft_model_path: str | None = None
     draft_config: Annotated[dict[str, Any], JsonObject(deep=True)] | None = None
     seed: Annotated[int, Integer(0, MAX_SEED)] | None = None
-    expected_accepted_tokens: AcceptanceNumber = None
-    acceptance_rates: AcceptanceRates = None
-    unconditional_acceptance_rates: AcceptanceRates = None
-    acceptance_length: AcceptanceNumber = None
-    acceptance_rate: AcceptanceNumber = None
+    expected_accepted_tokens: AcceptanceNumber | None = None
+    acceptance_rates: Rates | None = None
+    unconditional_acceptance_rates: Rates | None = None
+    acceptance_length: AcceptanceNumber | None = None
+    acceptance_rate: AcceptanceNumber | None = None
     acceptance_from: AcceptanceFromConfig | None = None
-    nextn_accepted: AcceptanceNumber = None
+    nextn_accepted: AcceptanceNumber | None = None
     undrafted_rounds: Annotated[int, Integer(0, MAX_UNDRAFTED_ROUNDS)] | None = None
     # suffix: the host's suffix-tree lookup time per request per round (microseconds), for
     # the roofline; measured by the user (no published figure, so no default).
@@ -195,13 +255,13 @@ class SpeculationConfig(EdgeModel):
     acceptance_profile: str | None = None
     # vLLM's synthetic rejection sampler (SpeculativeConfig, same spelling).
     rejection_sample_method: Annotated[str, Choice("standard", "synthetic", "block")] | None = None
-    synthetic_acceptance_rates: AcceptanceRates = None
-    synthetic_acceptance_length: AcceptanceNumber = None
+    synthetic_acceptance_rates: Rates | None = None
+    synthetic_acceptance_length: AcceptanceNumber | None = None
     # SGLang's simulated acceptance (env SGLANG_SIMULATE_ACC_LEN / SGLANG_SIMULATE_ACC_METHOD).
-    simulate_acc_len: AcceptanceNumber = None
+    simulate_acc_len: AcceptanceNumber | None = None
     simulate_acc_method: Annotated[str, Choice(*SIMULATE_METHODS)] | None = None
     # vLLM dynamic speculation length: [[batch_lo, batch_hi, num_speculative_tokens], ...].
-    num_speculative_tokens_per_batch_size: DraftSchedule = None
+    num_speculative_tokens_per_batch_size: DraftSchedule | None = None
     # SGLang adaptive speculation (--speculative-adaptive, --speculative-adaptive-config as JSON).
     speculative_adaptive: bool | None = None
     speculative_adaptive_config: Annotated[dict[str, Any], JsonObject(deep=True)] | None = None
@@ -269,7 +329,13 @@ class Eagle3Params(EdgeModel):
     tree_shape: (
         Annotated[list[Annotated[int, Integer(1, MAX_DRAFT_TOKENS)]], TreeShape()] | None
     ) = None
-    verify_token_budget: Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 2})] = None
+    # 2..the drafted tokens + 1 (checked once the tree is known).
+    verify_token_budget: (
+        Annotated[
+            int, Integer(label=" (kind eagle3)"), WithJsonSchema({"type": "integer", "minimum": 2})
+        ]
+        | None
+    ) = None
     # vLLM P-EAGLE: all drafts in one draft pass (SpeculativeConfig.parallel_drafting).
     parallel_drafting: bool | None = None
     # SGLang's spelling of the tree: --speculative-num-steps / -eagle-topk / -num-draft-tokens.

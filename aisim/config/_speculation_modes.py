@@ -13,10 +13,7 @@ from aisim._fields import describe
 from aisim.config._edge import integer, number
 from aisim.config._speculation_models import SpeculationConfig
 from aisim.errors import ConfigError
-from aisim.speculation import MAX_DRAFT_TOKENS, SchemeSpec
-
-#: Largest batch size a dynamic-length table is expanded to (vLLM: ``max_num_seqs``).
-MAX_SCHEDULE_BATCH: Final = 1 << 16
+from aisim.speculation import SchemeSpec
 
 #: SGLang's ``DEFAULT_ADAPTIVE_CONFIG`` (``adaptive_spec_params.py``): batch-size tiers.
 SGLANG_DEFAULT_ADAPTIVE_CONFIG: Final[dict[str, Any]] = {
@@ -58,11 +55,16 @@ _SLOT_KEYS: Final = ("candidate_steps", *_SLOT_DEFAULTS)
 
 
 def draft_schedule(
-    raw: object, num_draft_tokens: int, spec: SchemeSpec, backend: str | None, path: str
+    entries: list[tuple[int, int, int]],
+    num_draft_tokens: int,
+    spec: SchemeSpec,
+    backend: str | None,
+    path: str,
 ) -> list[list[int]]:
-    """``num_speculative_tokens_per_batch_size`` checked as vLLM's
-    ``validate_and_normalize_dynamic_sd_schedule`` does (3-item entries only), each K clamped to
-    ``num_speculative_tokens`` as ``build_dynamic_sd_schedule_lookup`` does, sorted by range."""
+    """``num_speculative_tokens_per_batch_size`` (its entries checked by the model:
+    ``ScheduleEntry``) checked as a whole as vLLM's ``validate_and_normalize_dynamic_sd_schedule``
+    does, each K clamped to ``num_speculative_tokens`` as ``build_dynamic_sd_schedule_lookup``
+    does, sorted by range."""
     where = f"{path}.num_speculative_tokens_per_batch_size"
     if backend is not None and backend != "vllm":
         raise ConfigError(
@@ -71,41 +73,18 @@ def draft_schedule(
         )
     if spec.kind not in ("mtp", "eagle3", "draft_model", "dflash", "dspark", "ngram"):
         raise ConfigError(f"{where}: kind {spec.kind} drafts no fixed chain to shorten")
-    if not isinstance(raw, list) or not raw:
-        raise ConfigError(
-            f"{where}: expected a non-empty list of [batch_lo, batch_hi, "
-            f"num_speculative_tokens] entries, got {describe(raw)}"
-        )
-    entries: list[tuple[int, int, int]] = []
-    for index, item in enumerate(raw):
-        at = f"{where}[{index}]"
-        if isinstance(item, (list, tuple)) and len(item) == 5:
-            raise ConfigError(
-                f"{at}: 5-item (batch, context) entries are a vLLM schedule aisim does not "
-                "model (the context axis); give 3-item [batch_lo, batch_hi, K] entries"
-            )
-        if not isinstance(item, (list, tuple)) or len(item) != 3:
-            raise ConfigError(
-                f"{at}: expected [batch_lo, batch_hi, num_speculative_tokens], got {describe(item)}"
-            )
-        low = integer(item[0], f"{at}[0]", 1, MAX_SCHEDULE_BATCH)
-        high = integer(item[1], f"{at}[1]", 1, MAX_SCHEDULE_BATCH)
-        count = integer(item[2], f"{at}[2]", 0, MAX_DRAFT_TOKENS)
-        if low > high:
-            raise ConfigError(f"{at}: batch-size range start {low} is above its end {high}")
-        entries.append((low, high, count))
-    entries.sort()
+    ordered = sorted(entries)
     previous_end = 0
-    for low, high, _ in entries:
+    for low, high, _ in ordered:
         if low <= previous_end:
             raise ConfigError(f"{where}: batch-size ranges overlap at {low} (vLLM's rule)")
         previous_end = high
-    if entries[0][0] != 1:
+    if ordered[0][0] != 1:
         raise ConfigError(
             f"{where}: the first batch-size range must start at 1 (vLLM's rule), "
-            f"got {entries[0][0]}"
+            f"got {ordered[0][0]}"
         )
-    return [[low, high, min(count, num_draft_tokens)] for low, high, count in entries]
+    return [[low, high, min(count, num_draft_tokens)] for low, high, count in ordered]
 
 
 def draft_length_lookup(schedule: list[list[int]], max_batch: int, max_drafts: int) -> list[int]:

@@ -8,11 +8,11 @@ Sources (``traffic.source.type``): ``synthetic``, ``trace`` and ``agentic``; loa
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from aisim._fields import as_list, as_str, join_path
 from aisim._io import MAX_TRACE_BYTES, check_path_text, input_file_problem
-from aisim.config._edge import check_mapping_at, choice, integer, validate
+from aisim.config._edge import validate
 from aisim.config._replay_models import (
     AgenticSource,
     ConcurrencyLoad,
@@ -29,7 +29,6 @@ from aisim.errors import ConfigError
 from aisim.replay import (
     DIST_FIXED,
     DIST_UNIFORM,
-    DISTRIBUTIONS,
     LOAD_CONCURRENCY,
     LOAD_TRACE,
     LOADS,
@@ -38,7 +37,6 @@ from aisim.replay import (
     SyntheticLengths,
 )
 from aisim.traffic import (
-    MAX_TOKENS,
     TRACES,
     LoadClock,
     SyntheticStream,
@@ -58,25 +56,27 @@ SOURCES: Final = ("synthetic", "trace", "agentic")
 def build_traffic(
     config: object, base_dir: Path | None, path: str = "traffic", stream: bool = True
 ) -> list[RequestSpec] | TrafficStream:
-    """Validate ``traffic`` and return its requests (arrivals set, dependencies as indices), or,
-    with ``stream`` (the default) for a trace file or synthetic traffic (any load), a
-    ``TrafficStream`` that produces them lazily (the same requests: ``stream=False`` builds
-    them whole). Agentic graphs are built whole."""
-    block = validate(Traffic, config, path)
+    """Read a ``traffic`` block (a validated ``Traffic``, or a mapping validated here) and
+    return its requests (arrivals set, dependencies as indices), or, with ``stream`` (the
+    default) for a trace file or synthetic traffic (any load), a ``TrafficStream`` that
+    produces them lazily (the same requests: ``stream=False`` builds them whole). Agentic
+    graphs are built whole."""
+    block = config if isinstance(config, Traffic) else validate(Traffic, config, path)
     seed = block.seed
     source_path = join_path(path, "source")
-    source = check_mapping_at(block.source, source_path)
-    kind = choice(source.get("type"), join_path(source_path, "type"), SOURCES)
+    source = block.source
     max_requests = block.max_requests
     load_path = join_path(path, "load")
-    if kind == "synthetic":
-        synthetic = _synthetic_source(source, source_path)
-        clock = _stream_clock(block.load, kind, seed, load_path) if stream else None
+    load = TraceTimestampsLoad(type=LOAD_TRACE) if block.load is None else block.load
+    if isinstance(source, SyntheticSource):
+        kind = "synthetic"
+        prompt = _distribution(source.prompt_tokens)
+        output = _distribution(source.output_tokens)
+        clock = _stream_clock(load, kind, seed) if stream else None
         if clock is not None:
-            count = synthetic.num_requests
+            count = source.num_requests
             if max_requests is not None and max_requests < count:
                 count = max_requests
-            prompt, output = synthetic.prompt, synthetic.output
             return SyntheticStream(
                 count,
                 lambda: SyntheticLengths(prompt, output, seed),
@@ -84,16 +84,16 @@ def build_traffic(
                 load_path,
                 clock,
             )
-        requests = synthetic_requests(
-            synthetic.num_requests, synthetic.prompt, synthetic.output, seed
-        )
-    elif kind == "trace":
+        requests = synthetic_requests(source.num_requests, prompt, output, seed)
+    elif isinstance(source, TraceSource):
+        kind = "trace"
         trace = _trace(source, base_dir, source_path)
-        clock = _stream_clock(block.load, kind, seed, load_path) if stream else None
+        clock = _stream_clock(load, kind, seed) if stream else None
         if clock is not None:
             return TraceStream(*trace, source_path, max_requests, load_path, clock)
         requests = list(trace_rows(*trace, source_path, max_requests))
     else:
+        kind = "agentic"
         requests = _agentic(source, base_dir, source_path, max_requests)
     if max_requests is not None and len(requests) > max_requests:
         requests = requests[:max_requests]
@@ -105,69 +105,44 @@ def build_traffic(
                 )
     if not requests:
         raise ConfigError(f"{source_path}: the traffic has no requests")
-    _load(block.load, requests, kind, seed, load_path)
+    _load(load, requests, kind, seed, load_path)
     check_arrivals(requests, load_path)
     return requests
 
 
-def _stream_clock(value: object, source: str, seed: int, path: str) -> LoadClock | None:
-    """The clock of the load of a streamed traffic, validated as ``_load`` validates it; else
-    ``None`` (synthetic traffic has no timestamps: ``_load`` gives the error)."""
-    block = check_mapping_at(value if value is not None else {"type": LOAD_TRACE}, path)
-    kind = choice(block.get("type"), join_path(path, "type"), LOADS)
-    if kind == LOAD_TRACE:
+Load = TraceTimestampsLoad | RateLoad | ConcurrencyLoad
+
+
+def _stream_clock(load: Load, source: str, seed: int) -> LoadClock | None:
+    """The clock of the load of a streamed traffic; ``None`` for synthetic traffic at the
+    trace's timestamps (it has none: ``_load`` gives the error)."""
+    if isinstance(load, TraceTimestampsLoad):
         if source == "synthetic":
             return None  # the error comes from _load
-        scale = validate(TraceTimestampsLoad, block, path).time_scale
-        return LoadClock(LOAD_TRACE, scale, 0.0, 0, 0.0, seed)
-    if kind == LOAD_CONCURRENCY:
-        concurrency = validate(ConcurrencyLoad, block, path)
+        return LoadClock(LOAD_TRACE, load.time_scale, 0.0, 0, 0.0, seed)
+    if isinstance(load, ConcurrencyLoad):
         return LoadClock(
-            kind,
+            LOAD_CONCURRENCY,
             1.0,
             0.0,
-            concurrency.users,
-            concurrency.think_ms,
+            load.users,
+            load.think_ms,
             seed,
-            concurrency.queue == "shared",
+            load.queue == "shared",
         )
-    rate = validate(RateLoad, block, path).rate_rps
-    return LoadClock(kind, 1.0, rate, 0, 0.0, seed)
+    return LoadClock(load.type, 1.0, load.rate_rps, 0, 0.0, seed)
 
 
-class _SyntheticSource:
-    def __init__(
-        self, num_requests: int, prompt: LengthDistribution, output: LengthDistribution
-    ) -> None:
-        self.num_requests = num_requests
-        self.prompt = prompt
-        self.output = output
-
-
-def _synthetic_source(source: dict[str, Any], path: str) -> _SyntheticSource:
-    block = validate(SyntheticSource, source, path)
-    prompt = _distribution(block.prompt_tokens, join_path(path, "prompt_tokens"))
-    output = _distribution(block.output_tokens, join_path(path, "output_tokens"))
-    return _SyntheticSource(block.num_requests, prompt, output)
-
-
-def _distribution(value: object, path: str) -> LengthDistribution:
-    """An integer (fixed) or ``{type: fixed|uniform|normal|lognormal, ...}``."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        fixed = integer(value, path, 1, MAX_TOKENS)
-        return LengthDistribution(DIST_FIXED, fixed, 0.0, 0.0, fixed, fixed)
-    block = check_mapping_at(value, path)
-    kind = choice(block.get("type"), join_path(path, "type"), DISTRIBUTIONS)
-    if kind == DIST_FIXED:
-        fixed = validate(FixedLength, block, path).value
-        return LengthDistribution(DIST_FIXED, fixed, 0.0, 0.0, fixed, fixed)
-    if kind == DIST_UNIFORM:
-        uniform = validate(UniformLength, block, path)
-        high = integer(uniform.max, join_path(path, "max"), uniform.min, MAX_TOKENS)
-        return LengthDistribution(DIST_UNIFORM, 0, 0.0, 0.0, uniform.min, high)
-    normal = validate(NormalLength, block, path)
-    high = integer(normal.max, join_path(path, "max"), normal.min, MAX_TOKENS)
-    return LengthDistribution(kind, 0, normal.mean, normal.std, normal.min, high)
+def _distribution(length: int | FixedLength | UniformLength | NormalLength) -> LengthDistribution:
+    """A validated length: a number of tokens (fixed) or a fixed/uniform/normal/lognormal
+    block (its ``max`` checked against its ``min`` by the model)."""
+    if isinstance(length, int):
+        return LengthDistribution(DIST_FIXED, length, 0.0, 0.0, length, length)
+    if isinstance(length, FixedLength):
+        return LengthDistribution(DIST_FIXED, length.value, 0.0, 0.0, length.value, length.value)
+    if isinstance(length, UniformLength):
+        return LengthDistribution(DIST_UNIFORM, 0, 0.0, 0.0, length.min, length.max)
+    return LengthDistribution(length.type, 0, length.mean, length.std, length.min, length.max)
 
 
 def _resolve_file(value: object, base_dir: Path | None, path: str) -> Path:
@@ -184,61 +159,55 @@ def _resolve_file(value: object, base_dir: Path | None, path: str) -> Path:
     return file
 
 
-def _trace(source: dict[str, Any], base_dir: Path | None, path: str) -> tuple[Path, str, int]:
+def _trace(source: TraceSource, base_dir: Path | None, path: str) -> tuple[Path, str, int]:
     """``(file, format, hash_block_tokens)`` of a ``trace`` source."""
-    block = validate(TraceSource, source, path)
-    file = _resolve_file(block.path, base_dir, join_path(path, "path"))
+    file = _resolve_file(source.path, base_dir, join_path(path, "path"))
     default_format = "csv" if file.suffix.lower() == ".csv" else "mooncake"
-    fmt = default_format if block.format is None else block.format
-    return file, fmt, block.hash_block_tokens
+    fmt = default_format if source.format is None else source.format
+    return file, fmt, source.hash_block_tokens
 
 
 def _agentic(
-    source: dict[str, Any], base_dir: Path | None, path: str, limit: int | None
+    source: AgenticSource, base_dir: Path | None, path: str, limit: int | None
 ) -> list[RequestSpec]:
-    block = validate(AgenticSource, source, path)
-    block_tokens = block.hash_block_tokens
-    if (block.path is None) == (block.requests is None):
+    block_tokens = source.hash_block_tokens
+    if (source.path is None) == (source.requests is None):
         raise ConfigError(f"{path}: give exactly one of path (a JSONL file) or requests (a list)")
-    if block.path is None:
+    if source.path is None:
         # Inline requests are read by the trace-row reader, as the lines of a JSONL file are.
-        items = as_list(block.requests, join_path(path, "requests"))
+        items = as_list(source.requests, join_path(path, "requests"))
         rows = [(item, join_path(path, f"requests[{i}]")) for i, item in enumerate(items)]
         return graph_requests(rows, block_tokens)
-    file = _resolve_file(block.path, base_dir, join_path(path, "path"))
+    file = _resolve_file(source.path, base_dir, join_path(path, "path"))
     return agentic_file_requests(file, path, block_tokens, limit)
 
 
-def _load(value: object, requests: list[RequestSpec], source: str, seed: int, path: str) -> None:
-    block = check_mapping_at(value if value is not None else {"type": LOAD_TRACE}, path)
-    kind = choice(block.get("type"), join_path(path, "type"), LOADS)
+def _load(load: Load, requests: list[RequestSpec], source: str, seed: int, path: str) -> None:
     has_graph = any(request.wait_for for request in requests)
     rate = 0.0
     users = 0
     think = 0.0
-    if kind == LOAD_TRACE:
-        scale = validate(TraceTimestampsLoad, block, path).time_scale
+    if isinstance(load, TraceTimestampsLoad):
         if source == "synthetic":
             raise ConfigError(
                 f"{join_path(path, 'type')}: synthetic traffic has no timestamps; "
                 f"use one of {', '.join(LOADS[1:])}"
             )
-        apply_arrivals(requests, LoadClock(LOAD_TRACE, scale, 0.0, 0, 0.0, seed))
+        apply_arrivals(requests, LoadClock(LOAD_TRACE, load.time_scale, 0.0, 0, 0.0, seed))
         return
     if has_graph:
         raise ConfigError(
             f"{join_path(path, 'type')}: agentic graphs carry their own arrivals; "
-            f"use {LOAD_TRACE}, got {kind!r}"
+            f"use {LOAD_TRACE}, got {load.type!r}"
         )
-    if kind == LOAD_CONCURRENCY:
-        concurrency = validate(ConcurrencyLoad, block, path)
-        if concurrency.queue == "shared":
+    if isinstance(load, ConcurrencyLoad):
+        if load.queue == "shared":
             raise ConfigError(
                 f"{join_path(path, 'queue')}: 'shared' slots need a streamed traffic "
                 "(build_traffic(..., stream=True), what replay uses)"
             )
-        users = concurrency.users
-        think = concurrency.think_ms
+        users = load.users
+        think = load.think_ms
     else:
-        rate = validate(RateLoad, block, path).rate_rps
-    apply_arrivals(requests, LoadClock(kind, 1.0, rate, users, think, seed))
+        rate = load.rate_rps
+    apply_arrivals(requests, LoadClock(load.type, 1.0, rate, users, think, seed))

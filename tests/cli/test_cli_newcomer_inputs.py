@@ -49,9 +49,12 @@ def test_binary_engine_model_in_a_replay_config(
     binary = tmp_path / "config.json"
     binary.write_bytes(BINARY)
     config = tmp_path / "replay.yaml"
+    # The config is validated whole before the model file is read (one validation pass), so
+    # the rest of it is valid here: only the model file is wrong.
     config.write_text(
-        f"engine: {{model: {str(binary)!r}, hardware: h100}}\n"
-        "traffic: {requests: [{prompt_tokens: 10, output_tokens: 2}]}\n"
+        f"engine: {{model: {str(binary)!r}, hardware: h100, workers: {{aggregated: {{}}}}}}\n"
+        "traffic: {source: {type: synthetic, num_requests: 1, prompt_tokens: 10, "
+        "output_tokens: 2}, load: {type: poisson, rate_rps: 1}}\n"
     )
     error = _run(["replay", str(config), "--out", str(tmp_path / "out")], capsys)
     assert f"engine.model: cannot read model config {str(binary)!r}: 'utf-8' codec" in error

@@ -14,17 +14,21 @@ import pytest
 import yaml
 
 from aisim import ConfigError
-from aisim.config import run_replay
+from aisim.config import best_available, run_replay
 from aisim.config._catalogue import get_gpu, get_model
 from aisim.config._edge import validate
 from aisim.config._replay import build_plan
 from aisim.config._replay_models import (
     FixedCapacity,
+    RateLoad,
     ReplayFile,
     SglangScheduler,
+    SyntheticSource,
+    UniformLength,
     VllmScheduler,
 )
 from aisim.config._speculation import resolve_speculation
+from aisim.traffic import MAX_TOKENS
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "docs" / "examples"
@@ -81,14 +85,14 @@ def _calls(run: Callable[[], object], *functions: Callable[..., object]) -> list
 
 
 def test_one_replay_resolves_speculation_and_looks_the_model_up_once() -> None:
-    # Before the typed edge: 2 resolutions of the engine's block (one per worker, the prefill
-    # one thrown away) and 3 model lookups (the engine's, then one per worker's timing block,
-    # which best_available validated again from a rebuilt mapping).
+    # Before the typed edge (commit 324a011): 2 resolutions of the engine's block (one per
+    # worker, the prefill one thrown away), 3 model and GPU lookups (the engine's, then one per
+    # worker's timing block, which best_available validated again from a rebuilt mapping) and
+    # 23 validate() calls (each block and each worker slice validated by its reader). Now: the
+    # config tree once, and the MTP params by the kind's model once the kind is known.
     config = _disaggregated_mtp({"type": "estimator", "estimator": "roofline"})
-    resolved, models, gpus = _calls(
-        lambda: build_plan(config), resolve_speculation, get_model, get_gpu
-    )
-    assert (resolved, models, gpus) == (1, 1, 1)
+    counts = _calls(lambda: build_plan(config), resolve_speculation, get_model, get_gpu, validate)
+    assert counts == [1, 1, 1, 2]
 
 
 def test_the_readers_get_typed_blocks_validated_once() -> None:
@@ -200,3 +204,115 @@ def test_relative_model_and_hardware_paths_resolve_against_the_config_file(
     with pytest.raises(ConfigError) as caught:
         run_replay(config)
     assert str(caught.value).startswith("engine.model: model config file not found: ")
+
+
+def _fixed_timing_config() -> dict[str, object]:
+    return _disaggregated_mtp({"type": "fixed", "prefill_ms": 40.0, "decode_ms": 12.0})
+
+
+def test_traffic_blocks_are_typed_by_their_type() -> None:
+    config = _fixed_timing_config()
+    traffic = config["traffic"]
+    assert isinstance(traffic, dict)
+    traffic["source"]["prompt_tokens"] = {"type": "uniform", "min": 16, "max": 64}
+    root = validate(ReplayFile, config)
+    assert isinstance(root.traffic.source, SyntheticSource)
+    assert isinstance(root.traffic.source.prompt_tokens, UniformLength)
+    assert root.traffic.source.output_tokens == 16  # a number is the length itself
+    assert isinstance(root.traffic.load, RateLoad) and root.traffic.load.rate_rps == 4.0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"prompt_tokens": {"type": "uniform", "min": 300, "max": 200}},
+            f"traffic.source.prompt_tokens.max: expected an integer in 300..{MAX_TOKENS}, got 200",
+        ),
+        (
+            {"prompt_tokens": {"type": "gamma", "mean": 3}},
+            "traffic.source.prompt_tokens.type: expected one of fixed, uniform, normal, "
+            "lognormal, got 'gamma'",
+        ),
+        (
+            {"prompt_tokens": "long"},
+            "traffic.source.prompt_tokens: expected a mapping, got 'long' (str)",
+        ),
+        (
+            {"type": "poisson"},
+            "traffic.source.type: expected one of synthetic, trace, agentic, got 'poisson'",
+        ),
+    ],
+)
+def test_a_bad_traffic_value_names_its_full_path(change: dict[str, object], message: str) -> None:
+    config = _fixed_timing_config()
+    traffic = config["traffic"]
+    assert isinstance(traffic, dict)
+    traffic["source"].update(change)
+    with pytest.raises(ConfigError) as caught:
+        build_plan(config)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        # Types are checked with the block; the range, which depends on the kind's depth,
+        # once the depth is known (2 here: 0..2 accepted drafts, a length in 1..3).
+        (
+            "acceptance_length",
+            "long",
+            "engine.workers.decode.speculation.acceptance_length: expected a number, got "
+            "'long' (str)",
+        ),
+        (
+            "acceptance_length",
+            3.5,
+            "engine.workers.decode.speculation.acceptance_length: expected a finite number in "
+            "1.0..3.0, got 3.5",
+        ),
+        (
+            "num_speculative_tokens_per_batch_size",
+            [[4, 2, 2]],
+            "engine.workers.decode.speculation.num_speculative_tokens_per_batch_size[0]: "
+            "batch-size range start 4 is above its end 2",
+        ),
+        (
+            "num_speculative_tokens_per_batch_size",
+            [[1, 8, 2], [9, 70000, 1]],
+            "engine.workers.decode.speculation.num_speculative_tokens_per_batch_size[1][1]: "
+            "expected an integer in 1..65536, got 70000",
+        ),
+    ],
+)
+def test_a_bad_speculation_value_names_its_full_path(
+    field: str, value: object, message: str
+) -> None:
+    config = _fixed_timing_config()
+    engine = config["engine"]
+    assert isinstance(engine, dict)
+    engine["backend"] = "vllm"
+    block = {"kind": "mtp", "params": {"depth": 2}, field: value}
+    if field != "acceptance_length":
+        block["acceptance_rates"] = [0.8, 0.6]
+    engine["workers"]["decode"]["speculation"] = block
+    with pytest.raises(ConfigError) as caught:
+        build_plan(config)
+    assert str(caught.value) == message
+
+
+def test_an_estimator_file_takes_its_relative_model_path_from_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    shutil.copy(EXAMPLES / "model" / "config.json", folder / "config.json")
+    (folder / "estimator.yaml").write_text(
+        "model: config.json\nhardware: h100_sxm\nestimator: roofline\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    estimator = best_available("cfg/estimator.yaml")
+    assert estimator.name == "roofline"
+    with pytest.raises(ConfigError) as caught:
+        best_available({"model": 3})
+    assert str(caught.value) == "model: expected a model name or config.json path, got 3 (int)"
