@@ -83,7 +83,7 @@ def to_markdown(report: dict[str, Any]) -> str:
                     "",
                 ],
                 [
-                    "... MTP points only (assumed acceptance): TPOT median |error|",
+                    "... MTP points only (acceptance fitted on H200 pairs): TPOT median |error|",
                     _pct(head["inferencex_mtp_median_abs_tpot_error_pct"]),
                     "",
                 ],
