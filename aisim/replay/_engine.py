@@ -367,7 +367,7 @@ class Simulation:
         decode = self.workers[-1]
         for request in handoff:
             request.hand_off()
-            if decode.is_sglang:
+            if decode.scheduler.prefill_pushes_kv:
                 # SGLang's prefill server pushes the KV as it computes it: the transfer ends
                 # after the prefill, then the decode server takes the request in.
                 self._push(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import deque
 
 from aisim.replay._kv_pool import KvHolding, KvPool
-from aisim.replay._plan import ROLE_PREFILL, SCHEDULER_VLLM, WorkerPlan
+from aisim.replay._plan import ROLE_PREFILL, WorkerPlan
 from aisim.replay._pricing import RankWork
 from aisim.replay._recorder import Recorder
 from aisim.replay._request import (
@@ -34,6 +34,27 @@ from aisim.replay._sd_round import (
 )
 
 
+class RankRules:
+    """How one backend runs the mechanics every rank shares (set by its ``Scheduler``).
+
+    ``clamp_rounds``: a decode round's width is clamped to the request's remaining output
+    (SGLang); vLLM verifies every draft, even in a request's last round (``_sd_round``).
+    ``check_fit_before_touch``: an admission checks the free blocks before touching its prefix
+    hits, so a request that does not fit leaves them where they are in the LRU (vLLM); SGLang's
+    prefix match refreshes them even when the admission then fails.
+    ``prefill_sends_first_token``: a prefill pool samples the first output token and sends it
+    with the KV (SGLang's prefill server); vLLM's proxy discards the prefill server's token and
+    the decode worker computes it again.
+    """
+
+    def __init__(
+        self, clamp_rounds: bool, check_fit_before_touch: bool, prefill_sends_first_token: bool
+    ) -> None:
+        self.clamp_rounds = clamp_rounds
+        self.check_fit_before_touch = check_fit_before_touch
+        self.prefill_sends_first_token = prefill_sends_first_token
+
+
 class RankState:
     """Queues and pool of one rank. ``running`` is in admission order (the first is the last to
     be preempted); ``batch`` is the work of the pass in flight."""
@@ -44,6 +65,7 @@ class RankState:
         worker: WorkerPlan,
         recorder: Recorder,
         lists: bool,
+        rules: RankRules,
         fast: bool = True,
         worker_index: int = 0,
     ) -> None:
@@ -77,7 +99,7 @@ class RankState:
         if worker.speculation.batch_acceptance:
             stream = -1 - (worker_index * 1048576 + rank)
             self.batch_rng = RandomStream(worker.speculation.seed, stream)
-        self.is_sglang = worker.scheduler.kind != SCHEDULER_VLLM
+        self.clamp_rounds = rules.clamp_rounds
         self.recorder = recorder
         self.lists = lists
         self.waiting: deque[SimRequest] = deque()
@@ -86,8 +108,8 @@ class RankState:
         # SGLang-like state: the request whose prefill is split across passes, and the reserve
         # ratio of future output tokens used at admission.
         self.chunked: SimRequest | None = None
-        # vLLM checks free blocks before touching prefix hits; SGLang's match refreshes them.
-        self.check_before_touch = worker.scheduler.kind == SCHEDULER_VLLM
+        self.check_before_touch = rules.check_fit_before_touch
+        self.prefill_sends_first_token = rules.prefill_sends_first_token
         self.new_token_ratio = worker.scheduler.init_new_token_ratio
         # Set by the worker before each plan: the time of the pass being planned.
         self.now_ms = 0.0
@@ -114,7 +136,7 @@ class RankState:
     def width(self, request: SimRequest) -> int:
         """Verification slots of ``request``'s next decode round (vLLM: every draft, even in a
         request's last round; SGLang-like: clamped to the remaining output)."""
-        return round_width(self.speculation, request, self.is_sglang, self.round_drafts)
+        return round_width(self.speculation, request, self.clamp_rounds, self.round_drafts)
 
     # -- admission and eviction --------------------------------------------------------------
 
@@ -327,10 +349,8 @@ class RankState:
                 register_full_units(pool, request)
                 prefilled = request.computed >= request.prefill_target
                 if prefilled and self.is_prefill_pool:
-                    # Clients receive tokens from the decode pool only. SGLang's prefill server
-                    # samples the first token and sends it with the KV; vLLM's proxy discards
-                    # the prefill server's token (the decode worker computes it again).
-                    if self.is_sglang:
+                    # Clients receive tokens from the decode pool only (``RankRules``).
+                    if self.prefill_sends_first_token:
                         self.recorder.emit_unseen(request)
                     request.phase = PHASE_TRANSFER
                     handoff.append(request)

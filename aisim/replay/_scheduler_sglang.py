@@ -21,14 +21,43 @@ from __future__ import annotations
 
 from typing import Final
 
-from aisim.replay._rank import RankState
+from aisim.replay._plan import SchedulerPlan
+from aisim.replay._rank import RankRules, RankState
 from aisim.replay._request import PHASE_DECODE, WORK_NONE, SimRequest
+from aisim.replay._scheduler import Scheduler
 
 #: SGLang's ``SGLANG_RETRACT_DECODE_STEPS`` (``global_config.retract_decode_steps``) default.
 RETRACT_DECODE_STEPS: Final = 20
 #: SGLang's ``SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION`` default: admission counts at most this many
 #: future output tokens per request.
 CLIP_MAX_NEW_TOKENS: Final = 4096
+
+
+class SglangScheduler(Scheduler):
+    """SGLang's scheduler (``python/sglang/srt/managers/scheduler.py``, ``Scheduler``) at
+    replay's grain: rounds clamped to the remaining output, prefix hits refreshed by the match,
+    the prefill server's first token sent with the KV, which the prefill pool pushes; new
+    requests taken in every ``recv_interval`` passes (``SchedulerRecvSkipper``)."""
+
+    def __init__(self, plan: SchedulerPlan) -> None:
+        super().__init__(
+            plan,
+            RankRules(
+                clamp_rounds=True, check_fit_before_touch=False, prefill_sends_first_token=True
+            ),
+            prefill_pushes_kv=True,
+            steady_stretches=False,
+            skips_receives=True,
+            balances_attention_dp=False,
+        )
+
+    def schedule(self, rank: RankState) -> None:
+        schedule_sglang(rank)
+
+    def on_idle(self, rank: RankState) -> None:
+        """SGLang's idle check resets ``new_token_ratio`` to its initial value
+        (``self_check_during_idle``)."""
+        rank.new_token_ratio = self.plan.init_new_token_ratio
 
 
 def schedule_sglang(rank: RankState) -> None:

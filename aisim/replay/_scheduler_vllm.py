@@ -14,8 +14,35 @@ ends, then computes its last prompt token with the lookahead reserved.
 
 from __future__ import annotations
 
-from aisim.replay._rank import RankState
+from aisim.replay._plan import SchedulerPlan
+from aisim.replay._rank import RankRules, RankState
 from aisim.replay._request import PHASE_PREFILL
+from aisim.replay._scheduler import Scheduler
+
+
+class VllmScheduler(Scheduler):
+    """vLLM's V1 ``Scheduler`` (``vllm/v1/core/sched/scheduler.py``) at replay's grain: every
+    draft verified, free blocks checked before prefix hits are touched, the prefill server's
+    token discarded, prompt KV pulled by the decode pool; steady decode stretches apply; the
+    attention-DP balance (TensorRT-LLM's, on this scheduler) applies when the plan asks."""
+
+    def __init__(self, plan: SchedulerPlan) -> None:
+        super().__init__(
+            plan,
+            RankRules(
+                clamp_rounds=False, check_fit_before_touch=True, prefill_sends_first_token=False
+            ),
+            prefill_pushes_kv=False,
+            steady_stretches=True,
+            skips_receives=False,
+            balances_attention_dp=True,
+        )
+
+    def schedule(self, rank: RankState) -> None:
+        schedule_vllm(rank)
+
+    def on_idle(self, rank: RankState) -> None:
+        """vLLM keeps no admission state that idling resets."""
 
 
 def schedule_vllm(rank: RankState) -> None:

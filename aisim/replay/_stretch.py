@@ -36,7 +36,7 @@ from aisim.replay._worker import Worker
 def stretch_capable(worker: Worker, recorder: Recorder) -> bool:
     """Whether ``worker`` (the simulation's only one) may ever run a stretch."""
     plan = worker.plan
-    if worker.is_sglang or len(worker.ranks) != 1 or plan.speculation.enabled:
+    if not worker.scheduler.steady_stretches or len(worker.ranks) != 1 or plan.speculation.enabled:
         return False
     if plan.speculation.lookahead_tokens != 0 or plan.speculation.verify_width != 1:
         return False

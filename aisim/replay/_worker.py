@@ -21,13 +21,24 @@ from __future__ import annotations
 from typing import Final
 
 from aisim.errors import UnsupportedQuery
-from aisim.replay._plan import SCHEDULER_SGLANG, WorkerPlan
+from aisim.replay._plan import SCHEDULER_SGLANG, SCHEDULER_VLLM, SchedulerPlan, WorkerPlan
 from aisim.replay._pricing import RankWork
 from aisim.replay._rank import RankState
 from aisim.replay._recorder import Recorder
 from aisim.replay._request import PHASE_DECODE, SimRequest
-from aisim.replay._scheduler_sglang import schedule_sglang
-from aisim.replay._scheduler_vllm import schedule_vllm
+from aisim.replay._scheduler import Scheduler
+from aisim.replay._scheduler_sglang import SglangScheduler
+from aisim.replay._scheduler_vllm import VllmScheduler
+
+
+def scheduler_for(plan: SchedulerPlan) -> Scheduler:
+    """The implementation of ``plan.kind`` (the one place replay looks at the backend's name)."""
+    if plan.kind == SCHEDULER_VLLM:
+        return VllmScheduler(plan)
+    if plan.kind == SCHEDULER_SGLANG:
+        return SglangScheduler(plan)
+    raise ValueError(f"scheduler kind: expected one of vllm, sglang, got {plan.kind!r}")
+
 
 #: ``SchedulerRecvSkipper`` weights of the pass before: decode / verify (and no pass) 1, others.
 RECV_WEIGHT_DECODE: Final = 1
@@ -43,22 +54,26 @@ class Worker:
         self.worker_index = worker_index
         self.plan = plan
         self.role = plan.role
-        self.is_sglang = plan.scheduler.kind == SCHEDULER_SGLANG
+        self.scheduler = scheduler_for(plan.scheduler)
         lists = plan.pricer.wants_request_lists
+        rules = self.scheduler.rank_rules
         self.ranks = [
-            RankState(rank, plan, recorder, lists, fast, worker_index)
+            RankState(rank, plan, recorder, lists, rules, fast, worker_index)
             for rank in range(plan.attention_data)
         ]
         self.busy = False
         self.wake_pending = False
         self.draft_length = plan.speculation.draft_length
-        self.recv_interval = plan.scheduler.recv_interval if self.is_sglang else 1
+        self.recv_interval = plan.scheduler.recv_interval if self.scheduler.skips_receives else 1
         # Newer SGLang starts the counter at the threshold: the first turn takes requests in.
         self.recv_counter = self.recv_interval
         self.last_pass_weight = RECV_WEIGHT_DECODE
         self.inbox: list[SimRequest] = []
-        scheduler = plan.scheduler
-        self.adp_balance = scheduler.adp_balance and len(self.ranks) > 1 and not self.is_sglang
+        self.adp_balance = (
+            plan.scheduler.adp_balance
+            and len(self.ranks) > 1
+            and self.scheduler.balances_attention_dp
+        )
         self.adp_waiting_iters = 0
         self.adp_batching_iters = 0
 
@@ -132,12 +147,10 @@ class Worker:
         if self.adp_balance:
             self._balance_adp()
         has_prefill = False
+        scheduler = self.scheduler
         for rank in self.ranks:
             rank.now_ms = now_ms
-            if self.is_sglang:
-                schedule_sglang(rank)
-            else:
-                schedule_vllm(rank)
+            scheduler.schedule(rank)
             work = rank.work()
             rank.next_draft_length()
             if not work.is_idle:
@@ -197,11 +210,9 @@ class Worker:
             self._idle()
 
     def _idle(self) -> None:
-        """The worker has no pass to run: SGLang's idle check resets ``new_token_ratio`` to its
-        initial value (``self_check_during_idle``)."""
-        if self.is_sglang:
-            for rank in self.ranks:
-                rank.new_token_ratio = self.plan.scheduler.init_new_token_ratio
+        """The worker has no pass to run: the scheduler's idle hook, on every rank."""
+        for rank in self.ranks:
+            self.scheduler.on_idle(rank)
 
     def peak_used_blocks(self) -> list[int]:
         return [rank.pool.peak_used_pages for rank in self.ranks]
