@@ -11,12 +11,15 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aisim._io import atomic_write_text, canonical_json, check_output_dir, check_path_text
 from aisim.cli._args import integer
 from aisim.cli._intervals import add_interval_arguments, prepare_intervals, write_intervals
 from aisim.errors import SimulationError
+
+if TYPE_CHECKING:
+    from aisim.replay import RunSummary
 
 #: Progress is reported every this many simulation events.
 PROGRESS_EVERY_EVENTS = 20_000
@@ -101,7 +104,7 @@ def write_replay(
     progress: Callable[[int, int, float], None] | None = None,
     progress_every: int = PROGRESS_EVERY_EVENTS,
     forward_pass_model: object | None = None,
-) -> tuple[dict[str, Any], list[Path]]:
+) -> tuple[RunSummary, list[Path]]:
     """Replay ``config`` into ``out``: ``requests.parquet`` (and ``tokens.parquet`` when
     ``per_token`` or the config's ``simulation.per_token`` asks) streamed to temp files while the
     replay runs, renamed once it and its summary succeeded, then ``summary.json``. Anything
@@ -124,8 +127,8 @@ def write_replay(
             token_sink=tokens_stream.sink,
             forward_pass_model=forward_pass_model,
         )
-        summary = result.to_dict()
-        summary_text = _summary_json(summary)
+        summary = result.run_summary
+        summary_text = _summary_json(summary.to_dict())
         wants_tokens = per_token or tokens_stream.rows > 0
         written = [requests_stream.commit(overwrite)]
         if wants_tokens:
@@ -211,37 +214,37 @@ def _progress(show: bool) -> Iterator[Callable[[int, int, float], None] | None]:
         yield update
 
 
-def render_text(summary: dict[str, Any], *written: Path) -> str:
+def render_text(summary: RunSummary, *written: Path) -> str:
     """The headline figures of a summary."""
 
-    def ms(key: str) -> str:
-        value = summary.get(key)
+    def ms(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.3f} ms"
 
     lines = [
-        f"completed requests: {summary['completed_requests']} of {summary['total_requests']}",
-        f"duration: {summary['duration_ms'] / 1000.0:.3f} s of simulated time",
-        f"throughput: {summary['request_throughput_rps']:.3f} req/s, "
-        f"{summary['output_throughput_tok_s']:.1f} output tok/s",
-        f"TTFT: mean {ms('mean_ttft_ms')}, p99 {ms('p99_ttft_ms')}",
-        f"TPOT: mean {ms('mean_tpot_ms')}, p99 {ms('p99_tpot_ms')}",
-        f"ITL: mean {ms('mean_itl_ms')}; E2E: mean {ms('mean_e2e_latency_ms')}",
+        f"completed requests: {summary.completed_requests} of {summary.total_requests}",
+        f"duration: {summary.duration_ms / 1000.0:.3f} s of simulated time",
+        f"throughput: {summary.request_throughput_rps:.3f} req/s, "
+        f"{summary.output_throughput_tok_s:.1f} output tok/s",
+        f"TTFT: mean {ms(summary.ttft.mean_ms)}, p99 {ms(summary.ttft.p99_ms)}",
+        f"TPOT: mean {ms(summary.tpot.mean_ms)}, p99 {ms(summary.tpot.p99_ms)}",
+        f"ITL: mean {ms(summary.itl.mean_ms)}; E2E: mean {ms(summary.e2e_latency.mean_ms)}",
     ]
-    if summary["sd_rounds"]:
+    speculation = summary.speculation
+    if speculation.sd_rounds and speculation.mean_acceptance_length is not None:
         lines.append(
-            f"SD: {summary['sd_rounds']} rounds, mean acceptance length "
-            f"{summary['mean_acceptance_length']:.4f}"
+            f"SD: {speculation.sd_rounds} rounds, mean acceptance length "
+            f"{speculation.mean_acceptance_length:.4f}"
         )
-    for reason, count in sorted(summary["not_completed_reasons"].items()):
+    for reason, count in sorted(summary.not_completed_reasons.items()):
         lines.append(f"not completed ({count}): {reason}")
-    if "latency_percentiles" in summary:
-        sketch = summary["latency_percentiles"]
+    sketch = summary.sketched_percentiles
+    if sketch is not None:
         lines.append(
-            f"percentiles of {', '.join(sketch['sketched'])}: from a sketch, within "
-            f"{sketch['relative_accuracy']:.1%} of exact (over {sketch['exact_limit']} samples)"
+            f"percentiles of {', '.join(sketch.sketched)}: from a sketch, within "
+            f"{sketch.relative_accuracy:.1%} of exact (over {sketch.exact_limit} samples)"
         )
-    if "arrival_order" in summary:
-        lines.append(f"arrival order: {summary['arrival_order']}")
+    if summary.arrival_order is not None:
+        lines.append(f"arrival order: {summary.arrival_order}")
     paths = [str(path) for path in written]
     lines.append(f"wrote {', '.join(paths[:-1])} and {paths[-1]}")
     return "\n".join(lines) + "\n"

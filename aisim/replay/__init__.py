@@ -35,6 +35,13 @@ from aisim.replay._plan import (
 )
 from aisim.replay._pricing import PRICING_FIXED, MetricsFactory, PassModel, PassPricer
 from aisim.replay._run import ReplayResult, RequestSink, TokenRows, run
+from aisim.replay._run_summary import (
+    LatencyStatistics,
+    RunSummary,
+    SketchedPercentiles,
+    SpeculationCounts,
+    WorkerSummary,
+)
 from aisim.replay._sd_policy import AdaptiveTier
 from aisim.replay._sketch import RELATIVE_ACCURACY, SKETCH_KIND, Distribution, QuantileSketch
 from aisim.replay._synthetic import (
@@ -102,4 +109,9 @@ __all__ = [
     "AdaptiveTier",
     "PRICING_FIXED",
     "Simulation",
+    "RunSummary",
+    "LatencyStatistics",
+    "SpeculationCounts",
+    "SketchedPercentiles",
+    "WorkerSummary",
 ]

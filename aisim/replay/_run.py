@@ -4,7 +4,6 @@ uses numpy, the result builds a pandas DataFrame on demand). Configs are the edg
 
 from __future__ import annotations
 
-import copy
 import gc
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -13,6 +12,7 @@ from aisim.errors import ConfigError
 from aisim.replay._engine import Simulation, SimulationResult
 from aisim.replay._outcome import RequestRecord
 from aisim.replay._plan import ReplayPlan
+from aisim.replay._run_summary import RunSummary
 from aisim.replay._sketch import Distribution
 from aisim.replay._summary import distributions, request_columns, summarize
 
@@ -28,8 +28,10 @@ TokenRows = Callable[[list[str], list[float], list[int]], None]
 class ReplayResult:
     """The outcome of one replay (read-only).
 
-    ``summary`` / ``to_dict()``: a JSON-ready dict (counts, duration, throughput, latency
-    statistics, SD statistics, the resolved configuration), exactly what ``summary.json`` holds.
+    ``run_summary``: the typed summary (``RunSummary``: counts, duration, throughput, latency
+    statistics, SD statistics, the workers as they ran, the resolved configuration);
+    ``summary`` / ``to_dict()``: its JSON form (``run_summary.to_dict()``), exactly what
+    ``summary.json`` holds.
     ``columns``: one list per request field; ``requests``: the same as a pandas DataFrame (built
     on first access, ``aisim[qualify]``); both empty when the rows were streamed to a
     ``request_sink``. Each access hands out a copy, so changing it changes nothing here.
@@ -42,7 +44,7 @@ class ReplayResult:
 
     def __init__(
         self,
-        summary: dict[str, Any],
+        summary: RunSummary,
         columns: dict[str, list[Any]],
         tokens: dict[str, list[Any]] | None = None,
         distributions: dict[str, Distribution] | None = None,
@@ -64,8 +66,12 @@ class ReplayResult:
         return dict(self._distributions)
 
     @property
+    def run_summary(self) -> RunSummary:
+        return self._summary
+
+    @property
     def summary(self) -> dict[str, Any]:
-        return copy.deepcopy(self._summary)
+        return self._summary.to_dict()
 
     @property
     def columns(self) -> dict[str, list[Any]]:
@@ -73,7 +79,7 @@ class ReplayResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The summary, JSON-ready (``canonical_json(result.to_dict())`` is ``summary.json``)."""
-        return copy.deepcopy(self._summary)
+        return self._summary.to_dict()
 
     @property
     def requests(self) -> pd.DataFrame:
@@ -86,8 +92,8 @@ class ReplayResult:
 
     def __repr__(self) -> str:
         return (
-            f"ReplayResult(completed={self._summary['completed_requests']}/"
-            f"{self._summary['total_requests']}, duration_ms={self._summary['duration_ms']:.3f})"
+            f"ReplayResult(completed={self._summary.completed_requests}/"
+            f"{self._summary.total_requests}, duration_ms={self._summary.duration_ms:.3f})"
         )
 
 

@@ -15,7 +15,7 @@ from typing import Any, Final
 import numpy as np
 
 from aisim.errors import AisimError
-from aisim.replay import Distribution
+from aisim.replay import Distribution, RunSummary
 
 #: Latency metrics of a row: (row name, summary name, per-request column or None for ITL).
 METRICS: Final = (
@@ -98,13 +98,13 @@ def evaluate_point(
     return {
         "status": "ok",
         "error": "",
-        **point_metrics(result.summary, result.columns, slos),
+        **point_metrics(result.run_summary, result.columns, slos),
         **point_sketches(result.distributions),
     }
 
 
 def point_metrics(
-    summary: dict[str, Any], columns: dict[str, list[Any]], slos: dict[str, dict[str, float]]
+    summary: RunSummary, columns: dict[str, list[Any]], slos: dict[str, dict[str, float]]
 ) -> dict[str, Any]:
     """The row of a finished replay: throughput per GPU, goodput under ``slos``, latency
     statistics, SD statistics.
@@ -112,39 +112,40 @@ def point_metrics(
     Goodput counts the completed requests whose own TTFT, TPOT and E2E are each within the
     strictest limit given for that metric (ITL is per emission, so it only enters ``slo_met``),
     per second of the replay's duration; ``slo_met`` is whether every SLO statistic is within
-    its limit.
+    its limit. The SD columns are the decoding worker's (``RunSummary.decoding_worker``).
     """
-    workers = summary["config"]["workers"]
-    gpus = sum(int(worker["tensor"]) * int(worker["attention_data"]) for worker in workers)
-    # The worker that runs the decode rounds (an aggregated one, or the decode side of a P/D
-    # pair) is the one whose SD the row reports, wherever it stands in the list.
-    speculating = next(worker for worker in workers if worker["role"] != "prefill")
-    seconds = summary["duration_ms"] / 1000.0
+    gpus = summary.gpus
+    speculating = summary.decoding_worker
+    seconds = summary.duration_ms / 1000.0
     row: dict[str, Any] = {
         "gpus": gpus,
-        "sd_kind": speculating["speculation"],
-        "sd_draft_length": int(speculating["draft_length"]),
-        "total_requests": summary["total_requests"],
-        "completed_requests": summary["completed_requests"],
+        "sd_kind": speculating.speculation,
+        "sd_draft_length": speculating.draft_length,
+        "total_requests": summary.total_requests,
+        "completed_requests": summary.completed_requests,
         "duration_s": seconds,
-        "request_throughput_rps": summary["request_throughput_rps"],
-        "output_throughput_tok_s": summary["output_throughput_tok_s"],
-        "output_tok_s_per_gpu": summary["output_throughput_tok_s"] / gpus,
+        "request_throughput_rps": summary.request_throughput_rps,
+        "output_throughput_tok_s": summary.output_throughput_tok_s,
+        "output_tok_s_per_gpu": summary.output_throughput_tok_s / gpus,
     }
     good, good_tokens, completed = _good_requests(columns, slos)
     row["goodput_rps"] = good / seconds if seconds > 0 else 0.0
     row["goodput_tok_s_per_gpu"] = good_tokens / seconds / gpus if seconds > 0 else 0.0
     row["slo_attainment"] = good / completed if completed else 0.0
-    met = summary["completed_requests"] == summary["total_requests"]
+    met = summary.completed_requests == summary.total_requests
     for name, summary_name, _ in METRICS:
+        latency = summary.latency(summary_name)
         for stat, summary_stat in STATISTICS:
-            value = summary[f"{summary_stat}_{summary_name}_ms"]
+            value = latency.statistic(summary_stat)
             row[f"{stat}_{name}_ms"] = math.nan if value is None else float(value)
     row["slo_met"] = met and within_slos(row, slos)
-    acceptance = summary["mean_acceptance_length"]
+    speculation = summary.speculation
+    acceptance = speculation.mean_acceptance_length
     row["mean_acceptance_length"] = math.nan if acceptance is None else float(acceptance)
-    for key in ("sd_rounds", "accepted_draft_tokens", "decode_rounds", "preemptions"):
-        row[key] = int(summary[key])
+    row["sd_rounds"] = speculation.sd_rounds
+    row["accepted_draft_tokens"] = speculation.accepted_draft_tokens
+    row["decode_rounds"] = speculation.decode_rounds
+    row["preemptions"] = summary.preemptions
     return row
 
 

@@ -339,11 +339,11 @@ def _in_process(
         forward_pass_model=forward_pass_model,
     )
     base = run_replay(mapping, base_dir=folder, forward_pass_model=forward_pass_model)
-    point = point_metrics(base.summary, base.columns, slos)
+    point = point_metrics(base.run_summary, base.columns, slos)
     rows = []
     for draw in draws:
         result = run_draw(mapping, folder, draw, forward_pass_model)
-        rows.append(point_metrics(result.summary, result.columns, slos))
+        rows.append(point_metrics(result.run_summary, result.columns, slos))
     return report(Replicas(point, rows, setup, replicas, seed))
 
 

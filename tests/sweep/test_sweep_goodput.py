@@ -101,7 +101,7 @@ def test_tpot_limit_spares_single_token_requests(
 def test_a_row_reports_the_decoding_workers_sd_wherever_it_is_listed() -> None:
     # P/D: the prefill worker runs no SD rounds; the row's SD is the decode worker's (mtp, 2
     # drafts, as the config says), also when the decode worker is listed first.
-    import copy
+    import dataclasses
 
     from aisim._io import load_config_file
     from aisim.config import run_replay
@@ -111,10 +111,16 @@ def test_a_row_reports_the_decoding_workers_sd_wherever_it_is_listed() -> None:
     config = load_config_file(example)
     config["traffic"]["source"]["num_requests"] = 8
     result = run_replay(config)
-    summary = result.summary
+    summary = result.run_summary
     row = point_metrics(summary, result.columns, {})
-    assert [worker["role"] for worker in summary["config"]["workers"]] == ["prefill", "decode"]
+    assert [worker.role for worker in summary.workers] == ["prefill", "decode"]
+    assert [worker["role"] for worker in result.summary["config"]["workers"]] == [
+        "prefill",
+        "decode",
+    ]
     assert (row["sd_kind"], row["sd_draft_length"]) == ("mtp", 2)
-    swapped = copy.deepcopy(summary)
-    swapped["config"]["workers"].reverse()
+    # GPUs: the prefill worker's 1 + the decode worker's 2 attention-DP ranks of 1 GPU each.
+    assert row["gpus"] == 3
+    swapped = dataclasses.replace(summary, workers=summary.workers[::-1])
+    assert [worker.role for worker in swapped.workers] == ["decode", "prefill"]
     assert point_metrics(swapped, result.columns, {}) == row
