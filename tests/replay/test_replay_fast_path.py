@@ -159,7 +159,7 @@ def _outcome(result: SimulationResult, description: dict[str, Any]) -> dict[str,
             None if itl.sketch is None else itl.sketch.to_dict(),
         ),
         "peaks": [worker.peak_used_blocks() for worker in result.workers],
-        "summary": summarize(result, description),
+        "summary": summarize(result, description).to_dict(),
     }
 
 

@@ -95,7 +95,7 @@ def test_streamed_trace_equals_the_held_requests(
     for name in REQUEST_COLUMNS:
         assert same(left[name], right[name]), name
     assert left["request_id"] == [str(i) for i in range(len(rows))]
-    assert summarize(streamed, description) == summarize(reference, description)
+    assert summarize(streamed, description).to_dict() == summarize(reference, description).to_dict()
     if fmt == "jsonl":
         # The file's rows equal the same rows given inline (the agentic reader, held whole).
         inline = dict(document, traffic={"source": {"type": "agentic", "requests": rows}})
@@ -719,4 +719,4 @@ def test_a_streamed_synthetic_replay_equals_the_held_one(
     right = request_columns(reference.log.records)
     for name in REQUEST_COLUMNS:
         assert same(left[name], right[name]), name
-    assert summarize(streamed, description) == summarize(reference, description)
+    assert summarize(streamed, description).to_dict() == summarize(reference, description).to_dict()

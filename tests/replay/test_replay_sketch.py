@@ -92,14 +92,14 @@ def test_summary_states_the_sketch_when_it_is_used() -> None:
     }
     plan, description = build_plan(document)
     result = Simulation(plan).run()
-    exact = summarize(result, description)
+    exact = summarize(result, description).to_dict()
     assert "latency_percentiles" not in exact
     itl = np.asarray(result.recorder.itl.values)
     assert itl.size == 20 * 29
     # The same run with the ITL samples forced through a sketch (a limit of 10 samples).
     forced = Simulation(plan)
     forced.recorder.itl.exact_limit = 10
-    sketched = summarize(forced.run(), description)
+    sketched = summarize(forced.run(), description).to_dict()
     assert sketched["latency_percentiles"] == {
         "method": "sketch",
         "sketch": "ddsketch-logarithmic",
@@ -168,7 +168,7 @@ def forced_sketch_run(limit: int) -> tuple[Any, dict[str, Any]]:
     ):
         distribution.exact_limit = limit
     result = simulation.run()
-    return result, summarize(result, description)
+    return result, summarize(result, description).to_dict()
 
 
 def test_sketched_replay_matches_its_golden_in_both_builds() -> None:
