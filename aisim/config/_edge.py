@@ -49,6 +49,8 @@ from aisim.errors import ConfigError
 
 #: The pydantic error type every aisim check raises; its context carries the finished message.
 EDGE_ERROR = "aisim"
+#: ``Kinds(select=...)``: the tag under which a block stays a mapping (no usable kind).
+RAW: Final = "raw"
 #: Marks the tags of ``Kinds`` unions in pydantic's error locations (``location`` drops them:
 #: a path names fields, not the member a ``type`` selected).
 KIND_TAG: Final = "\x00kind:"
@@ -199,7 +201,10 @@ class Kinds:
     ``type: Literal[...]`` (a model may take several values: ``normal``/``lognormal``).
     ``scalar``: a number in place of the block is accepted and checked by it (a length given
     as ``512``). ``select``: the tag comes from outside the block (a scheduler's model is the
-    engine's backend): ``select()`` returns it, and the block has no ``type`` field.
+    engine's backend, a speculation's params model its kind): ``select()`` returns it, each
+    model's tag is ``tags[model]`` (default its ``edge_kind``), and the block has no ``type``
+    field; a ``dict[str, Any]`` member takes the block as a mapping when ``select()`` returns
+    ``RAW`` (no usable kind: the kind's own error is reported elsewhere).
     """
 
     def __init__(
@@ -208,25 +213,32 @@ class Kinds:
         default: str | None = None,
         scalar: BeforeCheck | None = None,
         select: typing.Callable[[], str] | None = None,
+        tags: Mapping[type, str] | None = None,
     ) -> None:
         self.field = field
         self.default = default
         self.scalar = scalar
         self.select = select
+        self.tags = dict(tags or {})
 
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
         choices: dict[str, core_schema.CoreSchema] = {}
         values: list[str] = []
+        by_class: dict[type, str] = {}
         for member in union_members(source):
             if member is int:
                 choices[KIND_TAG + "int"] = core_schema.int_schema(strict=True)
+                continue
+            if typing.get_origin(member) is dict:
+                choices[KIND_TAG + RAW] = handler.generate_schema(member)
                 continue
             schema = handler.generate_schema(member)
             for value in self._values(member):
                 values.append(value)
                 choices[KIND_TAG + value] = schema
+                by_class.setdefault(member, value)
         allowed = Choice(*values)
         field, default, scalar, select = self.field, self.default, self.scalar, self.select
 
@@ -252,6 +264,8 @@ class Kinds:
         def tag(value: object) -> str:
             if isinstance(value, int):
                 return KIND_TAG + "int"
+            if isinstance(value, BaseModel) and type(value) in by_class:
+                return KIND_TAG + by_class[type(value)]
             if select is not None:
                 return KIND_TAG + select()
             if isinstance(value, BaseModel):
@@ -274,7 +288,8 @@ class Kinds:
 
     def _values(self, member: Any) -> tuple[str, ...]:
         if self.select is not None:
-            return (member.edge_kind,)
+            tag = self.tags.get(member)
+            return (member.edge_kind if tag is None else tag,)
         annotation = member.model_fields[self.field].annotation
         if typing.get_origin(annotation) is not Literal:
             raise TypeError(f"{member.__name__}.{self.field} must be a Literal")

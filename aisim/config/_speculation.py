@@ -18,6 +18,7 @@ from aisim.catalogue import ModelSpec
 from aisim.config._acceptance import ACCEPTANCE_INPUTS, block_acceptance
 from aisim.config._catalogue import get_model, model_spec
 from aisim.config._edge import (
+    EdgeModel,
     check_input,
     choice,
     integer,
@@ -272,13 +273,19 @@ def _kind(block: SpeculationConfig, path: str) -> SchemeSpec:
     return spec
 
 
-def _params(block: SpeculationConfig, spec: SchemeSpec, path: str) -> dict[str, Any]:
-    """The kind's raw params with legacy depth inputs folded in (conflicts rejected)."""
-    params: dict[str, Any] = dict(block.params) if block.params is not None else {}
-    if spec.kind == "none" and params:
-        raise ConfigError(
-            f"{path}.params: kind none takes no params, got {', '.join(sorted(params))}"
-        )
+def _params(block: SpeculationConfig, spec: SchemeSpec, path: str) -> EdgeModel:
+    """The kind's params (typed by the block's model, which read them with the kind's model)
+    with legacy depth inputs folded in (conflicts rejected)."""
+    given = block.params
+    params: EdgeModel
+    if given is None:
+        params = PARAMS_MODELS[spec.kind]()
+    elif isinstance(given, dict):
+        # Read as a mapping: the block named no kind (the engine's legacy nextn gives it).
+        params = validate(PARAMS_MODELS[spec.kind], given, f"{path}.params")
+    else:
+        params = given
+    updates: dict[str, int] = {}
     flat = block.num_speculative_tokens
     if flat is not None:
         if "num_speculative_tokens" not in spec.params:
@@ -289,24 +296,27 @@ def _params(block: SpeculationConfig, spec: SchemeSpec, path: str) -> dict[str, 
                 f"{path}.num_speculative_tokens: kind {spec.kind} takes no "
                 f"num_speculative_tokens (the flat form is for {', '.join(takers)})"
             )
-        _merge(params, "num_speculative_tokens", flat, "num_speculative_tokens", path)
+        _merge(params, updates, "num_speculative_tokens", flat, "num_speculative_tokens", path)
     if block.nextn is not None and spec.kind == "mtp":
         depth = integer(block.nextn, f"{path}.nextn", 1, MAX_DRAFT_TOKENS)
-        _merge(params, "depth", depth, "nextn", path)
-        if params.get("num_speculative_tokens") is not None:
-            _merge(params, "num_speculative_tokens", depth, "nextn", path)
-    return params
+        _merge(params, updates, "depth", depth, "nextn", path)
+        if _current(params, updates, "num_speculative_tokens") is not None:
+            _merge(params, updates, "num_speculative_tokens", depth, "nextn", path)
+    return params.model_copy(update=updates) if updates else params
 
 
-def _merge(params: dict[str, Any], key: str, value: int, source: str, path: str) -> None:
+def _current(params: EdgeModel, updates: dict[str, int], key: str) -> object:
+    return updates[key] if key in updates else getattr(params, key, None)
+
+
+def _merge(
+    params: EdgeModel, updates: dict[str, int], key: str, value: int, source: str, path: str
+) -> None:
     """Put a legacy value into params; an existing, different value is a conflict."""
-    existing = params.get(key)
+    existing = _current(params, updates, key)
     if existing is None:
-        params[key] = value
-        return
-    if isinstance(existing, bool) or not isinstance(existing, (int, float)):
-        return  # not a number: the kind's params model reports it at params.<key>
-    if existing != value:
+        updates[key] = value
+    elif existing != value:
         raise ConfigError(
             f"{path}.{source} ({value}) and {path}.params.{key} ({existing!r}) disagree; give one"
         )
@@ -366,16 +376,15 @@ def _draft_inputs(
 
 def _normalize_params(
     spec: SchemeSpec,
-    raw_params: dict[str, Any],
+    params: EdgeModel,
     draft_config: dict[str, Any] | None,
     draft_model: ModelSpec | None,
     tensor_parallel: int | None,
     path: str,
     heads: tuple[int, list[list[object]]] | None = None,
 ) -> SchemeGeometry:
-    """Validate ``params`` for ``spec.kind``, fill defaults and collapse equivalent spellings."""
+    """The kind's validated ``params``: defaults filled, equivalent spellings collapsed."""
     params_path = f"{path}.params"
-    params = validate(PARAMS_MODELS[spec.kind], raw_params, params_path)
     kind = spec.kind
     if isinstance(params, MtpParams):
         depth = params.depth

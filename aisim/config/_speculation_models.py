@@ -7,17 +7,20 @@ inputs are ``_acceptance``. The semantics are docs/design.md#speculation.
 from __future__ import annotations
 
 import math
+from contextvars import ContextVar
 from typing import Annotated, Any, Final
 
-from pydantic import WithJsonSchema
+from pydantic import ModelWrapValidatorHandler, WithJsonSchema, model_validator
 from pydantic_core import PydanticCustomError
 
 from aisim._fields import describe
 from aisim.config._edge import (
+    RAW,
     BeforeCheck,
     Choice,
     EdgeModel,
     Integer,
+    Kinds,
     Number,
     RealNumber,
     check_mapping,
@@ -226,53 +229,6 @@ class AcceptanceFromConfig(EdgeModel):
     baseline: str | None = None
 
 
-class SpeculationConfig(EdgeModel):
-    """One speculation block: ``kind`` + ``params``, an optional draft, one acceptance form.
-
-    Legacy spellings (``nextn``, ``nextn_accepted``, a flat ``num_speculative_tokens``) are
-    accepted and folded into the canonical form by ``resolve_speculation``.
-    """
-
-    nextn: Annotated[int, Integer(0, 64)] | None = None
-    kind: Annotated[str, KindName()] | None = None
-    params: Annotated[dict[str, Any], JsonObject()] | None = None
-    num_speculative_tokens: FlatCount | None = None
-    draft_model_path: str | None = None
-    draft_config: Annotated[dict[str, Any], JsonObject(deep=True)] | None = None
-    seed: Annotated[int, Integer(0, MAX_SEED)] | None = None
-    expected_accepted_tokens: AcceptanceNumber | None = None
-    acceptance_rates: Rates | None = None
-    unconditional_acceptance_rates: Rates | None = None
-    acceptance_length: AcceptanceNumber | None = None
-    acceptance_rate: AcceptanceNumber | None = None
-    acceptance_from: AcceptanceFromConfig | None = None
-    nextn_accepted: AcceptanceNumber | None = None
-    undrafted_rounds: Annotated[int, Integer(0, MAX_UNDRAFTED_ROUNDS)] | None = None
-    # suffix: the host's suffix-tree lookup time per request per round (microseconds), for
-    # the roofline; measured by the user (no published figure, so no default).
-    suffix_lookup_us_per_request: Annotated[float, Number(0.0, 1e6)] | None = None
-    # A published acceptance profile, by catalogue name (aisim speculation profiles).
-    acceptance_profile: str | None = None
-    # vLLM's synthetic rejection sampler (SpeculativeConfig, same spelling).
-    rejection_sample_method: Annotated[str, Choice("standard", "synthetic", "block")] | None = None
-    synthetic_acceptance_rates: Rates | None = None
-    synthetic_acceptance_length: AcceptanceNumber | None = None
-    # SGLang's simulated acceptance (env SGLANG_SIMULATE_ACC_LEN / SGLANG_SIMULATE_ACC_METHOD).
-    simulate_acc_len: AcceptanceNumber | None = None
-    simulate_acc_method: Annotated[str, Choice(*SIMULATE_METHODS)] | None = None
-    # vLLM dynamic speculation length: [[batch_lo, batch_hi, num_speculative_tokens], ...].
-    num_speculative_tokens_per_batch_size: DraftSchedule | None = None
-    # SGLang adaptive speculation (--speculative-adaptive, --speculative-adaptive-config as JSON).
-    speculative_adaptive: bool | None = None
-    speculative_adaptive_config: Annotated[dict[str, Any], JsonObject(deep=True)] | None = None
-    # SGLang's --cuda-graph-bs: adaptive routing pads a batch size up to a captured size.
-    cuda_graph_bs: list[Annotated[int, Integer(1, 1 << 16)]] | None = None
-    # vLLM adaptive verification (DSpark only): an engine option aisim does not model.
-    enable_adaptive_verification: bool | None = None
-    # Per-request, per-round accepted drafts measured on an engine (docs/speculation.md).
-    acceptance_trace: AcceptanceTraceConfig | None = None
-
-
 # Draft counts: 1..64, errors labelled with the kind (``params.depth (kind mtp): ...``).
 MtpCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind mtp)")]
 NgramCount = Annotated[int, Integer(1, MAX_DRAFT_TOKENS, label=" (kind ngram)")]
@@ -290,6 +246,13 @@ class NoParams(EdgeModel):
     """kind none takes no params."""
 
     edge_label = " (kind none)"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _none_given(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data:
+            raise edge_error(f"kind none takes no params, got {', '.join(sorted(data))}")
+        return data
 
 
 class MtpParams(EdgeModel):
@@ -397,6 +360,27 @@ class MlpSpeculatorParams(EdgeModel):
     num_speculative_tokens: HeadsCount | None = None
 
 
+#: The kind whose params model reads a block's ``params`` while the block is validated.
+_KIND: ContextVar[str] = ContextVar("aisim_speculation_kind", default=RAW)
+
+
+def current_kind() -> str:
+    return _KIND.get()
+
+
+def _given_kind(data: object) -> str:
+    """The kind a raw block names (``kind``, else the legacy ``nextn``), or ``RAW``."""
+    if isinstance(data, SpeculationConfig) or not isinstance(data, dict):
+        return RAW
+    kind = data.get("kind")
+    if isinstance(kind, str) and kind in PARAMS_MODELS:
+        return kind
+    nextn = data.get("nextn")
+    if kind is None and isinstance(nextn, (int, float)) and not isinstance(nextn, bool):
+        return "mtp" if nextn > 0 else "none"
+    return RAW
+
+
 PARAMS_MODELS: Final[dict[str, type[EdgeModel]]] = {
     "none": NoParams,
     "mtp": MtpParams,
@@ -409,6 +393,86 @@ PARAMS_MODELS: Final[dict[str, type[EdgeModel]]] = {
     "medusa": MedusaParams,
     "mlp_speculator": MlpSpeculatorParams,
 }
+#: Each params model's kind (the tag ``Kinds`` selects it by).
+PARAMS_KINDS: Final[dict[type, str]] = {model: kind for kind, model in PARAMS_MODELS.items()}
+
+
+class SpeculationConfig(EdgeModel):
+    """One speculation block: ``kind`` + ``params``, an optional draft, one acceptance form.
+
+    Legacy spellings (``nextn``, ``nextn_accepted``, a flat ``num_speculative_tokens``) are
+    accepted and folded into the canonical form by ``resolve_speculation``.
+    """
+
+    nextn: Annotated[int, Integer(0, 64)] | None = None
+    kind: Annotated[str, KindName()] | None = None
+    params: (
+        Annotated[
+            NoParams
+            | MtpParams
+            | NgramParams
+            | Eagle3Params
+            | DflashParams
+            | DsparkParams
+            | DraftModelParams
+            | SuffixParams
+            | MedusaParams
+            | MlpSpeculatorParams
+            | dict[str, Any],
+            Kinds(select=current_kind, tags=PARAMS_KINDS),
+            WithJsonSchema({"additionalProperties": True, "type": "object"}),
+        ]
+        | None
+    ) = None
+    num_speculative_tokens: FlatCount | None = None
+    draft_model_path: str | None = None
+    draft_config: Annotated[dict[str, Any], JsonObject(deep=True)] | None = None
+    seed: Annotated[int, Integer(0, MAX_SEED)] | None = None
+    expected_accepted_tokens: AcceptanceNumber | None = None
+    acceptance_rates: Rates | None = None
+    unconditional_acceptance_rates: Rates | None = None
+    acceptance_length: AcceptanceNumber | None = None
+    acceptance_rate: AcceptanceNumber | None = None
+    acceptance_from: AcceptanceFromConfig | None = None
+    nextn_accepted: AcceptanceNumber | None = None
+    undrafted_rounds: Annotated[int, Integer(0, MAX_UNDRAFTED_ROUNDS)] | None = None
+    # suffix: the host's suffix-tree lookup time per request per round (microseconds), for
+    # the roofline; measured by the user (no published figure, so no default).
+    suffix_lookup_us_per_request: Annotated[float, Number(0.0, 1e6)] | None = None
+    # A published acceptance profile, by catalogue name (aisim speculation profiles).
+    acceptance_profile: str | None = None
+    # vLLM's synthetic rejection sampler (SpeculativeConfig, same spelling).
+    rejection_sample_method: Annotated[str, Choice("standard", "synthetic", "block")] | None = None
+    synthetic_acceptance_rates: Rates | None = None
+    synthetic_acceptance_length: AcceptanceNumber | None = None
+    # SGLang's simulated acceptance (env SGLANG_SIMULATE_ACC_LEN / SGLANG_SIMULATE_ACC_METHOD).
+    simulate_acc_len: AcceptanceNumber | None = None
+    simulate_acc_method: Annotated[str, Choice(*SIMULATE_METHODS)] | None = None
+    # vLLM dynamic speculation length: [[batch_lo, batch_hi, num_speculative_tokens], ...].
+    num_speculative_tokens_per_batch_size: DraftSchedule | None = None
+    # SGLang adaptive speculation (--speculative-adaptive, --speculative-adaptive-config as JSON).
+    speculative_adaptive: bool | None = None
+    speculative_adaptive_config: Annotated[dict[str, Any], JsonObject(deep=True)] | None = None
+    # SGLang's --cuda-graph-bs: adaptive routing pads a batch size up to a captured size.
+    cuda_graph_bs: list[Annotated[int, Integer(1, 1 << 16)]] | None = None
+    # vLLM adaptive verification (DSpark only): an engine option aisim does not model.
+    enable_adaptive_verification: bool | None = None
+    # Per-request, per-round accepted drafts measured on an engine (docs/speculation.md).
+    acceptance_trace: AcceptanceTraceConfig | None = None
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _with_kind(
+        cls, data: Any, handler: ModelWrapValidatorHandler[SpeculationConfig]
+    ) -> SpeculationConfig:
+        # ``params`` is read by the model of the block's kind (``kind``, or the legacy
+        # ``nextn``: mtp above 0); with no usable kind it stays a mapping, and the kind's own
+        # error is reported (at ``kind``, or by the resolver: ``kind: required``).
+        token = _KIND.set(_given_kind(data))
+        try:
+            return handler(data)
+        finally:
+            _KIND.reset(token)
 
 
 def speculation_schema() -> dict[str, Any]:

@@ -28,6 +28,7 @@ from aisim.config._replay_models import (
     VllmScheduler,
 )
 from aisim.config._speculation import resolve_speculation
+from aisim.config._speculation_models import MtpParams
 from aisim.traffic import MAX_TOKENS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,16 +89,20 @@ def test_one_replay_resolves_speculation_and_looks_the_model_up_once() -> None:
     # Before the typed edge (commit 324a011): 2 resolutions of the engine's block (one per
     # worker, the prefill one thrown away), 3 model and GPU lookups (the engine's, then one per
     # worker's timing block, which best_available validated again from a rebuilt mapping) and
-    # 23 validate() calls (each block and each worker slice validated by its reader). Now: the
-    # config tree once, and the MTP params by the kind's model once the kind is known.
+    # 23 validate() calls (each block and each worker slice validated by its reader). Now the
+    # config tree is validated once (the MTP params by the kind's model, inside that pass).
     config = _disaggregated_mtp({"type": "estimator", "estimator": "roofline"})
     counts = _calls(lambda: build_plan(config), resolve_speculation, get_model, get_gpu, validate)
-    assert counts == [1, 1, 1, 2]
+    assert counts == [1, 1, 1, 1]
 
 
 def test_the_readers_get_typed_blocks_validated_once() -> None:
     config = _disaggregated_mtp({"type": "fixed", "prefill_ms": 40.0, "decode_ms": 12.0})
     root = validate(ReplayFile, config)
+    # The speculation's params are read by the model of its kind.
+    assert root.engine.speculation is not None
+    assert isinstance(root.engine.speculation.params, MtpParams)
+    assert root.engine.speculation.params.depth == 2
     decode = root.engine.workers.decode
     assert decode is not None and decode.kv_cache is not None
     assert isinstance(decode.kv_cache.capacity, FixedCapacity)
