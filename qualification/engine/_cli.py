@@ -52,6 +52,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--output", default="16:64", help="served: output length range MIN:MAX")
     add("--prompts", default="random", choices=("random", "repeating"))
     add("--seed", type=int, default=0)
+    add(
+        "--host-note",
+        default="",
+        help="how the host ran (pinning, other work): written into every sidecar's host.note",
+    )
     add("--overwrite", action="store_true")
     add("--no-progress", action="store_true")
 
@@ -90,6 +95,8 @@ def command_line(args: argparse.Namespace) -> str:
         flag = "--" + key.replace("_", "-")
         if isinstance(value, bool):
             parts += [flag] if value else []
+        elif key == "host_note" and not value:
+            continue
         else:
             parts += [flag, str(value)]
     return shlex.join(parts)
@@ -181,6 +188,8 @@ def run(args: argparse.Namespace) -> int:
         },
         "engine_settings": engine.settings(),
     }
+    if args.host_note:
+        common["host"] = {"note": args.host_note}
     vocab = int(target["vocab_size"])
     _warm(engine, vocab)
     trace = make_trace(trace_spec, vocab)

@@ -68,6 +68,7 @@ def host_snapshot() -> dict[str, Any]:
         "load_average": [round(value, 3) for value in os.getloadavg()],
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "nice": os.getpriority(os.PRIO_PROCESS, 0),
+        "cpu_affinity": sorted(os.sched_getaffinity(0)),
     }
 
 
@@ -294,7 +295,7 @@ def record_grid(
                 else "engine counters over the grid passes"
             ),
         },
-        "host": {"before": host_before, "after": host_snapshot()},
+        "host": {**common.get("host", {}), "before": host_before, "after": host_snapshot()},
         "timing_metric": "wall",
     }
     write_table(grid_dir, GRID_STEPS, rows, sidecar, overwrite=overwrite)
@@ -471,7 +472,7 @@ def record_served(
     sidecar = {
         **common,
         "part": "served",
-        "host": {"before": host_before, "after": host_after},
+        "host": {**common.get("host", {}), "before": host_before, "after": host_after},
         "timing_metric": "wall",
         "metrics_file": METRICS_FILE,
     }

@@ -199,3 +199,30 @@ def test_ngram_grid_times_undrafted_steps_as_plain_decode_points(tmp_path: Path)
     stp = pd.read_parquet(grid / "stp_points.parquet")
     assert sorted(stp["batch_size"]) == [1, 2]
     assert (grid / "sd_rounds.measured.parquet").exists()
+
+
+def test_the_host_note_and_the_cpu_affinity_go_into_the_sidecar(tmp_path: Path) -> None:
+    import json
+    import os
+
+    note = "pinned: the engine alone on CPU 1"
+    spec = GridSpec((1,), (64,), (1,), (32,), repetitions=1, warmup=0)
+    common = {"evidence_type": "engine-measurement", "host": {"note": note}}
+    grid = _record(ScriptedEngine(), spec, tmp_path, common)
+    host = json.loads((grid / "grid_steps.parquet.json").read_text(encoding="utf-8"))["host"]
+    assert host["note"] == note
+    for moment in ("before", "after"):
+        assert host[moment]["cpu_affinity"] == sorted(os.sched_getaffinity(0))
+
+
+def test_an_empty_host_note_is_left_out_of_the_command() -> None:
+    import argparse
+
+    from qualification.engine._cli import add_arguments, command_line
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    plain = command_line(parser.parse_args(["--out", "x"]))
+    assert "--host-note" not in plain
+    noted = command_line(parser.parse_args(["--out", "x", "--host-note", "pinned to CPU 1"]))
+    assert "--host-note 'pinned to CPU 1'" in noted
