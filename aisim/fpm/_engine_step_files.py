@@ -21,7 +21,13 @@ from typing import Any
 
 from aisim._io import read_parquet_bytes, read_sidecar_object, read_verified_bytes
 from aisim.errors import DataIntegrityError
-from aisim.fpm._engine_steps import PrimitiveCache, StepSurface, capture_sizes
+from aisim.fpm._engine_steps import (
+    LinearStepCost,
+    PrimitiveCache,
+    StepPrice,
+    StepSurface,
+    capture_sizes,
+)
 from aisim.fpm._served_steps import ServedStepModel
 
 ENGINE_GRID_SCHEMA = "aisim.engine_grid_steps"
@@ -58,6 +64,24 @@ def creation_cost_ms(
         if CACHED_PREFILL + point.removeprefix("prefill") in cached
     ]
     return max(0.0, float(statistics.median(differences))) if differences else None
+
+
+def _samples(
+    rows: Sequence[Mapping[str, Any]],
+    tokens_column: str,
+    latency_column: str,
+    scale: float,
+    less_ms: float = 0.0,
+) -> list[tuple[int, float, float]]:
+    """Every timed step as (count, total tokens, ms x scale - ``less_ms``), in table order."""
+    return [
+        (
+            int(row["batch_size"]),
+            float(int(row[tokens_column])),
+            scale * float(row[latency_column]) - less_ms,
+        )
+        for row in rows
+    ]
 
 
 def engine_platform(settings: Mapping[str, Any], identity: Mapping[str, Any]) -> str | None:
@@ -121,13 +145,31 @@ def served_step_model(
             )
         )
     cache, coverage = _shared or (PrimitiveCache() if on_cpu else None, {})
+    decode_price: StepPrice
+    prefill_price: StepPrice
+    if on_cpu:
+        # vLLM on CPU: prices linear in what a step computes, fitted to every timed step of
+        # the table (LinearStepCost); the cached prefill fit takes the steps timed at a new
+        # token count less the creation cost as well.
+        decode_price = LinearStepCost(
+            _samples(decode, "total_kv_tokens", latency_column, scale), decode_phase, "decode"
+        )
+        prefill_samples = _samples(
+            novel, "scheduled_tokens", latency_column, scale, creation or 0.0
+        )
+        if use_cached:
+            prefill_samples += _samples(cached, "scheduled_tokens", latency_column, scale)
+        prefill_price = LinearStepCost(prefill_samples, "prefill", "prefill")
+    else:
+        decode_price = StepSurface(decode_points, decode_phase)
+        prefill_price = StepSurface(prefill_points, "prefill")
     model = ServedStepModel(
-        StepSurface(decode_points, decode_phase),
-        StepSurface(prefill_points, "prefill"),
+        decode_price,
+        prefill_price,
         draft_length=draft_length,
-        # One engine step's fixed cost, counted once in a mixed step: the cheapest decode step
-        # (or SD round) of the table.
-        step_overhead_ms=min(latency for _, _, latency in decode_points),
+        # One engine step's fixed cost, counted once in a mixed step: the decode fit's
+        # intercept on CPU, else the cheapest decode step (or SD round) of the table.
+        step_overhead_ms=decode_price.intercept_ms,
         creation_ms=creation if use_cached else None,
         cache=cache,
         capture_sizes=sizes,

@@ -92,7 +92,147 @@ def padded_graph_size(num_tokens: int, sizes: list[int]) -> int:
     return 0
 
 
-class StepSurface:
+class StepPrice:
+    """A step price over (count, tokens): decode steps or SD rounds over (requests, past KV in
+    total), prefill steps over (requests, prompt tokens in total). ``intercept_ms`` is what a
+    step of this kind costs with nothing in it, the part a mixed step pays once."""
+
+    def __init__(self, label: str, intercept_ms: float) -> None:
+        self.label = label
+        self.intercept_ms = intercept_ms
+
+    def price(self, count: int, tokens: float, coverage: dict[str, int]) -> float:
+        raise NotImplementedError
+
+
+class LinearStepCost(StepPrice):
+    """A step price linear in what the step computes, fitted to every timed step of a kind
+    (vLLM on CPU runs every step eagerly: one pass of each weight GEMM over the step's M tokens
+    through oneDNN, and the CPU attention kernel's work per request is its (aligned) KV length,
+    summed over the causal query tiles of a prompt; docs/replay.md, "Served steps"):
+
+    * ``decode`` (decode steps or SD rounds): ``a + b x requests + c x past KV tokens``;
+    * ``prefill``: ``a + b x prompt tokens + c x prompt tokens^2 / requests`` (the causal
+      attention of requests of equal length).
+
+    The coefficients minimise the squared *relative* error over the samples (each step's
+    noise is roughly proportional to its length) and are all >= 0: every subset of the terms
+    is fitted and the best fit whose coefficients are all non-negative kept (an exhaustive
+    non-negative least squares over at most 3 terms). Prices outside the sampled box
+    (requests, tokens per request) are the same line, counted as ``LABEL:fit-outside``."""
+
+    def __init__(self, samples: list[tuple[int, float, float]], label: str, kind: str) -> None:
+        """``samples``: (count, total tokens, ms) per timed step; ``kind``: decode or prefill."""
+        if kind not in ("decode", "prefill"):
+            raise ValueError(f"kind: expected decode or prefill, got {kind!r}")
+        if not samples:
+            raise ValueError(f"{label}: no samples")
+        self.kind = kind
+        rows = [self.features(count, tokens) for count, tokens, _ in samples]
+        targets = [latency for _, _, latency in samples]
+        self.coefficients: list[float] = fit_non_negative(rows, targets)
+        super().__init__(label, self.coefficients[0])
+        self.count_range = (min(s[0] for s in samples), max(s[0] for s in samples))
+        per_request = [s[1] / s[0] for s in samples]
+        self.per_request_range = (min(per_request), max(per_request))
+
+    def features(self, count: int, tokens: float) -> list[float]:
+        if self.kind == "decode":
+            return [1.0, float(count), tokens]
+        return [1.0, tokens, tokens * tokens / count]
+
+    def price(self, count: int, tokens: float, coverage: dict[str, int]) -> float:
+        value = 0.0
+        for weight, feature in zip(self.coefficients, self.features(count, tokens), strict=True):
+            value += weight * feature
+        per_request = tokens / count
+        inside = (
+            self.count_range[0] <= count <= self.count_range[1]
+            and self.per_request_range[0] <= per_request <= self.per_request_range[1]
+        )
+        key = f"{self.label}:{'fit' if inside else 'fit-outside'}"
+        coverage[key] = coverage.get(key, 0) + 1
+        return value
+
+
+def _dot(weights: list[float], features: list[float]) -> float:
+    total = 0.0
+    for weight, feature in zip(weights, features, strict=True):
+        total += weight * feature
+    return total
+
+
+def fit_non_negative(rows: list[list[float]], targets: list[float]) -> list[float]:
+    """Coefficients >= 0 of the line through (rows, targets) with errors relative to the line:
+    minimises sum(((row . c) - target) / (row . c))^2 by iteratively reweighted least squares
+    (first pass weighted by the targets, then twice by the previous fit), each pass the least
+    squares fit of every non-empty subset of the columns, the best whose coefficients are all
+    >= 0 (columns left out are 0). Weighting by the line, not by the targets, keeps the fit
+    the expected step (a target-weighted fit leans towards the fast steps). Targets must be
+    > 0. Deterministic (fixed subset order)."""
+    scales = list(targets)
+    best: list[float] = [0.0] * len(rows[0])
+    for _ in range(3):
+        best = _fit_subsets(rows, targets, scales)
+        fitted = [_dot(best, row) for row in rows]
+        if any(not value > 0.0 for value in fitted):
+            break
+        scales = fitted
+    return best
+
+
+def _fit_subsets(rows: list[list[float]], targets: list[float], scales: list[float]) -> list[float]:
+    width = len(rows[0])
+    best: list[float] = [0.0] * width
+    best_error = -1.0
+    for mask in range(1, 1 << width):
+        chosen = [column for column in range(width) if mask >> column & 1]
+        solved = _weighted_least_squares(rows, targets, scales, chosen)
+        if solved is None or any(value < 0.0 for value in solved):
+            continue
+        full = [0.0] * width
+        for column, value in zip(chosen, solved, strict=True):
+            full[column] = value
+        error = 0.0
+        for row, target, scale in zip(rows, targets, scales, strict=True):
+            error += ((_dot(full, row) - target) / scale) ** 2
+        if best_error < 0.0 or error < best_error:
+            best, best_error = full, error
+    return best
+
+
+def _weighted_least_squares(
+    rows: list[list[float]], targets: list[float], scales: list[float], columns: list[int]
+) -> list[float] | None:
+    """Solve the normal equations of the relative least squares fit on ``columns`` (Gaussian
+    elimination with partial pivoting); None when they are singular."""
+    size = len(columns)
+    matrix = [[0.0] * (size + 1) for _ in range(size)]
+    for row, target, scale in zip(rows, targets, scales, strict=True):
+        weight = 1.0 / (scale * scale)
+        for i in range(size):
+            left = row[columns[i]] * weight
+            for j in range(size):
+                matrix[i][j] += left * row[columns[j]]
+            matrix[i][size] += left * target
+    magnitude = [abs(matrix[i][i]) for i in range(size)]
+    for pivot in range(size):
+        best = pivot
+        for index in range(pivot + 1, size):
+            if abs(matrix[index][pivot]) > abs(matrix[best][pivot]):
+                best = index
+        if not abs(matrix[best][pivot]) > 1e-12 * magnitude[pivot]:
+            return None
+        matrix[pivot], matrix[best] = matrix[best], matrix[pivot]
+        for index in range(size):
+            if index != pivot:
+                factor = matrix[index][pivot] / matrix[pivot][pivot]
+                for column in range(pivot, size + 1):
+                    matrix[index][column] -= factor * matrix[pivot][column]
+    return [matrix[i][size] / matrix[i][i] for i in range(size)]
+
+
+class StepSurface(StepPrice):
     """Row-wise piecewise-linear interpolation of step prices over (count, tokens per count):
     within the row of equal count linear in tokens per count, between rows linear in count.
     Outside the recorded box the coordinates are clamped (never extrapolated); every answer is
@@ -101,7 +241,7 @@ class StepSurface:
     def __init__(self, points: list[tuple[int, float, float]], label: str) -> None:
         if not points:
             raise ValueError(f"{label}: no points")
-        self.label = label
+        super().__init__(label, min(latency for _, _, latency in points))
         rows: dict[int, list[tuple[float, float]]] = {}
         for count, per_request, latency in points:
             rows.setdefault(count, []).append((per_request, latency))

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aisim.fpm._engine_steps import PrimitiveCache, StepSurface, padded_graph_size
+from aisim.fpm._engine_steps import PrimitiveCache, StepPrice, padded_graph_size
 
 
 class ServedStepModel:
@@ -41,8 +41,8 @@ class ServedStepModel:
 
     def __init__(
         self,
-        decode: StepSurface,
-        prefill: StepSurface,
+        decode: StepPrice,
+        prefill: StepPrice,
         *,
         draft_length: int,
         step_overhead_ms: float,

@@ -8,10 +8,12 @@ import pytest
 
 from aisim.fpm import ForwardPassMetrics
 from aisim.fpm._engine_steps import (
+    LinearStepCost,
     PrimitiveCache,
     StepSurface,
     capture_sizes,
     creation_steps,
+    fit_non_negative,
     padded_graph_size,
 )
 from aisim.fpm._served_steps import ServedStepModel
@@ -167,3 +169,40 @@ def test_without_a_creation_cost_nothing_is_charged_but_the_misses_are_counted()
         25.0
     )
     assert model.coverage["primitives:created-unpriced"] == 1
+
+
+def test_a_line_through_exact_samples_is_recovered() -> None:
+    # Prefill 5 + 0.5 x tokens + 0.001 x tokens^2 / requests, by hand at four points.
+    samples = [(1, 100.0, 65.0), (1, 300.0, 245.0), (2, 200.0, 125.0), (4, 400.0, 245.0)]
+    line = LinearStepCost(samples, "prefill", "prefill")
+    assert line.coefficients == pytest.approx([5.0, 0.5, 0.001])
+    assert line.intercept_ms == pytest.approx(5.0)
+    coverage: dict[str, int] = {}
+    # 2 requests x 150 tokens: 5 + 150 + 0.001 x 300^2 / 2 = 200.
+    assert line.price(2, 300.0, coverage) == pytest.approx(200.0)
+    assert coverage == {"prefill:fit": 1}
+
+
+def test_the_fit_is_the_expected_step_not_the_typical_one() -> None:
+    # Three steps of one shape, 10, 10 and 13 ms: the price is their mean, 11 (replay adds
+    # steps up), not the median 10 nor the target-weighted 10.69 of a first pass.
+    line = LinearStepCost([(1, 100.0, 10.0), (1, 100.0, 10.0), (1, 100.0, 13.0)], "d", "decode")
+    assert line.price(1, 100.0, {}) == pytest.approx(11.0)
+    assert line.coefficients == pytest.approx([11.0, 0.0, 0.0])
+
+
+def test_no_coefficient_of_the_fit_is_negative() -> None:
+    # One request at growing context, slower at short context: the unconstrained line would
+    # have a negative past-KV term; the fit keeps the best line with every term >= 0, here the
+    # constant 20 (their mean; B = 1 everywhere, so the B term would tie and comes second).
+    samples = [(1, 100.0, 21.0), (1, 200.0, 20.0), (1, 300.0, 19.0)]
+    assert fit_non_negative(
+        [[1.0, 1.0, tokens] for _, tokens, _ in samples], [ms for *_, ms in samples]
+    ) == pytest.approx([20.0, 0.0, 0.0])
+
+
+def test_a_linear_step_cost_needs_samples_and_a_kind() -> None:
+    with pytest.raises(ValueError, match="no samples"):
+        LinearStepCost([], "decode", "decode")
+    with pytest.raises(ValueError, match="kind"):
+        LinearStepCost([(1, 1.0, 1.0)], "x", "mixed")

@@ -93,32 +93,55 @@ def test_a_table_without_prefill_steps_is_refused(tmp_path: Path) -> None:
 
 
 def _cpu_table(tmp_path: Path) -> StepTable:
-    """The table above with its prefill points timed again at the same (cached) token count,
-    2, 3, 5 and 4 ms cheaper, recorded by our recorder (vLLM CPU)."""
+    """A table recorded by our recorder (vLLM CPU) whose medians lie on lines: decode
+    8 + 1 x B + 0.01 x past KV (10, 12, 16, 24 ms), prefill 10 + 0.2 x prompt tokens (30, 70,
+    50, 130 ms), each timed at +-1 ms; every prefill point timed again at the same (cached)
+    token count 4 ms cheaper."""
     base = _table(tmp_path)
-    cached = base.steps[base.steps["phase"] == "prefill"].copy()
-    cheaper = {"prefill-b1-c100": 2.0, "prefill-b1-c300": 3.0, "prefill-b2-c100": 5.0}
-    cached["wall_ms"] = cached["wall_ms"] - cached["point_id"].map(cheaper).fillna(4.0)
+    steps = base.steps.copy()
+    on_the_plane = {"decode-b1-c100": 10.0, "decode-b1-c300": 12.0, "decode-b4-c100": 16.0}
+    decode = steps["phase"] == "decode"
+    median = steps["point_id"].map(on_the_plane).fillna(24.0)
+    timed = steps["wall_ms"].where(~steps["warmup"])
+    offset = steps["wall_ms"] - timed.groupby(steps["point_id"]).transform("median")
+    steps.loc[decode, "wall_ms"] = (median + offset)[decode]
+    cached = steps[steps["phase"] == "prefill"].copy()
+    cached["wall_ms"] = cached["wall_ms"] - 4.0
     cached["point_id"] = cached["point_id"].str.replace("prefill-", "prefill-cached-")
     cached["phase"] = "prefill-cached"
-    steps = pd.concat([base.steps, cached], ignore_index=True)
+    steps = pd.concat([steps, cached], ignore_index=True)
     return StepTable(tmp_path, steps, {"identity": {"engine": "vllm-cpu"}})
+
+
+def test_on_cpu_prices_are_lines_fitted_to_every_timed_step(tmp_path: Path) -> None:
+    model = EngineStepModel(_cpu_table(tmp_path), 0)
+    assert model.platform == "cpu"
+    assert model.creation_ms == pytest.approx(4.0)
+    # B = 2 at 200 past tokens each: 8 + 2 + 0.01 x 400 = 14.
+    assert model.decode.price(2, 400, {}) == pytest.approx(14.0)
+    # Outside the timed box the line goes on (B = 8, 100 each: 8 + 8 + 8), counted.
+    coverage: dict[str, int] = {}
+    assert model.decode.price(8, 800, coverage) == pytest.approx(24.0)
+    assert coverage == {"decode:fit-outside": 1}
+    # One engine step's fixed cost is the decode line's intercept.
+    assert model.step_overhead_ms == pytest.approx(8.0)
 
 
 def test_creation_cost_comes_from_the_grid_and_new_token_counts_pay_it(tmp_path: Path) -> None:
     model = EngineStepModel(_cpu_table(tmp_path), 0)
-    # Median of 2, 3, 4, 5 ms.
-    assert model.platform == "cpu"
-    assert model.creation_ms == pytest.approx(3.5)
     prefill = ForwardPassMetrics(num_prefill_requests=1, sum_prefill_tokens=200)
-    # Cached prefill at 200 tokens: halfway between 28 and 67 = 47.5; new count: + 3.5 = 51.
-    assert model.estimate_forward_pass_time_ms(prefill) == pytest.approx(51.0)
-    assert model.estimate_forward_pass_time_ms(prefill) == pytest.approx(47.5)
-    # A decode step at a new token count (1) pays it too, then not.
+    # Cached prefill (the line through the cached steps and the new-count steps less 4 ms):
+    # 6 + 0.2 x 200 = 46; at a new token count + 4 = 50; then cached.
+    assert model.estimate_forward_pass_time_ms(prefill) == pytest.approx(50.0)
+    assert model.estimate_forward_pass_time_ms(prefill) == pytest.approx(46.0)
+    # A decode step at a new token count (1) pays it too, then not: 8 + 1 + 2 = 11.
     decode = ForwardPassMetrics(1, 200)
-    assert model.estimate_forward_pass_time_ms(decode) == pytest.approx(15.0 + 3.5)
-    assert model.estimate_forward_pass_time_ms(decode) == pytest.approx(15.0)
-    # The table alone (engine_model=False) prices prefill from the new-count steps: 50.
+    assert model.estimate_forward_pass_time_ms(decode) == pytest.approx(11.0 + 4.0)
+    assert model.estimate_forward_pass_time_ms(decode) == pytest.approx(11.0)
+    # Mixed, 1 decode at 200 + 100 prompt tokens (101 tokens, new): 11 + 26 - 8 + 4.
+    mixed = ForwardPassMetrics(1, 200, 1, 100)
+    assert model.estimate_forward_pass_time_ms(mixed) == pytest.approx(33.0)
+    # The table alone (engine_model=False) interpolates the new-count prefill steps: 50.
     plain = EngineStepModel(_cpu_table(tmp_path), 0, engine_model=False)
     assert plain.estimate_forward_pass_time_ms(prefill) == pytest.approx(50.0)
     assert plain.estimate_forward_pass_time_ms(prefill) == pytest.approx(50.0)
