@@ -15,7 +15,11 @@ vLLM, prints one line per candidate; a benchmark, not a test).
   state freed: ``Scheduler.update_from_output``, ``GPUModelRunner._update_states``) against a
   decode step of the same batch in which none does;
 * **mixed contexts**: a decode step of 4 requests at contexts 16, 16, 16, 208 against one at
-  64 each (the same past KV in total: what the table's per-request mean assumes).
+  64 each (the same past KV in total: what the table's per-request mean assumes);
+* **steps since the prefill** (``--long``): the grid times a batch's decode steps right after
+  its prefill (the recorder's ``record_grid``); a served request decodes for many steps. The
+  2nd-4th decode steps of B requests against their 40th-42nd, less what the 40 tokens of
+  context added cost (the same B at the later context, 2nd-4th steps after its own prefill).
 
 Every figure is the median over ``--reps`` repetitions of wall time (ms) with one OpenMP thread;
 the host load is printed before and after. Run it on a quiet host.
@@ -48,6 +52,11 @@ def main(argv: list[str] | None = None) -> int:
         "--draft-shape",
         default=None,
         help="SD on (draft_model, d = 3) with this draft: only the prefill-step candidate runs",
+    )
+    parser.add_argument(
+        "--long",
+        action="store_true",
+        help="only the steps-since-the-prefill candidate (decode steps 2-4 against 40-42)",
     )
     args = parser.parse_args(argv)
     from qualification.engine._vllm import set_process_environment
@@ -120,8 +129,33 @@ def main(argv: list[str] | None = None) -> int:
         add(96, 16)
     steps()
 
-    if draft_dir is not None:
+    if draft_dir is not None and not args.long:
         return _prefill_that_continues(engine, clock, add, args.reps)
+    if args.long:
+        per_round = 1 if draft_dir is None else 4  # tokens a decode step (SD round) emits
+        for batch in (1, 4):
+            early: list[float] = []
+            late: list[float] = []
+            control: list[float] = []
+            for rep in range(args.reps):
+                for _ in range(batch):
+                    add(160 + rep, 48 * per_round)
+                decodes = [r for r in steps() if r.num_prefill_requests == 0]
+                early.append(statistics.median(wall(r) for r in decodes[1:4]))
+                late.append(statistics.median(wall(r) for r in decodes[39:42]))
+                # The same batch at the later context, right after its own prefill.
+                for _ in range(batch):
+                    add(160 + 40 * per_round + rep, 8 * per_round)
+                decodes = [r for r in steps() if r.num_prefill_requests == 0]
+                control.append(statistics.median(wall(r) for r in decodes[1:4]))
+            print(
+                f"steps since the prefill (B={batch}, ~160 tokens): decode steps 2-4 "
+                f"{statistics.median(early):.2f} ms, 40-42 {statistics.median(late):.2f} ms, "
+                f"the later context right after its prefill {statistics.median(control):.2f} ms; "
+                f"late / control {statistics.median(late) / statistics.median(control):.3f}"
+            )
+        print(f"load after: {_load():.2f}")
+        return 0
 
     # 1. primitive creation on a decode step after eviction.
     evicted: list[float] = []
