@@ -285,6 +285,16 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out["throughput_error_pct"] = float(np.mean([run["throughput"]["error_pct"] for run in runs]))
     if runs and "drift_adjusted" in runs[0]:
         out["drift_adjusted"] = _summary([run["drift_adjusted"] for run in runs])
+    if runs and all("step_errors" in run for run in runs):
+        # The step model's own figure (issue 23): the largest |median served-step price error|
+        # over the served runs and step kinds, the grid as the only input.
+        medians = [
+            abs(kind["median_pct"])
+            for run in runs
+            for kind in run["step_errors"]["summary"].values()
+        ]
+        if medians:
+            out["step_price_median_error_max_pct"] = float(max(medians))
     if runs and "step_cost_drift" in runs[0]:
         # Evidence quality: how far the engine's speed during a served run was from its speed
         # while the step table was timed (1.00: the same), the worst run.

@@ -77,6 +77,12 @@ CHECKS: Final[dict[str, dict[str, Metric]]] = {
         ),
         "ttft_mean_relative_error": Metric("signed", False, "mean TTFT relative error"),
         "throughput_error": Metric("signed", False, "relative throughput error"),
+        "step_price_error": Metric(
+            "error",
+            False,
+            "the step model: largest |median served-step price error| over the served runs and "
+            "step kinds, the separately recorded grid as the only input",
+        ),
         "step_cost_drift_deviation": Metric(
             "error",
             False,
@@ -157,6 +163,7 @@ ENGINE_FIGURES: Final = {
     ),
     "ttft_mean_relative_error": (("ttft", "mean_error_pct"), None),
     "throughput_error": (("throughput_error_pct",), None),
+    "step_price_error": (("step_price_median_error_max_pct",), None),
     "step_cost_drift_deviation": (("step_cost_drift_max_deviation_pct",), None),
 }
 

@@ -293,3 +293,21 @@ def test_ngram_undrafted_rounds_need_finished_requests(tmp_path: Path) -> None:
     )
     with pytest.raises(DataIntegrityError, match="vllm:request_success: no finished request"):
         replay_config(_run(settings, tmp_path), StepTable(tmp_path, plain_steps, {}))
+
+
+def test_the_step_model_figure_is_the_worst_median_over_runs_and_kinds() -> None:
+    from qualification.engine._score import _summary
+
+    def run(medians: dict[str, float]) -> dict[str, Any]:
+        figures: dict[str, Any] = {
+            metric: {"median_abs_error_pct": 1.0} for metric in ("ttft", "tpot", "e2e")
+        }
+        figures["throughput"] = {"error_pct": 0.0}
+        figures["step_errors"] = {
+            "summary": {kind: {"median_pct": value} for kind, value in medians.items()}
+        }
+        return figures
+
+    # |-3.0|, |+7.5| in run 1 and |-8.25| in run 2: the worst is 8.25, a negative median.
+    summary = _summary([run({"decode": -3.0, "mixed": 7.5}), run({"prefill": -8.25})])
+    assert summary["step_price_median_error_max_pct"] == 8.25
