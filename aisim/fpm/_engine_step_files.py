@@ -8,7 +8,8 @@ recording scorer (``qualification/engine/_step_model.py``) and ``aisim replay --
 (``load_step_table_model``) both price with it. The points are per ``point_id`` medians of the
 non-warm-up steps: decode (or SD rounds at the model's d) over (B, past KV per request),
 prefill over (requests, prompt tokens per request) from phase ``prefill`` (a token count new to
-the engine) and ``prefill-cached`` (the same count again). The engine behaviours modelled and
+the engine) and ``prefill-cached`` (the same count again); on vLLM's CPU platform every timed
+step (not the medians) is fitted by a line per kind (``LinearStepCost``). The engine behaviours modelled and
 their sources: ``aisim/fpm/_engine_steps.py``; the pricing rules: ``_served_steps.py``.
 """
 

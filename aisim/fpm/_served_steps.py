@@ -2,12 +2,15 @@
 (an engine's grid of timed decode, prefill and SD-round steps) and a model of the engine
 (docs/replay.md, "Served steps"; the engine behaviours and their sources: ``_engine_steps``).
 
-A pass is priced as:
+A pass is priced as (on vLLM's CPU platform each "surface" is a line fitted to every timed step
+of its kind, ``LinearStepCost``; elsewhere the table's per-point medians, interpolated,
+``StepSurface``):
 
 * decode only: the decode surface (SD rounds when SD is on) at (requests, past KV);
 * prefill only: the prefill surface at (requests, prompt tokens);
 * mixed (chunked prefill beside decodes, one engine step): decode part + prefill part - the
-  per-step overhead (the table's cheapest decode step), which one engine step pays once
+  per-step overhead (the decode line's intercept on CPU, else the table's cheapest decode
+  step), which one engine step pays once
   (``vllm/v1/engine/core.py``, ``EngineCore.step``);
 * vLLM CPU, with the primitive-cache model on: the step's token count M (every scheduled query
   token) goes through the oneDNN cache model; prefill is priced from the table's *cached*
@@ -20,7 +23,8 @@ A pass is priced as:
   requests over the same past KV; a mixed or prefill step with its prompt tokens padded), and
   eagerly (unpadded) above the largest captured size.
 
-Outside the recorded box the surfaces clamp, counted per answer in ``coverage``.
+Outside the recorded box the interpolated surfaces clamp and the lines go on, counted per answer
+in ``coverage``.
 """
 
 from __future__ import annotations

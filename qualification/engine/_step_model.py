@@ -5,7 +5,9 @@ The table holds medians of timed engine steps: decode (or SD-round) steps at B r
 per-request context, and prefill steps at n requests of a per-request prompt length, timed at
 a step token count new to the engine (phase ``prefill``) and, in newer grids, again at the same
 count (phase ``prefill-cached``). The pricing itself is aisim's ``ServedStepModel``
-(``aisim/fpm/_served_steps.py``): row-wise interpolation, clamped outside the grid and counted;
+(``aisim/fpm/_served_steps.py``): on vLLM's CPU platform a line per step kind fitted to every
+timed step (``LinearStepCost``), elsewhere row-wise interpolation, clamped outside the grid and
+counted;
 a mixed step (chunked prefill beside decodes, one engine step) as decode + prefill - one step's
 overhead (the table's cheapest decode step; ``vllm/v1/engine/core.py``, ``EngineCore.step``:
 one scheduler pass, one model forward over the flattened tokens of every scheduled request, one
