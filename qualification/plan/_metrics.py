@@ -114,10 +114,22 @@ CHECKS: Final[dict[str, dict[str, Metric]]] = {
             "error", False, "highest per-metric coverage of the 90 % intervals, engine runs"
         ),
         "public_min_coverage": Metric(
-            "fraction", False, "lowest per-quantity coverage of the 90 % intervals, public rows"
+            "fraction",
+            False,
+            "lowest per-figure coverage of the 90 % intervals, public GPU serving points",
         ),
         "public_max_coverage": Metric(
-            "error", False, "highest per-quantity coverage of the 90 % intervals, public rows"
+            "error",
+            False,
+            "highest per-figure coverage of the 90 % intervals, public GPU serving points",
+        ),
+        "public_step_min_coverage": Metric(
+            "fraction",
+            False,
+            "lowest per-quantity coverage of the 90 % intervals, public step rows",
+        ),
+        "public_step_max_coverage": Metric(
+            "error", False, "highest per-quantity coverage of the 90 % intervals, public step rows"
         ),
     },
     # The committed scored run of the public GPU measurements (`aisim qualify public-gpu --out

@@ -22,11 +22,11 @@ from typing import Any, Final
 
 from aisim.files import atomic_write_bytes, atomic_write_text, canonical_json, check_writable
 from qualification.public_gpu._points import load_points
-from qualification.public_gpu._predict import predict, stderr_progress
+from qualification.public_gpu._predict import predict, replay_figures, stderr_progress
 from qualification.public_gpu._render import curve_plots, to_markdown
 from qualification.public_gpu._report_section import public_gpu_html, public_gpu_section
 from qualification.public_gpu._score import group_stats, headline, pair_stats, score_rows, sd_pairs
-from qualification.public_gpu._workload import Refusal, replay_config
+from qualification.public_gpu._workload import Refusal, replay_config, workload_key
 
 EVIDENCE_TYPE: Final = "public-measurement"
 GROUP_KEYS: Final = ("source", "hardware", "engine", "sd", "regime", "concurrency_band")
@@ -38,9 +38,11 @@ __all__ = [
     "load_fitted",
     "load_points",
     "replay_config",
+    "replay_figures",
     "run",
     "stderr_progress",
     "to_markdown",
+    "workload_key",
     "write_outputs",
     "public_gpu_html",
     "public_gpu_section",

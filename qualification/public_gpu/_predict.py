@@ -61,6 +61,16 @@ def _steady(result: Any, conc: int, gpus: int) -> dict[str, Any]:
     }
 
 
+def replay_figures(
+    result: Any, point: dict[str, Any], gpus: int, overhead_ms: float
+) -> dict[str, Any]:
+    """The figures ``point``'s source measured, read from a replay ``result`` of it: the
+    speculators sweep's steady window, else InferenceX's whole run with ``overhead_ms``."""
+    if point["source"] == "speculators":
+        return _steady(result, point["conc"], gpus)
+    return _whole_run(result.summary, gpus, overhead_ms)
+
+
 def predict(
     points: list[dict[str, Any]],
     progress: Callable[[str], None] | None = None,

@@ -29,7 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     gpu.add_argument("--replicas", type=int, default=10)
     gpu.add_argument("--seed", type=int, default=0)
-    gpu.add_argument("--source", default="speculators", help="speculators, inferencex or all")
+    gpu.add_argument(
+        "--source", default="all", help="inferencex-latest, speculators or all (held out)"
+    )
+    gpu.add_argument("--workers", type=int, default=1, help="processes (1)")
+    gpu.add_argument("--out", help="write the JSON here (atomic) instead of printing it")
     args = parser.parse_args(argv)
     if args.command == "coverage-public-gpu":
         from qualification.uncertainty._coverage import public_gpu_coverage
@@ -40,8 +44,13 @@ def main(argv: list[str] | None = None) -> int:
             args.replicas,
             args.seed,
             None if chosen == "all" else (lambda point: point["source"] == chosen),
+            workers=args.workers,
         )
-        sys.stdout.write(canonical_json(result))
+        if args.out:
+            atomic_write_text(Path(args.out), canonical_json(result), overwrite=True)
+            sys.stdout.write(f"wrote {args.out}\n")
+        else:
+            sys.stdout.write(canonical_json(result))
         return 0
     if args.command == "coverage":
         from qualification.uncertainty._coverage import coverage, to_markdown

@@ -7,9 +7,19 @@ error distribution fitted on the other evidence only.
   recording left out (leave one recording out), the acceptance spread of the grid's counters
   (the rounds they counted) and the acceptance seed; judged per metric on the run's measured
   mean and p90 TTFT, TPOT, E2E and output throughput.
-* **public GPU measurements** (``qualification/public/measurements.json``): the roofline's
-  price times the 5-95 % range (nearest rank) of the roofline's cost-error ratios without the
-  row's own sample (leave one row out): decode steps and EAGLE-3 round / STP ratios.
+* **public GPU serving runs** (``evidence/public-gpu``, as ``aisim qualify public-gpu`` scored
+  them: ``scored/public_gpu_rows.csv``): each held-out point's predicted median TTFT, mean TPOT
+  and output tokens/s per GPU times the 5-95 % range (nearest rank) of measured / predicted of
+  the same figure on the InferenceX history rows the roofline's GPU terms were fitted on (the
+  rows the cost-error table's GPU ``decode`` and ``prefill`` samples come from). Judged on the
+  points no fitted term and no sample saw: the InferenceX latest file and the speculators
+  sweep. The plan's figure is over the points without SD; the SD points are shown by group
+  (InferenceX records no acceptance, so its MTP points replay an assumed one; the GPU SD-round
+  evidence is 6 step-level rows).
+* **public GPU step rows** (``qualification/public/measurements.json``): the roofline's price
+  times the 5-95 % range of held-out ratios: decode steps against the InferenceX history decode
+  ratios above (another source), EAGLE-3 round / STP ratios against the other five rows (leave
+  one row out: there is no other SD-round evidence on GPU).
 """
 
 from __future__ import annotations
@@ -20,7 +30,15 @@ from typing import Any, Final
 
 import numpy as np
 
-from aisim.uncertainty import CostErrorTable, Sources, load_cost_errors, quantile, replay_intervals
+from aisim.uncertainty import (
+    CostErrorTable,
+    Sources,
+    load_cost_errors,
+    plan_draws,
+    quantile,
+    reduce,
+    replay_intervals,
+)
 
 #: Engine metrics judged: interval metric -> (measured figure, label).
 ENGINE_METRICS: Final = {
@@ -125,7 +143,8 @@ def _share(flags: list[bool]) -> dict[str, Any]:
 
 
 def public_coverage(table: CostErrorTable | None = None) -> dict[str, Any]:
-    """Leave-one-row-out intervals for every public row (roofline)."""
+    """Held-out intervals for every public step row (roofline): decode rows against the GPU
+    serving decode samples (another source), round / STP rows leave one row out."""
     from qualification.public import load_measurements, score
 
     evidence = table if table is not None else load_cost_errors()
@@ -133,14 +152,14 @@ def public_coverage(table: CostErrorTable | None = None) -> dict[str, Any]:
     scored = {row["id"]: row for row in score("roofline")["rows"]}
     rows = []
     roofline = evidence.for_estimator("roofline")
+    serving_decode = [
+        s.ratio
+        for s in roofline
+        if s.step_kind == "decode" and s.source.startswith(PUBLIC_GPU_ROWS)
+    ]
     for row in data["decode_steps"]:
-        others = [
-            s.ratio
-            for s in roofline
-            if s.step_kind == "decode" and s.group != f"public/{row['id']}"
-        ]
         result = scored[row["id"]]
-        rows.append(_judged(row["id"], "decode_ms", result, others, row["role"]))
+        rows.append(_judged(row["id"], "decode_ms", result, serving_decode, row["role"]))
     setup = data["sd_round_setup"]
     for row in data["sd_round_ratios"]:
         others = [
@@ -154,7 +173,129 @@ def public_coverage(table: CostErrorTable | None = None) -> dict[str, Any]:
     for quantity in ("decode_ms", "round_over_stp"):
         flags = [row["inside"] for row in rows if row["quantity"] == quantity]
         per_quantity[quantity] = _share(flags)
-    return {"rows": rows, "coverage": per_quantity}
+    return {
+        "rows": rows,
+        "coverage": per_quantity,
+        "samples_from": {
+            "decode_ms": PUBLIC_GPU_ROWS + " (InferenceX history rows, no SD)",
+            "round_over_stp": "the other five round / STP rows (leave one row out)",
+        },
+    }
+
+
+#: The scored public GPU rows and the figures judged on them (measured / predicted columns).
+PUBLIC_GPU_ROWS: Final = "evidence/public-gpu/scored/public_gpu_rows.csv"
+SERVING_FIGURES: Final = {
+    "median_ttft_ms": "median TTFT",
+    "mean_tpot_ms": "TPOT (mean, else median)",
+    "output_tput_per_gpu": "output tokens/s per GPU",
+}
+#: A figure missing from a row is read from this one (InferenceX history has median TPOT only).
+FALLBACK: Final = {"mean_tpot_ms": "median_tpot_ms"}
+
+
+def serving_coverage(root: Path) -> dict[str, Any]:
+    """Held-out coverage of the public GPU serving points (module doc): the 5-95 % range of
+    each figure's measured / predicted on the fitted InferenceX history rows, applied to every
+    other scored point's prediction."""
+    import csv
+    import json
+
+    with (root / PUBLIC_GPU_ROWS).open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    training = set(
+        json.loads((root / "evidence/public-gpu/fitted_terms.json").read_text("utf-8"))[
+            "training_ids"
+        ]
+    )
+
+    def figures(row: dict[str, str], name: str) -> tuple[float, float] | None:
+        for column in (name, FALLBACK.get(name)):
+            measured, predicted = row.get(f"{column}_measured"), row.get(f"{column}_predicted")
+            if measured and predicted and float(predicted) > 0:
+                return float(measured), float(predicted)
+        return None
+
+    def ratio(row: dict[str, str], name: str) -> float | None:
+        found = figures(row, name)
+        return None if found is None else found[0] / found[1]
+
+    fitted = [
+        row for row in rows if row["source"] == "inferencex-history" and row["id"] in training
+    ]
+    ranges = {}
+    for name in SERVING_FIGURES:
+        ratios = [r for r in (ratio(row, name) for row in fitted) if r is not None]
+        if ratios:
+            ranges[name] = (quantile(ratios, LOW), quantile(ratios, HIGH), len(ratios))
+    judged = []
+    for row in rows:
+        if row["source"] not in ("inferencex-latest", "speculators"):
+            continue
+        metrics = {}
+        for name in SERVING_FIGURES:
+            found = figures(row, name)
+            if found is None or name not in ranges:
+                continue
+            measured, predicted = found
+            value = measured / predicted
+            low, high, _ = ranges[name]
+            metrics[name] = {
+                "measured": measured,
+                "point": predicted,
+                "low": predicted * low,
+                "high": predicted * high,
+                "inside": low <= value <= high,
+            }
+        judged.append(
+            {
+                "id": row["id"],
+                "group": f"{row['source']}/{row['sd']}",
+                "judged_for_plan": row["sd"] == "none",
+                "metrics": metrics,
+            }
+        )
+    groups = sorted({row["group"] for row in judged})
+    by_group = {
+        group: {
+            name: _share(
+                [
+                    r["metrics"][name]["inside"]
+                    for r in judged
+                    if r["group"] == group and name in r["metrics"]
+                ]
+            )
+            for name in SERVING_FIGURES
+        }
+        for group in groups
+    }
+    return {
+        "fitted_on": (
+            f"{len(fitted)} InferenceX history rows without SD that the roofline's GPU terms were "
+            "fitted on (evidence/public-gpu/fitted_terms.json training_ids)"
+        ),
+        "judged_on": "InferenceX latest and speculators points (no term or sample saw them)",
+        "plan_figure": (
+            "points without SD; SD points are shown by group: InferenceX's MTP points replay an "
+            "assumed acceptance, and the GPU SD-round evidence is 6 step-level rows"
+        ),
+        "ratio_ranges": {
+            name: {"p05": low, "p95": high, "rows": count}
+            for name, (low, high, count) in ranges.items()
+        },
+        "coverage": {
+            name: _share(
+                [
+                    r["metrics"][name]["inside"]
+                    for r in judged
+                    if r["judged_for_plan"] and name in r["metrics"]
+                ]
+            )
+            for name in SERVING_FIGURES
+        },
+        "coverage_by_group": by_group,
+        "points": judged,
+    }
 
 
 def _judged(
@@ -181,8 +322,9 @@ def coverage(evidence_dir: Path, replicas: int = 20, seed: int = 0) -> dict[str,
     with the plan's figures: the lowest and highest per-metric coverage of each."""
     engine = engine_coverage(evidence_dir, replicas, seed)
     public = public_coverage()
+    serving = serving_coverage(evidence_dir.parent)
     figures: dict[str, float] = {}
-    for name, part in (("engine", engine), ("public", public)):
+    for name, part in (("engine", engine), ("public", serving), ("public_step", public)):
         shares = [item["coverage"] for item in part["coverage"].values()]
         if shares and all(share is not None for share in shares):
             figures[f"{name}_min_coverage"] = min(shares)
@@ -193,6 +335,7 @@ def coverage(evidence_dir: Path, replicas: int = 20, seed: int = 0) -> dict[str,
         "command": f"python -m qualification.uncertainty coverage --replicas {replicas} --seed {seed}",
         "engine": engine,
         "public": public,
+        "public_gpu_serving": serving,
         "figures": figures,
     }
 
@@ -214,11 +357,28 @@ def to_markdown(result: dict[str, Any]) -> str:
         "| evidence | metric | inside / judged | coverage |",
         "|---|---|---|---|",
     ]
-    for part, labels in (("engine", ENGINE_METRICS), ("public", None)):
+    parts = (
+        ("engine", "engine", ENGINE_METRICS),
+        ("public GPU serving, no SD", "public_gpu_serving", SERVING_FIGURES),
+        ("public GPU step rows", "public", None),
+    )
+    for label_part, part, labels in parts:
         for name, share in result[part]["coverage"].items():
             label = labels[name] if labels else name
             value = "n/a" if share["coverage"] is None else f"{share['coverage']:.0%}"
-            lines.append(f"| {part} | {label} | {share['inside']} / {share['judged']} | {value} |")
+            lines.append(
+                f"| {label_part} | {label} | {share['inside']} / {share['judged']} | {value} |"
+            )
+    lines += ["", "Public GPU serving points by group (the plan's figure is over no SD):", ""]
+    lines += ["| group | " + " | ".join(SERVING_FIGURES.values()) + " |"]
+    lines += ["|---|" + "---|" * len(SERVING_FIGURES)]
+    for group, shares in result["public_gpu_serving"]["coverage_by_group"].items():
+        cells = [
+            f"{item['inside']} / {item['judged']}"
+            + ("" if item["coverage"] is None else f" ({item['coverage']:.0%})")
+            for item in shares.values()
+        ]
+        lines.append(f"| {group} | " + " | ".join(cells) + " |")
     lines += ["", "Outside their interval:", ""]
     for run in result["engine"]["runs"]:
         for name, item in run["metrics"].items():
@@ -236,12 +396,27 @@ def to_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: Public GPU serving figures judged: measured key -> interval metric (whole-run, as replayed).
-SERVING_METRICS: Final = {
-    "median_ttft_ms": "p50_ttft_ms",
-    "mean_tpot_ms": "mean_tpot_ms",
-    "output_tput_per_gpu": "output_tok_s_per_gpu",
-}
+#: Public GPU serving figures judged (as ``qualification.public_gpu`` figures a replay: whole
+#: run with the fitted per-request overhead for InferenceX, the steady window for speculators).
+SERVING_METRICS: Final = ("median_ttft_ms", "mean_tpot_ms", "output_tput_per_gpu")
+#: Held out from every fitted term and every cost-error sample: the InferenceX latest file and
+#: the speculators sweep (the samples come from InferenceX history rows only).
+HELD_OUT_SOURCES: Final = ("inferencex-latest", "speculators")
+
+
+def _replica_figures(job: tuple[dict[str, Any], Any, dict[str, Any], float]) -> dict[str, Any]:
+    """One replay (the point run when the draw is None) figured as ``public_gpu`` figures it."""
+    from aisim.config import run_replay
+    from aisim.errors import AisimError
+    from aisim.uncertainty._draw import run_draw
+    from qualification.public_gpu import replay_figures
+
+    point, draw, config, overhead = job
+    try:
+        result = run_replay(config) if draw is None else run_draw(config, Path("."), draw)
+    except AisimError as exc:
+        return {"error": str(exc)}
+    return replay_figures(result, point, int(point["gpus"]), overhead)
 
 
 def public_gpu_coverage(
@@ -249,66 +424,153 @@ def public_gpu_coverage(
     replicas: int = 10,
     seed: int = 0,
     select: Any = None,
+    workers: int = 1,
+    table: CostErrorTable | None = None,
 ) -> dict[str, Any]:
-    """Every public GPU serving point (``evidence/public-gpu``, the points ``select`` keeps)
-    that ``qualification.public_gpu`` can replay: its whole-run median TTFT, mean TPOT and
-    output tokens/s per GPU against their 90 % intervals (roofline cost errors from
-    ``qualification/public/measurements.json``, a different source: held out by construction).
-    A refused point is counted, not judged."""
-    from aisim.sweep import Task, run_tasks
-    from aisim.uncertainty import plan_draws, reduce
-    from qualification.public_gpu import Refusal, load_points, replay_config
+    """Every held-out public GPU serving point (``evidence/public-gpu``: the InferenceX latest
+    file and the speculators sweep, those ``select`` keeps) that ``qualification.public_gpu``
+    can replay: the point and ``replicas`` replicas (all sources; the roofline's cost errors of
+    the committed table, whose GPU samples are InferenceX history rows only), each figured as
+    ``public_gpu`` figures a replay, so the interval is of the very figure it scores: whole-run
+    median TTFT (with the fitted per-request overhead), mean TPOT and output tokens/s per GPU.
+    Judged per metric and per group (source x SD); a refused point is counted, not judged.
+    The InferenceX MTP points replay an assumed acceptance (InferenceX records none) with no
+    spread: they are judged and shown, but kept out of the plan's figure (``judged_for_plan``)."""
+    import multiprocessing
 
-    points = load_points(evidence_dir / "public-gpu")
+    from qualification.public_gpu import (
+        Refusal,
+        load_fitted,
+        load_points,
+        replay_config,
+        workload_key,
+    )
+
+    folder = evidence_dir / "public-gpu"
+    points = [p for p in load_points(folder) if p["source"] in HELD_OUT_SOURCES]
     if select is not None:
         points = [point for point in points if select(point)]
-    table = load_cost_errors()
-    judged = []
-    refused = 0
+    fitted = load_fitted(folder)
+    overheads = {k: float(v["ms"]) for k, v in fitted.get("request_overhead_ms", {}).items()}
+    evidence = table if table is not None else load_cost_errors()
+    refused: list[dict[str, str]] = []
+    jobs: list[tuple[dict[str, Any], Any, dict[str, Any], float]] = []
+    keys: list[tuple[str, int]] = []
+    setups: dict[str, Any] = {}
+    replayed: dict[str, tuple[dict[str, Any], str]] = {}
     for point in points:
         try:
             config, _ = replay_config(point)
-        except Refusal:
-            refused += 1
+        except Refusal as exc:
+            refused.append({"id": point["id"], "reason": str(exc)})
+            continue
+        overhead = (
+            float(overheads.get(point["engine"], 0.0)) if point["source"] != "speculators" else 0.0
+        )
+        key = f"{workload_key(config)}|{point['source']}|{point['conc']}|{point['gpus']}|{overhead}"
+        replayed[point["id"]] = (point, key)
+        if key in setups:
             continue
         draws, setup = plan_draws(
-            config, Path("."), replicas, seed=seed, sources=Sources(), table=table
+            config, Path("."), replicas, seed=seed, sources=Sources(), table=evidence
         )
-        rows: dict[int, dict[str, Any]] = {}
-        tasks = [Task(0, config), *(Task(1 + d.replica, config, d) for d in draws)]
-        run_tasks(tasks, ".", {}, rows.__setitem__, backend="pool", workers=1, address=None)
-        if any(row.get("status") != "ok" for row in rows.values()):
-            refused += 1
+        setups[key] = setup
+        jobs.append((point, None, config, overhead))
+        keys.append((key, -1))
+        for draw in draws:
+            jobs.append((point, draw, config, overhead))
+            keys.append((key, draw.replica))
+    if workers > 1 and len(jobs) > 1:
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            figures = pool.map(_replica_figures, jobs, chunksize=1)
+    else:
+        figures = [_replica_figures(job) for job in jobs]
+    by_key: dict[str, dict[int, dict[str, Any]]] = {}
+    for (key, replica), figure in zip(keys, figures, strict=True):
+        by_key.setdefault(key, {})[replica] = figure
+    judged = []
+    for point_id, (point, key) in replayed.items():
+        runs = by_key[key]
+        if any("error" in figure for figure in runs.values()):
+            refused.append(
+                {
+                    "id": point_id,
+                    "reason": f"replay: {next(f['error'] for f in runs.values() if 'error' in f)}",
+                }
+            )
             continue
-        reduced = reduce(rows[0], [rows[1 + i] for i in range(replicas)], SERVING_METRICS.values())
+        rows = [runs[i] for i in range(replicas)]
+        reduced = reduce(runs[-1], rows, SERVING_METRICS)
         metrics = {}
-        for measured_key, name in SERVING_METRICS.items():
-            value = point["measured"].get(measured_key)
+        for name in SERVING_METRICS:
+            value = point["measured"].get(name)
             interval = reduced[name]
             if value is None or interval["low"] is None:
                 continue
-            metrics[measured_key] = {
+            metrics[name] = {
                 "measured": float(value),
                 "point": interval["point"],
                 "low": interval["low"],
                 "high": interval["high"],
                 "inside": interval["low"] <= float(value) <= interval["high"],
             }
+        assumed = point["source"] != "speculators" and point["sd"] != "none"
         judged.append(
             {
-                "id": point["id"],
-                "includes": [n for n, s in setup.sources.items() if s["included"]],
+                "id": point_id,
+                "group": f"{point['source']}/{point['sd']}",
+                "judged_for_plan": not assumed,
+                "includes": [n for n, s in setups[key].sources.items() if s["included"]],
                 "metrics": metrics,
             }
         )
+    groups = sorted({row["group"] for row in judged})
+    per_group = {
+        group: {
+            name: _share(
+                [
+                    r["metrics"][name]["inside"]
+                    for r in judged
+                    if r["group"] == group and name in r["metrics"]
+                ]
+            )
+            for name in SERVING_METRICS
+        }
+        for group in groups
+    }
     per_metric = {
-        key: _share([row["metrics"][key]["inside"] for row in judged if key in row["metrics"]])
-        for key in SERVING_METRICS
+        name: _share(
+            [
+                r["metrics"][name]["inside"]
+                for r in judged
+                if r["judged_for_plan"] and name in r["metrics"]
+            ]
+        )
+        for name in SERVING_METRICS
     }
     return {
+        "schema": {"name": "aisim.public_gpu_interval_coverage", "version": 1},
+        "command": (
+            f"python -m qualification.uncertainty coverage-public-gpu --replicas {replicas} "
+            f"--seed {seed}"
+        ),
+        "held_out": (
+            "points of the InferenceX latest file and the speculators sweep; the roofline's GPU "
+            "terms (fitted_terms.json) and its GPU cost-error samples "
+            "(aisim/uncertainty/cost_errors.v1.json, source "
+            "evidence/public-gpu/scored/public_gpu_rows.csv) saw InferenceX history rows only"
+        ),
+        "plan_figure": (
+            "every judged point except the InferenceX MTP points, which replay an assumed "
+            "acceptance (InferenceX records none) that no interval can carry"
+        ),
+        "cost_samples": evidence.describe("roofline"),
         "points": len(points),
         "refused": refused,
+        "distinct_replays": len(setups),
         "judged": judged,
         "coverage": per_metric,
+        "coverage_by_group": per_group,
         "replicas": replicas,
+        "seed": seed,
     }

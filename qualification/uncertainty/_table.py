@@ -5,6 +5,15 @@ evidence: one sample per measured / predicted step-price ratio, with its provena
   steps (ratio = measured / roofline), and EAGLE-3 round / STP ratios (``sd_round`` relative to
   ``decode``: measured ratio / roofline ratio). Rows whose role is ``derivation`` fixed a
   roofline constant: they are kept out (their error is in-sample).
+* ``roofline`` on GPU serving runs (InferenceX DeepSeek-R1 history rows, ``evidence/public-gpu``,
+  as ``aisim qualify public-gpu`` replayed them: ``scored/public_gpu_rows.csv``): per point,
+  measured / predicted TPOT (mean, else median) as its ``decode`` ratio, measured / predicted
+  median TTFT as its ``prefill`` ratio at concurrency <= 8 (where TTFT is mostly the prefill,
+  not queueing). Only the history rows without SD that the roofline's GPU terms were fitted on
+  (``fitted_terms.json``); the latest file, the MTP rows and the speculators sweep stay held
+  out for the coverage (``python -m qualification.uncertainty coverage-public-gpu``). The MTP
+  rows give no SD-round samples: InferenceX records no acceptance, so their TPOT error is
+  mostly the assumed acceptance's, not the round price's.
 * ``stp_rule`` (recorded SD-round datasets, ``evidence/cpu-*``): per configuration (d, B, K), the
   measured median round / the published rule's price from the dataset's own STP table
   (``sd_round`` relative to ``decode``: the rule multiplies an STP price).
@@ -84,6 +93,66 @@ def public_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[str, A
             )
     sources = {source: {"sha256": _sha256(file), "evidence_type": "public-measurement"}}
     return samples, sources
+
+
+#: The scored public GPU rows (``aisim qualify public-gpu --out evidence/public-gpu/scored``).
+PUBLIC_GPU_ROWS: Final = "evidence/public-gpu/scored/public_gpu_rows.csv"
+#: TTFT ratios are taken as prefill price ratios up to this concurrency.
+PREFILL_CONCURRENCY: Final = 8
+
+
+def public_gpu_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[str, Any]]]:
+    """The roofline's serving errors on the InferenceX history rows (see the module doc)."""
+    import csv
+    import json
+
+    file = root / PUBLIC_GPU_ROWS
+    training = set(
+        json.loads((root / "evidence/public-gpu/fitted_terms.json").read_text("utf-8"))[
+            "training_ids"
+        ]
+    )
+    samples = []
+    with file.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        if row["source"] != "inferencex-history":
+            continue
+        if row["sd"] != "none" or row["id"] not in training:
+            continue
+        tpot = _ratio(row, "mean_tpot_ms") or _ratio(row, "median_tpot_ms")
+        regime = (
+            f"{row['hardware']}/{row['engine']}/{row['precision']}/{row['sd']}/c{row['conc']}/"
+            f"{row['regime']}"
+        )
+        group = f"public-gpu/{row['id']}"
+        where = f"{PUBLIC_GPU_ROWS}#{row['id']}"
+        if tpot is not None:
+            samples.append(
+                ErrorSample(
+                    "roofline",
+                    "decode",
+                    regime,
+                    group,
+                    tpot,
+                    where,
+                    "public-measurement",
+                )
+            )
+        ttft = _ratio(row, "median_ttft_ms")
+        if ttft is not None and int(row["conc"]) <= PREFILL_CONCURRENCY:
+            samples.append(
+                ErrorSample("roofline", "prefill", regime, group, ttft, where, "public-measurement")
+            )
+    sources = {PUBLIC_GPU_ROWS: {"sha256": _sha256(file), "evidence_type": "public-measurement"}}
+    return samples, sources
+
+
+def _ratio(row: dict[str, str], name: str) -> float | None:
+    measured, predicted = row.get(f"{name}_measured"), row.get(f"{name}_predicted")
+    if not measured or not predicted or not float(predicted) > 0:
+        return None
+    return float(measured) / float(predicted)
 
 
 def rule_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[str, Any]]]:
@@ -173,7 +242,7 @@ def build_table(root: Path) -> CostErrorTable:
     """Every sample the committed evidence under ``root`` (the repository) gives."""
     samples: list[ErrorSample] = []
     sources: dict[str, dict[str, Any]] = {}
-    for part in (public_samples, rule_samples, engine_samples):
+    for part in (public_samples, public_gpu_samples, rule_samples, engine_samples):
         found, where = part(root)
         samples.extend(found)
         sources.update(where)

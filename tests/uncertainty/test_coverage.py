@@ -88,7 +88,7 @@ def test_public_gpu_points_are_judged_against_their_intervals() -> None:
     result = public_gpu_coverage(
         ROOT / "evidence", replicas=2, select=lambda point: point["id"] == "spec/mtp/HumanEval/c1"
     )
-    assert result["points"] == 1 and result["refused"] == 0
+    assert result["points"] == 1 and result["refused"] == []
     (point,) = result["judged"]
     assert set(point["metrics"]) == set(SERVING_METRICS)
     for item in point["metrics"].values():
@@ -105,3 +105,96 @@ def test_the_committed_cost_error_table_is_built_from_the_committed_evidence() -
         "the evidence or its pricing changed: run python -m qualification.uncertainty build "
         "and review the diff"
     )
+
+
+def test_serving_coverage_applies_the_fitted_rows_ratio_range_to_held_out_points(
+    tmp_path: Path,
+) -> None:
+    # 20 fitted history rows with TPOT measured / predicted 0.80, 0.81, ..., 0.99: the 5-95 %
+    # range (nearest rank) is the 1st and 19th smallest, [0.80, 0.98]. Held out: a latest point
+    # at 49 / 50 = 0.98 (inside), one at 49.5 / 50 = 0.99 (outside) and an MTP point (shown, not in the figure); the
+    # history row not fitted on and a dynamo row are neither fitted on nor judged.
+    import csv
+    import json
+
+    from qualification.uncertainty._coverage import PUBLIC_GPU_ROWS, serving_coverage
+
+    names = ["median_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "output_tput_per_gpu"]
+    header = ["id", "source", "sd"] + [f"{n}_{k}" for n in names for k in ("measured", "predicted")]
+    rows = []
+    for index in range(20):
+        rows.append(
+            {
+                "id": f"h{index}",
+                "source": "inferencex-history",
+                "sd": "none",
+                "median_tpot_ms_measured": 80 + index,
+                "median_tpot_ms_predicted": 100,
+            }
+        )
+    rows.append(
+        {
+            "id": "h-out",
+            "source": "inferencex-history",
+            "sd": "none",
+            "median_tpot_ms_measured": 500,
+            "median_tpot_ms_predicted": 100,
+        }
+    )
+    rows.append(
+        {
+            "id": "in",
+            "source": "inferencex-latest",
+            "sd": "none",
+            "mean_tpot_ms_measured": 49,
+            "mean_tpot_ms_predicted": 50,
+        }
+    )
+    rows.append(
+        {
+            "id": "out",
+            "source": "inferencex-latest",
+            "sd": "none",
+            "mean_tpot_ms_measured": 49.5,
+            "mean_tpot_ms_predicted": 50,
+        }
+    )
+    rows.append(
+        {
+            "id": "sd",
+            "source": "speculators",
+            "sd": "mtp",
+            "mean_tpot_ms_measured": 5,
+            "mean_tpot_ms_predicted": 10,
+        }
+    )
+    file = tmp_path / PUBLIC_GPU_ROWS
+    file.parent.mkdir(parents=True)
+    with file.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, header, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+    training = {"training_ids": [f"h{index}" for index in range(20)]}
+    (file.parent.parent / "fitted_terms.json").write_text(json.dumps(training), "utf-8")
+    result = serving_coverage(tmp_path)
+    assert result["ratio_ranges"]["mean_tpot_ms"] == {"p05": 0.8, "p95": 0.98, "rows": 20}
+    points = {point["id"]: point for point in result["points"]}
+    assert set(points) == {"in", "out", "sd"}
+    assert points["in"]["metrics"]["mean_tpot_ms"]["inside"] is True
+    assert points["out"]["metrics"]["mean_tpot_ms"]["inside"] is False
+    assert points["in"]["metrics"]["mean_tpot_ms"]["high"] == pytest.approx(49.0)
+    assert result["coverage"]["mean_tpot_ms"] == {"inside": 1, "judged": 2, "coverage": 0.5}
+    assert result["coverage_by_group"]["speculators/mtp"]["mean_tpot_ms"]["judged"] == 1
+
+
+def test_the_plan_figures_come_from_serving_points_and_step_rows_apart() -> None:
+    from qualification.uncertainty._coverage import public_coverage, serving_coverage
+
+    serving = serving_coverage(ROOT)
+    shares = [item["coverage"] for item in serving["coverage"].values()]
+    assert all(item["judged"] > 0 for item in serving["coverage"].values())
+    assert 0.0 <= min(shares) <= max(shares) <= 1.0
+    step = public_coverage()
+    # decode rows are judged against the GPU serving decode samples, not each other
+    decode = [row for row in step["rows"] if row["quantity"] == "decode_ms"]
+    assert decode and all(row["samples"] > 100 for row in decode)
