@@ -460,7 +460,7 @@ def public_gpu_coverage(
     replayed: dict[str, tuple[dict[str, Any], str]] = {}
     for point in points:
         try:
-            config, _ = replay_config(point)
+            config, settings = replay_config(point)
         except Refusal as exc:
             refused.append({"id": point["id"], "reason": str(exc)})
             continue
@@ -475,6 +475,7 @@ def public_gpu_coverage(
             config, Path("."), replicas, seed=seed, sources=Sources(), table=evidence
         )
         setups[key] = setup
+        point = {**point, "gpus": settings["gpus"]}
         jobs.append((point, None, config, overhead))
         keys.append((key, -1))
         for draw in draws:
