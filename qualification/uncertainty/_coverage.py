@@ -408,12 +408,11 @@ def _replica_figures(job: tuple[dict[str, Any], Any, dict[str, Any], float]) -> 
     """One replay (the point run when the draw is None) figured as ``public_gpu`` figures it."""
     from aisim.config import run_replay
     from aisim.errors import AisimError
-    from aisim.uncertainty._draw import run_draw
     from qualification.public_gpu import replay_figures
 
     point, draw, config, overhead = job
     try:
-        result = run_replay(config) if draw is None else run_draw(config, Path("."), draw)
+        result = run_replay(config) if draw is None else draw.run(config, Path("."))
     except AisimError as exc:
         return {"error": str(exc)}
     return replay_figures(result, point, int(point["gpus"]), overhead)

@@ -38,6 +38,9 @@ def test_cli_json_carries_the_interval(capsys: pytest.CaptureFixture[str]) -> No
     latency = payload["result"]["latency_ms"]
     assert interval["point_ms"] == latency
     assert interval["low_ms"] <= latency * 1.0000001 or interval["high_ms"] >= latency
-    assert interval["sources"] == ["qualification/public/measurements.json"]
+    assert interval["sources"] == [
+        "evidence/public-gpu/scored/public_gpu_rows.csv",
+        "qualification/public/measurements.json",
+    ]
     assert main(["estimate", *flags, "--json"]) == 0
     assert "interval" not in json.loads(capsys.readouterr().out)
