@@ -41,7 +41,8 @@ def _sweep(**changes: Any) -> dict[str, Any]:
         (
             _sweep(axes={"engine.workers.aggregated.scheduler.max_seqs": [1]}),
             "axes.engine.workers.aggregated.scheduler.max_seqs: unknown config path ('max_seqs' "
-            "is not a field of engine.workers.aggregated.scheduler; allowed: chunked_prefill,",
+            "is not a field of engine.workers.aggregated.scheduler; allowed: "
+            "attention_dp_batching_wait_iters, attention_dp_enable_balance,",
         ),
         (
             _sweep(axes={"traffic.rate": [1]}),
