@@ -7,8 +7,8 @@ the step's results). Replay has the same seam at its own grain: ``schedule`` fil
 batch for the next pass (``RankState.complete`` applies the pass, which both backends share),
 ``on_idle`` is the backend's hook when a worker has nothing to run, and the backend's rules for
 the mechanics the rank and the engine share (round width, prefix hits, P/D hand-off, the fast
-path, request intake, attention-DP balance) are typed attributes set once by each implementation. The worker calls the interface;
-nothing else asks which backend it is.
+path, request intake, attention-DP balance) are typed attributes set once by each
+implementation. The worker calls the interface; nothing else asks which backend it is.
 """
 
 from __future__ import annotations
