@@ -13,7 +13,7 @@ from aisim._fields import describe
 from aisim.config._edge import integer, number
 from aisim.config._speculation_models import SpeculationConfig
 from aisim.errors import ConfigError
-from aisim.speculation import SchemeSpec
+from aisim.speculation import AdaptiveSpeculation, AdaptiveTier, SchemeSpec
 
 #: SGLang's ``DEFAULT_ADAPTIVE_CONFIG`` (``adaptive_spec_params.py``): batch-size tiers.
 SGLANG_DEFAULT_ADAPTIVE_CONFIG: Final[dict[str, Any]] = {
@@ -117,12 +117,10 @@ def adaptive_policy(
     is_chain: bool,
     backend: str | None,
     path: str,
-) -> dict[str, Any] | None:
+) -> AdaptiveSpeculation | None:
     """SGLang's ``--speculative-adaptive`` with its config (``speculative_adaptive_config``, the
     JSON file's content; SGLang's ``DEFAULT_ADAPTIVE_CONFIG`` when absent), checked as
-    ``adaptive_unsupported_reason`` and ``_load_adaptive_config`` do. Returns
-    ``{"initial_steps": .., "tiers": [{"batch_size": .., <slot keys>}, ...]}`` (and
-    ``cuda_graph_bs`` when given) or ``None``."""
+    ``adaptive_unsupported_reason`` and ``_load_adaptive_config`` do; ``None`` when off."""
     config = block.speculative_adaptive_config
     if not block.speculative_adaptive:
         for key in ("speculative_adaptive_config", "cuda_graph_bs"):
@@ -157,7 +155,7 @@ def adaptive_policy(
     top: dict[str, float | int] = {}
     for key, default in _SLOT_DEFAULTS.items():
         top[key] = _slot_value(raw.get(key, default), key, f"{config_path}.{key}")
-    tiers: list[dict[str, Any]] = []
+    tiers: list[AdaptiveTier] = []
     for key, entry in raw.items():
         if not key.isdigit():
             if key != "strategy" and key not in _SLOT_DEFAULTS:
@@ -188,24 +186,32 @@ def adaptive_policy(
                 f"{tier_path}.candidate_steps: expected a non-empty list of integers in 0..64, "
                 f"got {describe(candidates)}"
             )
-        tier: dict[str, Any] = {
-            "batch_size": int(key),
-            "candidate_steps": sorted(set(candidates)),
-        }
-        for name in _SLOT_DEFAULTS:
-            tier[name] = (
+        slots = {
+            name: (
                 _slot_value(entry[name], name, f"{tier_path}.{name}")
                 if name in entry
                 else top[name]
             )
-        tiers.append(tier)
+            for name in _SLOT_DEFAULTS
+        }
+        tiers.append(
+            AdaptiveTier(
+                int(key),
+                candidates,
+                float(slots["ema_alpha"]),
+                int(slots["update_interval"]),
+                int(slots["warmup_batches"]),
+                float(slots["down_hysteresis"]),
+                float(slots["up_hysteresis"]),
+                float(slots["ceiling_coeff"]),
+            )
+        )
     if not tiers:
         raise ConfigError(
             f"{config_path}: needs at least one batch-size tier such as "
             '{"1": {"candidate_steps": [1, 3, 7]}} (SGLang\'s rule)'
         )
-    tiers.sort(key=lambda tier: int(tier["batch_size"]))
-    deepest = max(max(tier["candidate_steps"]) for tier in tiers)
+    deepest = max(max(tier.candidate_steps) for tier in tiers)
     if deepest > steps:
         raise ConfigError(
             f"{config_path}: a candidate of {deepest} steps drafts deeper than this block "
@@ -213,13 +219,10 @@ def adaptive_policy(
             f"acceptance of every position: give the block {deepest} steps (depth) and an "
             f"acceptance for {deepest} positions"
         )
-    policy: dict[str, Any] = {"initial_steps": steps, "tiers": tiers}
-    if block.cuda_graph_bs is not None:
-        if not block.cuda_graph_bs:
-            raise ConfigError(f"{path}.cuda_graph_bs: expected a non-empty list of batch sizes")
-        # AdaptiveStepRouter.set_cuda_graph_bs keeps them sorted.
-        policy["cuda_graph_bs"] = sorted(set(block.cuda_graph_bs))
-    return policy
+    if block.cuda_graph_bs is not None and not block.cuda_graph_bs:
+        raise ConfigError(f"{path}.cuda_graph_bs: expected a non-empty list of batch sizes")
+    # Tiers sorted by batch size; AdaptiveStepRouter.set_cuda_graph_bs keeps the sizes sorted.
+    return AdaptiveSpeculation(steps, tiers, block.cuda_graph_bs)
 
 
 def _slot_value(value: object, key: str, path: str) -> float | int:

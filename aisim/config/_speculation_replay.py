@@ -59,25 +59,11 @@ def varying_lengths(resolved: Any, depth: int, path: str) -> VaryingLengths:
         # Indexes past the last range repeat the last K (the engine's tail), so the table
         # stops at the last range's end.
         result.draft_lengths = draft_length_lookup(schedule, schedule[-1][1], depth)
-    adaptive = resolved.adaptive
+    adaptive = resolved.adaptive_policy
     if adaptive is not None:
-        result.adaptive_initial = int(adaptive["initial_steps"])
-        graphs = adaptive.get("cuda_graph_bs")
-        if graphs is not None:
-            result.adaptive_cuda_graph_bs = [int(size) for size in graphs]
-        result.adaptive_tiers = [
-            AdaptiveTier(
-                int(tier["batch_size"]),
-                [int(step) for step in tier["candidate_steps"]],
-                float(tier["ema_alpha"]),
-                int(tier["update_interval"]),
-                int(tier["warmup_batches"]),
-                float(tier["down_hysteresis"]),
-                float(tier["up_hysteresis"]),
-                float(tier["ceiling_coeff"]),
-            )
-            for tier in adaptive["tiers"]
-        ]
+        result.adaptive_initial = adaptive.initial_steps
+        result.adaptive_cuda_graph_bs = adaptive.cuda_graph_bs
+        result.adaptive_tiers = list(adaptive.tiers)
     trace = resolved.acceptance_trace
     if trace is not None:
         result.trace_accepted = trace.accepted

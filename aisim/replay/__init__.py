@@ -42,7 +42,6 @@ from aisim.replay._run_summary import (
     SpeculationCounts,
     WorkerSummary,
 )
-from aisim.replay._sd_policy import AdaptiveTier
 from aisim.replay._sketch import RELATIVE_ACCURACY, SKETCH_KIND, Distribution, QuantileSketch
 from aisim.replay._synthetic import (
     DIST_FIXED,
@@ -59,6 +58,7 @@ from aisim.replay._synthetic import (
     apply_load,
     synthetic_lengths,
 )
+from aisim.speculation import AdaptiveTier
 
 __all__ = [
     "DISTRIBUTIONS",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from aisim.replay._pricing import PassPricer
-from aisim.replay._sd_policy import AdaptiveTier
+from aisim.speculation import AdaptiveTier
 
 ROLE_AGGREGATED: Final = "aggregated"
 ROLE_PREFILL: Final = "prefill"

@@ -20,29 +20,7 @@ from __future__ import annotations
 
 import math
 
-
-class AdaptiveTier:
-    """One batch-size tier of SGLang's adaptive config, every setting filled."""
-
-    def __init__(
-        self,
-        batch_size: int,
-        candidate_steps: list[int],
-        ema_alpha: float,
-        update_interval: int,
-        warmup_batches: int,
-        down_hysteresis: float,
-        up_hysteresis: float,
-        ceiling_coeff: float,
-    ) -> None:
-        self.batch_size = batch_size
-        self.candidate_steps = sorted(set(candidate_steps))
-        self.ema_alpha = ema_alpha
-        self.update_interval = update_interval
-        self.warmup_batches = warmup_batches
-        self.down_hysteresis = down_hysteresis
-        self.up_hysteresis = up_hysteresis
-        self.ceiling_coeff = ceiling_coeff
+from aisim.speculation import AdaptiveTier
 
 
 class AdaptiveSlot:

@@ -10,6 +10,7 @@ engine reported (metrics scrapes, logs, request outputs).
 from __future__ import annotations
 
 from aisim.speculation._acceptance import MAX_ACCEPTANCE_DEPTH, AcceptanceProfile
+from aisim.speculation._adaptive import AdaptiveSpeculation, AdaptiveTier
 from aisim.speculation._engine_measure import (
     acceptance_from_file,
     load_engine_acceptance,
@@ -68,6 +69,8 @@ __all__ = [
     "ROLES",
     "SCHEMES",
     "AcceptanceProfile",
+    "AdaptiveSpeculation",
+    "AdaptiveTier",
     "MeasuredAcceptance",
     "ResolvedSpeculation",
     "SchemeGeometry",

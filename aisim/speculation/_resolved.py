@@ -14,6 +14,7 @@ from typing import Any, Final
 from aisim.catalogue import ModelSpec
 from aisim.errors import ConfigError
 from aisim.speculation._acceptance import AcceptanceProfile
+from aisim.speculation._adaptive import AdaptiveSpeculation
 from aisim.speculation._schemes import MAX_DRAFT_TOKENS
 
 # One encoder, built once: ``json.dumps`` with non-default options builds a new one per call.
@@ -57,7 +58,7 @@ class ResolvedSpeculation:
         acceptance_source: dict[str, Any] | None = None,
         undrafted_rounds: int = 0,
         draft_length_schedule: list[list[int]] | None = None,
-        adaptive: dict[str, Any] | None = None,
+        adaptive: AdaptiveSpeculation | None = None,
         acceptance_trace: object = None,
         suffix_lookup_us: float | None = None,
     ) -> None:
@@ -190,12 +191,17 @@ class ResolvedSpeculation:
         return [list(entry) for entry in self._draft_length_schedule]
 
     @property
-    def adaptive(self) -> dict[str, Any] | None:
+    def adaptive_policy(self) -> AdaptiveSpeculation | None:
         """SGLang's adaptive speculation policy (``initial_steps`` and the batch-size tiers with
-        every EMA setting filled; a fresh copy), or ``None``."""
+        every EMA setting filled), or ``None``."""
+        return self._adaptive
+
+    @property
+    def adaptive(self) -> dict[str, Any] | None:
+        """``adaptive_policy`` in its JSON form (a fresh dict), or ``None``."""
         if self._adaptive is None:
             return None
-        return _copy_json(self._adaptive)
+        return self._adaptive.to_dict()
 
     @property
     def acceptance_trace(self) -> object:

@@ -176,6 +176,38 @@ def test_adaptive_default_config_is_sglangs() -> None:
     # AdaptiveStepSlot.__init__ defaults.
     assert (adaptive["tiers"][0]["ema_alpha"], adaptive["tiers"][0]["update_interval"]) == (0.2, 5)
     assert adaptive["tiers"][0]["warmup_batches"] == 10
+    # The typed policy replay reads is the same policy, field for field.
+    policy = resolved.adaptive_policy
+    assert policy is not None and policy.to_dict() == adaptive
+    assert [tier.batch_size for tier in policy.tiers] == [1, 8, 32, 64]
+    assert policy.tiers[0].candidate_steps == [1, 3, 5, 7]
+    assert (policy.tiers[1].down_hysteresis, policy.cuda_graph_bs) == (0.0, None)
+
+
+def test_adaptive_policy_sorts_its_tiers_and_graph_sizes() -> None:
+    # SGLang keys tiers by batch size (the router takes the largest key <= the padded batch)
+    # and set_cuda_graph_bs keeps the captured sizes sorted: given out of order, both are sorted.
+    resolved = resolve_speculation(
+        {
+            "kind": "mtp",
+            "params": {"depth": 3},
+            "speculative_adaptive": True,
+            "speculative_adaptive_config": {
+                "16": {"candidate_steps": [0, 1]},
+                "1": {"candidate_steps": [3, 1]},
+            },
+            "cuda_graph_bs": [16, 1, 8, 8],
+        },
+        backend="sglang",
+    )
+    policy = resolved.adaptive_policy
+    assert policy is not None
+    assert [(tier.batch_size, tier.candidate_steps) for tier in policy.tiers] == [
+        (1, [1, 3]),
+        (16, [0, 1]),
+    ]
+    assert policy.cuda_graph_bs == [1, 8, 16]
+    assert resolved.to_dict()["adaptive"]["cuda_graph_bs"] == [1, 8, 16]
 
 
 def test_adaptive_top_level_keys_apply_to_every_tier() -> None:
