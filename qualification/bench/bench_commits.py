@@ -26,7 +26,9 @@ The workloads are the current tree's (``bench_replay.config``, ``bench_scale.wri
 them (their replay configs are the same at both commits: check with ``git diff BASE HEAD --
 qualification/bench``). Printed: each build's least CPU per figure over the rounds, the ratio
 head / base (below 1: head is faster or smaller), the outputs' headline numbers (equal builds
-replay the same events), and the load average around each round. CPU seconds are the figures a
+replay the same events; where the commits schedule differently, as when the roofline's cost
+terms changed, the CPU per simulated event is the comparable figure), each round's values, and
+the load average around each round. CPU seconds are the figures a
 loaded host disturbs least; wall-clock points/s are printed for orientation only. The last
 line is JSON.
 """
@@ -185,8 +187,11 @@ def measure(python: Path, files: dict[str, str], warm_repeat: int) -> dict[str, 
     return {
         "warm_off_cpu_s": warm["cpu_s"]["off"],
         "warm_ngram_cpu_s": warm["cpu_s"]["ngram"],
+        "warm_off_us_per_event": warm["cpu_s"]["off"] / warm["off"]["events"] * 1e6,
+        "warm_ngram_us_per_event": warm["cpu_s"]["ngram"] / warm["ngram"]["events"] * 1e6,
         "warm_events": [warm["off"]["events"], warm["ngram"]["events"]],
         "replay_100k_cpu_s": scale["cpu_s"],
+        "replay_100k_us_per_event": scale["cpu_s"] / scale["events"] * 1e6,
         "replay_100k_peak_rss_mib": scale["peak_rss_mib"],
         "replay_100k_headline": [
             scale["events"],
@@ -203,7 +208,10 @@ def measure(python: Path, files: dict[str, str], warm_repeat: int) -> dict[str, 
 FIGURES: dict[str, bool] = {
     "warm_off_cpu_s": False,
     "warm_ngram_cpu_s": False,
+    "warm_off_us_per_event": False,
+    "warm_ngram_us_per_event": False,
     "replay_100k_cpu_s": False,
+    "replay_100k_us_per_event": False,
     "replay_100k_peak_rss_mib": False,
     "sweep_points_per_cpu_s": True,
     "sweep_points_per_s": True,
@@ -260,8 +268,17 @@ def main() -> None:
         pick = max if more_is_better else min
         base = pick(run[figure] for run in runs["base"])
         head = pick(run[figure] for run in runs["head"])
-        report[figure] = {"base": base, "head": head, "head_over_base": head / base}
-        print(f"  {figure:26s} base {base:10.3f}  head {head:10.3f}  head/base x{head / base:.3f}")
+        every = {side: [round(run[figure], 3) for run in runs[side]] for side in runs}
+        report[figure] = {
+            "base": base,
+            "head": head,
+            "head_over_base": head / base,
+            **{f"{side}_rounds": values for side, values in every.items()},
+        }
+        print(
+            f"  {figure:26s} base {base:10.3f}  head {head:10.3f}  head/base x{head / base:.3f}"
+            f"  (rounds: base {every['base']}, head {every['head']})"
+        )
     for headline in ("warm_events", "replay_100k_headline", "sweep_headline"):
         values = {side: runs[side][0][headline] for side in runs}
         report[headline] = values
