@@ -42,7 +42,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import PydanticCustomError, core_schema
+from pydantic_core import InitErrorDetails, PydanticCustomError, core_schema
 
 from aisim._fields import FLOAT_INT_LIMIT, check_tree, describe, integer_text, range_text
 from aisim.errors import ConfigError
@@ -537,6 +537,26 @@ def error_message(exc: ValidationError, path: str) -> str:
         text = _BUILTIN_MESSAGES[first["type"]]
         return f"{where or '<root>'}: {text}, got {describe(first['input'])}"
     return f"{where or '<root>'}: {first['msg']}, got {describe(first['input'])}"
+
+
+def validate_field(model: type[ModelT], data: object, field: str) -> ModelT:
+    """For a model's ``after`` validator: ``data`` (the value of its field ``field``) validated
+    as ``model``, its errors under ``<model path>.<field>`` (a block whose model depends on
+    another field: a draft's ``config.json`` on the speculation kind)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        details: list[InitErrorDetails] = []
+        for error in exc.errors(include_url=False):
+            context = error.get("ctx") or {}
+            kind: str | PydanticCustomError = error["type"]
+            if kind == EDGE_ERROR:
+                kind = PydanticCustomError(EDGE_ERROR, "{message}", context)
+            detail = InitErrorDetails(type=kind, loc=(field, *error["loc"]), input=error["input"])
+            if context and not isinstance(kind, PydanticCustomError):
+                detail["ctx"] = context
+            details.append(detail)
+        raise ValidationError.from_exception_data(exc.title, details) from None
 
 
 def validate(model: type[ModelT], data: object, path: str = "") -> ModelT:

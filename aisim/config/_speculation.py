@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from aisim.catalogue import ModelSpec
 from aisim.config._acceptance import ACCEPTANCE_INPUTS, block_acceptance
-from aisim.config._catalogue import get_model, model_spec
+from aisim.config._catalogue import get_model
 from aisim.config._edge import (
     EdgeModel,
     check_input,
@@ -28,6 +28,7 @@ from aisim.config._speculation_models import (
     MAX_TENSOR_PARALLEL,
     PARAMS_MODELS,
     DflashParams,
+    DraftModelFile,
     DraftModelParams,
     DsparkParams,
     Eagle3Params,
@@ -120,9 +121,11 @@ def resolve_speculation(
     if draft_config is not None and spec.draft == DRAFT_HEADS:
         heads = heads_geometry(spec, draft_config, path)
     elif draft_config is not None:
+        # A model drafter's kind: the block's model read its config.json (DraftModelFile).
+        assert block.draft is not None
         name = draft_path if draft_path is not None else f"{spec.kind}-draft"
-        draft_model = model_spec(draft_config, name, f"{path}.draft_config")
-    geometry = _normalize_params(spec, params, draft_config, draft_model, tp, path, heads)
+        draft_model = block.draft.to_spec(name, f"{path}.draft_config")
+    geometry = _normalize_params(spec, params, block.draft, draft_model, tp, path, heads)
     check_gates(spec, target, draft_model, backend_name, role_name, path)
     _engine_gates(geometry.params, spec, backend_name, path)
     schedule: list[list[int]] | None = None
@@ -166,7 +169,7 @@ def resolve_speculation(
             f"{path}.suffix_lookup_us_per_request: only kind suffix looks drafts up in a "
             f"host-side suffix tree; got kind {spec.kind}"
         )
-    draft_vocab = _draft_vocab(draft_config, draft_model, path)
+    draft_vocab = _draft_vocab(block.draft, draft_model)
     token_map = geometry.params.get("speculative_token_map_size")
     if token_map is not None and draft_vocab is not None:
         if token_map > draft_vocab:
@@ -377,7 +380,7 @@ def _draft_inputs(
 def _normalize_params(
     spec: SchemeSpec,
     params: EdgeModel,
-    draft_config: dict[str, Any] | None,
+    draft: DraftModelFile | None,
     draft_model: ModelSpec | None,
     tensor_parallel: int | None,
     path: str,
@@ -415,7 +418,7 @@ def _normalize_params(
     if isinstance(params, Eagle3Params):
         return _eagle3(params, params_path)
     if isinstance(params, DflashParams):
-        block = _draft_block_size(draft_config, path)
+        block = _draft_block_size(draft)
         default = block - 1 if block is not None else None
         if default is not None and default < 1:
             raise ConfigError(
@@ -430,7 +433,7 @@ def _normalize_params(
             )
         return _chain({"num_draft_tokens": count}, count)
     if isinstance(params, DsparkParams):
-        block = _draft_block_size(draft_config, path)
+        block = _draft_block_size(draft)
         count = _required(params.num_draft_tokens, params_path, "num_draft_tokens", kind, block)
         layers_default = draft_model.num_layers if draft_model is not None else None
         layers = _required(
@@ -637,31 +640,16 @@ def _eagle3_vllm(params: Eagle3Params, params_path: str) -> SchemeGeometry:
     return SchemeGeometry(normalized, drafted, budget, accepted, tree, None, None)
 
 
-def _draft_block_size(draft_config: dict[str, Any] | None, path: str) -> int | None:
+def _draft_block_size(draft: DraftModelFile | None) -> int | None:
     """``block_size`` of a block drafter's config (top level or under ``dflash_config``)."""
-    if draft_config is None:
+    if draft is None:
         return None
-    raw = draft_config.get("block_size")
-    field = f"{path}.draft_config.block_size"
-    if raw is None:
-        nested = draft_config.get("dflash_config")
-        if isinstance(nested, dict):
-            raw = nested.get("block_size")
-            field = f"{path}.draft_config.dflash_config.block_size"
-    if raw is None:
+    if draft.block_size is not None:
+        return draft.block_size
+    return None if draft.dflash_config is None else draft.dflash_config.block_size
+
+
+def _draft_vocab(draft: DraftModelFile | None, draft_model: ModelSpec | None) -> int | None:
+    if draft is None or draft_model is None:
         return None
-    return integer(raw, field, 1, MAX_DRAFT_TOKENS + 1)
-
-
-#: Acceptance read from an engine's metrics file; one more acceptance input (at most one).
-
-
-def _draft_vocab(
-    draft_config: dict[str, Any] | None, draft_model: ModelSpec | None, path: str
-) -> int | None:
-    if draft_config is None or draft_model is None:
-        return None
-    raw = draft_config.get("draft_vocab_size")
-    if raw is None:
-        return draft_model.vocab_size
-    return integer(raw, f"{path}.draft_config.draft_vocab_size", 1, 1 << 24)
+    return draft_model.vocab_size if draft.draft_vocab_size is None else draft.draft_vocab_size

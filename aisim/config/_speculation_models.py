@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import math
 from contextvars import ContextVar
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, ClassVar, Final
 
-from pydantic import ModelWrapValidatorHandler, WithJsonSchema, model_validator
+from pydantic import (
+    ConfigDict,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    WithJsonSchema,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from aisim._fields import describe
+from aisim.config._catalogue import ModelFile
 from aisim.config._edge import (
     RAW,
     BeforeCheck,
@@ -22,9 +29,11 @@ from aisim.config._edge import (
     Integer,
     Kinds,
     Number,
+    OrNone,
     RealNumber,
     check_mapping,
     edge_error,
+    validate_field,
 )
 from aisim.speculation import (
     ENGINE_METRICS_FORMATS,
@@ -397,6 +406,30 @@ PARAMS_MODELS: Final[dict[str, type[EdgeModel]]] = {
 PARAMS_KINDS: Final[dict[type, str]] = {model: kind for kind, model in PARAMS_MODELS.items()}
 
 
+class DflashConfig(EdgeModel):
+    """The ``dflash_config`` block of a DFlash drafter's ``config.json`` (what aisim reads)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True, allow_inf_nan=False)
+    edge_ignores_unknown: ClassVar[bool] = True
+    edge_null_is_absent: ClassVar[bool] = True
+
+    block_size: Annotated[int | None, OrNone(Integer(1, MAX_DRAFT_TOKENS + 1))] = None
+
+
+class DraftModelFile(ModelFile):
+    """A model drafter's ``config.json`` (eagle3, dflash, dspark, draft_model): the target's
+    fields, checked the same way, and the drafter's own: a block drafter's ``block_size`` (top
+    level or under ``dflash_config``) and the draft vocabulary (``draft_vocab_size``)."""
+
+    block_size: Annotated[int | None, OrNone(Integer(1, MAX_DRAFT_TOKENS + 1))] = None
+    dflash_config: DflashConfig | None = None
+    draft_vocab_size: Annotated[int | None, OrNone(Integer(1, 1 << 24))] = None
+
+
+#: The kinds whose ``draft_config`` is a model's ``config.json`` (``DraftModelFile``).
+MODEL_DRAFT_KINDS: Final = ("eagle3", "dflash", "dspark", "draft_model")
+
+
 class SpeculationConfig(EdgeModel):
     """One speculation block: ``kind`` + ``params``, an optional draft, one acceptance form.
 
@@ -459,6 +492,21 @@ class SpeculationConfig(EdgeModel):
     enable_adaptive_verification: bool | None = None
     # Per-request, per-round accepted drafts measured on an engine (docs/speculation.md).
     acceptance_trace: AcceptanceTraceConfig | None = None
+
+    #: ``draft_config`` read by the drafter's model (a model drafter's kinds), set with the block.
+    _draft: DraftModelFile | None = PrivateAttr(default=None)
+
+    @property
+    def draft(self) -> DraftModelFile | None:
+        """The typed ``draft_config`` of a model drafter (``None``: none given, or a kind whose
+        draft is not a model: heads, or no draft)."""
+        return self._draft
+
+    @model_validator(mode="after")
+    def _typed_draft(self) -> SpeculationConfig:
+        if self.draft_config is not None and self.kind in MODEL_DRAFT_KINDS:
+            self._draft = validate_field(DraftModelFile, self.draft_config, "draft_config")
+        return self
 
     @model_validator(mode="wrap")
     @classmethod

@@ -28,7 +28,7 @@ from aisim.config._replay_models import (
     VllmScheduler,
 )
 from aisim.config._speculation import resolve_speculation
-from aisim.config._speculation_models import MtpParams
+from aisim.config._speculation_models import DraftModelFile, MtpParams, SpeculationConfig
 from aisim.traffic import MAX_TOKENS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -321,3 +321,56 @@ def test_an_estimator_file_takes_its_relative_model_path_from_its_folder(
     with pytest.raises(ConfigError) as caught:
         best_available({"model": 3})
     assert str(caught.value) == "model: expected a model name or config.json path, got 3 (int)"
+
+
+_EAGLE3_DRAFT = {
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 1,
+    "intermediate_size": 14336,
+    "vocab_size": 128256,
+}
+
+
+def test_a_model_drafters_config_is_read_by_its_model_with_the_block() -> None:
+    block = {"kind": "eagle3", "params": {"num_speculative_tokens": 3}}
+    typed = validate(SpeculationConfig, {**block, "draft_config": _EAGLE3_DRAFT}, "speculation")
+    assert isinstance(typed.draft, DraftModelFile)
+    assert (typed.draft.hidden_size, typed.draft.draft_vocab_size) == (4096, None)
+    # Only a model drafter's config is a model's config.json.
+    assert validate(SpeculationConfig, {"kind": "mtp"}, "speculation").draft is None
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        # The target's rules for the draft's numbers (rms_norm_eps in 0..1, no numeric strings).
+        (
+            "rms_norm_eps",
+            "1e-5",
+            "expected a finite number in 0.0..1.0, got '1e-5' (str)",
+        ),
+        ("rms_norm_eps", -9.2e18, "expected a finite number in 0.0..1.0, got -9.2e+18"),
+        ("draft_vocab_size", 0, "expected an integer in 1..16777216, got 0"),
+        ("block_size", "16", "expected an integer in 1..65, got '16' (str)"),
+    ],
+)
+def test_a_bad_draft_config_number_names_its_full_path_in_a_replay(
+    field: str, value: object, message: str
+) -> None:
+    config = _fixed_timing_config()
+    engine = config["engine"]
+    assert isinstance(engine, dict)
+    engine["backend"] = "vllm"
+    engine["model"] = "meta-llama/Meta-Llama-3.1-8B"
+    engine["workers"]["decode"]["speculation"] = {
+        "kind": "eagle3",
+        "params": {"num_speculative_tokens": 3},
+        "acceptance_rates": [0.8, 0.6, 0.4],
+        "draft_config": {**_EAGLE3_DRAFT, field: value},
+    }
+    with pytest.raises(ConfigError) as caught:
+        build_plan(config)
+    assert str(caught.value) == f"engine.workers.decode.speculation.draft_config.{field}: {message}"
