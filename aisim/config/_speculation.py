@@ -42,7 +42,6 @@ from aisim.config._speculation_models import (
 from aisim.config._speculation_modes import (
     adaptive_policy,
     draft_schedule,
-    heads_geometry,
     reject_unmodelled,
 )
 from aisim.errors import ConfigError
@@ -119,7 +118,9 @@ def resolve_speculation(
     draft_model: ModelSpec | None = None
     heads: tuple[int, list[list[object]]] | None = None
     if draft_config is not None and spec.draft == DRAFT_HEADS:
-        heads = heads_geometry(spec, draft_config, path)
+        # A heads drafter's kind: the block's model read its config.json (HeadsFile).
+        assert block.heads is not None
+        heads = block.heads.count(), block.heads.geometry()
     elif draft_config is not None:
         # A model drafter's kind: the block's model read its config.json (DraftModelFile).
         assert block.draft is not None

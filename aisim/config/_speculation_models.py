@@ -428,6 +428,70 @@ class DraftModelFile(ModelFile):
 
 #: The kinds whose ``draft_config`` is a model's ``config.json`` (``DraftModelFile``).
 MODEL_DRAFT_KINDS: Final = ("eagle3", "dflash", "dspark", "draft_model")
+HeadSize = Annotated[int, Integer(1, 1 << 24)]
+
+
+class HeadsFile(EdgeModel):
+    """The heads' ``config.json`` of a heads drafter: every field it lists is required (the
+    message names them all), unknown fields are ignored (vLLM's configs carry more)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True, allow_inf_nan=False)
+    edge_ignores_unknown: ClassVar[bool] = True
+    edge_kind: ClassVar[str] = ""
+    #: The field that counts the heads (the drafts per round).
+    count_field: ClassVar[str] = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _all_given(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            fields = list(cls.model_fields)
+            for field in fields:
+                if data.get(field) is None:
+                    raise edge_error(
+                        f"kind {cls.edge_kind} needs the heads' config.json with "
+                        f"{', '.join(fields)}",
+                        f".{field}",
+                    )
+        return data
+
+    def geometry(self) -> list[list[object]]:
+        """``[[field, value], ...]`` in the config's field order (the draft's identity)."""
+        return [[field, getattr(self, field)] for field in type(self).model_fields]
+
+    def count(self) -> int:
+        count: int = getattr(self, self.count_field)
+        return count
+
+
+class MedusaFile(HeadsFile):
+    """vLLM's ``MedusaConfig``: ``num_heads`` heads over ``num_hidden_layers`` layers each."""
+
+    edge_kind: ClassVar[str] = "medusa"
+    count_field: ClassVar[str] = "num_heads"
+    num_heads: HeadSize
+    num_hidden_layers: Annotated[int, Integer(0, 1 << 24)]
+    hidden_size: HeadSize
+    vocab_size: HeadSize
+
+
+class MlpSpeculatorFile(HeadsFile):
+    """vLLM's ``MLPSpeculatorConfig``: ``n_predict`` sequential MLP stages."""
+
+    edge_kind: ClassVar[str] = "mlp_speculator"
+    count_field: ClassVar[str] = "n_predict"
+    n_predict: HeadSize
+    emb_dim: HeadSize
+    inner_dim: HeadSize
+    vocab_size: HeadSize
+
+
+#: Each kind's draft ``config.json`` model.
+DRAFT_FILES: Final[dict[str, type[EdgeModel]]] = {
+    **{kind: DraftModelFile for kind in MODEL_DRAFT_KINDS},
+    "medusa": MedusaFile,
+    "mlp_speculator": MlpSpeculatorFile,
+}
 
 
 class SpeculationConfig(EdgeModel):
@@ -493,19 +557,25 @@ class SpeculationConfig(EdgeModel):
     # Per-request, per-round accepted drafts measured on an engine (docs/speculation.md).
     acceptance_trace: AcceptanceTraceConfig | None = None
 
-    #: ``draft_config`` read by the drafter's model (a model drafter's kinds), set with the block.
-    _draft: DraftModelFile | None = PrivateAttr(default=None)
+    #: ``draft_config`` read by the drafter's model (``DRAFT_FILES``), set with the block.
+    _draft: EdgeModel | None = PrivateAttr(default=None)
 
     @property
     def draft(self) -> DraftModelFile | None:
         """The typed ``draft_config`` of a model drafter (``None``: none given, or a kind whose
-        draft is not a model: heads, or no draft)."""
-        return self._draft
+        draft is not a model)."""
+        return self._draft if isinstance(self._draft, DraftModelFile) else None
+
+    @property
+    def heads(self) -> HeadsFile | None:
+        """The typed ``draft_config`` of a heads drafter (medusa, mlp_speculator)."""
+        return self._draft if isinstance(self._draft, HeadsFile) else None
 
     @model_validator(mode="after")
     def _typed_draft(self) -> SpeculationConfig:
-        if self.draft_config is not None and self.kind in MODEL_DRAFT_KINDS:
-            self._draft = validate_field(DraftModelFile, self.draft_config, "draft_config")
+        model = DRAFT_FILES.get(self.kind or "")
+        if self.draft_config is not None and model is not None:
+            self._draft = validate_field(model, self.draft_config, "draft_config")
         return self
 
     @model_validator(mode="wrap")

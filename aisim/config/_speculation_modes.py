@@ -233,36 +233,6 @@ def _slot_value(value: object, key: str, path: str) -> float | int:
     return number(value, path, -64.0, 64.0)
 
 
-def heads_geometry(
-    spec: SchemeSpec, draft_config: dict[str, Any], path: str
-) -> tuple[int, list[list[object]]]:
-    """The heads' count and identity geometry from a Medusa or MLP-speculator ``config.json``
-    (vLLM's ``MedusaConfig``: ``num_heads``, ``num_hidden_layers``, ``hidden_size``,
-    ``vocab_size``; ``MLPSpeculatorConfig``: ``n_predict``, ``emb_dim``, ``inner_dim``,
-    ``vocab_size``)."""
-    where = f"{path}.draft_config"
-    if spec.kind == "medusa":
-        fields = ("num_heads", "num_hidden_layers", "hidden_size", "vocab_size")
-        count_key = "num_heads"
-    else:
-        fields = ("n_predict", "emb_dim", "inner_dim", "vocab_size")
-        count_key = "n_predict"
-    geometry: list[list[object]] = []
-    count = 0
-    for field in fields:
-        raw = draft_config.get(field)
-        if raw is None:
-            raise ConfigError(
-                f"{where}.{field}: kind {spec.kind} needs the heads' config.json with "
-                f"{', '.join(fields)}"
-            )
-        value = integer(raw, f"{where}.{field}", 1 if field != "num_hidden_layers" else 0, 1 << 24)
-        if field == count_key:
-            count = value
-        geometry.append([field, value])
-    return count, geometry
-
-
 #: Engine options aisim reads and refuses: what it would need to model them.
 def reject_unmodelled(block: SpeculationConfig, spec: SchemeSpec, path: str) -> None:
     """One-line errors for engine options aisim does not model (never a silent default)."""

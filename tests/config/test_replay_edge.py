@@ -28,7 +28,12 @@ from aisim.config._replay_models import (
     VllmScheduler,
 )
 from aisim.config._speculation import resolve_speculation
-from aisim.config._speculation_models import DraftModelFile, MtpParams, SpeculationConfig
+from aisim.config._speculation_models import (
+    DraftModelFile,
+    MedusaFile,
+    MtpParams,
+    SpeculationConfig,
+)
 from aisim.traffic import MAX_TOKENS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -374,3 +379,22 @@ def test_a_bad_draft_config_number_names_its_full_path_in_a_replay(
     with pytest.raises(ConfigError) as caught:
         build_plan(config)
     assert str(caught.value) == f"engine.workers.decode.speculation.draft_config.{field}: {message}"
+
+
+def test_a_heads_drafters_config_is_read_by_its_model_with_the_block() -> None:
+    heads = {"num_heads": 3, "num_hidden_layers": 1, "hidden_size": 4096, "vocab_size": 32000}
+    typed = validate(
+        SpeculationConfig, {"kind": "medusa", "draft_config": {**heads, "extra": 1}}, "speculation"
+    )
+    assert isinstance(typed.heads, MedusaFile) and typed.draft is None
+    assert (typed.heads.count(), typed.heads.geometry()) == (
+        3,
+        [["num_heads", 3], ["num_hidden_layers", 1], ["hidden_size", 4096], ["vocab_size", 32000]],
+    )
+    del heads["num_hidden_layers"]
+    with pytest.raises(ConfigError) as caught:
+        validate(SpeculationConfig, {"kind": "medusa", "draft_config": heads}, "speculation")
+    assert str(caught.value) == (
+        "speculation.draft_config.num_hidden_layers: kind medusa needs the heads' config.json "
+        "with num_heads, num_hidden_layers, hidden_size, vocab_size"
+    )
