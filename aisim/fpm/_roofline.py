@@ -14,7 +14,8 @@ part as it runs:
   drafter's LM head (its own, possibly reduced, vocabulary) per step; dflash / dspark: one
   block-drafter forward over N tokens per request; draft_model: K full decode steps of the draft
   model; mtp: per step the MTP block (2 * hidden -> hidden projection, one target decoder layer)
-  and the shared LM head; every multi-step drafter's step reads the KV its earlier steps appended;
+  and the shared LM head, the first of the depth steps over the verified window (depth + 1
+  tokens per request, logits of one); every multi-step drafter's step reads the KV its earlier steps appended;
   ngram: no network, a host-side proposal per request;
 * the target verification: every decode request runs ``verify_width`` query tokens;
 * rejection sampling: the (rejection) sampler reading the verification's fp32 logits.
@@ -129,6 +130,9 @@ class RooflineModel(ForwardPassModel):
         self.draft: LayerStack | None = None
         self.draft_step_tokens: list[int] = []
         self.host_proposal_s_per_request = 0.0
+        #: MTP: the first draft pass covers the verified window but needs logits of one token
+        #: per request.
+        self.wide_first_draft_pass = False
         if scheme is not None:
             self.draft_weight_bytes = scheme.draft_weight_bytes
             self.draft_kv_bytes_per_token = scheme.draft_kv_bytes_per_token
@@ -150,7 +154,17 @@ class RooflineModel(ForwardPassModel):
                     all_moe=True,
                     deployment=deployment,
                 )
-                self.draft_step_tokens = [1] * scheme.mtp_depth
+                # The first draft pass of a round runs the MTP block over the verified window,
+                # (depth + 1) tokens per request (the draft KV of the accepted tokens, logits of
+                # the last one); the other depth - 1 passes take one token per request: SGLang
+                # speculative/eagle_worker_v2.py EagleDraftWorker._draft_extend_for_decode
+                # (num_tokens_per_req = steps + 1) then draft_forward; TensorRT-LLM
+                # _torch/speculative/mtp.py MTPSpecMetadata.prepare (MTP Eagle: max_draft_len + 1
+                # tokens in the 1st draft forward, one in the following ones); vLLM
+                # v1/spec_decode/eagle.py EagleProposer.propose (the target's scheduled tokens).
+                depth = scheme.mtp_depth
+                self.draft_step_tokens = [depth + 1] + [1] * (depth - 1) if depth > 0 else []
+                self.wide_first_draft_pass = depth > 0
             if scheme.kind == "ngram":
                 self.host_proposal_s_per_request = terms.ngram_proposal_s_per_request
             elif scheme.kind == "suffix":
@@ -248,8 +262,10 @@ class RooflineModel(ForwardPassModel):
         if draft is None:
             return parts
         past = rank.sum_decode_kv_tokens
-        for tokens in self.draft_step_tokens:
+        for index, tokens in enumerate(self.draft_step_tokens):
             step = decode_shape(requests, past, tokens)
+            if index == 0 and self.wide_first_draft_pass:
+                step.logit_tokens = float(requests)
             step_overhead = self._pass_overhead(draft, step)
             parts.draft += draft.seconds(step) + step_overhead
             parts.overhead += step_overhead

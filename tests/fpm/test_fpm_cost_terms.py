@@ -95,6 +95,52 @@ def test_mtp_draft_step_is_block_plus_shared_head_with_its_overheads() -> None:
     assert expected_ms <= details["draft_ms"] <= expected_ms * 1.005
 
 
+def test_mtp_first_draft_pass_covers_the_verified_window_with_one_logit_per_request() -> None:
+    # Depth 1 at B = 512 on H100: the one draft pass runs the MTP block over the verified window
+    # (d + 1 = 2 tokens per request, 1024 tokens; SGLang _draft_extend_for_decode, TensorRT-LLM
+    # MTP Eagle, vLLM EagleProposer.propose) but the shared LM head only over the last token of
+    # each request (512 logits). Both are compute-bound (1024 and 512 FLOP per weight byte, over
+    # H100's 989e12 * 0.7 / 2.76e12 = 251 FLOP/byte ridge), so by hand:
+    gemm_flops_per_s = 989e12 * 0.7
+    block_ms = 2.0 * 1024 * (LAYER + 2 * 4096 * 4096) / gemm_flops_per_s * 1000.0  # 0.670 ms
+    head_ms = 2.0 * 512 * HEAD / gemm_flops_per_s * 1000.0  # 0.920 ms
+    kernels_ms = (10 + 1 + 2) * KERNEL_S * 1000.0
+    # Memory-bound parts: the layer's KV read (64 past + 2 new tokens per request, 60.2 %),
+    # the SwiGLU activation (3 x 1024 x 12288 bf16) and two RMSNorms (4 x 1024 x 4096 bf16).
+    kv_ms = 512 * 66 * (2 * 8 * 128 * 2) / KV_BYTES_PER_S * 1000.0  # 0.068 ms
+    elementwise_ms = (3 * 1024 * 12288 + 4 * 1024 * 4096) * 2 / WEIGHT_BYTES_PER_S * 1000.0
+    expected_ms = block_ms + head_ms + kernels_ms + kv_ms + elementwise_ms  # 1.749 ms
+    model = _default({"kind": "mtp", "params": {"depth": 1}})
+    metrics = ForwardPassMetrics(512, 512 * 64)
+    details = model.estimate_forward_pass_detailed(metrics).diagnostics.details
+    # Left out: the final norm and the attention's query/output bytes (< 1 %). One token per
+    # request would give about 1.36 ms; logits of every window token about 2.67 ms.
+    assert expected_ms <= details["draft_ms"] <= expected_ms * 1.01
+    assert details["draft_steps"] == 1.0
+
+
+def test_mtp_later_draft_passes_take_one_token_per_request() -> None:
+    # Depth 2 adds one pass of one token per request after the wide first pass: at B = 512 the
+    # block's GEMMs see 512 tokens (0.335 ms) and the head 512 logits (0.920 ms) again.
+    gemm_flops_per_s = 989e12 * 0.7
+    second_ms = (
+        2.0 * 512 * (LAYER + 2 * 4096 * 4096 + HEAD) / gemm_flops_per_s + 13 * KERNEL_S
+    ) * 1000.0
+    metrics = ForwardPassMetrics(512, 512 * 64)
+    one = _default({"kind": "mtp", "params": {"depth": 1}}).estimate_forward_pass_detailed(metrics)
+    two = _default({"kind": "mtp", "params": {"depth": 2}}).estimate_forward_pass_detailed(metrics)
+    extra = two.diagnostics.details["draft_ms"] - one.diagnostics.details["draft_ms"]
+    # The depth-2 first pass is 3 tokens wide (+0.335 ms of block GEMMs over depth 1's).
+    block_extra_ms = 2.0 * 512 * (LAYER + 2 * 4096 * 4096) / gemm_flops_per_s * 1000.0
+    # Memory-bound parts: the second pass reads 64 + 3 + 1 KV tokens per request; 512 more
+    # tokens through the first pass's and 512 through the second's activation and norms.
+    kv_ms = 512 * 68 * (2 * 8 * 128 * 2) / KV_BYTES_PER_S * 1000.0
+    elementwise_ms = 2 * 512 * (3 * 12288 + 4 * 4096) * 2 / WEIGHT_BYTES_PER_S * 1000.0
+    expected_ms = second_ms + block_extra_ms + kv_ms + elementwise_ms  # 1.752 ms
+    assert expected_ms <= extra <= expected_ms * 1.01
+    assert two.diagnostics.details["draft_steps"] == 2.0
+
+
 def test_ngram_round_pays_the_host_proposal_per_request() -> None:
     model = _default({"kind": "ngram", "params": {"num_speculative_tokens": 3}})
     details = model.estimate_forward_pass_detailed(ForwardPassMetrics(8, 8)).diagnostics.details
