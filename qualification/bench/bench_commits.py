@@ -1,7 +1,7 @@
 """Replay and sweep speed of two commits, compiled, side by side in one run.
 
     python -m qualification.bench.bench_commits --base 8d1e051 [--head HEAD] [--rounds 3]
-        [--size 100000] [--work /tmp/aisim-bench-commits]
+        [--size 100000] [--work DIR]
 
 For each commit: its tree (``git archive``), one mypyc-compiled wheel (``AISIM_PURE=0 pip
 wheel --no-deps``) and a venv holding that wheel, whose other packages come from the running
@@ -225,7 +225,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warm-repeat", type=int, default=3)
     parser.add_argument("--size", type=int, default=100_000, help="requests of the scale replay")
-    parser.add_argument("--work", default="/tmp/aisim-bench-commits")
+    parser.add_argument(
+        "--work",
+        default=str(Path(tempfile.gettempdir()) / "aisim-bench-commits"),
+        help="where the builds are kept (default: aisim-bench-commits in the temp folder)",
+    )
     parser.add_argument("--sweep-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sweep_child:

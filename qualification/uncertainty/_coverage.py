@@ -228,7 +228,7 @@ def serving_coverage(root: Path) -> dict[str, Any]:
         ratios = [r for r in (ratio(row, name) for row in fitted) if r is not None]
         if ratios:
             ranges[name] = (quantile(ratios, LOW), quantile(ratios, HIGH), len(ratios))
-    judged = []
+    judged: list[dict[str, Any]] = []
     for row in rows:
         if row["source"] not in ("inferencex-latest", "speculators"):
             continue
@@ -488,7 +488,7 @@ def public_gpu_coverage(
     by_key: dict[str, dict[int, dict[str, Any]]] = {}
     for (key, replica), figure in zip(keys, figures, strict=True):
         by_key.setdefault(key, {})[replica] = figure
-    judged = []
+    judged: list[dict[str, Any]] = []
     for point_id, (point, key) in replayed.items():
         runs = by_key[key]
         if any("error" in figure for figure in runs.values()):
