@@ -85,16 +85,16 @@ def main() -> None:
             result = run_replay(case_config)
             timings.append((time.process_time() - cpu_start, time.perf_counter() - wall_start))
         cpu, wall = min(timings)
-        summary = result.summary
-        events = summary["events"]
+        summary = result.run_summary
+        events = summary.events
         slowest = max(slowest, wall)
         report[case] = {"wall_s": wall, "cpu_s": cpu, "events": events}
         print(
             f"replay {case:5s} ({'compiled' if aisim.__compiled__ else 'pure'}, {args.timing}): "
             f"wall {wall:.3f} s, cpu {cpu:.3f} s, {events} events, {events / wall:,.0f} events/s, "
-            f"{summary['passes']} passes, {summary['completed_requests']} requests, "
-            f"mean TPOT {summary['mean_tpot_ms']:.3f} ms, "
-            f"mean acceptance length {summary['mean_acceptance_length']}"
+            f"{summary.passes} passes, {summary.completed_requests} requests, "
+            f"mean TPOT {summary.tpot.mean_ms:.3f} ms, "
+            f"mean acceptance length {summary.speculation.mean_acceptance_length}"
         )
     report["seconds"] = slowest
     report["cpu_s"] = {case: report[case]["cpu_s"] for case in cases}

@@ -73,18 +73,19 @@ def replay_child(trace: str, out: str, per_token: bool) -> dict[str, Any]:
     if per_token:
         tokens.commit(overwrite=True)
     after = resource.getrusage(resource.RUSAGE_SELF)
-    summary = result.summary
+    summary = result.run_summary
+    sketched = summary.sketched_percentiles
     return {
         "compiled": aisim.__compiled__,
-        "requests": summary["total_requests"],
-        "completed": summary["completed_requests"],
-        "events": summary["events"],
+        "requests": summary.total_requests,
+        "completed": summary.completed_requests,
+        "events": summary.events,
         "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
         "peak_rss_mib": after.ru_maxrss / 1024.0,
-        "sketched": summary.get("latency_percentiles", {}).get("sketched", []),
-        "p99_itl_ms": summary["p99_itl_ms"],
-        "mean_ttft_ms": summary["mean_ttft_ms"],
-        "mean_e2e_latency_ms": summary["mean_e2e_latency_ms"],
+        "sketched": [] if sketched is None else list(sketched.sketched),
+        "p99_itl_ms": summary.itl.p99_ms,
+        "mean_ttft_ms": summary.ttft.mean_ms,
+        "mean_e2e_latency_ms": summary.e2e_latency.mean_ms,
         "requests_parquet_mib": os.path.getsize(Path(out) / "requests.parquet") / 2**20,
     }
 

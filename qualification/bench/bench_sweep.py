@@ -261,7 +261,7 @@ def bench_rss_100k() -> dict[str, Any]:
     build = "compiled" if aisim.__compiled__ else "pure"
     print(
         f"replay 100k requests ({build}): peak RSS {rss:.0f} MiB, cpu {cpu:.1f} s, "
-        f"{result.summary['completed_requests']} completed"
+        f"{result.run_summary.completed_requests} completed"
     )
     return {"peak_rss_mib": rss, "cpu_s": cpu, "compiled": aisim.__compiled__}
 

@@ -86,20 +86,21 @@ def main() -> None:
     try:
         for backend in ("vllm", "sglang"):
             for link in LINKS:
-                summary = run_replay(pd_config(args.trace, args.requests, backend, link)).summary
-                row = {"case": f"pd/{backend}/{link}", "mean_ttft_ms": summary["mean_ttft_ms"]}
+                config = pd_config(args.trace, args.requests, backend, link)
+                summary = run_replay(config).run_summary
+                row = {"case": f"pd/{backend}/{link}", "mean_ttft_ms": summary.ttft.mean_ms}
                 print(json.dumps(row), flush=True)
         for backend in ("vllm", "sglang"):
             for scheme in SCHEMES:
                 summary = run_replay(
                     tight_kv_config(args.trace, args.requests, backend, scheme)
-                ).summary
+                ).run_summary
                 row = {
                     "case": f"tight-kv/{backend}/{scheme}",
-                    "preemptions": summary["preemptions"],
-                    "sd_reservation_preemptions": summary.get("sd_reservation_preemptions"),
-                    "mean_ttft_ms": summary["mean_ttft_ms"],
-                    "mean_e2e_latency_ms": summary["mean_e2e_latency_ms"],
+                    "preemptions": summary.preemptions,
+                    "sd_reservation_preemptions": summary.sd_reservation_preemptions,
+                    "mean_ttft_ms": summary.ttft.mean_ms,
+                    "mean_e2e_latency_ms": summary.e2e_latency.mean_ms,
                 }
                 print(json.dumps(row), flush=True)
     except AisimError as exc:

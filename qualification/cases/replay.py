@@ -1,8 +1,8 @@
 """Replay suite: summaries of fixed scenarios: both schedulers, aggregated and disaggregated
 (P/D), speculation off and each replayable scheme on, tight KV (preemption / retraction),
 attention-DP ranks, loads, hand-checkable fixed timing, and configs rejected before the first
-event. Each result is the whole ``ReplayResult.summary`` (statistics, SD counters, the resolved
-configuration)."""
+event. Each result is the whole run summary in its JSON form (``RunSummary.to_dict()``:
+statistics, SD counters, the resolved configuration)."""
 
 from __future__ import annotations
 
@@ -363,9 +363,8 @@ def _engine_mode_rows() -> list[Row]:
 
 def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
     # Relative paths in a case (a trace) are the repository's, wherever the suite runs from.
-    summary: dict[str, Any] = run_replay(
-        copy.deepcopy(dict(inputs["config"])), base_dir=REPO_ROOT
-    ).summary
+    result = run_replay(copy.deepcopy(dict(inputs["config"])), base_dir=REPO_ROOT)
+    summary: dict[str, Any] = result.run_summary.to_dict()
     return summary
 
 

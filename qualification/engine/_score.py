@@ -20,6 +20,7 @@ from typing import Any, Literal
 import numpy as np
 
 from aisim.errors import DataIntegrityError
+from aisim.replay import RunSummary
 from qualification.engine._measured import (
     Latencies,
     MeasuredLatencies,
@@ -125,7 +126,7 @@ def tokens_per_decode_round(run: ServedRun) -> float:
 
 def acceptance_figures(
     config: dict[str, Any],
-    summary: dict[str, Any],
+    summary: RunSummary,
     observed: dict[str, Any] | None,
     table: StepTable,
 ) -> dict[str, Any]:
@@ -144,7 +145,7 @@ def acceptance_figures(
     return {
         "observed": None if observed is None else observed["acceptance_length"],
         "predicted": predicted,
-        "replay_emitted_per_round": summary.get("mean_acceptance_length"),
+        "replay_emitted_per_round": summary.speculation.mean_acceptance_length,
         "observed_counters": observed,
     }
 
@@ -167,8 +168,9 @@ def score_recording(
         predicted_all = predicted
         figures = compare(predicted, measured)
         observed = observed_acceptance(run)
-        figures["acceptance_length"] = acceptance_figures(config, result.summary, observed, table)
-        emitted = result.summary.get("mean_acceptance_length")
+        summary = result.run_summary
+        figures["acceptance_length"] = acceptance_figures(config, summary, observed, table)
+        emitted = summary.speculation.mean_acceptance_length
         figures["tokens_per_decode_step"] = {
             "observed": tokens_per_decode_round(run),
             "predicted": 1.0 if emitted is None else float(emitted),

@@ -123,7 +123,8 @@ def _estimate(spec: Mapping[str, Any]) -> dict[str, Any]:
 def _replay(spec: Mapping[str, Any]) -> dict[str, Any]:
     from aisim.config import run_replay
 
-    summary = run_replay(dict(spec["config"])).summary
+    # ``outputs`` name keys of the summary's JSON form (docs/replay.md), as a scenario file does.
+    summary = run_replay(dict(spec["config"])).run_summary.to_dict()
     wanted = spec.get("outputs")
     keys = sorted(summary) if wanted is None else list(wanted)
     result: dict[str, Any] = {}

@@ -17,29 +17,33 @@ from typing import Any
 
 from aisim.config import run_replay
 from aisim.errors import AisimError
+from aisim.replay import ReplayResult, RunSummary
 from qualification.public_gpu._workload import Refusal, replay_config, workload_key
 
 
-def _whole_run(summary: dict[str, Any], gpus: int, overhead_ms: float) -> dict[str, Any]:
+def _whole_run(summary: RunSummary, gpus: int, overhead_ms: float) -> dict[str, Any]:
     """The benchmark's figures; ``overhead_ms``, the fitted per-request overhead (client and
     server work before the first step), is added to every TTFT and, as each of a slot's 10
     requests waits for it in turn, ten times to the run."""
-    seconds = (summary["duration_ms"] + 10.0 * overhead_ms) / 1000.0
-    tokens = summary["total_input_tokens"] + summary["total_output_tokens"]
+    median_ttft = summary.ttft.median_ms
+    if median_ttft is None:
+        raise AisimError("replay: no request got a first token, so there is no median TTFT")
+    seconds = (summary.duration_ms + 10.0 * overhead_ms) / 1000.0
+    tokens = summary.total_input_tokens + summary.total_output_tokens
     return {
-        "median_ttft_ms": summary["median_ttft_ms"] + overhead_ms,
+        "median_ttft_ms": median_ttft + overhead_ms,
         "request_overhead_ms": overhead_ms,
-        "mean_tpot_ms": summary["mean_tpot_ms"],
-        "median_tpot_ms": summary["median_tpot_ms"],
+        "mean_tpot_ms": summary.tpot.mean_ms,
+        "median_tpot_ms": summary.tpot.median_ms,
         "tput_per_gpu": tokens / seconds / gpus,
-        "output_tput_per_gpu": summary["total_output_tokens"] / seconds / gpus,
-        "mean_acceptance_length": summary["mean_acceptance_length"],
-        "completed": summary["completed_requests"],
-        "preemptions": summary["preemptions"],
+        "output_tput_per_gpu": summary.total_output_tokens / seconds / gpus,
+        "mean_acceptance_length": summary.speculation.mean_acceptance_length,
+        "completed": summary.completed_requests,
+        "preemptions": summary.preemptions,
     }
 
 
-def _steady(result: Any, conc: int, gpus: int) -> dict[str, Any]:
+def _steady(result: ReplayResult, conc: int, gpus: int) -> dict[str, Any]:
     frame = result.requests
     steady = (
         frame[frame["request_index"] >= conc] if "request_index" in frame else frame.iloc[conc:]
@@ -48,27 +52,27 @@ def _steady(result: Any, conc: int, gpus: int) -> dict[str, Any]:
     tpot = [float(v) for v in steady["tpot_ms"] if v == v]
     e2e = statistics.fmean(float(v) for v in steady["e2e_latency_ms"])
     output = statistics.fmean(float(v) for v in steady["output_tokens"])
-    summary = result.summary
+    summary = result.run_summary
     return {
         "median_ttft_ms": statistics.median(ttft),
         "mean_tpot_ms": statistics.fmean(tpot),
         "median_tpot_ms": statistics.median(tpot),
         "tput_per_gpu": None,
         "output_tput_per_gpu": conc * output / (e2e / 1000.0) / gpus,
-        "mean_acceptance_length": summary["mean_acceptance_length"],
-        "completed": summary["completed_requests"],
-        "preemptions": summary["preemptions"],
+        "mean_acceptance_length": summary.speculation.mean_acceptance_length,
+        "completed": summary.completed_requests,
+        "preemptions": summary.preemptions,
     }
 
 
 def replay_figures(
-    result: Any, point: dict[str, Any], gpus: int, overhead_ms: float
+    result: ReplayResult, point: dict[str, Any], gpus: int, overhead_ms: float
 ) -> dict[str, Any]:
     """The figures ``point``'s source measured, read from a replay ``result`` of it: the
     speculators sweep's steady window, else InferenceX's whole run with ``overhead_ms``."""
     if point["source"] == "speculators":
         return _steady(result, point["conc"], gpus)
-    return _whole_run(result.summary, gpus, overhead_ms)
+    return _whole_run(result.run_summary, gpus, overhead_ms)
 
 
 def predict(
@@ -106,7 +110,7 @@ def predict(
                     cache[key] = _steady(result, point["conc"], gpus)
                 else:
                     overhead = float(overheads.get(point["engine"], 0.0))
-                    cache[key] = _whole_run(result.summary, gpus, overhead)
+                    cache[key] = _whole_run(result.run_summary, gpus, overhead)
             cache[key]["replay_cpu_s"] = round(time.perf_counter() - started, 3)
             if progress is not None:
                 progress(f"[{len(cache)}/{distinct}] {point['id']}: {cache[key]['replay_cpu_s']} s")
