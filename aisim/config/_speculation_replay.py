@@ -4,15 +4,18 @@ batch-size table expanded as the engine expands it, SGLang's adaptive tiers, a t
 
 from __future__ import annotations
 
-from typing import Any
-
 from aisim.config._speculation_modes import draft_length_lookup
 from aisim.errors import ConfigError
 from aisim.replay import AdaptiveTier
-from aisim.speculation import REPLAY_MAX_DEPTH, REPLAY_MIN_DEPTH
+from aisim.speculation import (
+    REPLAY_MAX_DEPTH,
+    REPLAY_MIN_DEPTH,
+    AcceptanceTrace,
+    ResolvedSpeculation,
+)
 
 
-def replay_depth(resolved: Any, backend: str, path: str) -> int:
+def replay_depth(resolved: ResolvedSpeculation, backend: str, path: str) -> int:
     """The depth replay simulates: a chain's (``ResolvedSpeculation.replay_depth``), or, on
     SGLang, an EAGLE tree's (``speculative_num_steps``: a path accepts at most one token per
     step), verified at its full width (``speculative_num_draft_tokens``). vLLM's trees are not
@@ -24,7 +27,7 @@ def replay_depth(resolved: Any, backend: str, path: str) -> int:
             f"{path}: kind {resolved.kind}: replay supports trees on sglang only "
             "(--speculative-eagle-topk > 1); vLLM's tree speculation is not modelled"
         )
-    widths = resolved.tree_shape
+    widths = resolved.tree_shape or ()
     if len(set(widths)) != 1:
         raise ConfigError(
             f"{path}: kind {resolved.kind}: SGLang drafts speculative_eagle_topk candidates at "
@@ -51,7 +54,7 @@ class VaryingLengths:
         self.trace_drafted: dict[str, list[int]] | None = None
 
 
-def varying_lengths(resolved: Any, depth: int, path: str) -> VaryingLengths:
+def varying_lengths(resolved: ResolvedSpeculation, depth: int, path: str) -> VaryingLengths:
     """The per-round length inputs of ``resolved`` (a ``ResolvedSpeculation``) for replay."""
     result = VaryingLengths()
     schedule = resolved.draft_length_schedule
@@ -65,6 +68,8 @@ def varying_lengths(resolved: Any, depth: int, path: str) -> VaryingLengths:
         result.adaptive_cuda_graph_bs = adaptive.cuda_graph_bs
         result.adaptive_tiers = list(adaptive.tiers)
     trace = resolved.acceptance_trace
+    if trace is not None and not isinstance(trace, AcceptanceTrace):
+        raise TypeError(f"{path}: acceptance trace: expected an AcceptanceTrace, got {trace!r}")
     if trace is not None:
         result.trace_accepted = trace.accepted
         result.trace_drafted = trace.drafted

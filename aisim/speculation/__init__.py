@@ -54,7 +54,7 @@ from aisim.speculation._synthetic import (
     sglang_simulated_profile,
     vllm_synthetic_profile,
 )
-from aisim.speculation._traces import trace_acceptance
+from aisim.speculation._traces import AcceptanceTrace, trace_acceptance
 
 __all__ = [
     "ACCEPTANCE_KEYS",
@@ -69,6 +69,7 @@ __all__ = [
     "ROLES",
     "SCHEMES",
     "AcceptanceProfile",
+    "AcceptanceTrace",
     "AdaptiveSpeculation",
     "AdaptiveTier",
     "MeasuredAcceptance",

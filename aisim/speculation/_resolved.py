@@ -206,7 +206,7 @@ class ResolvedSpeculation:
     @property
     def acceptance_trace(self) -> object:
         """The measured per-request acceptance trace replay consumes (an
-        ``aisim.speculation._traces.AcceptanceTrace``), or ``None``."""
+        ``aisim.speculation.AcceptanceTrace``), or ``None``."""
         return self._acceptance_trace
 
     @property
