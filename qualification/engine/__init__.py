@@ -27,7 +27,13 @@ from qualification.engine._replay import (
     replay_run,
 )
 from qualification.engine._report_section import engine_html, engine_sections
-from qualification.engine._schema import ENGINE_SETTINGS, GRID_STEPS, SERVED_REQUESTS, SERVED_STEPS
+from qualification.engine._schema import (
+    ENGINE_SETTINGS,
+    GRID_STEPS,
+    SERVED_REQUESTS,
+    SERVED_STEPS,
+    engine_recording_schema,
+)
 from qualification.engine._score import (
     compare,
     error_figures,
@@ -42,6 +48,7 @@ __all__ = [
     "GRID_STEPS",
     "SERVED_REQUESTS",
     "SERVED_STEPS",
+    "engine_recording_schema",
     "EngineRecording",
     "EngineStepModel",
     "ServedRun",
