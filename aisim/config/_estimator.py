@@ -184,6 +184,7 @@ def best_available(
         resolved,
         stp,
         measured,
+        base,
     )
 
 
@@ -246,7 +247,19 @@ def worker_estimator(
     else:
         resolved = defaults.speculation
     stp, measured = _checked_data(block, path, folder, model_spec, resolved)
-    return _select(block, path, model_spec, gpu, backend, tensor, role, resolved, stp, measured)
+    return _select(
+        block,
+        path,
+        model_spec,
+        gpu,
+        backend,
+        tensor,
+        role,
+        resolved,
+        stp,
+        measured,
+        defaults.base_dir,
+    )
 
 
 def _checked_data(
@@ -272,6 +285,7 @@ def _select(
     resolved: ResolvedSpeculation | None,
     stp: list[TableModel],
     measured: list[MeasuredRoundModel],
+    base_dir: Path | None,
 ) -> SelectedModel:
     return select_estimator(
         model_spec,
@@ -279,7 +293,7 @@ def _select(
         backend,
         tensor_parallel,
         resolved,
-        _draft_spec(resolved),
+        _draft_spec(resolved, base_dir),
         block.estimator,
         block.fallback_policy,
         role,
@@ -295,8 +309,10 @@ def _join(base: str, name: str) -> str:
     return f"{base}.{name}" if base else name
 
 
-def _draft_spec(resolved: ResolvedSpeculation | None) -> ModelSpec | None:
-    """The drafter's geometry: from draft_config, else a catalogue model named by the path."""
+def _draft_spec(resolved: ResolvedSpeculation | None, base_dir: Path | None) -> ModelSpec | None:
+    """The drafter's geometry: from draft_config, else the model ``draft_model_path`` names (a
+    catalogue name, or a config.json path: a relative one is taken from ``base_dir``, the folder
+    of the config file that names it, as every other relative path of that file)."""
     if resolved is None or not resolved.enabled:
         return None
     if resolved.draft_model is not None:
@@ -305,7 +321,7 @@ def _draft_spec(resolved: ResolvedSpeculation | None) -> ModelSpec | None:
     if name is None:
         return None
     try:
-        draft: ModelSpec = get_model(name, "speculation.draft_model_path")
+        draft: ModelSpec = get_model(name, "speculation.draft_model_path", base_dir)
     except ConfigError:
         return None
     return draft

@@ -5,6 +5,7 @@ taken from the folder of the file that names it (issue 27, one validation pass).
 from __future__ import annotations
 
 import cProfile
+import json
 import pstats
 import shutil
 from collections.abc import Callable
@@ -398,3 +399,33 @@ def test_a_heads_drafters_config_is_read_by_its_model_with_the_block() -> None:
         "speculation.draft_config.num_hidden_layers: kind medusa needs the heads' config.json "
         "with num_heads, num_hidden_layers, hidden_size, vocab_size"
     )
+
+
+def test_a_relative_draft_model_path_resolves_against_the_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # cfg/replay.yaml names its draft model as draft/config.json beside it; run from the parent
+    # folder, the roofline prices that draft (before, the path was looked up in the working
+    # directory, found nothing, and the roofline refused the drafter as having no geometry).
+    folder = tmp_path / "cfg"
+    (folder / "draft").mkdir(parents=True)
+    draft = {**_EAGLE3_DRAFT, "num_hidden_layers": 2, "vocab_size": 151936}
+    (folder / "draft" / "config.json").write_text(json.dumps(draft))
+    config = _disaggregated_mtp({"type": "estimator", "estimator": "roofline"})
+    engine = config["engine"]
+    assert isinstance(engine, dict)
+    engine["backend"] = "vllm"
+    engine["speculation"] = {
+        "kind": "draft_model",
+        "params": {"num_speculative_tokens": 2},
+        "draft_model_path": "draft/config.json",
+        "acceptance_rates": [0.8, 0.6],
+    }
+    (folder / "replay.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.chdir(tmp_path)
+    result = run_replay("cfg/replay.yaml").summary
+    assert result["completed_requests"] == 5
+    # The same draft named by an absolute path gives the same replay.
+    engine["speculation"]["draft_model_path"] = str(folder / "draft" / "config.json")  # type: ignore[index]
+    absolute = run_replay(config).summary
+    assert {**absolute, "config": None} == {**result, "config": None}
