@@ -26,7 +26,6 @@ COMPILED_EXTRA: list[str] = [
     "aisim/catalogue/_specs.py",
     "aisim/catalogue/_costs.py",
     "aisim/catalogue/_deployment.py",
-    "aisim/uncertainty/_scaled.py",
 ]
 NOT_COMPILED: list[str] = [
     # fpm: the API edge (user values -> typed values, with the aisim._fields readers).
