@@ -25,6 +25,7 @@ error distribution fitted on the other evidence only.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any, Final
 
@@ -142,6 +143,26 @@ def _share(flags: list[bool]) -> dict[str, Any]:
     return {"inside": sum(flags), "judged": len(flags), "coverage": share}
 
 
+def _shares(
+    judged: list[dict[str, Any]], names: Collection[str]
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Coverage of judged points per group and metric, and per metric over the points the plan
+    judges (``judged_for_plan``)."""
+
+    def share(name: str, keep: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        return _share(
+            [r["metrics"][name]["inside"] for r in judged if keep(r) and name in r["metrics"]]
+        )
+
+    groups = sorted({row["group"] for row in judged})
+    per_group = {
+        group: {name: share(name, lambda r, g=group: r["group"] == g) for name in names}
+        for group in groups
+    }
+    per_metric = {name: share(name, lambda r: r["judged_for_plan"]) for name in names}
+    return per_group, per_metric
+
+
 def public_coverage(table: CostErrorTable | None = None) -> dict[str, Any]:
     """Held-out intervals for every public step row (roofline): decode rows against the GPU
     serving decode samples (another source), round / STP rows leave one row out."""
@@ -255,20 +276,7 @@ def serving_coverage(root: Path) -> dict[str, Any]:
                 "metrics": metrics,
             }
         )
-    groups = sorted({row["group"] for row in judged})
-    by_group = {
-        group: {
-            name: _share(
-                [
-                    r["metrics"][name]["inside"]
-                    for r in judged
-                    if r["group"] == group and name in r["metrics"]
-                ]
-            )
-            for name in SERVING_FIGURES
-        }
-        for group in groups
-    }
+    by_group, coverage = _shares(judged, SERVING_FIGURES)
     return {
         "fitted_on": (
             f"{len(fitted)} InferenceX history rows without SD that the roofline's GPU terms were "
@@ -283,16 +291,7 @@ def serving_coverage(root: Path) -> dict[str, Any]:
             name: {"p05": low, "p95": high, "rows": count}
             for name, (low, high, count) in ranges.items()
         },
-        "coverage": {
-            name: _share(
-                [
-                    r["metrics"][name]["inside"]
-                    for r in judged
-                    if r["judged_for_plan"] and name in r["metrics"]
-                ]
-            )
-            for name in SERVING_FIGURES
-        },
+        "coverage": coverage,
         "coverage_by_group": by_group,
         "points": judged,
     }
@@ -524,30 +523,7 @@ def public_gpu_coverage(
                 "metrics": metrics,
             }
         )
-    groups = sorted({row["group"] for row in judged})
-    per_group = {
-        group: {
-            name: _share(
-                [
-                    r["metrics"][name]["inside"]
-                    for r in judged
-                    if r["group"] == group and name in r["metrics"]
-                ]
-            )
-            for name in SERVING_METRICS
-        }
-        for group in groups
-    }
-    per_metric = {
-        name: _share(
-            [
-                r["metrics"][name]["inside"]
-                for r in judged
-                if r["judged_for_plan"] and name in r["metrics"]
-            ]
-        )
-        for name in SERVING_METRICS
-    }
+    per_group, per_metric = _shares(judged, SERVING_METRICS)
     return {
         "schema": {"name": "aisim.public_gpu_interval_coverage", "version": 1},
         "command": (
