@@ -25,7 +25,7 @@ error distribution fitted on the other evidence only.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Final
 
@@ -149,17 +149,16 @@ def _shares(
     """Coverage of judged points per group and metric, and per metric over the points the plan
     judges (``judged_for_plan``)."""
 
-    def share(name: str, keep: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        return _share(
-            [r["metrics"][name]["inside"] for r in judged if keep(r) and name in r["metrics"]]
-        )
+    def share(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        return _share([r["metrics"][name]["inside"] for r in rows if name in r["metrics"]])
 
     groups = sorted({row["group"] for row in judged})
     per_group = {
-        group: {name: share(name, lambda r, g=group: r["group"] == g) for name in names}
+        group: {name: share(name, [r for r in judged if r["group"] == group]) for name in names}
         for group in groups
     }
-    per_metric = {name: share(name, lambda r: r["judged_for_plan"]) for name in names}
+    for_plan = [r for r in judged if r["judged_for_plan"]]
+    per_metric = {name: share(name, for_plan) for name in names}
     return per_group, per_metric
 
 
