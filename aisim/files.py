@@ -11,6 +11,7 @@ does I/O.
 
 from __future__ import annotations
 
+from aisim._input_limits import MAX_EXPANDED_NODES, MAX_NESTING_DEPTH
 from aisim._io import (
     MAX_DOCUMENT_BYTES,
     MAX_TRACE_BYTES,
@@ -24,6 +25,8 @@ from aisim._io import (
     input_file_problem,
     int_text_problem,
     load_config_file,
+    parse_float_text,
+    parse_int_text,
     parse_json_text,
     parse_yaml_text,
     read_input_bytes,
@@ -34,6 +37,8 @@ from aisim._io import (
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
+    "MAX_EXPANDED_NODES",
+    "MAX_NESTING_DEPTH",
     "MAX_TRACE_BYTES",
     "atomic_write_bytes",
     "atomic_write_text",
@@ -45,6 +50,8 @@ __all__ = [
     "input_file_problem",
     "int_text_problem",
     "load_config_file",
+    "parse_float_text",
+    "parse_int_text",
     "parse_json_text",
     "parse_yaml_text",
     "read_input_bytes",

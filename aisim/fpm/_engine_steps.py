@@ -23,6 +23,7 @@ Pure and typed (compiled): the table's points come in as plain lists (the edge r
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Final
 
 #: Entries per weight shape of vLLM's oneDNN primitive cache (``create_onednn_mm(..., 32)``).
@@ -92,7 +93,7 @@ def padded_graph_size(num_tokens: int, sizes: list[int]) -> int:
     return 0
 
 
-class StepPrice:
+class StepPrice(ABC):
     """A step price over (count, tokens): decode steps or SD rounds over (requests, past KV in
     total), prefill steps over (requests, prompt tokens in total). ``intercept_ms`` is what a
     step of this kind costs with nothing in it, the part a mixed step pays once."""
@@ -101,8 +102,9 @@ class StepPrice:
         self.label = label
         self.intercept_ms = intercept_ms
 
+    @abstractmethod
     def price(self, count: int, tokens: float, coverage: dict[str, int]) -> float:
-        raise NotImplementedError
+        """The price in milliseconds of a step of ``count`` requests over ``tokens``."""
 
 
 class LinearStepCost(StepPrice):

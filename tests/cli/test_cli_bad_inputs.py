@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aisim._io import MAX_DOCUMENT_BYTES, MAX_TRACE_BYTES
 from aisim.cli import main
+from aisim.files import MAX_DOCUMENT_BYTES, MAX_TRACE_BYTES
 
 FIXED = "timing: {type: fixed, prefill_ms: 10.0, decode_ms: 5.0}"
 REPLAY = f"""\

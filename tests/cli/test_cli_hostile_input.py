@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from aisim._io import (
+from aisim.cli import main
+from aisim.errors import ConfigError
+from aisim.files import (
     MAX_EXPANDED_NODES,
     MAX_NESTING_DEPTH,
     check_path_text,
@@ -19,8 +21,6 @@ from aisim._io import (
     parse_json_text,
     parse_yaml_text,
 )
-from aisim.cli import main
-from aisim.errors import ConfigError
 
 REPLAY = """\
 traffic:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from aisim._io import atomic_write_text, load_config_file
 from aisim.errors import ConfigError
+from aisim.files import atomic_write_text, load_config_file
 
 
 def test_yaml_errors_are_one_line_with_position(tmp_path: Path) -> None:

@@ -66,7 +66,7 @@ def test_a_sweep_file_with_a_null_key_fails_in_one_line(
 
 def test_nan_in_a_json_speculation_file_is_refused(tmp_path: Path) -> None:
     # Python's JSON reader takes NaN; a value the model passes on untyped kept it.
-    from aisim._io import load_config_file
+    from aisim.files import load_config_file
 
     spec = tmp_path / "spec.json"
     spec.write_text(

@@ -103,8 +103,8 @@ def test_a_row_reports_the_decoding_workers_sd_wherever_it_is_listed() -> None:
     # drafts, as the config says), also when the decode worker is listed first.
     import dataclasses
 
-    from aisim._io import load_config_file
     from aisim.config import run_replay
+    from aisim.files import load_config_file
     from aisim.sweep import point_metrics
 
     example = Path(__file__).resolve().parents[2] / "docs/examples/replay/disaggregated_sglang.yaml"

@@ -97,7 +97,7 @@ def test_public_gpu_points_are_judged_against_their_intervals() -> None:
 
 
 def test_the_committed_cost_error_table_is_built_from_the_committed_evidence() -> None:
-    from aisim._io import canonical_json
+    from aisim.files import canonical_json
     from qualification.uncertainty._table import ABOUT, build_table
 
     committed = (ROOT / "aisim/uncertainty/cost_errors.v1.json").read_text(encoding="utf-8")
