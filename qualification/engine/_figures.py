@@ -93,7 +93,10 @@ def recording_figures(recording: Any, report: dict[str, Any]) -> RecordingFigure
         acceptance_predicted=report["acceptance_length"].get("predicted"),
         tokens_observed=report["tokens_per_decode_step"]["observed"],
         tokens_predicted=report["tokens_per_decode_step"]["predicted"],
-        drifts=tuple(run["step_cost_drift"] for run in report["runs"]),
+        # A run recorded without engine steps (a client-side driver) has no drift.
+        drifts=tuple(
+            run["step_cost_drift"] for run in report["runs"] if np.isfinite(run["step_cost_drift"])
+        ),
         adjusted_e2e_median=summary["drift_adjusted"]["e2e"]["median_abs_error_pct"],
         mean_e2e_ms=tuple(run["e2e"]["mean_measured_ms"] for run in report["runs"]),
         kinds=tuple(diff["kinds"] for diff in diffs),

@@ -9,7 +9,7 @@ PLAIN/
   grid.csv               # the step table: one row per timed engine step
   grid-metrics.prom      # the grid's Prometheus counters (needed with SD on)
   served-N/requests.csv  # one row per request
-  served-N/steps.csv     # one row per engine step
+  served-N/steps.csv     # one row per engine step (optional: a client-side driver has none)
   served-N/metrics.prom  # the run's Prometheus counters (needed with SD on)
 ```
 
@@ -227,10 +227,16 @@ def read_grid(path: Path) -> dict[str, list[Any]]:
 
 
 def read_served(directory: Path) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
-    """``served-N/requests.csv`` and ``steps.csv``, checked as a served run is loaded."""
+    """``served-N/requests.csv`` and ``steps.csv``, checked as a served run is loaded. A run
+    without ``steps.csv`` (a client-side driver such as ``vllm bench serve`` sees requests, not
+    engine steps) gets an empty step table: scored the same, the per-step diagnostics n/a."""
     requests_path, steps_path = directory / REQUESTS_FILE, directory / STEPS_FILE
     requests = read_csv(requests_path, SERVED_REQUESTS)
-    steps = read_csv(steps_path, SERVED_STEPS)
+    steps = (
+        read_csv(steps_path, SERVED_STEPS)
+        if steps_path.exists() or not requests_path.exists()
+        else {column.name: [] for column in SERVED_STEPS.columns}
+    )
     _check_table(repr(str(requests_path)), SERVED_REQUESTS, requests)
     _check_table(repr(str(steps_path)), SERVED_STEPS, steps)
     _check_requests(repr(str(requests_path)), _frame(requests))
@@ -240,8 +246,9 @@ def read_served(directory: Path) -> tuple[dict[str, list[Any]], dict[str, list[A
 
 def read_settings(path: Path) -> dict[str, Any]:
     """``settings.json``: identity (engine, engine_version, target, optional draft and
-    target_shape), engine_settings (every one of ``ENGINE_SETTINGS``; others are kept) and an
-    optional host; ConfigError naming the field."""
+    target_shape), engine_settings (every one of ``ENGINE_SETTINGS``; others are kept), an
+    optional host, grid (how the step table was recorded) and driver (what made the served
+    runs, and how); ConfigError naming the field."""
     where = repr(str(path))
     try:
         loaded = json.loads(path.read_text(encoding="utf-8"))
@@ -251,11 +258,14 @@ def read_settings(path: Path) -> dict[str, Any]:
         raise DataIntegrityError(f"{where}: not a readable JSON file ({exc})") from None
     if not isinstance(loaded, dict):
         raise DataIntegrityError(f"{where}: expected a JSON object")
-    unknown = sorted(set(loaded) - {"identity", "engine_settings", "host", "grid"})
+    unknown = sorted(set(loaded) - {"identity", "engine_settings", "host", "grid", "driver"})
     if unknown:
         raise DataIntegrityError(
-            f"{where}: {unknown[0]}: unknown field; allowed: identity, engine_settings, host, grid"
+            f"{where}: {unknown[0]}: unknown field; allowed: identity, engine_settings, host, "
+            "grid, driver"
         )
+    if "driver" in loaded and not isinstance(loaded["driver"], dict):
+        raise DataIntegrityError(f"{where}: driver: expected an object")
     identity = loaded.get("identity")
     if not isinstance(identity, dict):
         raise DataIntegrityError(f"{where}: identity: expected an object")
@@ -380,6 +390,7 @@ def import_plain(source: str | Path, out: str | Path, *, overwrite: bool = False
         "identity": settings["identity"],
         "engine_settings": settings["engine_settings"],
         "host": settings.get("host"),
+        "driver": settings.get("driver"),
         "timing_metric": "wall",
         "imported": {
             "layout": "aisim plain engine recording (docs/evidence.md)",

@@ -233,6 +233,11 @@ def engine_recording_schema() -> dict[str, object]:
             },
             "host": {"type": "object", "description": "where it ran (CPU, load); reported"},
             "grid": {"type": "object", "description": "how the step table was recorded"},
+            "driver": {
+                "type": "object",
+                "description": "what made the served runs and how (client, command, where it "
+                "ran); reported in every sidecar",
+            },
         },
         "required": ["identity", "engine_settings"],
         "additionalProperties": False,
@@ -246,7 +251,8 @@ def engine_recording_schema() -> dict[str, object]:
             "grid.csv": "#/$defs/grid_steps rows: the step table (phase decode | prefill | sd)",
             "grid-metrics.prom": "Prometheus text: the grid's engine counters (SD on)",
             "served-N/requests.csv": "#/$defs/requests rows: one per request",
-            "served-N/steps.csv": "#/$defs/steps rows: one per engine step",
+            "served-N/steps.csv": "#/$defs/steps rows: one per engine step (optional: a "
+            "client-side driver sees no engine steps)",
             "served-N/metrics.prom": "Prometheus text: the run's counters (needed with SD on)",
         },
     }

@@ -15,6 +15,7 @@ and ``tox -e qualify`` run). The plan's engine criteria name the recordings, not
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,13 @@ def table_row(report: dict[str, Any]) -> str:
         else f"{accept['observed']:.3f} / {accept['predicted']:.3f}"
     )
     tokens = report["tokens_per_decode_step"]
-    drift = ", ".join(f"{run['step_cost_drift']:.2f}" for run in report["runs"])
+    # n/a: a run recorded without engine steps (a client-side driver such as vllm bench serve)
+    drift = ", ".join(
+        f"{run['step_cost_drift']:.2f}" if math.isfinite(run["step_cost_drift"]) else "n/a"
+        for run in report["runs"]
+    )
+    observed = tokens["observed"]
+    observed_text = f"{observed:.2f}" if math.isfinite(observed) else "n/a"
     adjusted = summary["drift_adjusted"]
     cells = [
         f"`{report['recording']}`",
@@ -59,7 +66,7 @@ def table_row(report: dict[str, Any]) -> str:
         _pct(noise.get("ttft", {}).get("mean_error_pct")),
         _pct(summary["throughput_error_pct"]),
         acceptance,
-        f"{tokens['observed']:.2f} / {tokens['predicted']:.2f}",
+        f"{observed_text} / {tokens['predicted']:.2f}",
         drift,
         _pct(adjusted["e2e"]["median_abs_error_pct"]),
         _pct(adjusted["ttft"]["mean_error_pct"]),
