@@ -70,7 +70,9 @@ def recording_figures(recording: Any, report: dict[str, Any]) -> RecordingFigure
     pairs = [
         compare(b, a)["e2e"]["median_abs_error_pct"] for a, b in itertools.combinations(measured, 2)
     ]
-    diffs = [diff_run(run, recording.grid) for run in recording.served]
+    # step_diff compares the engine's steps with replay's passes: a run recorded without engine
+    # steps (a client-side driver) has nothing to compare, and no step figures.
+    diffs = [diff_run(run, recording.grid) for run in recording.served if not run.steps.empty]
     sidecars = [recording.grid.sidecar] + [run.sidecar for run in recording.served]
     hosts = [sidecar.get("host") or {} for sidecar in sidecars]
     loads = [
@@ -254,6 +256,7 @@ def acceptance_sentence(figures: Sequence[RecordingFigures]) -> str | None:
 
 
 def drift_sentence(figures: Sequence[RecordingFigures]) -> str:
+    figures = [fig for fig in figures if fig.drifts]  # recorded with the engine's steps
     drifts = [drift for fig in figures for drift in fig.drifts]
     gap = max(abs(fig.adjusted_e2e_median - fig.e2e_median) for fig in figures)
     return (

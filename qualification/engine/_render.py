@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 from typing import Any
 
 from qualification.mape import markdown_table
@@ -175,7 +176,9 @@ def _engine_name(report: dict[str, Any]) -> str:
 
 
 def _num(value: Any) -> str:
-    return "n/a" if value is None else f"{float(value):.3f}"
+    """Three decimals; n/a for a figure that could not be computed (None, or NaN: e.g. the
+    step-cost drift of a run recorded without engine steps)."""
+    return "n/a" if value is None or math.isnan(float(value)) else f"{float(value):.3f}"
 
 
 def _png(figure: Any) -> bytes:

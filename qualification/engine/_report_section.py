@@ -33,13 +33,14 @@ def find_engine_recordings(evidence: Path) -> list[Path]:
 def engine_section(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     from qualification.engine._recording import load_recording
     from qualification.engine._render import plots
-    from qualification.engine._score import score_recording
+    from qualification.engine._score import finite, score_recording
 
     try:
         recording = load_recording(directory)
         if recording.grid is None:
             raise AisimError(f"{str(directory)!r}: no {GRID_DIR}/ step table to price with")
         report, per_request = score_recording(recording, recording.grid)
+        report = finite(report)  # JSON: a figure that could not be computed is null
     except AisimError as exc:
         return {
             "name": directory.name,
