@@ -28,6 +28,7 @@ the host load is printed before and after. Run it on a quiet host.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -57,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         "--long",
         action="store_true",
         help="only the steps-since-the-prefill candidate (decode steps 2-4 against 40-42)",
+    )
+    parser.add_argument(
+        "--mixed", action="store_true", help="only the mixed-contexts candidate (paired)"
     )
     args = parser.parse_args(argv)
     from qualification.engine._vllm import set_process_environment
@@ -129,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
         add(96, 16)
     steps()
 
+    if args.mixed:
+        _mixed_contexts(add, steps, wall, args.reps)
+        print(f"load after: {_load():.2f}")
+        return 0
     if draft_dir is not None and not args.long:
         return _prefill_that_continues(engine, clock, add, args.reps)
     if args.long:
@@ -226,9 +234,23 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     # 4. mixed contexts at the same total past KV.
+    _mixed_contexts(add, steps, wall, args.reps)
+    print(f"load after: {_load():.2f}")
+    return 0
+
+
+def _mixed_contexts(
+    add: Callable[[int, int], str],
+    steps: Callable[[], list[Any]],
+    wall: Callable[[Any], float],
+    reps: int,
+) -> None:
+    """Decode steps of 4 requests at contexts 64 each against 16, 16, 16, 208 (the same past
+    KV), alternated so a drift of the host's speed falls on both; the median of the per-pair
+    differences and their quartiles (the pairs are minutes apart at most, seconds apart here)."""
     uniform: list[float] = []
     mixed: list[float] = []
-    for _ in range(args.reps):
+    for _ in range(reps):
         for lengths, sink in (((64, 64, 64, 64), uniform), ((16, 16, 16, 208), mixed)):
             for length in lengths:
                 add(length, 6)
@@ -236,13 +258,15 @@ def main(argv: list[str] | None = None) -> int:
                 r for r in steps() if r.num_prefill_requests == 0 and r.num_decode_requests == 4
             ]
             sink.append(statistics.median([wall(r) for r in records[1:4]]))
+    differences = [m - u for m, u in zip(mixed, uniform, strict=True)]
+    quartiles = statistics.quantiles(differences, n=4) if len(differences) > 1 else [math.nan] * 3
     print(
         "mixed contexts (B=4, 256 KV): uniform 64 each "
         f"{statistics.median(uniform):.2f} ms, 16/16/16/208 {statistics.median(mixed):.2f} ms, "
-        f"difference {statistics.median(mixed) - statistics.median(uniform):+.2f} ms"
+        f"difference {statistics.median(mixed) - statistics.median(uniform):+.2f} ms; per pair "
+        f"median {statistics.median(differences):+.2f} ms (quartiles {quartiles[0]:+.2f}, "
+        f"{quartiles[2]:+.2f}; mixed dearer in {sum(d > 0 for d in differences)} of {reps})"
     )
-    print(f"load after: {_load():.2f}")
-    return 0
 
 
 def _prefill_that_continues(
