@@ -30,7 +30,7 @@ def add_interval_arguments(
         "--sources",
         default="all",
         help="what the intervals include: all (default), none, or a comma list of "
-        "acceptance, cost, simulation",
+        "acceptance, cost, simulation, repeat",
     )
     group.add_argument(
         "--seed", type=integer, default=0, help="seed of the replicas' draws (default 0)"
@@ -128,6 +128,8 @@ def describe_included(sources: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def _detail(name: str, detail: list[Any]) -> str:
+    if name == "repeat":
+        return "; ".join(_repeat_detail(item) for item in detail)
     if name != "cost":
         parts = []
         for item in detail:
@@ -156,6 +158,24 @@ def _detail(name: str, detail: list[Any]) -> str:
             text += f"; no evidence for {missing} (priced as estimated)"
         parts.append(text)
     return "; ".join(parts)
+
+
+def _repeat_detail(item: Any) -> str:
+    if not isinstance(item, dict):
+        return str(item)
+    metrics = item["metrics"]
+    shown = ", ".join(
+        f"{name} x {fmt(info['p05_factor'])}-{fmt(info['p95_factor'])}"
+        for name, info in metrics.items()
+        if name in ("p90_tpot_ms", "p90_e2e_ms", "output_throughput_tok_s")
+    )
+    text = (
+        f"{item['estimator']}: one of {item['runs']} served runs' deviation from its repeats "
+        f"({len(item['sources'])} recordings; factor 5-95 %: {shown})"
+    )
+    if item.get("not_carried"):
+        text += f"; not on {', '.join(item['not_carried'])}"
+    return text
 
 
 def prepare_intervals(args: argparse.Namespace, out: Any) -> Any:

@@ -1,8 +1,9 @@
 """Prediction intervals (docs/design.md#uncertainty): what a replay's headline figures would be
 across the uncertainty of its inputs, by Monte Carlo over replicas.
 
-``replay_intervals(config, N)`` samples three switchable ``Sources`` (acceptance rates from
-engine counters, step-price factors from the cost-error evidence, simulation seeds), replays
+``replay_intervals(config, N)`` samples four switchable ``Sources`` (acceptance rates from
+engine counters, step-price factors from the cost-error evidence, simulation seeds, the
+engines' run-to-run repeat noise on the replayed figures), replays
 each replica on the sweep's backends and reports the point prediction, the p50 and a central
 90 % interval per metric, and what each interval includes. ``load_cost_errors()`` is the
 committed cost-error table with its provenance. Not compiled: sampling uses numpy, outside the
@@ -14,10 +15,13 @@ from __future__ import annotations
 from aisim.uncertainty._acceptance import AcceptanceCounts
 from aisim.uncertainty._advise import DEFAULT_SLOS, Question, advise, parse_acceptance, variants
 from aisim.uncertainty._cost_errors import (
+    REPEAT_METRICS,
     CostErrorTable,
     CostFactors,
     ErrorSample,
+    RepeatSample,
     load_cost_errors,
+    repeat_factor,
 )
 from aisim.uncertainty._draw import Draw, WorkerDraw
 from aisim.uncertainty._estimate import estimate_interval, render_interval
@@ -35,6 +39,9 @@ from aisim.uncertainty._sweep import add_sweep_intervals
 
 __all__ = [
     "METRICS",
+    "REPEAT_METRICS",
+    "RepeatSample",
+    "repeat_factor",
     "AcceptanceCounts",
     "CostErrorTable",
     "CostFactors",

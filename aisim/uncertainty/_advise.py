@@ -34,6 +34,7 @@ from aisim.uncertainty._intervals import (
     CONFIDENCE,
     ReplicaRunner,
     Replicas,
+    central_bounds,
     quantile,
     reduce,
 )
@@ -229,12 +230,8 @@ def headline(slos: dict[str, dict[str, float]]) -> str:
 def _interval(values: list[float]) -> dict[str, float | None]:
     if not values:
         return {"p50": None, "low": None, "high": None}
-    low = (1.0 - CONFIDENCE) / 2.0
-    return {
-        "p50": quantile(values, 0.5),
-        "low": quantile(values, low),
-        "high": quantile(values, 1.0 - low),
-    }
+    low, high = central_bounds(values, CONFIDENCE)
+    return {"p50": quantile(values, 0.5), "low": low, "high": high}
 
 
 def advise(question: Question, *, workers: int = 1, backend: str = "pool") -> dict[str, Any]:

@@ -28,6 +28,18 @@ from aisim.errors import ConfigError, DataIntegrityError
 
 SCHEMA: Final = {"name": "aisim.cost_errors", "version": 1}
 STEP_KINDS: Final = ("prefill", "mixed", "decode", "sd_round")
+#: The interval metrics a repeat sample can carry (``RepeatSample``): those a served run
+#: measures. Goodput is not among them (the recordings serve no SLO).
+REPEAT_METRICS: Final = (
+    "mean_ttft_ms",
+    "p90_ttft_ms",
+    "mean_tpot_ms",
+    "p90_tpot_ms",
+    "mean_e2e_ms",
+    "p90_e2e_ms",
+    "request_throughput_rps",
+    "output_throughput_tok_s",
+)
 TABLE_FILE: Final = "cost_errors.v1.json"
 
 
@@ -61,6 +73,42 @@ class ErrorSample:
             "relative_to": self.relative_to,
             "weight_steps": self.weight_steps,
         }
+
+
+@dataclass(frozen=True)
+class RepeatSample:
+    """One served run's deviation from the other runs of the same trace on the same engine and
+    settings (its repeats), per measured metric: ``factors`` maps a metric of
+    ``REPEAT_METRICS`` to 1 + (measured / mean over the ``repeats`` runs - 1) * sqrt(n / (n - 1))
+    (the deviation from a mean of n runs that includes the run itself understates the run-to-run
+    spread by sqrt((n - 1) / n)). A replica multiplies its figures by one run's factors: the
+    engine's run-to-run repeat noise, which no replay input draws (when the last requests
+    finish, how a tail statistic of a hundred requests falls)."""
+
+    estimator: str
+    group: str
+    source: str
+    evidence_type: str
+    repeats: int
+    factors: tuple[tuple[str, float], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "estimator": self.estimator,
+            "group": self.group,
+            "source": self.source,
+            "evidence_type": self.evidence_type,
+            "repeats": self.repeats,
+            "factors": dict(self.factors),
+        }
+
+
+def repeat_factor(measured: float, mean: float, repeats: int) -> float:
+    """The repeat factor of a run measuring ``measured`` where its ``repeats`` runs (itself
+    included) average ``mean`` (``RepeatSample``)."""
+    if repeats < 2 or not mean > 0:
+        raise ValueError(f"repeat factor: needs >= 2 runs and a mean > 0, got {repeats}, {mean}")
+    return 1.0 + (measured / mean - 1.0) * math.sqrt(repeats / (repeats - 1))
 
 
 @dataclass(frozen=True)
@@ -102,6 +150,8 @@ class CostErrorTable:
 
     samples: tuple[ErrorSample, ...]
     sources: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The engines' run-to-run repeat noise by estimator (``RepeatSample``).
+    repeats: tuple[RepeatSample, ...] = ()
 
     def estimators(self) -> list[str]:
         return sorted({sample.estimator for sample in self.samples})
@@ -124,10 +174,48 @@ class CostErrorTable:
 
         kept = tuple(s for s in self.samples if not left_out(s.source))
         sources = {k: v for k, v in self.sources.items() if not left_out(k)}
-        return CostErrorTable(kept, sources)
+        repeats = tuple(r for r in self.repeats if not left_out(r.source))
+        return CostErrorTable(kept, sources, repeats)
 
-    def extended(self, samples: Iterable[ErrorSample]) -> CostErrorTable:
-        return CostErrorTable(tuple(self.samples) + tuple(samples), dict(self.sources))
+    def extended(
+        self, samples: Iterable[ErrorSample], repeats: Iterable[RepeatSample] = ()
+    ) -> CostErrorTable:
+        return CostErrorTable(
+            tuple(self.samples) + tuple(samples),
+            dict(self.sources),
+            tuple(self.repeats) + tuple(repeats),
+        )
+
+    def repeats_for(self, estimator: str) -> list[RepeatSample]:
+        return [sample for sample in self.repeats if sample.estimator == estimator]
+
+    def describe_repeats(self, estimator: str) -> dict[str, Any]:
+        """The repeat noise a replica of ``estimator`` draws from: runs, recordings, and per
+        metric the 5/95 % factor (nearest rank)."""
+        rows = self.repeats_for(estimator)
+        metrics: dict[str, Any] = {}
+        for name in REPEAT_METRICS:
+            values = sorted(dict(r.factors)[name] for r in rows if name in dict(r.factors))
+            if values:
+                metrics[name] = {
+                    "samples": len(values),
+                    "p05_factor": _quantile(values, 0.05),
+                    "p95_factor": _quantile(values, 0.95),
+                }
+        return {
+            "estimator": estimator,
+            "runs": len(rows),
+            "sources": sorted({r.source for r in rows}),
+            "metrics": metrics,
+        }
+
+    def sample_repeat(self, rng: Any, estimator: str) -> tuple[tuple[str, float], ...]:
+        """One replica's repeat factors for ``estimator``: one run's, drawn uniformly (``rng``: a
+        numpy Generator); empty when the estimator has none."""
+        rows = self.repeats_for(estimator)
+        if not rows:
+            return ()
+        return rows[int(rng.integers(len(rows)))].factors
 
     def describe(self, estimator: str) -> dict[str, Any]:
         """Per step kind: sample count, groups, median and 5/95 % ratio (what an interval's cost
@@ -196,6 +284,7 @@ class CostErrorTable:
             "about": about,
             "sources": self.sources,
             "samples": [sample.to_dict() for sample in self.samples],
+            "repeat_samples": [sample.to_dict() for sample in self.repeats],
         }
 
 
@@ -239,7 +328,42 @@ def load_cost_errors(path: str | Path | None = None) -> CostErrorTable:
     sources = document.get("sources", {})
     if not isinstance(sources, dict):
         raise DataIntegrityError(f"{where}.sources: expected a mapping")
-    return CostErrorTable(tuple(samples), sources)
+    repeats = [
+        _repeat(row, f"{where}.repeat_samples[{index}]")
+        for index, row in enumerate(document.get("repeat_samples", []))
+    ]
+    return CostErrorTable(tuple(samples), sources, tuple(repeats))
+
+
+def _repeat(row: object, where: str) -> RepeatSample:
+    if not isinstance(row, dict):
+        raise DataIntegrityError(f"{where}: expected a mapping, got {type(row).__name__}")
+    try:
+        factors = row["factors"]
+        if not isinstance(factors, dict):
+            raise DataIntegrityError(f"{where}.factors: expected a mapping of metric to factor")
+        sample = RepeatSample(
+            estimator=str(row["estimator"]),
+            group=str(row["group"]),
+            source=str(row["source"]),
+            evidence_type=str(row["evidence_type"]),
+            repeats=int(row["repeats"]),
+            factors=tuple((str(name), float(value)) for name, value in factors.items()),
+        )
+    except KeyError as exc:
+        raise DataIntegrityError(f"{where}.{exc.args[0]}: missing") from None
+    except (TypeError, ValueError) as exc:
+        raise DataIntegrityError(f"{where}: {exc}") from None
+    for name, value in sample.factors:
+        if name not in REPEAT_METRICS:
+            raise DataIntegrityError(
+                f"{where}.factors.{name}: expected one of {', '.join(REPEAT_METRICS)}"
+            )
+        if not (math.isfinite(value) and value > 0.0):
+            raise DataIntegrityError(
+                f"{where}.factors.{name}: expected a finite number > 0, got {value}"
+            )
+    return sample
 
 
 def _sample(row: object, where: str) -> ErrorSample:

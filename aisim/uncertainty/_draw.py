@@ -36,6 +36,9 @@ class Draw:
     replica: int
     traffic_seed: int | None
     workers: tuple[WorkerDraw, ...]
+    #: (metric, factor): the engine's run-to-run repeat noise, multiplied into the replica's
+    #: figures after its replay (``apply_repeat``); empty: none.
+    repeat: tuple[tuple[str, float], ...] = ()
 
     def run(self, config: dict[str, Any], base_dir: Path) -> Any:
         """Replay ``config`` as this replica (``run_draw``): what a sweep point's task calls,
@@ -98,6 +101,19 @@ class ScaledModel:
         if quantiles is None:
             return price * factor
         return price * factor * interpolate(quantiles, self.noise.random())
+
+
+def apply_repeat(row: dict[str, Any], draw: Draw | None) -> dict[str, Any]:
+    """A replica's figures (a sweep row) with its draw's repeat factors multiplied in: a copy,
+    or ``row`` itself when the draw has none. A figure that is not a number stays as it is."""
+    if draw is None or not draw.repeat:
+        return row
+    changed = dict(row)
+    for name, factor in draw.repeat:
+        value = changed.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            changed[name] = float(value) * factor
+    return changed
 
 
 def interpolate(quantiles: tuple[float, ...], u: float) -> float:

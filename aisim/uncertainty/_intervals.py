@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from aisim.errors import ConfigError
 from aisim.uncertainty._cost_errors import CostErrorTable, load_cost_errors
+from aisim.uncertainty._draw import apply_repeat
 from aisim.uncertainty._replicas import (
     SEED_LIMIT,
     Setup,
@@ -56,21 +57,34 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[rank - 1]
 
 
+def central_bounds(values: list[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The central ``confidence`` interval of N replicas: the k-th smallest and the k-th
+    largest value, k = max(1, floor((1 - confidence) / 2 * (N + 1))). A new value exchangeable
+    with the N falls below the k-th smallest with probability k / (N + 1), and above the k-th
+    largest with the same, so inside with (N + 1 - 2k) / (N + 1): at least ``confidence`` once
+    N >= 2 / (1 - confidence) - 1 (19 replicas for 90 %), equal tails at any N (N = 20: the
+    smallest and the largest, 19 / 21 = 90.5 %). Always a replica's value."""
+    ordered = sorted(values)
+    k = max(1, math.floor((1.0 - confidence) / 2.0 * (len(ordered) + 1) + 1e-9))
+    k = min(k, (len(ordered) + 1) // 2)
+    return ordered[k - 1], ordered[len(ordered) - k]
+
+
 def reduce(
     point: dict[str, Any], rows: list[dict[str, Any]], names: Any = None
 ) -> dict[str, dict[str, Any]]:
-    """Per metric: the point prediction, the replicas' p50 and central 90 % interval
-    (5th and 95th percentiles, nearest rank), and how many replicas had the metric."""
-    low_q = (1.0 - CONFIDENCE) / 2.0
+    """Per metric: the point prediction, the replicas' p50 (nearest rank) and central 90 %
+    interval (``central_bounds``), and how many replicas had the metric."""
     reduced: dict[str, dict[str, Any]] = {}
     for name in METRICS if names is None else names:
         values = [float(row[name]) for row in rows if _defined(row.get(name))]
         value: Any = point.get(name)
+        low, high = central_bounds(values) if values else (None, None)
         reduced[name] = {
             "point": float(value) if _defined(value) else None,
             "p50": quantile(values, 0.5) if values else None,
-            "low": quantile(values, low_q) if values else None,
-            "high": quantile(values, 1.0 - low_q) if values else None,
+            "low": low,
+            "high": high,
             "replicas": len(values),
         }
     return reduced
@@ -302,7 +316,10 @@ class ReplicaRunner:
         for index in sorted(wanted):
             have = len(self.rows[index])
             more = range(have, min(wanted[index], self.total))
-            self.rows[index].extend(found[index * stride + 1 + replica] for replica in more)
+            self.rows[index].extend(
+                apply_repeat(found[index * stride + 1 + replica], self.draws[index][replica])
+                for replica in more
+            )
 
     def replicas(self, index: int) -> Replicas:
         """Config ``index``'s point and the replicas run so far (in replica order)."""
@@ -343,7 +360,7 @@ def _in_process(
     rows = []
     for draw in draws:
         result = run_draw(mapping, folder, draw, forward_pass_model)
-        rows.append(point_metrics(result.run_summary, result.columns, slos))
+        rows.append(apply_repeat(point_metrics(result.run_summary, result.columns, slos), draw))
     return report(Replicas(point, rows, setup, replicas, seed))
 
 
@@ -354,11 +371,12 @@ def reduce_acceptance(point: dict[str, Any], rows: list[dict[str, Any]]) -> dict
         if _defined(row.get("mean_acceptance_length"))
     ]
     value: Any = point.get("mean_acceptance_length")
+    low, high = central_bounds(values) if values else (None, None)
     return {
         "point": float(value) if _defined(value) else None,
         "p50": quantile(values, 0.5) if values else None,
-        "low": quantile(values, 0.05) if values else None,
-        "high": quantile(values, 0.95) if values else None,
+        "low": low,
+        "high": high,
         "replicas": len(values),
     }
 

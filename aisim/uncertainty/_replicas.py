@@ -16,7 +16,7 @@ from aisim.uncertainty._sources import Sources
 #: Seeds a replica draws are below this (aisim's config seeds go to 2**63 - 1).
 SEED_LIMIT: Final = 1 << 62
 #: Stream of each source (numpy SeedSequence entropy [seed, stream]).
-STREAMS: Final = {"simulation": 0, "acceptance": 1, "cost": 2}
+STREAMS: Final = {"simulation": 0, "acceptance": 1, "cost": 2, "repeat": 3}
 #: The estimator whose evidence prices an SD round when an STP estimator applies the
 #: STP->SD scaling rule (docs/design.md#the-stp-sd-scaling-rule).
 RULE_EVIDENCE: Final = "stp_rule"
@@ -174,7 +174,41 @@ def describe_sources(
         "included": sources.cost and any(item["sampled_kinds"] for item in cost_detail),
         "detail": cost_detail,
     }
+    estimator = repeat_estimator(workers, table)
+    repeat_detail: list[Any]
+    if estimator is None:
+        repeat_detail = [
+            "no repeat evidence for "
+            + ", ".join(sorted({worker.estimator for worker in workers}))
+            + " (the engine's run-to-run noise is measured on the engine recordings' repeated "
+            "runs, priced by their step tables: engine-step-table)"
+        ]
+    else:
+        repeat_detail = [
+            {
+                **table.describe_repeats(estimator),
+                "not_carried": list(METRICS_NOT_REPEATED),
+            }
+        ]
+    described["repeat"] = {
+        "on": sources.repeat,
+        "included": sources.repeat and estimator is not None,
+        "detail": repeat_detail,
+    }
     return described
+
+
+#: Interval metrics no repeat sample carries (the recordings serve no SLO).
+METRICS_NOT_REPEATED: Final = ("goodput_rps",)
+
+
+def repeat_estimator(workers: list[WorkerFacts], table: CostErrorTable) -> str | None:
+    """The estimator whose repeat noise a replica draws: the first worker's that has repeat
+    samples (the noise is of the whole run, drawn once per replica), else None."""
+    for worker in workers:
+        if table.repeats_for(worker.estimator):
+            return worker.estimator
+    return None
 
 
 def _mapping_at(mapping: dict[str, Any], key: str) -> dict[str, Any]:
@@ -203,6 +237,7 @@ def plan_draws(
         plan, description = with_forward_pass_model(plan, description, forward_pass_model)
     workers = _facts(plan, description, acceptance_rounds)
     streams = {name: np.random.default_rng([seed, stream]) for name, stream in STREAMS.items()}
+    repeating = repeat_estimator(workers, table) if sources.repeat else None
     draws = []
     for replica in range(replicas):
         traffic_seed = (
@@ -221,6 +256,7 @@ def plan_draws(
                 _cost_factors(streams["cost"], table, worker) if sources.cost else CostFactors()
             )
             sampled.append(WorkerDraw(rates, worker_seed, factors))
-        draws.append(Draw(replica, traffic_seed, tuple(sampled)))
+        repeat = () if repeating is None else table.sample_repeat(streams["repeat"], repeating)
+        draws.append(Draw(replica, traffic_seed, tuple(sampled), repeat))
     setup = Setup(workers, describe_sources(sources, workers, table, config))
     return draws, setup

@@ -1,4 +1,4 @@
-"""The three sources of uncertainty a prediction interval can include, each switchable.
+"""The four sources of uncertainty a prediction interval can include, each switchable.
 
 * ``acceptance``: the acceptance rates are uncertain (binomial counts from an engine's metrics,
   or rates observed over a stated number of rounds); each replica samples its rates.
@@ -6,6 +6,9 @@
   evidence measured (``cost_errors.v1.json``); each replica samples multiplicative factors.
 * ``simulation``: the seeds (Poisson arrivals and synthetic lengths, the acceptance draws);
   each replica runs with its own.
+* ``repeat``: the engine's run-to-run repeat noise (the same trace served again moves its
+  figures; measured on the engine recordings' repeated runs, ``cost_errors.v1.json``
+  ``repeat_samples``); each replica multiplies its figures by one measured run's deviation.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Final
 
 from aisim.errors import ConfigError
 
-SOURCE_NAMES: Final = ("acceptance", "cost", "simulation")
+SOURCE_NAMES: Final = ("acceptance", "cost", "simulation", "repeat")
 
 
 @dataclass(frozen=True)
@@ -25,15 +28,17 @@ class Sources:
     acceptance: bool = True
     cost: bool = True
     simulation: bool = True
+    repeat: bool = True
 
     @staticmethod
     def parse(text: str, path: str = "--sources") -> Sources:
-        """``all``, ``none`` or a comma list of ``acceptance``, ``cost``, ``simulation``."""
+        """``all``, ``none`` or a comma list of ``acceptance``, ``cost``, ``simulation``,
+        ``repeat``."""
         spelled = text.strip()
         if spelled == "all":
             return Sources()
         if spelled == "none":
-            return Sources(False, False, False)
+            return Sources(False, False, False, False)
         names = [name.strip() for name in spelled.split(",") if name.strip()]
         unknown = [name for name in names if name not in SOURCE_NAMES]
         if unknown or not names:
@@ -41,7 +46,9 @@ class Sources:
                 f"{path}: expected all, none or a comma list of {', '.join(SOURCE_NAMES)}, "
                 f"got {text!r}"
             )
-        return Sources("acceptance" in names, "cost" in names, "simulation" in names)
+        return Sources(
+            "acceptance" in names, "cost" in names, "simulation" in names, "repeat" in names
+        )
 
     def names(self) -> list[str]:
         """The sources switched on, in ``SOURCE_NAMES`` order."""

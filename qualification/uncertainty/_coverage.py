@@ -56,7 +56,8 @@ LOW, HIGH = 0.05, 0.95
 
 def measured_figures(run: Any) -> dict[str, float]:
     """A served run's measured figures, computed as aisim's summary computes its own (numpy's
-    linear percentile over completed requests; TPOT of requests with more than one token)."""
+    linear percentile over completed requests; TPOT of requests with more than one token;
+    throughput over first arrival to last finish)."""
     from qualification.engine import measured_latencies, throughput_tok_s
 
     latencies = measured_latencies(run)
@@ -67,6 +68,9 @@ def measured_figures(run: Any) -> dict[str, float]:
         figures[f"p90_{name}_ms"] = float(np.percentile(values, 90))
     figures["output_throughput_tok_s"] = throughput_tok_s(
         latencies["output_tokens"], latencies["arrival"], latencies["finish"]
+    )
+    figures["request_throughput_rps"] = throughput_tok_s(
+        [1] * len(latencies["finish"]), latencies["arrival"], latencies["finish"]
     )
     return figures
 
@@ -212,6 +216,8 @@ SERVING_FIGURES: Final = {
 }
 #: A figure missing from a row is read from this one (InferenceX history has median TPOT only).
 FALLBACK: Final = {"mean_tpot_ms": "median_tpot_ms"}
+#: Figures judged per engine where the fitted rows lack the engine (``serving_coverage``).
+ENGINE_TTFT: Final = ("median_ttft_ms",)
 
 
 def serving_coverage(root: Path) -> dict[str, Any]:
@@ -248,29 +254,67 @@ def serving_coverage(root: Path) -> dict[str, Any]:
         ratios = [r for r in (ratio(row, name) for row in fitted) if r is not None]
         if ratios:
             ranges[name] = (quantile(ratios, LOW), quantile(ratios, HIGH), len(ratios))
+    fitted_engines = sorted({row.get("engine", "") for row in fitted})
+    held_out = [
+        row
+        for row in rows
+        if row["source"] in ("inferencex-latest", "speculators") and row["id"] not in training
+    ]
+
+    def group(row: dict[str, str]) -> str:
+        return f"{row['source']}/{row['sd']}"
+
+    engine_ranges: dict[str, dict[str, Any]] = {}
+
+    def range_of(row: dict[str, str], name: str) -> tuple[float, float, int, str] | None:
+        """The ratio range judging ``row``'s figure ``name``: the fitted rows', or for TTFT of
+        an engine they lack, that engine's held-out points of the other groups."""
+        engine = row.get("engine", "")
+        if name not in ENGINE_TTFT or engine in fitted_engines:
+            if name not in ranges:
+                return None
+            return (*ranges[name], "fitted InferenceX history rows")
+        others = [r for r in held_out if r.get("engine", "") == engine and group(r) != group(row)]
+        ratios = [v for v in (ratio(r, name) for r in others) if v is not None]
+        if not ratios:
+            return None
+        source = (
+            f"{row['engine']} points of "
+            + ", ".join(sorted({group(r) for r in others}))
+            + " (the point's own group left out)"
+        )
+        found = (quantile(ratios, LOW), quantile(ratios, HIGH), len(ratios), source)
+        engine_ranges.setdefault(engine, {})[group(row)] = {
+            "p05": found[0],
+            "p95": found[1],
+            "rows": found[2],
+            "from": source,
+        }
+        return found
+
     judged: list[dict[str, Any]] = []
-    for row in rows:
-        if row["source"] not in ("inferencex-latest", "speculators"):
-            continue
+    for row in held_out:
         metrics = {}
         for name in SERVING_FIGURES:
             found = figures(row, name)
-            if found is None or name not in ranges:
+            bounds = range_of(row, name)
+            if found is None or bounds is None:
                 continue
             measured, predicted = found
             value = measured / predicted
-            low, high, _ = ranges[name]
+            low, high, _, source = bounds
             metrics[name] = {
                 "measured": measured,
                 "point": predicted,
                 "low": predicted * low,
                 "high": predicted * high,
                 "inside": low <= value <= high,
+                "range_from": source,
             }
         judged.append(
             {
                 "id": row["id"],
-                "group": f"{row['source']}/{row['sd']}",
+                "group": group(row),
                 "judged_for_plan": row["sd"] == "none",
                 "metrics": metrics,
             }
@@ -281,7 +325,10 @@ def serving_coverage(root: Path) -> dict[str, Any]:
             f"{len(fitted)} InferenceX history rows without SD that the roofline's GPU terms were "
             "fitted on (evidence/public-gpu/fitted_terms.json training_ids)"
         ),
-        "judged_on": "InferenceX latest and speculators points (no term or sample saw them)",
+        "judged_on": (
+            "InferenceX latest and speculators points that no fitted term and no cost-error "
+            "sample saw (training_ids left out)"
+        ),
         "plan_figure": (
             "points without SD; SD points are shown by group: InferenceX's MTP points replay an "
             "assumed acceptance, and the GPU SD-round evidence is 6 step-level rows"
@@ -289,6 +336,18 @@ def serving_coverage(root: Path) -> dict[str, Any]:
         "ratio_ranges": {
             name: {"p05": low, "p95": high, "rows": count}
             for name, (low, high, count) in ranges.items()
+        },
+        "ttft_ranges_by_engine": {
+            "why": (
+                "median TTFT of an engine without fitted rows (the roofline's per-request "
+                "overhead is fitted per engine, on the InferenceX history's SGLang and "
+                "TensorRT-LLM only): the fitted rows say nothing of its time before the first "
+                "token, so its points are judged on the TTFT ratios of that engine's held-out "
+                "points in the other groups (SD changes the prefill by its drafter's pass only; "
+                "TPOT and throughput, which SD changes, keep the fitted rows' ranges)"
+            ),
+            "fitted_engines": fitted_engines,
+            "ranges": engine_ranges,
         },
         "coverage": coverage,
         "coverage_by_group": by_group,

@@ -22,6 +22,9 @@ evidence: one sample per measured / predicted step-price ratio, with its provena
   the same composition (as ``aisim qualify engine`` prices it), and the quantiles of its steps'
   ratios around that median (the per-step scatter). One served run is one group, so a replica
   takes every kind's factor from the same run: the run's speed moved all of them.
+* repeat samples (``repeat_samples``): per served run of an engine recording whose runs are
+  repeats, each measured figure's deviation from the mean of the recording's runs, less the part
+  the run's step-price level explains (``repeat_samples``).
 """
 
 from __future__ import annotations
@@ -31,7 +34,13 @@ import statistics
 from pathlib import Path
 from typing import Any, Final
 
-from aisim.uncertainty import CostErrorTable, ErrorSample
+from aisim.uncertainty import (
+    REPEAT_METRICS,
+    CostErrorTable,
+    ErrorSample,
+    RepeatSample,
+    repeat_factor,
+)
 
 #: engine step kinds (``qualification.engine.step_diff``) -> cost-error step kind.
 ENGINE_KINDS: Final = {
@@ -230,6 +239,104 @@ def engine_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[str, A
     return samples, sources
 
 
+#: Figures that scale with the step price (a latency); the others (throughput under trace
+#: arrivals, set by the arrival span) do not.
+PRICE_SCALED: Final = (
+    "mean_ttft_ms",
+    "p90_ttft_ms",
+    "mean_tpot_ms",
+    "p90_tpot_ms",
+    "mean_e2e_ms",
+    "p90_e2e_ms",
+)
+
+
+def repeat_samples(root: Path) -> list[RepeatSample]:
+    """The engine's run-to-run repeat noise (``RepeatSample``) beyond what the cost source
+    draws. Per engine recording whose served runs are repeats (the same requests, prompt and
+    output lengths, on one engine and one set of settings), each run's measured figure over the
+    mean of its recording's runs; for a latency, over the run's step-price level too (the median
+    over all its steps of measured / the step table's price, over the runs' mean): the cost
+    source already draws a run's step-price level (one served run's factors), so the repeat
+    source carries what is left (how a tail statistic of a hundred requests falls, queueing),
+    and the throughput's whole deviation (the run's end: when its last requests finish, which
+    the step price barely moves). Widened for the mean's own run (``repeat_factor``). A
+    recording whose runs differ in their requests is left out (its differences are not repeat
+    noise)."""
+    from qualification.engine import EngineStepModel, recorded_settings
+    from qualification.engine.step_diff import priced_steps
+    from qualification.uncertainty._coverage import measured_figures
+
+    samples = []
+    for folder in sorted((root / "evidence/engine").iterdir()):
+        if not folder.is_dir():
+            continue
+        recording = load_recording_of(folder)
+        if recording is None or len(recording.served) < 2:
+            continue
+        if len({_requests_key(run) for run in recording.served}) != 1:
+            continue
+        name = f"evidence/engine/{folder.name}"
+        figures = []
+        for run in recording.served:
+            depth = int(recorded_settings(run)["num_speculative_tokens"] or 0)
+            rows = priced_steps(run.steps, EngineStepModel(recording.grid, depth), 1.0, depth)
+            price = float(statistics.median(r["ratio"] for r in rows if r["price_ms"] > 0))
+            figures.append({**measured_figures(run), "level": price})
+        for run, factors in zip(recording.served, run_factors(figures), strict=True):
+            samples.append(
+                RepeatSample(
+                    "engine-step-table",
+                    f"{name}/{run.name}",
+                    name,
+                    "engine-measurement",
+                    len(figures),
+                    factors,
+                )
+            )
+    return samples
+
+
+def run_factors(figures: list[dict[str, float]]) -> list[tuple[tuple[str, float], ...]]:
+    """Per run of one recording (``figures``: each run's measured figures and its step-price
+    ``level``), the repeat factor of every metric of ``REPEAT_METRICS``: a latency is first
+    divided by the run's level over the runs' mean level (the part the cost source draws)."""
+    level = statistics.fmean(f["level"] for f in figures)
+    values = [
+        {
+            metric: f[metric] / (f["level"] / level) if metric in PRICE_SCALED else f[metric]
+            for metric in REPEAT_METRICS
+        }
+        for f in figures
+    ]
+    means = {metric: statistics.fmean(v[metric] for v in values) for metric in REPEAT_METRICS}
+    return [
+        tuple(
+            (metric, repeat_factor(value[metric], means[metric], len(figures)))
+            for metric in REPEAT_METRICS
+        )
+        for value in values
+    ]
+
+
+def load_recording_of(folder: Path) -> Any:
+    """The engine recording in ``folder``, or None without a grid (not replayed)."""
+    from qualification.engine import load_recording
+
+    recording = load_recording(folder)
+    return recording if recording.grid is not None else None
+
+
+def _requests_key(run: Any) -> tuple[tuple[str, int, int], ...]:
+    frame = run.requests
+    return tuple(
+        (str(rid), int(prompt), int(output))
+        for rid, prompt, output in zip(
+            frame["request_id"], frame["prompt_tokens"], frame["output_tokens"], strict=True
+        )
+    )
+
+
 def step_quantiles(ratios: list[float], median: float) -> tuple[float, ...]:
     """Quantiles 0, 5, ..., 100 % of the steps' ratios over the run's median (numpy linear)."""
     import numpy as np
@@ -246,4 +353,4 @@ def build_table(root: Path) -> CostErrorTable:
         found, where = part(root)
         samples.extend(found)
         sources.update(where)
-    return CostErrorTable(tuple(samples), sources)
+    return CostErrorTable(tuple(samples), sources, tuple(repeat_samples(root)))

@@ -198,3 +198,71 @@ def test_the_plan_figures_come_from_serving_points_and_step_rows_apart() -> None
     # decode rows are judged against the GPU serving decode samples, not each other
     decode = [row for row in step["rows"] if row["quantity"] == "decode_ms"]
     assert decode and all(row["samples"] > 100 for row in decode)
+
+
+def test_ttft_of_an_engine_without_fitted_rows_is_judged_on_its_other_groups(
+    tmp_path: Path,
+) -> None:
+    # 20 fitted SGLang history rows, TTFT and TPOT measured / predicted 1.0. vLLM (no fitted
+    # row) speculators points: no SD at TTFT ratio 5.0; MTP at 4.0, 4.5, 5.5, 6.0. The no-SD
+    # point's TTFT range is the MTP group's 5-95 % (nearest rank of 4: 1st and 4th), [4.0, 6.0]:
+    # inside. Each MTP point's range is the no-SD group's single ratio, [5.0, 5.0]: outside.
+    # TPOT keeps the fitted rows' range [1.0, 1.0] whatever the engine.
+    import csv
+    import json
+
+    from qualification.uncertainty._coverage import PUBLIC_GPU_ROWS, serving_coverage
+
+    header = ["id", "source", "engine", "sd"] + [
+        f"{n}_{k}" for n in ("median_ttft_ms", "mean_tpot_ms") for k in ("measured", "predicted")
+    ]
+    rows = [
+        {
+            "id": f"h{index}",
+            "source": "inferencex-history",
+            "engine": "sglang",
+            "sd": "none",
+            "median_ttft_ms_measured": 100,
+            "median_ttft_ms_predicted": 100,
+            "mean_tpot_ms_measured": 10,
+            "mean_tpot_ms_predicted": 10,
+        }
+        for index in range(20)
+    ]
+    for name, sd, ttft in [("none", "none", 5.0)] + [
+        (f"mtp{i}", "mtp", value) for i, value in enumerate((4.0, 4.5, 5.5, 6.0))
+    ]:
+        rows.append(
+            {
+                "id": name,
+                "source": "speculators",
+                "engine": "vllm",
+                "sd": sd,
+                "median_ttft_ms_measured": 100 * ttft,
+                "median_ttft_ms_predicted": 100,
+                "mean_tpot_ms_measured": 12,
+                "mean_tpot_ms_predicted": 10,
+            }
+        )
+    file = tmp_path / PUBLIC_GPU_ROWS
+    file.parent.mkdir(parents=True)
+    with file.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, header, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+    training = {"training_ids": [f"h{index}" for index in range(20)]}
+    (file.parent.parent / "fitted_terms.json").write_text(json.dumps(training), "utf-8")
+    result = serving_coverage(tmp_path)
+    points = {point["id"]: point["metrics"] for point in result["points"]}
+    assert (points["none"]["median_ttft_ms"]["low"], points["none"]["median_ttft_ms"]["high"]) == (
+        400.0,
+        600.0,
+    )
+    assert points["none"]["median_ttft_ms"]["inside"] is True
+    assert [points[f"mtp{i}"]["median_ttft_ms"]["inside"] for i in range(4)] == [False] * 4
+    assert points["mtp0"]["median_ttft_ms"]["high"] == 500.0
+    assert points["none"]["mean_tpot_ms"]["high"] == 10.0
+    assert points["none"]["mean_tpot_ms"]["inside"] is False
+    ranges = result["ttft_ranges_by_engine"]
+    assert ranges["fitted_engines"] == ["sglang"]
+    assert ranges["ranges"]["vllm"]["speculators/none"]["rows"] == 4

@@ -84,7 +84,7 @@ def test_cumulative_binomial_oracle_matches_the_comment() -> None:
 def test_every_source_off_is_a_zero_width_interval_at_the_point() -> None:
     config = single_request(13, 0.5)
     point = run_replay(config).summary
-    report = replay_intervals(config, 4, sources=Sources(False, False, False))
+    report = replay_intervals(config, 4, sources=Sources(False, False, False, False))
     assert report["includes"] == []
     e2e = report["metrics"]["mean_e2e_ms"]
     assert e2e["low"] == e2e["p50"] == e2e["high"] == e2e["point"] == point["mean_e2e_latency_ms"]
