@@ -262,7 +262,8 @@ def repeat_samples(root: Path) -> list[RepeatSample]:
     and the throughput's whole deviation (the run's end: when its last requests finish, which
     the step price barely moves). Widened for the mean's own run (``repeat_factor``). A
     recording whose runs differ in their requests is left out (its differences are not repeat
-    noise)."""
+    noise), and so is one with a run without engine steps (a client-side driver: its step-price
+    level is unknown, so its latencies' deviations cannot be split from the cost source's)."""
     from qualification.engine import EngineStepModel, recorded_settings
     from qualification.engine.step_diff import priced_steps
     from qualification.uncertainty._coverage import measured_figures
@@ -281,8 +282,12 @@ def repeat_samples(root: Path) -> list[RepeatSample]:
         for run in recording.served:
             depth = int(recorded_settings(run)["num_speculative_tokens"] or 0)
             rows = priced_steps(run.steps, EngineStepModel(recording.grid, depth), 1.0, depth)
-            price = float(statistics.median(r["ratio"] for r in rows if r["price_ms"] > 0))
-            figures.append({**measured_figures(run), "level": price})
+            ratios = [r["ratio"] for r in rows if r["price_ms"] > 0]
+            if not ratios:
+                break
+            figures.append({**measured_figures(run), "level": float(statistics.median(ratios))})
+        if len(figures) != len(recording.served):
+            continue
         for run, factors in zip(recording.served, run_factors(figures), strict=True):
             samples.append(
                 RepeatSample(
