@@ -112,7 +112,7 @@ def replay_intervals(
     """Intervals of ``config``'s headline metrics over ``replicas`` Monte Carlo replays.
 
     ``config``: a replay config mapping or file path (docs/replay.md). ``sources`` (default all
-    three) say what is sampled; ``table`` the cost evidence (default the committed one);
+    four) say what is sampled; ``table`` the cost evidence (default the committed one);
     ``acceptance_rounds`` treats configured rates as observed over that many rounds (a binomial
     spread) where no engine counters or profile spread give one. ``slos``
     (``{"ttft_ms": {"p90": 200}}``, as a sweep's) define goodput. Replicas run on ``backend``
