@@ -33,7 +33,14 @@ from aisim.replay._plan import (
     lookahead_tokens_for,
     no_speculation,
 )
-from aisim.replay._pricing import PRICING_FIXED, MetricsFactory, PassModel, PassPricer
+from aisim.replay._pricing import (
+    PRICING_FIXED,
+    SCALE_KINDS,
+    MetricsFactory,
+    PassModel,
+    PassPricer,
+    PriceScale,
+)
 from aisim.replay._run import ReplayResult, RequestSink, TokenRows, run
 from aisim.replay._run_summary import (
     LatencyStatistics,
@@ -83,6 +90,7 @@ __all__ = [
     "MetricsFactory",
     "PassModel",
     "PassPricer",
+    "PriceScale",
     "QuantileSketch",
     "ReplayPlan",
     "ReplayResult",
@@ -108,6 +116,7 @@ __all__ = [
     "synthetic_lengths",
     "AdaptiveTier",
     "PRICING_FIXED",
+    "SCALE_KINDS",
     "Simulation",
     "RunSummary",
     "LatencyStatistics",

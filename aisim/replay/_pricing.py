@@ -13,6 +13,12 @@ from typing import Any, Final, Protocol
 
 PRICING_FIXED: Final = "fixed"
 PRICING_MODEL: Final = "model"
+#: Step kinds a ``PriceScale`` has a factor for, in its lists' order.
+KIND_PREFILL: Final = 0
+KIND_MIXED: Final = 1
+KIND_DECODE: Final = 2
+KIND_SD_ROUND: Final = 3
+SCALE_KINDS: Final = ("prefill", "mixed", "decode", "sd_round")
 
 #: Builds one rank's metrics from (num_decode_requests, sum_decode_kv_tokens,
 #: num_prefill_requests, sum_prefill_tokens, past_kv_lengths, extend_lengths), positionally.
@@ -48,6 +54,50 @@ class RankWork:
         return self.num_prefill_requests == 0 and self.num_decode_requests == 0
 
 
+class PriceScale:
+    """Multiplicative factors on a model pricer's answers, one per step kind (a Monte Carlo
+    replica's cost draw, ``aisim.uncertainty``): ``factors[k]`` for kind ``k`` (``SCALE_KINDS``
+    order) and, where ``quantiles[k]`` is not empty, a per-pass draw from those evenly spaced
+    quantiles (linear between them, ``interpolate``), drawn from ``stream`` (anything with
+    ``random()`` in [0, 1): a ``random.Random``) in simulation order.
+
+    A pass's kind: ``mixed`` (prefill beside decode), ``prefill``, ``sd_round`` (decode work of a
+    speculating worker, asked with a draft length or of a model that prices SD natively) or
+    ``decode`` (plain decode steps, of the model that prices a speculating worker's undrafted
+    rounds too). ``speculating``: the worker speculates.
+    """
+
+    def __init__(
+        self,
+        factors: list[float],
+        quantiles: list[tuple[float, ...]],
+        stream: Any,
+        speculating: bool,
+    ) -> None:
+        self.factors = factors
+        self.quantiles = quantiles
+        self.stream = stream
+        self.speculating = speculating
+
+    def apply(self, price: float, kind: int) -> float:
+        factor = self.factors[kind]
+        quantiles = self.quantiles[kind]
+        if len(quantiles) == 0:
+            return price * factor
+        return price * factor * interpolate(quantiles, float(self.stream.random()))
+
+
+def interpolate(quantiles: tuple[float, ...], u: float) -> float:
+    """The value at probability ``u`` of evenly spaced ``quantiles`` (0 .. 100 %), linear
+    between them: an inverse-CDF draw."""
+    position = u * (len(quantiles) - 1)
+    index = int(position)
+    if index > len(quantiles) - 2:
+        index = len(quantiles) - 2
+    fraction = position - index
+    return quantiles[index] + (quantiles[index + 1] - quantiles[index]) * fraction
+
+
 class PassPricer:
     """Prices a pass from its per-rank work and the configured draft length (0: no SD).
 
@@ -57,7 +107,8 @@ class PassPricer:
     asks a forward-pass model: one call per pass with one metrics object per rank. When the model
     prices SD natively (roofline, measured rounds) the whole pass goes to it; otherwise an SD pass
     is priced as its prefill part (STP) plus its decode part under the STP->SD scaling rule
-    (``draft_length=d``), because that rule rejects mixed work.
+    (``draft_length=d``), because that rule rejects mixed work. ``scale`` multiplies each answer
+    of the model by its step kind's factor (``PriceScale``).
     """
 
     def __init__(
@@ -71,6 +122,7 @@ class PassPricer:
         wants_request_lists: bool,
         plain_model: PassModel | None = None,
         length_models: list[PassModel] | None = None,
+        scale: PriceScale | None = None,
     ) -> None:
         self.kind = kind
         #: ``length_models[k]`` prices a pass whose widest decode round drafted ``k`` tokens
@@ -86,6 +138,9 @@ class PassPricer:
         self.metrics_factory = metrics_factory
         self.prices_speculation_natively = prices_speculation_natively
         self.wants_request_lists = wants_request_lists
+        self.scale = scale
+        #: Whether the main model prices SD rounds natively (a scaled answer's kind).
+        self.model_native = bool(getattr(model, "prices_speculation_natively", False))
 
     @staticmethod
     def fixed(prefill_ms: float, decode_ms: float) -> PassPricer:
@@ -99,6 +154,7 @@ class PassPricer:
         wants_request_lists: bool = False,
         plain_model: PassModel | None = None,
         length_models: list[PassModel] | None = None,
+        scale: PriceScale | None = None,
     ) -> PassPricer:
         return PassPricer(
             PRICING_MODEL,
@@ -110,6 +166,7 @@ class PassPricer:
             wants_request_lists,
             plain_model,
             length_models,
+            scale,
         )
 
     def describe(self) -> str:
@@ -141,7 +198,7 @@ class PassPricer:
             model = self.plain_model
             if model is None:
                 return self.price(ranks, 0)
-            return float(model.estimate_forward_pass_time_ms(self._metrics(ranks, True, True)))
+            return self._ask(model, ranks, True, True, 0, False)
         return self.price(ranks, 0)
 
     def _price_model(self, ranks: list[RankWork], draft_length: int) -> float:
@@ -159,17 +216,52 @@ class PassPricer:
             if index >= len(lengths):
                 index = len(lengths) - 1
             model = lengths[index]
+        native = self.model_native
         if draft_length <= 0 or not has_decode or self.prices_speculation_natively:
-            return float(model.estimate_forward_pass_time_ms(self._metrics(ranks, True, True)))
+            return self._ask(model, ranks, True, True, 0, native)
         total = 0.0
         if has_prefill:
-            total += float(model.estimate_forward_pass_time_ms(self._metrics(ranks, True, False)))
-        total += float(
-            model.estimate_forward_pass_time_ms(
-                self._metrics(ranks, False, True), draft_length=draft_length
-            )
-        )
+            total += self._ask(model, ranks, True, False, 0, native)
+        total += self._ask(model, ranks, False, True, draft_length, True)
         return total
+
+    def _ask(
+        self,
+        model: PassModel,
+        ranks: list[RankWork],
+        prefill: bool,
+        decode: bool,
+        draft_length: int,
+        sd_round: bool,
+    ) -> float:
+        """``model``'s price of the ranks' prefill and/or decode work (``draft_length`` > 0:
+        asked with it), scaled by ``self.scale`` if any: ``sd_round`` says whether decode-only
+        work of a speculating worker is an SD round (asked with a draft length, or of a model
+        that prices SD natively) rather than a plain decode step."""
+        metrics = self._metrics(ranks, prefill, decode)
+        if draft_length > 0:
+            price = float(model.estimate_forward_pass_time_ms(metrics, draft_length=draft_length))
+        else:
+            price = float(model.estimate_forward_pass_time_ms(metrics))
+        scale = self.scale
+        if scale is None:
+            return price
+        has_prefill = False
+        has_decode = False
+        for work in ranks:
+            if prefill and work.num_prefill_requests > 0:
+                has_prefill = True
+            if decode and work.num_decode_requests > 0:
+                has_decode = True
+        if has_prefill and has_decode:
+            kind = KIND_MIXED
+        elif has_prefill:
+            kind = KIND_PREFILL
+        elif scale.speculating and sd_round:
+            kind = KIND_SD_ROUND
+        else:
+            kind = KIND_DECODE
+        return scale.apply(price, kind)
 
     def _metrics(self, ranks: list[RankWork], prefill: bool, decode: bool) -> list[object]:
         factory = self.metrics_factory

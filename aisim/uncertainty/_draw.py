@@ -2,8 +2,8 @@
 it is applied to a replay plan: seeds and acceptance rates replace the plan's, cost factors
 multiply each pass's price by the factor of its step kind.
 
-The compiled core is untouched: the factors reach it as a fixed pricer with scaled prices, or
-as an estimator wrapped by ``ScaledModel`` (one Python call per pass, never per event).
+The factors reach the compiled core as a fixed pricer with scaled prices, or as a model pricer's
+``PriceScale`` (per step kind, applied in the pricer: no Python call per pass).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aisim.uncertainty._cost_errors import STEP_KINDS, CostFactors
+from aisim.uncertainty._cost_errors import CostFactors
 
 
 @dataclass(frozen=True)
@@ -46,63 +46,6 @@ class Draw:
         return run_draw(config, base_dir, self)
 
 
-class ScaledModel:
-    """A forward-pass model whose answers are multiplied by the factor of the pass's kind:
-    ``mixed`` (prefill beside decode), ``prefill``, ``sd_round`` (decode work of a speculating
-    worker) or ``decode``. ``undrafted``: it prices plain decode steps of a speculating worker."""
-
-    def __init__(
-        self,
-        model: Any,
-        factors: CostFactors,
-        speculating: bool,
-        undrafted: bool,
-        noise: random.Random | None = None,
-    ):
-        self.model = model
-        #: Draws of the per-step scatter (shared with the plain-decode model of the same pricer,
-        #: so the passes draw in simulation order from one stream).
-        self.noise = noise if noise is not None else random.Random(factors.noise_seed)
-        self.factors = factors
-        self.speculating = speculating and not undrafted
-        self.name = getattr(model, "name", type(model).__name__)
-        self.prices_speculation_natively = bool(
-            getattr(model, "prices_speculation_natively", False)
-        )
-        self.supports_draft_length = bool(getattr(model, "supports_draft_length", False))
-        #: Per kind: (factor, per-step scatter quantiles or None), looked up once per pass.
-        self.scale = {kind: (factors.of(kind), factors.noise(kind)) for kind in STEP_KINDS}
-        self.estimate = model.estimate_forward_pass_time_ms
-
-    def estimate_forward_pass_time_ms(self, metrics: Any, draft_length: int | None = None) -> float:
-        if draft_length is None:
-            price = float(self.estimate(metrics))
-        else:
-            price = float(self.estimate(metrics, draft_length=draft_length))
-        # Replay passes a list of one metrics object per rank (one rank: the common case).
-        single = metrics if not isinstance(metrics, list) else None
-        if single is None and len(metrics) == 1:
-            single = metrics[0]
-        if single is not None:
-            prefill = single.num_prefill_requests > 0
-            decode = single.num_decode_requests > 0
-        else:
-            prefill = any(rank.num_prefill_requests > 0 for rank in metrics)
-            decode = any(rank.num_decode_requests > 0 for rank in metrics)
-        if prefill and decode:
-            kind = "mixed"
-        elif prefill:
-            kind = "prefill"
-        elif self.speculating and (draft_length is not None or self.prices_speculation_natively):
-            kind = "sd_round"
-        else:
-            kind = "decode"
-        factor, quantiles = self.scale[kind]
-        if quantiles is None:
-            return price * factor
-        return price * factor * interpolate(quantiles, self.noise.random())
-
-
 def apply_repeat(row: dict[str, Any], draw: Draw | None) -> dict[str, Any]:
     """A replica's figures (a sweep row) with its draw's repeat factors multiplied in: a copy,
     or ``row`` itself when the draw has none. A figure that is not a number stays as it is."""
@@ -116,34 +59,35 @@ def apply_repeat(row: dict[str, Any], draw: Draw | None) -> dict[str, Any]:
     return changed
 
 
-def interpolate(quantiles: tuple[float, ...], u: float) -> float:
-    """The value at probability ``u`` of evenly spaced ``quantiles`` (0 .. 100 %), linear
-    between them: an inverse-CDF draw from the recorded per-step scatter."""
-    position = u * (len(quantiles) - 1)
-    index = min(int(position), len(quantiles) - 2)
-    fraction = position - index
-    return quantiles[index] + (quantiles[index + 1] - quantiles[index]) * fraction
-
-
 def scaled_pricer(pricer: Any, factors: CostFactors, speculating: bool) -> Any:
     """``pricer`` (an ``aisim.replay`` pass pricer) with ``factors`` applied; itself when every
     factor is 1 (so a replica without cost uncertainty prices exactly as the point run). A fixed
-    pricer takes the run-level factors only (its per-step scatter has no evidence)."""
-    from aisim.replay import PRICING_FIXED, PassPricer
+    pricer takes the run-level factors only (its per-step scatter has no evidence). A model
+    pricer multiplies each of its model's answers by the factor of the pass's step kind, and by a
+    draw from that kind's per-step scatter where the evidence has one (``PriceScale``, compiled:
+    one stream, seeded by ``factors.noise_seed``, shared by the plain-decode model)."""
+    from aisim.replay import PRICING_FIXED, SCALE_KINDS, PassPricer, PriceScale
 
     if factors.is_identity:
         return pricer
     if pricer.kind == PRICING_FIXED:
         decode = factors.sd_round if speculating else factors.decode
         return PassPricer.fixed(pricer.prefill_ms * factors.prefill, pricer.decode_ms * decode)
-    plain = pricer.plain_model
-    main = ScaledModel(pricer.model, factors, speculating, False)
+    scale = PriceScale(
+        [factors.of(kind) for kind in SCALE_KINDS],
+        [factors.noise(kind) or () for kind in SCALE_KINDS],
+        random.Random(factors.noise_seed),
+        speculating,
+    )
+    # The length models of suffix decoding are not carried over: a scaled pricer prices every
+    # pass with its main model (as the per-pass wrapper it replaces did).
     return PassPricer.from_model(
-        main,
+        pricer.model,
         pricer.metrics_factory,
         pricer.prices_speculation_natively,
         pricer.wants_request_lists,
-        None if plain is None else ScaledModel(plain, factors, speculating, True, main.noise),
+        pricer.plain_model,
+        scale=scale,
     )
 
 
