@@ -12,11 +12,14 @@ dominated configurations after 5) on ``--workers`` processes. ``--requests N`` r
 trace's first N requests instead of all 4000; ``--screen 20`` is the full search.
 
 Prints per seed: wall seconds, CPU seconds of this process and of its helpers, the host's load
-average (1 min) before and after (the machine may be shared), the replays run, and "wall on
-two idle cores" = this process's CPU + the helpers' CPU / 2 (the helpers run the replays in
-parallel while this process plans and waits; an estimate: it leaves out the idle core at the
-end of each stage); then whether the recommendation is the same for every seed. A benchmark
-prints figures; it asserts nothing.
+average (1 min) before and after (the machine may be shared), the replays run, and two
+estimates of the wall time on ``--workers`` idle cores, for a host where other work makes the
+measured wall meaningless: "CPU / workers" = this process's CPU + the helpers' CPU / workers
+(perfect sharing), and "stages" = this process's CPU + the sum over the search's stages (each
+a pool run with its own helpers) of the busiest helper's CPU in that stage (it counts the
+cores left idle at the end of each stage; it leaves out pipe latency, and counts this
+process's own CPU as if nothing ran beside it); then whether the recommendation is the same
+for every seed. A benchmark prints figures; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import resource
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, cast
 
 HERE = Path(__file__).resolve().parent
 TRACE = HERE / "trace_n4000_q8_s7.csv"
@@ -78,6 +82,50 @@ def cpu_seconds() -> tuple[float, float]:
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
+class StageClock:
+    """Per stage of the search (one pool run), each helper's CPU seconds: the pool's helper
+    entry point is wrapped (helpers fork from this process, so they run the wrapper) to append
+    ``stage helper-CPU`` to a file when the helper ends."""
+
+    def __init__(self, folder: Path) -> None:
+        import importlib
+
+        self.log = folder / "helpers.txt"
+        self.stage = 0
+        self.backends: Any = cast(Any, importlib.import_module("aisim.sweep._backends"))
+        self.helper_main: Any = self.backends._helper_main
+        self.run_pool: Any = self.backends._run_pool
+        clock = self
+
+        def helper_main(*args: Any, **kwargs: Any) -> None:
+            try:
+                clock.helper_main(*args, **kwargs)
+            finally:
+                used = resource.getrusage(resource.RUSAGE_SELF)
+                with open(clock.log, "a", encoding="utf-8") as handle:
+                    handle.write(f"{clock.stage} {used.ru_utime + used.ru_stime}\n")
+
+        def run_pool(*args: Any, **kwargs: Any) -> None:
+            clock.stage += 1
+            clock.run_pool(*args, **kwargs)
+
+        self.backends._helper_main = helper_main
+        self.backends._run_pool = run_pool
+
+    def close(self) -> None:
+        self.backends._helper_main = self.helper_main
+        self.backends._run_pool = self.run_pool
+
+    def busiest(self) -> list[float]:
+        """Per stage, in order: the CPU seconds of its busiest helper."""
+        stages: dict[int, float] = {}
+        if self.log.exists():
+            for line in self.log.read_text(encoding="utf-8").splitlines():
+                stage, seconds = line.split()
+                stages[int(stage)] = max(stages.get(int(stage), 0.0), float(seconds))
+        return [stages[stage] for stage in sorted(stages)]
+
+
 def main(argv: list[str] | None = None) -> int:
     import contextlib
     import io
@@ -100,12 +148,19 @@ def main(argv: list[str] | None = None) -> int:
             load_before = os.getloadavg()[0]
             start_wall, (start_own, start_helpers) = time.perf_counter(), cpu_seconds()
             buffer = io.StringIO()
-            with contextlib.redirect_stdout(buffer):
-                code = aisim_main(
-                    advise_argv(out, seed, args.requests, args.replicas, args.workers, args.screen)
-                )
+            clock = StageClock(Path(folder))
+            try:
+                with contextlib.redirect_stdout(buffer):
+                    code = aisim_main(
+                        advise_argv(
+                            out, seed, args.requests, args.replicas, args.workers, args.screen
+                        )
+                    )
+            finally:
+                clock.close()
             wall = time.perf_counter() - start_wall
             end_own, end_helpers = cpu_seconds()
+            stages = clock.busiest()
             own, helpers = end_own - start_own, end_helpers - start_helpers
             load_after = os.getloadavg()[0]
             if code != 0:
@@ -121,7 +176,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{search['replays']} replays (full search {search['replays_of_a_full_search']}); "
             f"{wall:.1f} s wall, CPU {own + helpers:.1f} s ({own:.1f} this process + "
             f"{helpers:.1f} helpers), load average {load_before:.1f} -> {load_after:.1f}; "
-            f"wall on two idle cores ~ {own + helpers / args.workers:.1f} s; "
+            f"wall on {args.workers} idle cores ~ {own + helpers / args.workers:.1f} s (CPU / "
+            f"workers), ~ {own + sum(stages):.1f} s (stages: {len(stages)}, busiest helper "
+            f"{', '.join(f'{value:.1f}' for value in stages)} s); "
             f"recommendation {answer['recommendation']} (goodput p50 "
             f"{best['goodput_rps']['p50']:.3f} req/s, {best['replicas']} replicas); best SD "
             f"{answer['best_sd']}; SD stops helping at {answer['sd_stops_helping_at']}",
