@@ -377,7 +377,9 @@ def to_markdown(answer: dict[str, Any]) -> str:
     lines.append("|---|" + "---|" * len(loads))
     for label, series in answer["gain_vs_load"].items():
         cells = [
-            f"{_pct(item['p50'])} [{_pct(item['low'])}, {_pct(item['high'])}]"
+            f"{_pct(item['point'])} (point)"
+            if item["replicas"] == 0
+            else f"{_pct(item['p50'])} [{_pct(item['low'])}, {_pct(item['high'])}]"
             + ("" if item["replicas"] == answer["replicas"] else f" ({item['replicas']})")
             for item in series
         ]
@@ -388,10 +390,11 @@ def to_markdown(answer: dict[str, Any]) -> str:
         lines += [
             f"Search: a race ({search['replays']} replays instead of "
             f"{search['replays_of_a_full_search']}): every configuration got its point and "
-            f"{search['screen']} replicas; SD off at every load, the best SD configuration at "
-            f"every load and the nominal-load configurations not clearly dominated got all "
-            f"{search['replicas']} (a gain made from fewer says how many in brackets; "
-            "--screen N for a full search).",
+            f"{search['screen']} replicas at the nominal load; SD off and the best SD "
+            f"configuration got all {search['replicas']} at every load, the others not clearly "
+            f"dominated all {search['replicas']} at the nominal load and {search['screen']} at "
+            "the others, the clearly dominated ones their point run at the others (a gain made "
+            "from fewer replicas says how many in brackets; --screen N for a full search).",
             "",
         ]
     lines.append("## What the intervals include")

@@ -10,15 +10,18 @@ configurations compare replica by replica), then ranked by goodput at the nomina
 * where SD stops helping: the load at which the best SD configuration's median gain crosses
   zero, linearly interpolated between the loads searched (None when it never does there).
 
-The search is a race when ``screen`` < N: every configuration at every load gets its point run
-and its first ``screen`` replicas; then SD off at every load, every configuration at the
-nominal load that the screen's leader does not clearly dominate (each of the leader's screened
-replicas beats each of the configuration's: goodput higher, or tied within 0.1 % with a lower
-headline latency) and the best SD configuration at every load get the rest of the N replicas;
-when the best SD configuration changes after that, the new one gets its N at every load too
-(repeated until it is stable). Replica i is the same replay in whichever stage it runs, so a
-refined interval is exactly the one a full search gives; a configuration that stopped early
-says so, with the replicas its interval was made from.
+The search is a race when ``screen`` < N. First every configuration at the nominal load gets
+its point run and its first ``screen`` replicas. A configuration is *clearly dominated* when
+each of the screen leader's replicas beats each of its own (goodput higher, or tied within
+0.1 % with a lower headline latency). Then SD off and the best SD configuration get N replicas
+at every load; every other configuration not clearly dominated gets N at the nominal load and
+the screen at the other loads; a clearly dominated one gets its point run at the other loads
+(its gain there is the point's, without an interval). When the best SD configuration changes after that, the new
+one gets its N at every load too (repeated until it is stable). The rule's error rate (a
+configuration as good as the leader dropped) is in docs/uncertainty.md. Replica i is the same
+replay in whichever stage it runs, so a refined interval is exactly the one a full search
+gives; a configuration that stopped early says so, with the replicas its interval was made
+from.
 """
 
 from __future__ import annotations
@@ -266,22 +269,53 @@ def advise(question: Question, *, workers: int = 1, backend: str = "pool") -> di
     full = question.replicas
     screen = min(question.screen if question.screen is not None else full, full)
     racing = screen < full
-    runner.run({index: screen for index in range(len(configs))})
     refined: set[int] = set()
-    if racing:
+    point_only: list[int] = []
+    if not racing:
+        runner.run({index: full for index in range(len(configs))})
+    else:
+        # Stage 1: every configuration at the nominal load, its point and the screen.
+        runner.run({index_of[(variant.label, nominal)]: screen for variant in question.variants})
         ranking = _ranking(question, runner, index_of, latency, nominal)
         leader = runner.replicas(index_of[(ranking[0]["configuration"], nominal)])
-        wanted = {index_of[("SD off", load)] for load in question.loads}
-        for item in ranking:
-            mine = runner.replicas(index_of[(item["configuration"], nominal)])
-            if not _dominated(mine, leader, latency):
-                wanted.add(index_of[(item["configuration"], nominal)])
-        while wanted != refined:
-            runner.run({index: full for index in sorted(wanted - refined)})
-            refined |= wanted
+        dominated = {
+            item["configuration"]
+            for item in ranking
+            if _dominated(
+                runner.replicas(index_of[(item["configuration"], nominal)]), leader, latency
+            )
+        }
+        best = next(item["configuration"] for item in ranking if item["kind"] != "none")
+        # Stage 2: SD off and the best SD configuration get N at every load; every other
+        # configuration not clearly dominated gets N at the nominal load and the screen at the
+        # others; a clearly dominated one its point run at the other loads.
+        wanted: dict[int, int] = {}
+        for variant in question.variants:
+            label = variant.label
+            for load in question.loads:
+                index = index_of[(label, load)]
+                if variant.kind == "none" or label == best:
+                    wanted[index] = full
+                elif label in dominated:
+                    if load != nominal:
+                        wanted[index] = 0
+                        point_only.append(index)
+                elif load == nominal:
+                    wanted[index] = full
+                else:
+                    wanted[index] = screen
+        runner.run(wanted)
+        refined = {index for index, count in wanted.items() if count == full}
+        # A new best SD configuration (never a dominated one) gets N at every load too, until
+        # the best is stable.
+        while True:
             ranking = _ranking(question, runner, index_of, latency, nominal)
             best = next(item["configuration"] for item in ranking if item["kind"] != "none")
-            wanted = refined | {index_of[(best, load)] for load in question.loads}
+            more = {index_of[(best, load)] for load in question.loads} - refined
+            if not more:
+                break
+            runner.run({index: full for index in sorted(more)})
+            refined |= more
     by_key = {key: runner.replicas(index_of[key]) for key in keys}
     runs = list(by_key.values())
     ranking = _ranking(question, runner, index_of, latency, nominal)
@@ -316,6 +350,10 @@ def advise(question: Question, *, workers: int = 1, backend: str = "pool") -> di
             "refined": [
                 f"{keys[index][0]} at {load_label(question, keys[index][1]):g}"
                 for index in sorted(refined)
+            ],
+            "point_only": [
+                f"{keys[index][0]} at {load_label(question, keys[index][1]):g}"
+                for index in sorted(point_only)
             ],
         },
     }

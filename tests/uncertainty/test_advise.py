@@ -132,24 +132,30 @@ def test_cli_writes_every_answer(tmp_path: Path, capsys) -> None:
 def test_the_race_stops_a_clearly_dominated_configuration_after_the_screen() -> None:
     # mtp d=1 accepting every draft: TPOT 2.5 ms; mtp d=2 accepting none: one token per 5 ms
     # round, TPOT 5 ms = SD off's, and goodput the same (every request meets the SLO), so the
-    # leader (mtp d=1) beats each of its replicas: it stops after the screen (2 replicas).
-    # Replays: 3 configurations x 3 loads x (point + 2) = 27, then SD off and the best SD
-    # configuration (mtp d=1) at 3 loads each get 2 more: 27 + 6 x 2 = 39 (a full search: 45).
+    # leader (mtp d=1) beats each of its replicas at the nominal load: it stops after the
+    # screen (2 replicas) there and gets only its point run at the other loads.
+    # Replays: 3 configurations at the nominal load x (point + 2) = 9; then SD off and the best
+    # SD configuration (mtp d=1) 2 more at the nominal load and point + 4 at loads 0.5 and 2:
+    # 2 x (2 + 2 x 5) = 24; mtp d=2 its points at 0.5 and 2: 2. 9 + 24 + 2 = 35 (full: 45).
     question = fixed_question([0.5, 1.0, 2.0])
     question.variants.append(Variant("mtp", 2, {"acceptance_rate": 0.0}))
     question.replicas = 4
     question.screen = 2
     answer = advise(question)
-    assert answer["search"]["replays"] == 39
+    assert answer["search"]["replays"] == 35
     assert answer["search"]["replays_of_a_full_search"] == 45
+    assert answer["search"]["point_only"] == ["mtp d=2 at 0.5", "mtp d=2 at 2"]
     by_name = {item["configuration"]: item for item in answer["ranking"]}
     assert [item["configuration"] for item in answer["ranking"]] == ["mtp d=1", "SD off", "mtp d=2"]
     assert by_name["mtp d=2"]["replicas"] == 2
     assert by_name["mtp d=1"]["replicas"] == by_name["SD off"]["replicas"] == 4
     assert by_name["mtp d=2"]["latency"]["p50"] == 5.0
-    assert [g["replicas"] for g in answer["gain_vs_load"]["mtp d=2"]] == [2, 2, 2]
-    assert [g["p50"] for g in answer["gain_vs_load"]["mtp d=2"]] == [0.0, 0.0, 0.0]
+    dropped = answer["gain_vs_load"]["mtp d=2"]
+    assert [g["replicas"] for g in dropped] == [0, 2, 0]
+    assert [g["p50"] for g in dropped] == [None, 0.0, None]
+    assert [g["point"] for g in dropped] == [0.0, 0.0, 0.0]
     assert [g["replicas"] for g in answer["gain_vs_load"]["mtp d=1"]] == [4, 4, 4]
+    assert [g["p50"] for g in answer["gain_vs_load"]["mtp d=1"]] == [0.5, 0.5, 0.5]
 
 
 def test_a_refined_interval_is_the_full_search_one_and_the_answer_is_deterministic(
