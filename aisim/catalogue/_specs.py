@@ -9,8 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-# Dense decoders with the Llama block shape (RMSNorm, GQA attention, SwiGLU MLP).
-LLAMA_LIKE_MODEL_TYPES: Final = ("llama", "qwen2", "qwen3", "mistral", "mimo")
+# Dense decoders with the Llama block shape (RMSNorm, GQA attention, SwiGLU MLP). ``qwen3_5_text``
+# (Qwen3.5 / 3.6 dense) interleaves Gated DeltaNet linear-attention layers with gated full
+# attention (``ModelSpec.linear_attention_layers``, ``attention_output_gate``); its MLPs, norms and
+# full-attention layers are of that shape.
+LLAMA_LIKE_MODEL_TYPES: Final = ("llama", "qwen2", "qwen3", "mistral", "mimo", "qwen3_5_text")
 
 #: Largest model size field (elements, layers, heads, experts, positions): 2**24.
 MAX_GEOMETRY: Final = 1 << 24
@@ -53,6 +56,54 @@ class ModelSpec:
     num_nextn_predict_layers: int = 0
     dtype_bytes: int = 2
     max_position_embeddings: int = 0
+    #: Hybrid decoders (Qwen3-Next / Qwen3.5): how many of ``num_layers`` are Gated DeltaNet
+    #: linear-attention layers (no KV cache; a constant recurrent state per request), and their
+    #: heads (``linear_num_key_heads`` / ``linear_num_value_heads`` of ``linear_key_head_dim`` /
+    #: ``linear_value_head_dim``); ``linear_state_dtype_bytes`` is the recurrent state's element
+    #: size (vLLM's ``mamba_ssm_cache_dtype``; 0: the model's dtype).
+    linear_attention_layers: int = 0
+    linear_num_key_heads: int = 0
+    linear_num_value_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_state_dtype_bytes: int = 0
+    #: Gated full attention (Qwen3.5 ``attn_output_gate``): the query projection also produces a
+    #: per-head output gate, doubling its width.
+    attention_output_gate: bool = False
+
+    @property
+    def full_attention_layers(self) -> int:
+        """Layers with softmax attention and a KV cache (all but the linear-attention ones)."""
+        return self.num_layers - self.linear_attention_layers
+
+    @property
+    def linear_attention_parameters_per_layer(self) -> int:
+        """Weights of one Gated DeltaNet block: ``in_proj_qkvz`` (hidden -> 2 key_dim + 2
+        value_dim), ``in_proj_ba`` (hidden -> 2 value heads) and ``out_proj`` (value_dim ->
+        hidden); vLLM ``model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py``
+        ``QwenGatedDeltaNetAttention`` (the short conv1d, gates and norm weights, under 0.1 %,
+        are left out). 0 without linear-attention layers."""
+        if self.linear_attention_layers <= 0:
+            return 0
+        key_dim = self.linear_num_key_heads * self.linear_key_head_dim
+        value_dim = self.linear_num_value_heads * self.linear_value_head_dim
+        projections = 2 * key_dim + 2 * value_dim + 2 * self.linear_num_value_heads
+        return self.hidden_size * projections + value_dim * self.hidden_size
+
+    @property
+    def linear_state_bytes_per_layer(self) -> int:
+        """One request's recurrent state in one linear-attention layer: value heads x
+        value_dim x key_dim elements (vLLM ``MambaStateShapeCalculator.gated_delta_net_state_shape``,
+        the temporal state) at ``linear_state_dtype_bytes``."""
+        if self.linear_attention_layers <= 0:
+            return 0
+        element = self.linear_state_dtype_bytes or self.dtype_bytes
+        return (
+            self.linear_num_value_heads
+            * self.linear_value_head_dim
+            * self.linear_key_head_dim
+            * element
+        )
 
     @property
     def is_moe(self) -> bool:
@@ -88,7 +139,7 @@ class ModelSpec:
             per_layer = self.kv_lora_rank + self.qk_rope_head_dim
         else:
             per_layer = 2 * self.num_kv_heads * self.head_dim
-        return per_layer * self.num_layers * self.dtype_bytes
+        return per_layer * self.full_attention_layers * self.dtype_bytes
 
     @property
     def attention_parameters_per_layer(self) -> int:
@@ -107,7 +158,8 @@ class ModelSpec:
             return q_proj + kv_proj + heads * self.v_head_dim * hidden
         q_and_o = 2 * hidden * heads * self.head_dim
         k_and_v = 2 * hidden * self.num_kv_heads * self.head_dim
-        return q_and_o + k_and_v
+        gate = hidden * heads * self.head_dim if self.attention_output_gate else 0
+        return q_and_o + k_and_v + gate
 
     @property
     def dense_mlp_parameters(self) -> int:
@@ -133,6 +185,8 @@ class ModelSpec:
             if self.is_moe and index >= self.first_dense_layers:
                 mlp = self.moe_mlp_parameters
             layers += self.attention_parameters_per_layer + mlp + 2 * self.hidden_size
+        mixers = self.attention_parameters_per_layer - self.linear_attention_parameters_per_layer
+        layers -= self.linear_attention_layers * mixers
         return embeddings + lm_head + layers + self.hidden_size
 
     @property
@@ -164,7 +218,26 @@ class ModelSpec:
             ("v_head_dim", self.v_head_dim),
             ("num_nextn_predict_layers", self.num_nextn_predict_layers),
             ("dtype_bytes", self.dtype_bytes),
+            *self._hybrid_items(),
         ]
+
+    def _hybrid_items(self) -> list[tuple[str, int | str | bool]]:
+        """The hybrid-attention fields, listed only when set (older identities unchanged)."""
+        items: list[tuple[str, int | str | bool]] = []
+        if self.linear_attention_layers > 0:
+            items.extend(
+                [
+                    ("linear_attention_layers", self.linear_attention_layers),
+                    ("linear_num_key_heads", self.linear_num_key_heads),
+                    ("linear_num_value_heads", self.linear_num_value_heads),
+                    ("linear_key_head_dim", self.linear_key_head_dim),
+                    ("linear_value_head_dim", self.linear_value_head_dim),
+                    ("linear_state_dtype_bytes", self.linear_state_dtype_bytes),
+                ]
+            )
+        if self.attention_output_gate:
+            items.append(("attention_output_gate", True))
+        return items
 
     def __repr__(self) -> str:
         return (

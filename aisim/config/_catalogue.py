@@ -96,6 +96,27 @@ class ModelFile(EdgeModel):
     v_head_dim: MaybeCount = None
     num_nextn_predict_layers: MaybeCount = None
     max_position_embeddings: MaybeCount = None
+    layer_types: Annotated[
+        list[str] | None,
+        Field(description="hybrid models: each layer's 'linear_attention' or 'full_attention'"),
+    ] = None
+    full_attention_interval: Annotated[
+        int | None,
+        OrNone(Integer(1, MAX_GEOMETRY)),
+        Field(description="hybrid models without layer_types: every N-th layer is full attention"),
+    ] = None
+    linear_num_key_heads: MaybeCount = None
+    linear_num_value_heads: MaybeCount = None
+    linear_key_head_dim: MaybeCount = None
+    linear_value_head_dim: MaybeCount = None
+    mamba_ssm_dtype: Annotated[
+        str | None,
+        OrNone(Choice(*sorted(DTYPE_BYTES))),
+        Field(description="linear-attention recurrent state dtype; default torch_dtype"),
+    ] = None
+    attn_output_gate: Annotated[
+        bool | None, Field(description="gated full attention (default: true for qwen3_5_text)")
+    ] = None
     rms_norm_eps: Annotated[
         float | None, OrNone(Number(0.0, 1.0)), Field(description="RMSNorm epsilon")
     ] = None
@@ -125,6 +146,20 @@ class ModelFile(EdgeModel):
                 "decoder of the Llama block shape as one)"
             )
         intermediate = _or(self.intermediate_size, 4 * hidden)
+        linear_layers = self._linear_layers(path)
+        linear_heads = (
+            self.linear_num_key_heads,
+            self.linear_num_value_heads,
+            self.linear_key_head_dim,
+            self.linear_value_head_dim,
+        )
+        if linear_layers > 0 and any(value is None or value < 1 for value in linear_heads):
+            raise ConfigError(
+                f"{join_path(path, 'linear_num_value_heads')}: a model with linear-attention "
+                "layers needs linear_num_key_heads, linear_num_value_heads, linear_key_head_dim "
+                "and linear_value_head_dim (integers >= 1)"
+            )
+        gate = _or(self.attn_output_gate, model_type == "qwen3_5_text")
         experts = max(
             _or(self.num_experts, 0), _or(self.num_local_experts, 0), _or(self.n_routed_experts, 0)
         )
@@ -153,7 +188,42 @@ class ModelFile(EdgeModel):
             num_nextn_predict_layers=_or(self.num_nextn_predict_layers, 0),
             dtype_bytes=DTYPE_BYTES[_or(self.torch_dtype, "bfloat16")],
             max_position_embeddings=_or(self.max_position_embeddings, 0),
+            linear_attention_layers=linear_layers,
+            linear_num_key_heads=_or(self.linear_num_key_heads, 0) if linear_layers else 0,
+            linear_num_value_heads=_or(self.linear_num_value_heads, 0) if linear_layers else 0,
+            linear_key_head_dim=_or(self.linear_key_head_dim, 0) if linear_layers else 0,
+            linear_value_head_dim=_or(self.linear_value_head_dim, 0) if linear_layers else 0,
+            linear_state_dtype_bytes=(
+                DTYPE_BYTES[self.mamba_ssm_dtype]
+                if linear_layers and self.mamba_ssm_dtype is not None
+                else 0
+            ),
+            attention_output_gate=gate,
         )
+
+    def _linear_layers(self, path: str) -> int:
+        """How many layers are Gated DeltaNet linear attention: ``layer_types`` (one entry per
+        layer), else ``full_attention_interval`` N (Hugging Face Qwen3-Next / Qwen3.5: layer i is
+        full attention when (i + 1) % N == 0), else none."""
+        layers = self.num_hidden_layers
+        if self.layer_types is not None:
+            kinds = self.layer_types
+            if len(kinds) != layers:
+                raise ConfigError(
+                    f"{join_path(path, 'layer_types')}: expected {layers} entries (one per "
+                    f"layer, num_hidden_layers), got {len(kinds)}"
+                )
+            for index, kind in enumerate(kinds):
+                if kind not in ("linear_attention", "full_attention"):
+                    raise ConfigError(
+                        f"{join_path(path, f'layer_types[{index}]')}: expected "
+                        f"'linear_attention' or 'full_attention', got {kind!r}"
+                    )
+            return sum(1 for kind in kinds if kind == "linear_attention")
+        interval = self.full_attention_interval
+        if interval is None or interval <= 1:
+            return 0
+        return layers - layers // interval
 
 
 class HardwareFile(EdgeModel):

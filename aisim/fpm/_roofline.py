@@ -11,7 +11,8 @@ part as it runs:
 
 * draft steps, sequential, each a forward pass paying the per-step and per-kernel overheads:
   eagle3: the fused-feature projection (3 * hidden -> hidden), one decoder layer and the
-  drafter's LM head (its own, possibly reduced, vocabulary) per step; dflash / dspark: one
+  drafter's LM head (its own, possibly reduced, vocabulary) per step, a chain's first step over
+  the verified window (depth + 1 tokens per request, logits of one); dflash / dspark: one
   block-drafter forward over N tokens per request; draft_model: K full decode steps of the draft
   model; mtp: per step the MTP block (2 * hidden -> hidden projection, one target decoder layer)
   and the shared LM head, the first of the depth steps over the verified window (depth + 1
@@ -124,6 +125,7 @@ class RooflineModel(ForwardPassModel):
             model_spec.vocab_size,
             terms,
             deployment=deployment,
+            linear_layers=model_spec.linear_attention_layers,
         )
         self.verify_width = scheme.verify_width if scheme is not None else 1
         self.mtp_scale = 1.0
@@ -165,6 +167,22 @@ class RooflineModel(ForwardPassModel):
                 depth = scheme.mtp_depth
                 self.draft_step_tokens = [depth + 1] + [1] * (depth - 1) if depth > 0 else []
                 self.wide_first_draft_pass = depth > 0
+            chain = scheme.draft_step_tokens
+            if (
+                scheme.kind == "eagle3"
+                and not terms.mtp_legacy_scale
+                and len(chain) > 1
+                and all(tokens == 1 for tokens in chain)
+            ):
+                # EAGLE-3's first draft pass likewise runs over the verified window (the target
+                # pass's tokens, depth + 1 per request, through the fused-feature projection and
+                # the draft layer; logits of the last one): vLLM v1/spec_decode/eagle.py
+                # EagleProposer.propose (num_tokens = target_token_ids.shape[0],
+                # combine_hidden_states over all of them, compute_logits at
+                # last_token_indices); SGLang speculative/eagle_worker.py
+                # forward_draft_extend_after_decode. A tree or P-EAGLE round keeps its shape.
+                self.draft_step_tokens = [len(chain) + 1] + [1] * (len(chain) - 1)
+                self.wide_first_draft_pass = True
             if scheme.kind == "ngram":
                 self.host_proposal_s_per_request = terms.ngram_proposal_s_per_request
             elif scheme.kind == "suffix":

@@ -28,21 +28,36 @@ class PassShape:
 
     ``tokens``: query tokens through the layers; ``logit_tokens``: tokens that need LM-head logits;
     ``attention_pairs``: (query token, key token) pairs attended (causal within new tokens);
-    ``kv_tokens_read``: KV entries each attention layer reads (past plus new tokens).
+    ``kv_tokens_read``: KV entries each attention layer reads (past plus new tokens);
+    ``recurrent_states``: per-request recurrent states each linear-attention layer reads or
+    writes (``decode_shape`` and ``prefill_shape`` say how many).
     """
 
     def __init__(
-        self, tokens: float, logit_tokens: float, attention_pairs: float, kv_tokens_read: float
+        self,
+        tokens: float,
+        logit_tokens: float,
+        attention_pairs: float,
+        kv_tokens_read: float,
+        recurrent_states: float = 0.0,
     ) -> None:
         self.tokens = tokens
         self.logit_tokens = logit_tokens
         self.attention_pairs = attention_pairs
         self.kv_tokens_read = kv_tokens_read
+        self.recurrent_states = recurrent_states
 
 
 def decode_shape(requests: int, past_kv_tokens: int, query_per_request: int) -> PassShape:
     """``requests`` decode requests with ``query_per_request`` new tokens each (1 for STP, w for
-    verification), reading ``past_kv_tokens`` past KV tokens in total."""
+    verification), reading ``past_kv_tokens`` past KV tokens in total.
+
+    A linear-attention layer reads each request's recurrent state once and writes one state per
+    new token, ``1 + q`` per request: vLLM's spec-decode path keeps the state after every
+    verified position so a rejection can roll back (``fused_sigmoid_gating_delta_rule_update``
+    with ``ssm_state_indices`` of ``num_spec + 1`` slots, ``INPLACE_FINAL_STATE``: one store per
+    token; ``model_executor/layers/fla/ops/fused_sigmoid_gating.py``); plain decode is one read
+    and one write."""
     q = float(query_per_request)
     b = float(requests)
     return PassShape(
@@ -50,6 +65,7 @@ def decode_shape(requests: int, past_kv_tokens: int, query_per_request: int) -> 
         logit_tokens=q * b,
         attention_pairs=q * float(past_kv_tokens) + b * q * (q + 1.0) / 2.0,
         kv_tokens_read=float(past_kv_tokens) + q * b,
+        recurrent_states=b * (1.0 + q),
     )
 
 
@@ -57,13 +73,16 @@ def prefill_shape(
     requests: int, tokens: int, extend_lengths: list[int] | None, past_lengths: list[int] | None
 ) -> PassShape:
     """Prefill of ``requests`` requests, ``tokens`` new tokens in total; without per-request
-    lengths the tokens are split evenly; ``past_lengths`` is cached context (default none)."""
+    lengths the tokens are split evenly; ``past_lengths`` is cached context (default none). A
+    linear-attention layer's chunked kernel reads a request's initial state and writes its final
+    one (2 per request)."""
     if requests <= 0:
         return PassShape(0.0, 0.0, 0.0, 0.0)
+    states = 2.0 * float(requests)
     if extend_lengths is None and past_lengths is None:
         new = float(tokens) / float(requests)  # closed form: equal chunks, no cached context
         pairs = float(requests) * new * (new + 1.0) / 2.0
-        return PassShape(float(tokens), float(requests), pairs, float(tokens))
+        return PassShape(float(tokens), float(requests), pairs, float(tokens), states)
     pairs = 0.0
     read = 0.0
     for index in range(requests):  # bounded: a per-request list of this length exists
@@ -74,7 +93,7 @@ def prefill_shape(
         past = float(past_lengths[index]) if past_lengths is not None else 0.0
         pairs += new * past + new * (new + 1.0) / 2.0
         read += past + new
-    return PassShape(float(tokens), float(requests), pairs, read)
+    return PassShape(float(tokens), float(requests), pairs, read, states)
 
 
 def add_shapes(first: PassShape, second: PassShape) -> PassShape:
@@ -83,6 +102,7 @@ def add_shapes(first: PassShape, second: PassShape) -> PassShape:
         first.logit_tokens + second.logit_tokens,
         first.attention_pairs + second.attention_pairs,
         first.kv_tokens_read + second.kv_tokens_read,
+        first.recurrent_states + second.recurrent_states,
     )
 
 
@@ -120,6 +140,7 @@ class LayerStack:
         fused_feature_inputs: int = 0,
         all_moe: bool = False,
         deployment: Deployment = CHECKPOINT,
+        linear_layers: int = 0,
     ) -> None:
         tp = float(tensor_parallel)
         dtype = float(spec.dtype_bytes)
@@ -176,6 +197,22 @@ class LayerStack:
         self.expert_params = 3.0 * hidden * float(spec.moe_intermediate_size) / self.moe_group
         self.expert_intermediate = float(spec.moe_intermediate_size) / self.moe_group
         self.router_params = hidden * float(spec.num_experts)
+        # Linear-attention (Gated DeltaNet) layers among ``num_layers`` (the target stack of a
+        # hybrid model; 0 for MTP and draft stacks, whose layers are full attention): their
+        # mixer replaces the attention block (``_linear_layer``), the MLP is unchanged.
+        self.linear_layers = float(min(max(linear_layers, 0), num_layers))
+        key_dim = float(spec.linear_num_key_heads * spec.linear_key_head_dim)
+        value_dim = float(spec.linear_num_value_heads * spec.linear_value_head_dim)
+        self.linear_in_out = (
+            2.0 * key_dim + 2.0 * value_dim + 2.0 * spec.linear_num_value_heads
+        ) / tp
+        self.linear_in_params = hidden * self.linear_in_out
+        self.linear_value_dim = value_dim / tp
+        self.linear_out_params = self.linear_value_dim * hidden
+        self.linear_state_bytes = float(spec.linear_state_bytes_per_layer) / tp
+        # Recurrent update per token and value head: decay, k.h, the rank-1 update and q.h over
+        # the value_dim x key_dim state, about 8 flops per state element.
+        self.linear_state_flops_per_token = 8.0 * value_dim * float(spec.linear_key_head_dim) / tp
         moe_layers = 0
         if spec.is_moe:
             dense_first = 0 if all_moe else spec.first_dense_layers
@@ -189,6 +226,16 @@ class LayerStack:
         self.kernels_per_pass = _kernels_per_pass(
             spec, self.dense_layers, self.moe_layers, self.alltoall_ranks > 1, deployment.weights
         )
+        # A Gated DeltaNet layer launches in_proj_qkvz, in_proj_ba, the causal conv1d update, the
+        # fused gating + delta-rule kernel, the gated RMSNorm, out_proj and the two norms (8; vLLM
+        # ``QwenGatedDeltaNetAttention.forward_cuda``) where attention launched its 7 (plus the
+        # quantized GEMMs' activation quantization).
+        if self.linear_layers > 0.0:
+            attention = 7.0 + (5.0 if spec.uses_mla else 0.0)
+            quantized = deployment.weights in ("fp8", "fp4")
+            linear = 8.0 + (3.0 if quantized else 0.0)
+            attention += (3.0 if spec.uses_mla else 2.0) if quantized else 0.0
+            self.kernels_per_pass += self.linear_layers * (linear - attention)
         if self.fused_params > 0.0:
             self.kernels_per_pass += 1.0
         # The final norm and LM head (counted when a pass needs logits).
@@ -248,6 +295,28 @@ class LayerStack:
         seconds += 2.0 * self._allreduce(t)
         return seconds
 
+    def _linear_layer(self, shape: PassShape) -> float:
+        """One Gated DeltaNet layer's mixer and norms (replacing ``_common_layer``): the input
+        projections, the recurrent-state traffic (each state read or written once, a contiguous
+        stream priced at the weight bandwidth; its update flops, far below that traffic's time,
+        at the attention peak), the gated norm, the output projection and the all-reduces."""
+        t = shape.tokens
+        seconds = self._gemm(t, self.linear_in_params, self.hidden, self.linear_in_out)
+        state_bytes = shape.recurrent_states * self.linear_state_bytes + (
+            2.0 * t * self.linear_in_out * self.dtype
+        )
+        seconds += op_seconds(
+            t * self.linear_state_flops_per_token,
+            state_bytes,
+            self.attention_flops_per_s,
+            self.bytes_per_s,
+        )
+        seconds += 3.0 * t * self.linear_value_dim * self.dtype / self.bytes_per_s  # gated norm
+        seconds += self._gemm(t, self.linear_out_params, self.linear_value_dim, self.hidden)
+        seconds += 4.0 * t * self.hidden * self.dtype / self.bytes_per_s  # two RMSNorms
+        seconds += 2.0 * self._allreduce(t)
+        return seconds
+
     def _dense_mlp(self, tokens: float) -> float:
         activation = 3.0 * tokens * self.dense_intermediate * self.dtype / self.bytes_per_s
         up = self._gemm(tokens, 2.0 * self.hidden * self.dense_intermediate, self.hidden, 0.0)
@@ -280,7 +349,9 @@ class LayerStack:
         if t <= 0.0:
             return 0.0
         common = self._common_layer(shape)
-        total = (self.dense_layers + self.moe_layers) * common
+        total = (self.dense_layers + self.moe_layers - self.linear_layers) * common
+        if self.linear_layers > 0.0:
+            total += self.linear_layers * self._linear_layer(shape)
         if self.dense_layers > 0.0:
             total += self.dense_layers * self._dense_mlp(t)
         if self.moe_layers > 0.0:

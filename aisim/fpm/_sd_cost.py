@@ -112,10 +112,12 @@ def mtp_layer_parameters(target: ModelSpec) -> int:
 
 
 def layer_kv_bytes_per_token(spec: ModelSpec) -> int:
-    """KV-cache bytes one token occupies in one layer of ``spec``."""
+    """KV-cache bytes one token occupies in one (full-attention) layer of ``spec``; an MTP or
+    draft layer is a full-attention layer, linear-attention layers hold no KV."""
     if spec.num_layers <= 0:
         return 0
-    return spec.kv_bytes_per_token // spec.num_layers
+    layers = spec.full_attention_layers
+    return spec.kv_bytes_per_token // layers if layers > 0 else 0
 
 
 class SpeculationCost:

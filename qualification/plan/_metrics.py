@@ -159,6 +159,12 @@ CHECKS: Final[dict[str, dict[str, Metric]]] = {
         "qwen_dspark_gain_median_ape": Metric(
             "error", False, "Qwen3.8-27B B200: median |error| of the DSpark k=7 throughput gain"
         ),
+        "qwen_tpot_max_ape": Metric(
+            "error", False, "Qwen3.8-27B B200, no SD and MTP: largest |error| of mean TPOT"
+        ),
+        "qwen_throughput_max_ape": Metric(
+            "error", False, "Qwen3.8-27B B200, no SD and MTP: largest |error| of throughput"
+        ),
     },
 }
 

@@ -28,6 +28,8 @@ FIGURES: Final = {
     "history_mtp_tpot_ratio_median_ape": "history_mtp_tpot_ratio_median_abs_error_pct",
     "qwen_mtp_gain_median_ape": "qwen_mtp_gain_median_abs_error_pct",
     "qwen_dspark_gain_median_ape": "qwen_dspark_gain_median_abs_error_pct",
+    "qwen_tpot_max_ape": "qwen_nosd_mtp_max_abs_tpot_error_pct",
+    "qwen_throughput_max_ape": "qwen_nosd_mtp_max_abs_throughput_error_pct",
 }
 
 

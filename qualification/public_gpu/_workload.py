@@ -45,12 +45,18 @@ GIB: Final = 1024.0**3
 #: Memory left for activations and CUDA graphs beside the engine's own fraction (replay's
 #: documented default reserve, aisim/config kv_cache capacity ``default``).
 ACTIVATION_RESERVE_BYTES: Final = 2.0 * GIB
-#: The proxy geometry used for Qwen3.8-27B, whose config.json was not found in public sources:
-#: the public Qwen3.6-27B text decoder (64 layers, hidden 5120, MLP 17408, 24 query / 4 KV heads
-#: of 256, vocabulary 248,320, untied head, one MTP layer), every layer priced as full
-#: attention (its 48 Gated DeltaNet layers are not modelled): absolute figures are not judged.
+#: The geometry used for Qwen3.8-27B, whose own config.json is not in the public sources reached
+#: here (the speculators README names none): the public Qwen3.5 / Qwen3.6-27B dense text decoder
+#: (``qwen3_5_text``: 64 layers, hidden 5120, MLP 17408, vocabulary 248,320, untied head, one
+#: MTP layer), which third-party public code written for Qwen3.8-27B also validates its text
+#: config against: every 4th layer gated full attention (24 query / 4 KV heads of 256, the
+#: query projection doubled by the output gate), the other 48 Gated DeltaNet linear attention
+#: (16 key / 48 value heads of 128; no KV cache, an fp32 recurrent state per request:
+#: ``mamba_ssm_dtype: float32``, which vLLM adopts as ``mamba_ssm_cache_dtype``:
+#: ``vllm/model_executor/models/config.py`` ``Qwen3_5ForConditionalGenerationConfig``).
+#: Absolute figures are shown, not judged: the checkpoint's own config is not public.
 QWEN_PROXY: Final[dict[str, Any]] = {
-    "model_type": "qwen3",
+    "model_type": "qwen3_5_text",
     "num_hidden_layers": 64,
     "hidden_size": 5120,
     "intermediate_size": 17408,
@@ -62,6 +68,13 @@ QWEN_PROXY: Final[dict[str, Any]] = {
     "num_nextn_predict_layers": 1,
     "max_position_embeddings": 262144,
     "torch_dtype": "bfloat16",
+    "full_attention_interval": 4,
+    "linear_num_key_heads": 16,
+    "linear_num_value_heads": 48,
+    "linear_key_head_dim": 128,
+    "linear_value_head_dim": 128,
+    "mamba_ssm_dtype": "float32",
+    "attn_output_gate": True,
 }
 
 
@@ -315,7 +328,7 @@ def inferencex_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
 
 
 def speculators_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The replay config of a Qwen3.8-27B point (proxy geometry, see ``QWEN_PROXY``)."""
+    """The replay config of a Qwen3.8-27B point (geometry: ``QWEN_PROXY``)."""
     if point.get("diagnostic"):
         raise Refusal("diagnostic rerun (dspark pinned limits, gauges sampled): not a sweep point")
     if point["sd"] not in ("none", "mtp", "dspark"):
@@ -339,7 +352,7 @@ def speculators_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
         "timing": {"estimator": "roofline"},
     }
     engine: dict[str, Any] = {
-        "model": {**QWEN_PROXY, "name": "Qwen3.8-27B (proxy: Qwen3.6-27B geometry)"},
+        "model": {**QWEN_PROXY, "name": "Qwen3.8-27B (Qwen3.5/3.6-27B hybrid geometry)"},
         "hardware": "b200_sxm",
         "backend": "vllm",
         "workers": {"aggregated": worker},
@@ -350,7 +363,10 @@ def speculators_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
         "max_num_batched_tokens": point["max_num_batched_tokens"],
         "kv_blocks_per_rank": blocks,
         "gpus": 1,
-        "geometry": "proxy (Qwen3.6-27B public dimensions; Qwen3.8-27B config.json not found)",
+        "geometry": (
+            "Qwen3.5/3.6-27B hybrid (48 Gated DeltaNet + 16 gated attention layers); Qwen3.8-27B's "
+            "own config.json not found"
+        ),
         "lengths": f"lognormal around the measured means, coefficient of variation {LENGTH_CV}",
     }
     if point["sd"] == "mtp":
