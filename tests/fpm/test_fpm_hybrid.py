@@ -35,7 +35,7 @@ QWEN35_27B: dict[str, Any] = {
 
 
 def _b200() -> GpuSpec:
-    gpu = _b200()
+    gpu = builtin_gpu("b200_sxm")
     assert gpu is not None
     return gpu
 
