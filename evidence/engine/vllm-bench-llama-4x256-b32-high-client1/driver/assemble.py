@@ -6,6 +6,7 @@ usage: python assemble.py REC_DIR PLAIN_DIR"""
 
 import ast
 import json
+import os
 import re
 import shutil
 import sys
@@ -18,6 +19,22 @@ rec, plain = Path(sys.argv[1]), Path(sys.argv[2])
 if plain.exists():
     shutil.rmtree(plain)
 export_plain(rec / "grid-before", plain)  # settings.json (the grid's) + grid.csv
+if os.environ.get("POOL_GRIDS") == "1":
+    # The step table = the grid timed before and after the served runs, pooled (the host's
+    # speed moves within minutes: both moments weigh in each point's median).
+    import pandas as pd
+    from qualification.engine._plain import _write_csv
+    from qualification.engine._schema import GRID_STEPS
+
+    before = pd.read_parquet(rec / "grid-before/grid/grid_steps.parquet")
+    after = pd.read_parquet(rec / "grid-after/grid/grid_steps.parquet")
+    after = after.assign(
+        start_ms=after["start_ms"] + float((before["start_ms"] + before["wall_ms"]).max()) + 1.0,
+        repetition=after["repetition"]
+        + after["point_id"].map(before.groupby("point_id")["repetition"].max() + 1),
+    )
+    (plain / "grid.csv").unlink()
+    _write_csv(plain / "grid.csv", pd.concat([before, after], ignore_index=True), GRID_STEPS)
 grid_side = json.loads((rec / "grid-before/grid/grid_steps.parquet.json").read_text())
 log = (rec / "raw/server.log").read_text()
 args = ast.literal_eval(re.search(r"non-default args: (\{.*\})", log).group(1))
@@ -64,11 +81,13 @@ host = {
     "note": (
         "pinned: the vllm serve processes (API server, engine core, worker) shared CPU 1 of 2 "
         "(taskset -c 1, OMP_NUM_THREADS=1); a fence kept every other process on CPU 0, where "
-        f"other work ran throughout and where the client ran (CPU {client_cpu}, nice -10); "
+        "other work ran throughout; the client (vllm bench serve, nice -10) ran on CPU "
+        f"{client_cpu}{' beside the server' if client_cpu == 1 else ' with that work'}; "
         "L3 cache and memory bandwidth were shared with that work. The load averages are the "
         "host's (CPU 0's work), not CPU 1's."
     ),
 }
+rate = json.loads(runs[0].read_text())["request_rate"]
 driver = {
     "served_runs_made_by": "vLLM's own client and server: `vllm bench serve` (vllm/benchmarks/"
     "serve.py, random dataset, Poisson arrivals) against `vllm serve` (the OpenAI API server; "
@@ -78,7 +97,7 @@ driver = {
     "fails its own --version lookup, PackageNotFoundError for 'vllm')",
     "client": "driver/bench.sh: --dataset-name random --random-input-len 144 "
     '--random-output-len 40 --random-range-ratio \'{"input": 0.7777777, "output": 0.6}\' '
-    "(prompts 32-256, outputs 16-64 tokens) --num-prompts 100 --request-rate 4.0 --burstiness "
+    f"(prompts 32-256, outputs 16-64 tokens) --num-prompts 100 --request-rate {rate} --burstiness "
     "1.0 --seed 0 --ignore-eos --temperature 0 --save-result --save-detailed",
     "client_cpu": client_cpu,
     "tokenizer": "a WordLevel tokenizer of the config's 8192 ids built offline "
@@ -88,14 +107,23 @@ driver = {
     "POST /reset_prefix_cache (VLLM_SERVER_DEV_MODE=1) before every served run, as our "
     "recorder resets the prefix cache (same prompts every run, no hits across runs)",
     "step_table": "grid/: recorded by our recorder in process (aisim record engine --part grid, "
-    "the command in grid.recorded_by) on CPU 1 just before the server started; the same "
-    "engine settings, read back from the server's log and compared",
+    "the command in grid.recorded_by) on CPU 1 just before the server started"
+    + (" and again just after it stopped, pooled" if os.environ.get("POOL_GRIDS") == "1" else "")
+    + "; the same engine settings, read back from the server's log and compared",
     "script": "driver/record.sh, driver/assemble.py",
     "raw": "driver/bench-N.json: the client's saved results, unchanged",
 }
 grid = dict(grid_side["grid"])
 grid["recorded_by"] = grid_side["command"]
 grid["interleaved_with_served_runs"] = False
+if os.environ.get("POOL_GRIDS") == "1":
+    grid["passes"] = (
+        "two grid recordings pooled: one just before the server started, one just after it "
+        "stopped (repetitions 0-3 before, 4-7 after, warm-up steps flagged)"
+    )
+    grid["recorded_by_after"] = json.loads(
+        (rec / "grid-after/grid/grid_steps.parquet.json").read_text()
+    )["command"]
 out = {
     "identity": grid_side["identity"],
     "engine_settings": settings,
