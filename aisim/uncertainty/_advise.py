@@ -16,12 +16,12 @@ each of the screen leader's replicas beats each of its own (goodput higher, or t
 0.1 % with a lower headline latency). Then SD off and the best SD configuration get N replicas
 at every load; every other configuration not clearly dominated gets N at the nominal load and
 the screen at the other loads; a clearly dominated one gets its point run at the other loads
-(its gain there is the point's, without an interval). When the best SD configuration changes after that, the new
-one gets its N at every load too (repeated until it is stable). The rule's error rate (a
-configuration as good as the leader dropped) is in docs/uncertainty.md. Replica i is the same
-replay in whichever stage it runs, so a refined interval is exactly the one a full search
-gives; a configuration that stopped early says so, with the replicas its interval was made
-from.
+(its gain there is the point's, without an interval). When the best SD configuration changes
+after that, the new one gets its N at every load too (repeated until it is stable). The rule's
+error rate (a configuration as good as the leader dropped) is in docs/uncertainty.md. Replica
+i is the same replay in whichever stage it runs, so a refined interval is exactly the one a
+full search gives; a configuration that stopped early says so, with the replicas its interval
+was made from.
 """
 
 from __future__ import annotations
@@ -306,8 +306,8 @@ def advise(question: Question, *, workers: int = 1, backend: str = "pool") -> di
                     wanted[index] = screen
         runner.run(wanted)
         refined = {index for index, count in wanted.items() if count == full}
-        # A new best SD configuration (never a dominated one) gets N at every load too, until
-        # the best is stable.
+        # A new best SD configuration (even one that was clearly dominated) gets N at every
+        # load too, until the best is stable.
         while True:
             ranking = _ranking(question, runner, index_of, latency, nominal)
             best = next(item["configuration"] for item in ranking if item["kind"] != "none")
