@@ -108,14 +108,15 @@ ATTENTION_COMPUTE_EFFICIENCY: Final = 0.75
 #: ``python -m qualification.public_gpu.fit``): 432 InferenceX history rows (DeepSeek-R1, SGLang
 #: and TensorRT-LLM, H200 and B200, no SD, not also in the latest file); held out: the latest
 #: file, the Qwen3.8-27B sweep, every MTP row and ``aisim qualify public``'s figures.
-#: Streaming kernels reach 0.824 of peak HBM: the H100 profile's 0.78 (mikamirai.com, "MLP
-#: weight load") times the fitted factor 1.056.
-WEIGHT_BANDWIDTH_EFFICIENCY: Final = 0.824
+#: Streaming kernels reach 0.819 of peak HBM: the H100 profile's 0.78 (mikamirai.com, "MLP
+#: weight load") times the fitted factor 1.050.
+WEIGHT_BANDWIDTH_EFFICIENCY: Final = 0.819
 #: Attention's KV reads: the same profile's 0.57 ("attention K/V access") times the same factor.
-KV_BANDWIDTH_EFFICIENCY: Final = 0.602
+KV_BANDWIDTH_EFFICIENCY: Final = 0.598
 #: Time each kernel adds beyond its roofline time (launch gaps, tails, small-kernel floors):
-#: fitted, 3.87 us (the laptop CUDA-graph replay figure, 0.58 us, was the former value).
-KERNEL_OVERHEAD_S: Final = 3.87e-6
+#: fitted, 3.47 us (3.87 us before expert parallelism priced the busiest expert group; the
+#: laptop CUDA-graph replay figure, 0.58 us, was the first value).
+KERNEL_OVERHEAD_S: Final = 3.47e-6
 #: Host time per forward pass that the GPU does not hide: fitted, 0 (the per-kernel term takes
 #: the whole per-pass cost; SGLang's and TensorRT-LLM's overlap schedulers and vLLM V1's async
 #: scheduling prepare the next step while the GPU runs). The former 1.1 ms was derived from
@@ -181,16 +182,16 @@ COST_SOURCES: Final = (
     ),
     CostSource(
         "WEIGHT_BANDWIDTH_EFFICIENCY",
-        "0.824",
+        "0.819",
         "of peak HBM bandwidth",
         "https://github.com/SemiAnalysisAI/InferenceX-app (history fixture at 528c4146: fitted "
-        "factor 1.056 on the profile's 0.78, https://mikamirai.com/blog/gpu-memory-bandwidth/)",
+        "factor 1.050 on the profile's 0.78, https://mikamirai.com/blog/gpu-memory-bandwidth/)",
         "fitted (evidence/public-gpu/fitted_terms.json, 432 training rows); memory-bound GEMMs, "
         "norms, logits",
     ),
     CostSource(
         "KV_BANDWIDTH_EFFICIENCY",
-        "0.602",
+        "0.598",
         "of peak HBM bandwidth",
         "https://github.com/SemiAnalysisAI/InferenceX-app (history fixture at 528c4146: the same "
         "factor on the profile's 0.57)",
@@ -198,7 +199,7 @@ COST_SOURCES: Final = (
     ),
     CostSource(
         "KERNEL_OVERHEAD_S",
-        "3.87e-6",
+        "3.47e-6",
         "s per kernel",
         "https://github.com/SemiAnalysisAI/InferenceX-app (history fixture at 528c4146: 432 "
         "DeepSeek-R1 SGLang / TensorRT-LLM runs on H200 and B200)",

@@ -213,6 +213,12 @@ class LayerStack:
         # Recurrent update per token and value head: decay, k.h, the rank-1 update and q.h over
         # the value_dim x key_dim state, about 8 flops per state element.
         self.linear_state_flops_per_token = 8.0 * value_dim * float(spec.linear_key_head_dim) / tp
+        # Expert parallelism: the routed experts lie whole on ``expert_groups`` groups of GPUs
+        # (num_experts / EP each), so a MoE layer waits for the group whose experts the batch
+        # touched most (``expert_parallel_load``); 1: every expert split over all GPUs.
+        groups = min(deployment.expert_parallel, tensor_parallel * ranks)
+        self.expert_groups = groups if spec.is_moe and groups > 1 else 1
+        self._expert_load: dict[float, float] = {}
         moe_layers = 0
         if spec.is_moe:
             dense_first = 0 if all_moe else spec.first_dense_layers
@@ -332,6 +338,16 @@ class LayerStack:
             return 0.0
         routed = tokens * self.attention_ranks
         touched = experts * (1.0 - (1.0 - chosen / experts) ** routed) if experts > 0 else 0.0
+        if self.expert_groups > 1:
+            # The busiest expert group's touched experts, in units of whole-replica experts
+            # (each GPU of a group holds its experts split over moe_group / EP GPUs).
+            load = self._expert_load.get(routed)
+            if load is None:
+                load = float(self.expert_groups) * expert_parallel_load(
+                    experts, chosen, routed, self.expert_groups
+                )
+                self._expert_load[routed] = load
+            touched = load
         active = chosen + self.shared_experts
         flops = 2.0 * routed * active * self.expert_params
         moved = (touched + self.shared_experts) * self.expert_params * self.weight_bytes + (
@@ -387,6 +403,37 @@ class LayerStack:
         if logit_tokens <= 0.0 or self.lm_head_vocab <= 0.0:
             return 0.0
         return logit_tokens * self.lm_head_vocab * 4.0 / self.bytes_per_s
+
+
+def expert_parallel_load(experts: float, chosen: float, tokens: float, groups: int) -> float:
+    """Expected touched experts of the busiest of ``groups`` expert-parallel groups when
+    ``tokens`` tokens each pick ``chosen`` of ``experts`` experts uniformly (the engines place
+    experts / groups whole experts on each group: TensorRT-LLM ``fused_moe/interface.py``
+    ``MoE.__init__``, ``expert_size_per_partition = num_experts // ep_size``; SGLang
+    ``layers/moe/fused_moe_triton/layer.py`` ``FusedMoE.__init__``, ``num_local_experts =
+    num_experts // moe_ep_size``), and a MoE layer lasts as long as its slowest GPU.
+
+    Each expert is touched with probability ``p = 1 - (1 - chosen / experts) ** tokens``
+    (uniform routing), independently (an approximation: a token's top-k are distinct), so a
+    group's count is Binomial(n = experts / groups, p) and the busiest group's expectation is
+    ``sum over m < n of 1 - F(m) ** groups``. Never below the mean ``n p``; ``n`` once every
+    expert is touched."""
+    n = int(experts) // groups
+    if n <= 0 or tokens <= 0.0:
+        return 0.0
+    p = 1.0 - (1.0 - chosen / experts) ** tokens
+    if p >= 1.0 - 1e-12:
+        return float(n)
+    q = 1.0 - p
+    ratio = p / q
+    pmf = q**n
+    cdf = 0.0
+    expected = 0.0
+    for m in range(n):  # bounded by experts / groups
+        cdf += pmf
+        expected += 1.0 - min(cdf, 1.0) ** groups
+        pmf *= float(n - m) / float(m + 1) * ratio
+    return expected
 
 
 def _allreduce_points(

@@ -40,7 +40,7 @@ DEEPSEEK_MTP_ACCEPTANCE: Final = 0.875
 #: are judged on it. It is an
 #: effective rate: what differs between the engines' MTP rounds beyond the modelled cost
 #: (both decode greedily: the client sends temperature 0) lands in it too.
-MTP_ACCEPTANCE: Final[dict[str, float]] = {"sglang": 0.502, "trt": 0.762}
+MTP_ACCEPTANCE: Final[dict[str, float]] = {"sglang": 0.520, "trt": 0.760}
 GIB: Final = 1024.0**3
 #: Memory left for activations and CUDA graphs beside the engine's own fraction (replay's
 #: documented default reserve, aisim/config kv_cache capacity ``default``).

@@ -1,4 +1,5 @@
-"""Deployments: quantized weight bytes, the MoE all-to-all volume, all-reduce in both regimes.
+"""Deployments: quantized weight bytes, the MoE all-to-all volume, all-reduce in both regimes,
+the busiest expert-parallel group's expert reads.
 
 Every expected number is derived by hand in the comments from published geometry and the
 sources named in aisim/catalogue/_deployment.py and _costs.py.
@@ -16,7 +17,13 @@ from aisim.catalogue._deployment import (
     block_linear_parameters,
     deployed_weight_bytes,
 )
-from aisim.fpm._roofline_ops import allreduce_bus_bytes_per_s, allreduce_seconds
+from aisim.fpm._roofline_ops import (
+    LayerStack,
+    allreduce_bus_bytes_per_s,
+    allreduce_seconds,
+    decode_shape,
+    expert_parallel_load,
+)
 
 # Qwen3-8B per layer: attention 2 x 4096 x 32 x 128 + 2 x 4096 x 8 x 128 = 41,943,040,
 # MLP 3 x 4096 x 12288 = 150,994,944; 36 layers: 6,945,767,424 linear weights. The rest:
@@ -59,6 +66,59 @@ def test_alltoall_volume_of_one_deepseek_moe_layer_at_ep8() -> None:
     assert alltoall_bytes_per_rank(128.0, 8.0, 7168.0, 2.0, 1) == 0.0
 
 
+def test_expert_parallel_load_of_a_two_group_toy_layer() -> None:
+    # 4 experts, top-1, one token, 2 groups of 2: each expert touched with p = 1 - 3/4 = 1/4,
+    # a group's count Binomial(2, 1/4): F(0) = 9/16, F(1) = 15/16; the busiest of two:
+    # (1 - (9/16)^2) + (1 - (15/16)^2) = 175/256 + 31/256 = 206/256 = 0.8046875.
+    assert expert_parallel_load(4.0, 1.0, 1.0, 2) == pytest.approx(0.8046875, rel=1e-12)
+    # Every expert touched: the busiest group holds all of its 2; no tokens: none.
+    assert expert_parallel_load(4.0, 1.0, 1000.0, 2) == 2.0
+    assert expert_parallel_load(4.0, 1.0, 0.0, 2) == 0.0
+
+
+def _busiest_of(groups: int, n: int, p: float) -> float:
+    """E[max] of ``groups`` Binomial(n, p) counts, from the pmf by math.comb (the test's own
+    arithmetic: sum over m of P(max > m))."""
+    import math
+
+    total = 0.0
+    for m in range(n):
+        cdf = sum(math.comb(n, j) * p**j * (1.0 - p) ** (n - j) for j in range(m + 1))
+        total += 1.0 - cdf**groups
+    return total
+
+
+def test_ep8_prices_the_busiest_groups_experts_in_a_deepseek_decode_step() -> None:
+    # DeepSeek-R1 on 8 B200s, TP 8, fp8 weights, 4 decode requests of 1000 past tokens. 256
+    # experts, top-8: p = 1 - (248/256)^4; EP 1 reads 256 p touched experts, each split over
+    # the 8 GPUs; EP 8 holds 32 whole experts per GPU and waits for the busiest GPU, 8 x
+    # E[max of 8 Binomial(32, p)] experts' worth. Everything else is equal, and the MoE layers
+    # are memory-bound at 4 tokens, so the 58 MoE layers differ by
+    # (EP8 load - EP1 touched) x 3 x 7168 x 2048 / 8 weights x fp8 bytes / (7.7 TB/s x 0.819, catalogue b200_sxm).
+    spec = builtin_model("deepseek-ai/DeepSeek-R1")
+    gpu = builtin_gpu("b200_sxm")
+    assert spec is not None and gpu is not None
+    p = 1.0 - (248.0 / 256.0) ** 4
+    touched = 256.0 * p  # 30.52
+    load = 8.0 * _busiest_of(8, 32, p)
+    assert load == pytest.approx(52.5, abs=0.5)  # the busiest GPU: 6.6 of its 32 experts
+    stacks = []
+    for ep in (1, 8):
+        deployment = Deployment("fp8", "fp8", ep, 1)
+        stacks.append(
+            LayerStack(spec, gpu, 8, 61, spec.vocab_size, MEASURED_TERMS, deployment=deployment)
+        )
+    shape = decode_shape(4, 4000, 1)
+    weight_bytes = Deployment("fp8").weight_bytes_per_parameter(spec)
+    expert_weights = 3.0 * 7168.0 * 2048.0 / 8.0
+    expected = 58 * (load - touched) * expert_weights * weight_bytes / (7.7e12 * 0.819)
+    assert stacks[1].seconds(shape) - stacks[0].seconds(shape) == pytest.approx(expected, rel=1e-9)
+    assert expected == pytest.approx(1.11e-3, abs=0.01e-3)  # about 1.1 ms a step
+    # Once the batch touches (nearly: p = 1 - 8e-8) every expert the groups are equal.
+    wide = decode_shape(512, 512_000, 1)
+    assert stacks[1].seconds(wide) == pytest.approx(stacks[0].seconds(wide), rel=1e-6)
+
+
 def test_allreduce_latency_regime_reads_the_measured_curve() -> None:
     # SGLang #2904, TP 8 on H100: 16.7 us at 256 KiB, 22.1 us at 512 KiB; halfway 19.45 us.
     points = ALLREDUCE_CURVE[8]
@@ -91,3 +151,25 @@ def _gpu(name: str):  # type: ignore[no-untyped-def]
     gpu = builtin_gpu(name)
     assert gpu is not None
     return gpu
+
+
+def test_mla_verify_attention_of_three_query_tokens_on_h200_tp8() -> None:
+    # DeepSeek-R1's absorbed MLA at TP 8 (16 of 128 heads per GPU): per (query, key) pair
+    # QK over the 512 + 64 latent and PV over the 512 latent, 2 x 128 x 576 + 2 x 128 x 512 =
+    # 278,528 FLOPs over 8 GPUs = 34,816. A verification of 3 tokens for 64 requests with 1,500
+    # past tokens each: 3 x 96,000 past pairs + 64 x (3 x 4 / 2) causal pairs = 288,384 pairs;
+    # the KV read stays 96,000 + 192 latent tokens of 576 bf16 elements (1,152 bytes).
+    spec = builtin_model("deepseek-ai/DeepSeek-R1")
+    gpu = builtin_gpu("h200_sxm")
+    assert spec is not None and gpu is not None
+    stack = LayerStack(spec, gpu, 8, 61, spec.vocab_size, MEASURED_TERMS)
+    assert stack.flops_per_pair == 34_816.0
+    assert stack.kv_bytes_per_token == 1_152.0
+    shape = decode_shape(64, 96_000, 3)
+    assert shape.attention_pairs == 288_384.0
+    assert shape.kv_tokens_read == 96_192.0
+    # Per layer: 10.04 GFLOP at 989 TFLOP/s x 0.75 is 13.5 us; 110.8 MB at 4.8 TB/s x the KV
+    # efficiency 0.598 is 38.6 us: memory-bound, so the 3-token verification reads the KV once
+    # and its attention costs what a 1-token step's does (0.2 % more KV for the new tokens).
+    one = decode_shape(64, 96_000, 1)
+    assert shape.kv_tokens_read / one.kv_tokens_read == pytest.approx(96_192.0 / 96_064.0)
