@@ -126,6 +126,14 @@ class StageClock:
         return [stages[stage] for stage in sorted(stages)]
 
 
+def _crossover_text(answer: dict[str, Any]) -> str:
+    """The load where SD stops helping, or why there is none (the answer holds None then)."""
+    crossover = answer["sd_stops_helping_at"]
+    if crossover is not None:
+        return f"{crossover:g}"
+    return "no load searched (its median gain does not cross 0 between the loads)"
+
+
 def main(argv: list[str] | None = None) -> int:
     import contextlib
     import io
@@ -181,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{', '.join(f'{value:.1f}' for value in stages)} s); "
             f"recommendation {answer['recommendation']} (goodput p50 "
             f"{best['goodput_rps']['p50']:.3f} req/s, {best['replicas']} replicas); best SD "
-            f"{answer['best_sd']}; SD stops helping at {answer['sd_stops_helping_at']}",
+            f"{answer['best_sd']}; SD stops helping at {_crossover_text(answer)}",
             flush=True,
         )
     recommendations = {answer["recommendation"] for answer in answers.values()}
