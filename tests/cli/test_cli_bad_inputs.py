@@ -444,8 +444,9 @@ MODEL = Path(__file__).resolve().parents[2] / "docs" / "examples" / "model" / "c
         (
             {"model_type": "gpt2"},
             "model.model_type: unknown architecture 'gpt2'; priced are llama, qwen2, qwen3, "
-            "mistral, mimo, qwen2_moe, qwen3_moe, mixtral, deepseek_v2, deepseek_v3 (set "
-            "model_type: llama to price a dense decoder of the Llama block shape as one)",
+            "mistral, mimo, qwen3_5_text, qwen2_moe, qwen3_moe, mixtral, deepseek_v2, "
+            "deepseek_v3 (set model_type: llama to price a dense decoder of the Llama block "
+            "shape as one)",
         ),
     ],
 )
