@@ -1,7 +1,8 @@
 import json
+import sys
 from pathlib import Path
 
-R = "/work/i23-engine/rec/ab-executor"
+R = sys.argv[1]  # $ENGINE_ROOT/rec/ab-executor, where ab-executor.sh wrote
 
 
 def val(path, name):

