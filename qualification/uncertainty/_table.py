@@ -239,16 +239,9 @@ def engine_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[str, A
     return samples, sources
 
 
-#: Figures that scale with the step price (a latency); the others (throughput under trace
-#: arrivals, set by the arrival span) do not.
-PRICE_SCALED: Final = (
-    "mean_ttft_ms",
-    "p90_ttft_ms",
-    "mean_tpot_ms",
-    "p90_tpot_ms",
-    "mean_e2e_ms",
-    "p90_e2e_ms",
-)
+#: Figures that scale with the step price: the latencies (milliseconds) of ``REPEAT_METRICS``;
+#: the others (throughput under trace arrivals, set by the arrival span) do not.
+PRICE_SCALED: Final = tuple(metric for metric in REPEAT_METRICS if metric.endswith("_ms"))
 
 
 def repeat_samples(root: Path) -> list[RepeatSample]:
