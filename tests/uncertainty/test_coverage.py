@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -107,6 +109,21 @@ def test_the_committed_cost_error_table_is_built_from_the_committed_evidence() -
     )
 
 
+def write_public_rows(root: Path, header: list[str], rows: list[dict[str, object]]) -> None:
+    """The scored public GPU rows under ``root`` and a fitted_terms.json whose training rows
+    are h0..h19 (the rows a term was fitted on; the others are held out)."""
+    from qualification.uncertainty._coverage import PUBLIC_GPU_ROWS
+
+    file = root / PUBLIC_GPU_ROWS
+    file.parent.mkdir(parents=True)
+    with file.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, header, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+    training = {"training_ids": [f"h{index}" for index in range(20)]}
+    (file.parent.parent / "fitted_terms.json").write_text(json.dumps(training), "utf-8")
+
+
 def test_serving_coverage_applies_the_fitted_rows_ratio_range_to_held_out_points(
     tmp_path: Path,
 ) -> None:
@@ -114,10 +131,8 @@ def test_serving_coverage_applies_the_fitted_rows_ratio_range_to_held_out_points
     # range (nearest rank) is the 1st and 19th smallest, [0.80, 0.98]. Held out: a latest point
     # at 49 / 50 = 0.98 (inside), one at 49.5 / 50 = 0.99 (outside) and an MTP point (shown, not in the figure); the
     # history row not fitted on and a dynamo row are neither fitted on nor judged.
-    import csv
-    import json
 
-    from qualification.uncertainty._coverage import PUBLIC_GPU_ROWS, serving_coverage
+    from qualification.uncertainty._coverage import serving_coverage
 
     names = ["median_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "output_tput_per_gpu"]
     header = ["id", "source", "sd"] + [f"{n}_{k}" for n in names for k in ("measured", "predicted")]
@@ -168,14 +183,7 @@ def test_serving_coverage_applies_the_fitted_rows_ratio_range_to_held_out_points
             "mean_tpot_ms_predicted": 10,
         }
     )
-    file = tmp_path / PUBLIC_GPU_ROWS
-    file.parent.mkdir(parents=True)
-    with file.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, header, restval="")
-        writer.writeheader()
-        writer.writerows(rows)
-    training = {"training_ids": [f"h{index}" for index in range(20)]}
-    (file.parent.parent / "fitted_terms.json").write_text(json.dumps(training), "utf-8")
+    write_public_rows(tmp_path, header, rows)
     result = serving_coverage(tmp_path)
     assert result["ratio_ranges"]["mean_tpot_ms"] == {"p05": 0.8, "p95": 0.98, "rows": 20}
     points = {point["id"]: point for point in result["points"]}
@@ -208,10 +216,8 @@ def test_ttft_of_an_engine_without_fitted_rows_is_judged_on_its_other_groups(
     # point's TTFT range is the MTP group's 5-95 % (nearest rank of 4: 1st and 4th), [4.0, 6.0]:
     # inside. Each MTP point's range is the no-SD group's single ratio, [5.0, 5.0]: outside.
     # TPOT keeps the fitted rows' range [1.0, 1.0] whatever the engine.
-    import csv
-    import json
 
-    from qualification.uncertainty._coverage import PUBLIC_GPU_ROWS, serving_coverage
+    from qualification.uncertainty._coverage import serving_coverage
 
     header = ["id", "source", "engine", "sd"] + [
         f"{n}_{k}" for n in ("median_ttft_ms", "mean_tpot_ms") for k in ("measured", "predicted")
@@ -244,14 +250,7 @@ def test_ttft_of_an_engine_without_fitted_rows_is_judged_on_its_other_groups(
                 "mean_tpot_ms_predicted": 10,
             }
         )
-    file = tmp_path / PUBLIC_GPU_ROWS
-    file.parent.mkdir(parents=True)
-    with file.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, header, restval="")
-        writer.writeheader()
-        writer.writerows(rows)
-    training = {"training_ids": [f"h{index}" for index in range(20)]}
-    (file.parent.parent / "fitted_terms.json").write_text(json.dumps(training), "utf-8")
+    write_public_rows(tmp_path, header, rows)
     result = serving_coverage(tmp_path)
     points = {point["id"]: point["metrics"] for point in result["points"]}
     assert (points["none"]["median_ttft_ms"]["low"], points["none"]["median_ttft_ms"]["high"]) == (
