@@ -30,7 +30,7 @@ def add_interval_arguments(
         "--sources",
         default="all",
         help="what the intervals include: all (default), none, or a comma list of "
-        "acceptance, cost, simulation, repeat",
+        "acceptance, cost, simulation, repeat, drift",
     )
     group.add_argument(
         "--seed", type=integer, default=0, help="seed of the replicas' draws (default 0)"
@@ -130,6 +130,8 @@ def describe_included(sources: dict[str, dict[str, Any]]) -> list[str]:
 def _detail(name: str, detail: list[Any]) -> str:
     if name == "repeat":
         return "; ".join(_repeat_detail(item) for item in detail)
+    if name == "drift":
+        return "; ".join(_drift_detail(item) for item in detail)
     if name != "cost":
         parts = []
         for item in detail:
@@ -158,6 +160,18 @@ def _detail(name: str, detail: list[Any]) -> str:
             text += f"; no evidence for {missing} (priced as estimated)"
         parts.append(text)
     return "; ".join(parts)
+
+
+def _drift_detail(item: Any) -> str:
+    if not isinstance(item, dict):
+        return str(item)
+    share, time_ms = item["share"], item["time_ms"]
+    return (
+        f"{item['estimator']}: per-step scatter correlated in time as one of {item['runs']} "
+        f"served runs' ({len(item['sources'])} recordings; correlated share 5-95 % "
+        f"{fmt(share[0])}-{fmt(share[2])}, correlation time {fmt(time_ms[0])}-{fmt(time_ms[2])} "
+        "busy ms)"
+    )
 
 
 def _repeat_detail(item: Any) -> str:

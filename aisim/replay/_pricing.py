@@ -8,6 +8,7 @@ its per-rank metrics are built by the ``MetricsFactory`` the config edge hands i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol
 
@@ -65,6 +66,11 @@ class PriceScale:
     speculating worker, asked with a draft length or of a model that prices SD natively) or
     ``decode`` (plain decode steps, of the model that prices a speculating worker's undrafted
     rounds too). ``speculating``: the worker speculates.
+
+    With ``correlation_share`` s > 0 the per-pass draws are not independent: they follow the
+    run's step-price drift in time (``correlated_u``: two draws dt busy milliseconds apart have
+    correlation s exp(-dt / ``correlation_ms``) on the normal scale), each still distributed as
+    its quantiles; the draws then come from ``stream.gauss``.
     """
 
     def __init__(
@@ -73,18 +79,57 @@ class PriceScale:
         quantiles: list[tuple[float, ...]],
         stream: Any,
         speculating: bool,
+        correlation_share: float = 0.0,
+        correlation_ms: float = 0.0,
     ) -> None:
         self.factors = factors
         self.quantiles = quantiles
         self.stream = stream
         self.speculating = speculating
+        #: The per-pass draws correlated in time when > 0 (``correlated_u``).
+        self.correlation_share = correlation_share
+        self.correlation_ms = correlation_ms
+        self.state = 0.0
+        self.started = False
+        self.elapsed_ms = 0.0
 
     def apply(self, price: float, kind: int) -> float:
         factor = self.factors[kind]
         quantiles = self.quantiles[kind]
+        if self.correlation_share > 0.0:
+            scaled = price * factor
+            if len(quantiles) > 0:
+                scaled *= interpolate(quantiles, self.correlated_u())
+            self.elapsed_ms += scaled
+            return scaled
         if len(quantiles) == 0:
             return price * factor
         return price * factor * interpolate(quantiles, float(self.stream.random()))
+
+    def correlated_u(self) -> float:
+        """The next pass's probability under a Gaussian copula correlated in busy time: a
+        unit-variance state ``x`` (a stationary Ornstein-Uhlenbeck process, advanced at each
+        draw: x' = phi x + sqrt(1 - phi^2) g1, phi = exp(-dt / correlation_ms), dt the scaled
+        milliseconds of the passes priced since the last draw; the first draw takes x from
+        N(0, 1)), mixed with a fresh normal: z = sqrt(s) x + sqrt(1 - s) g2 (s = ``correlation_share``), so two passes
+        dt apart have correlation s exp(-dt / correlation_ms) and each pass's marginal is N(0,
+        1): u = Phi(z), the quantiles' own distribution. Both normals come from ``stream``
+        (``gauss``), in simulation order."""
+        stream = self.stream
+        if not self.started:
+            self.state = float(stream.gauss(0.0, 1.0))
+            self.started = True
+        else:
+            phi = math.exp(-self.elapsed_ms / self.correlation_ms)
+            self.state = phi * self.state + math.sqrt(1.0 - phi * phi) * float(
+                stream.gauss(0.0, 1.0)
+            )
+        self.elapsed_ms = 0.0
+        share = self.correlation_share
+        z = math.sqrt(share) * self.state
+        if share < 1.0:
+            z += math.sqrt(1.0 - share) * float(stream.gauss(0.0, 1.0))
+        return 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
 
 
 def interpolate(quantiles: tuple[float, ...], u: float) -> float:

@@ -59,9 +59,19 @@ class ErrorSample:
     #: Per-step scatter within the group: quantiles (0, 5, ..., 100 %) of each step's ratio
     #: divided by ``ratio`` (the group's median), or None when only a group figure is known.
     step_quantiles: tuple[float, ...] | None = None
+    #: How that scatter is correlated in time (the ``drift`` source): ``(share, time_ms)`` of
+    #: rho(dt) = share * exp(-dt / time_ms) between two steps dt busy milliseconds apart, or
+    #: None (independent per step).
+    step_correlation: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        found = (
+            {}
+            if self.step_correlation is None
+            else {"step_correlation": list(self.step_correlation)}
+        )
         return {
+            **found,
             "step_quantiles": None if self.step_quantiles is None else list(self.step_quantiles),
             "estimator": self.estimator,
             "step_kind": self.step_kind,
@@ -125,6 +135,9 @@ class CostFactors:
     #: a draw from these quantiles (linear between them), seeded by ``noise_seed``.
     step_noise: tuple[tuple[str, tuple[float, ...]], ...] = ()
     noise_seed: int = 0
+    #: ``(share, time_ms)``: the per-step draws are correlated in time (``PriceScale``), the
+    #: run's whose scatter they draw from; None: independent per step.
+    step_correlation: tuple[float, float] | None = None
 
     def of(self, kind: str) -> float:
         value: float = getattr(self, kind)
@@ -209,6 +222,26 @@ class CostErrorTable:
             "metrics": metrics,
         }
 
+    def describe_correlation(self, estimator: str) -> dict[str, Any]:
+        """The step-price drift a replica of ``estimator`` draws (``step_correlation``): runs
+        (groups) that carry one, and the 5/50/95 % (nearest rank) of their share and time."""
+        found = {
+            s.group: s.step_correlation
+            for s in self.for_estimator(estimator)
+            if s.step_correlation is not None
+        }
+        shares = sorted(value[0] for value in found.values())
+        times = sorted(value[1] for value in found.values())
+        return {
+            "estimator": estimator,
+            "runs": len(found),
+            "share": [_quantile(shares, q) for q in (0.05, 0.5, 0.95)] if found else None,
+            "time_ms": [_quantile(times, q) for q in (0.05, 0.5, 0.95)] if found else None,
+            "sources": sorted(
+                {s.source for s in self.for_estimator(estimator) if s.step_correlation}
+            ),
+        }
+
     def sample_repeat(self, rng: Any, estimator: str) -> tuple[tuple[str, float], ...]:
         """One replica's repeat factors for ``estimator``: one run's, drawn uniformly (``rng``: a
         numpy Generator); empty when the estimator has none."""
@@ -268,6 +301,11 @@ class CostErrorTable:
             for kind, sample in drawn.items()
             if sample.step_quantiles is not None
         )
+        correlated = [
+            sample.step_correlation
+            for sample in drawn.values()
+            if sample.step_quantiles is not None and sample.step_correlation is not None
+        ]
         return CostFactors(
             factors["prefill"],
             factors["mixed"],
@@ -276,6 +314,7 @@ class CostErrorTable:
             tuple(kind for kind in STEP_KINDS if kind in drawn),
             noise,
             int(rng.integers(1 << 62)) if noise else 0,
+            correlated[0] if correlated else None,
         )
 
     def to_dict(self, about: str = "") -> dict[str, Any]:
@@ -366,6 +405,24 @@ def _repeat(row: object, where: str) -> RepeatSample:
     return sample
 
 
+def _correlation(value: object, where: str) -> tuple[float, float] | None:
+    """A sample's ``step_correlation``: None, or ``[share, time_ms]`` with 0 <= share <= 1 and
+    time_ms > 0."""
+    if value is None:
+        return None
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+        or not 0.0 <= float(value[0]) <= 1.0
+        or not (math.isfinite(float(value[1])) and float(value[1]) > 0.0)
+    ):
+        raise DataIntegrityError(
+            f"{where}.step_correlation: expected [share in 0..1, time_ms > 0], got {value!r}"
+        )
+    return float(value[0]), float(value[1])
+
+
 def _sample(row: object, where: str) -> ErrorSample:
     if not isinstance(row, dict):
         raise DataIntegrityError(f"{where}: expected a mapping, got {type(row).__name__}")
@@ -385,6 +442,7 @@ def _sample(row: object, where: str) -> ErrorSample:
                 if row.get("step_quantiles") is None
                 else tuple(float(value) for value in row["step_quantiles"])
             ),
+            step_correlation=_correlation(row.get("step_correlation"), where),
         )
     except KeyError as exc:
         raise DataIntegrityError(f"{where}.{exc.args[0]}: missing") from None

@@ -65,7 +65,8 @@ def scaled_pricer(pricer: Any, factors: CostFactors, speculating: bool) -> Any:
     pricer takes the run-level factors only (its per-step scatter has no evidence). A model
     pricer multiplies each of its model's answers by the factor of the pass's step kind, and by a
     draw from that kind's per-step scatter where the evidence has one (``PriceScale``, compiled:
-    one stream, seeded by ``factors.noise_seed``, shared by the plain-decode model)."""
+    one stream, seeded by ``factors.noise_seed``, shared by the plain-decode model), correlated
+    in time when ``factors.step_correlation`` is set (the ``drift`` source)."""
     from aisim.replay import PRICING_FIXED, SCALE_KINDS, PassPricer, PriceScale
 
     if factors.is_identity:
@@ -73,11 +74,14 @@ def scaled_pricer(pricer: Any, factors: CostFactors, speculating: bool) -> Any:
     if pricer.kind == PRICING_FIXED:
         decode = factors.sd_round if speculating else factors.decode
         return PassPricer.fixed(pricer.prefill_ms * factors.prefill, pricer.decode_ms * decode)
+    share, time_ms = factors.step_correlation or (0.0, 0.0)
     scale = PriceScale(
         [factors.of(kind) for kind in SCALE_KINDS],
         [factors.noise(kind) or () for kind in SCALE_KINDS],
         random.Random(factors.noise_seed),
         speculating,
+        share,
+        time_ms,
     )
     # The length models of suffix decoding are not carried over: a scaled pricer prices every
     # pass with its main model (as the per-pass wrapper it replaces did).

@@ -4,6 +4,7 @@ the others' draws unchanged) and the description of what each source includes.""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -195,6 +196,22 @@ def describe_sources(
         "included": sources.repeat and estimator is not None,
         "detail": repeat_detail,
     }
+    drifting = [table.describe_correlation(worker.estimator) for worker in workers]
+    drift_detail: list[Any] = [item for item in drifting if item["runs"]]
+    if not drift_detail:
+        drift_detail = [
+            "no step-price drift evidence for "
+            + ", ".join(sorted({worker.estimator for worker in workers}))
+            + " (measured on the engine recordings' served steps, priced by their step tables: "
+            "engine-step-table); per-step scatter, where drawn, is independent per step"
+        ]
+    elif not sources.cost:
+        drift_detail = ["needs the cost source (it shapes the cost source's per-step draws)"]
+    described["drift"] = {
+        "on": sources.drift,
+        "included": sources.drift and sources.cost and any(item["runs"] for item in drifting),
+        "detail": drift_detail,
+    }
     return described
 
 
@@ -255,6 +272,8 @@ def plan_draws(
             factors = (
                 _cost_factors(streams["cost"], table, worker) if sources.cost else CostFactors()
             )
+            if not sources.drift and factors.step_correlation is not None:
+                factors = dataclasses.replace(factors, step_correlation=None)
             sampled.append(WorkerDraw(rates, worker_seed, factors))
         repeat = () if repeating is None else table.sample_repeat(streams["repeat"], repeating)
         draws.append(Draw(replica, traffic_seed, tuple(sampled), repeat))

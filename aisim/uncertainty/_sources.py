@@ -1,4 +1,4 @@
-"""The four sources of uncertainty a prediction interval can include, each switchable.
+"""The five sources of uncertainty a prediction interval can include, each switchable.
 
 * ``acceptance``: the acceptance rates are uncertain (binomial counts from an engine's metrics,
   or rates observed over a stated number of rounds); each replica samples its rates.
@@ -9,6 +9,11 @@
 * ``repeat``: the engine's run-to-run repeat noise (the same trace served again moves its
   figures; measured on the engine recordings' repeated runs, ``cost_errors.v1.json``
   ``repeat_samples``); each replica multiplies its figures by one measured run's deviation.
+* ``drift``: the step price drifts in time within a run (the host's speed, measured as the
+  correlation of consecutive served steps' price errors, ``cost_errors.v1.json``
+  ``step_correlation``); each replica draws its per-step scatter as a process correlated in
+  time instead of independently per step. Needs ``cost`` (it shapes the cost source's per-step
+  draws).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Final
 
 from aisim.errors import ConfigError
 
-SOURCE_NAMES: Final = ("acceptance", "cost", "simulation", "repeat")
+SOURCE_NAMES: Final = ("acceptance", "cost", "simulation", "repeat", "drift")
 
 
 @dataclass(frozen=True)
@@ -29,16 +34,17 @@ class Sources:
     cost: bool = True
     simulation: bool = True
     repeat: bool = True
+    drift: bool = True
 
     @staticmethod
     def parse(text: str, path: str = "--sources") -> Sources:
         """``all``, ``none`` or a comma list of ``acceptance``, ``cost``, ``simulation``,
-        ``repeat``."""
+        ``repeat``, ``drift``."""
         spelled = text.strip()
         if spelled == "all":
             return Sources()
         if spelled == "none":
-            return Sources(False, False, False, False)
+            return Sources(False, False, False, False, False)
         names = [name.strip() for name in spelled.split(",") if name.strip()]
         unknown = [name for name in names if name not in SOURCE_NAMES]
         if unknown or not names:
@@ -47,7 +53,11 @@ class Sources:
                 f"got {text!r}"
             )
         return Sources(
-            "acceptance" in names, "cost" in names, "simulation" in names, "repeat" in names
+            "acceptance" in names,
+            "cost" in names,
+            "simulation" in names,
+            "repeat" in names,
+            "drift" in names,
         )
 
     def names(self) -> list[str]:

@@ -30,6 +30,7 @@ evidence: one sample per measured / predicted step-price ratio, with its provena
 from __future__ import annotations
 
 import hashlib
+import math
 import statistics
 from pathlib import Path
 from typing import Any, Final
@@ -217,6 +218,7 @@ def engine_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[str, A
             for row in rows:
                 if row["price_ms"] > 0:
                     by_kind.setdefault(ENGINE_KINDS[row["kind"]], []).append(row["ratio"])
+            correlation = step_correlation(rows)
             for kind, ratios in sorted(by_kind.items()):
                 median = float(statistics.median(ratios))
                 samples.append(
@@ -230,6 +232,7 @@ def engine_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[str, A
                         "engine-measurement",
                         weight_steps=len(ratios),
                         step_quantiles=step_quantiles(ratios, median),
+                        step_correlation=correlation,
                     )
                 )
         sources[name] = {
@@ -341,6 +344,82 @@ def step_quantiles(ratios: list[float], median: float) -> tuple[float, ...]:
 
     values = np.quantile(np.asarray(ratios, dtype=float) / median, np.linspace(0.0, 1.0, 21))
     return tuple(round(float(value), 6) for value in values)
+
+
+#: Lags (in steps) at which a run's step-price correlation is measured, and the fewest step
+#: pairs a lag needs.
+CORRELATION_LAGS: Final = (1, 2, 4, 8, 16, 32, 64)
+CORRELATION_MIN_PAIRS: Final = 20
+#: A lag whose correlation is at or below this ends the fit (the decay has reached the noise).
+CORRELATION_FLOOR: Final = 0.05
+
+
+def step_correlation(rows: list[dict[str, Any]]) -> tuple[float, float] | None:
+    """How one served run's step-price scatter is correlated in time (``priced_steps`` rows,
+    in order): ``(share, time_ms)`` of rho(dt) = share * exp(-dt / time_ms), fitted to the
+    correlation of the steps' normal scores (each step's rank among the run's steps of its kind,
+    through the inverse normal CDF) at lags of 1, 2, 4, ... steps, dt the mean busy time between
+    them (the sum of the measured step durations in between: idle time is left out, as a
+    replay's ``PriceScale`` advances by the passes it prices). None when fewer than two lags
+    are above ``CORRELATION_FLOOR`` or the correlation does not fall with the lag."""
+    import numpy as np
+
+    busy = 0.0
+    times: list[float] = []
+    kinds: list[str] = []
+    ratios: list[float] = []
+    for row in rows:
+        if row["price_ms"] > 0 and math.isfinite(row["ratio"]):
+            times.append(busy)
+            kinds.append(ENGINE_KINDS[row["kind"]])
+            ratios.append(float(row["ratio"]))
+        busy += float(row["measured_ms"])
+    scores = normal_scores(kinds, ratios)
+    clock = np.asarray(times, dtype=float)
+    points: list[tuple[float, float]] = []
+    for lag in CORRELATION_LAGS:
+        if len(scores) - lag < CORRELATION_MIN_PAIRS:
+            break
+        rho = float(np.corrcoef(scores[:-lag], scores[lag:])[0, 1])
+        if not rho > CORRELATION_FLOOR:
+            break
+        points.append((float(np.mean(clock[lag:] - clock[:-lag])), rho))
+    return fit_correlation(points)
+
+
+def normal_scores(kinds: list[str], ratios: list[float]) -> Any:
+    """Each value's normal score within its kind: the inverse normal CDF of (rank + 0.5) / n."""
+    from statistics import NormalDist
+
+    import numpy as np
+
+    inverse = NormalDist().inv_cdf
+    scores = np.zeros(len(ratios), dtype=float)
+    for kind in sorted(set(kinds)):
+        index = [i for i, name in enumerate(kinds) if name == kind]
+        order = sorted(index, key=lambda i: (ratios[i], i))
+        for rank, i in enumerate(order):
+            scores[i] = inverse((rank + 0.5) / len(order))
+    return scores
+
+
+def fit_correlation(points: list[tuple[float, float]]) -> tuple[float, float] | None:
+    """``(share, time_ms)`` of rho(dt) = share * exp(-dt / time_ms) through ``points`` (dt ms,
+    rho > 0): least squares of ln rho on dt; the share capped at 1. None with fewer than two
+    points or a correlation that does not fall with dt."""
+    if len(points) < 2:
+        return None
+    xs = [dt for dt, _ in points]
+    ys = [math.log(rho) for _, rho in points]
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    spread = sum((x - mean_x) ** 2 for x in xs)
+    if not spread > 0:
+        return None
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread
+    if not slope < 0:
+        return None
+    share = min(1.0, math.exp(mean_y - slope * mean_x))
+    return round(share, 6), round(-1.0 / slope, 3)
 
 
 def build_table(root: Path) -> CostErrorTable:

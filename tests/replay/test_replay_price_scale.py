@@ -3,6 +3,7 @@ hand-derived prices."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -87,3 +88,52 @@ def test_per_step_scatter_is_an_inverse_cdf_draw_between_quantiles() -> None:
     scale = PriceScale(FACTORS, [(), (), (0.8, 1.0, 1.6), ()], Fixed(0.75), True)
     assert scale.apply(10.0, 2) == pytest.approx(10.0 * 5.0 * 1.3, rel=1e-15)
     assert scale.apply(10.0, 0) == 20.0  # no scatter for prefill
+
+
+class Normals:
+    """A stream whose ``gauss`` returns the given values in order (``random`` is not used)."""
+
+    def __init__(self, *values: float) -> None:
+        self.values = list(values)
+
+    def gauss(self, mu: float, sigma: float) -> float:
+        assert (mu, sigma) == (0.0, 1.0)
+        return self.values.pop(0)
+
+    def random(self) -> float:
+        raise AssertionError("a correlated scale draws normals only")
+
+
+# Phi(1) and Phi(0.5), the standard normal CDF (published tables: 0.841344746, 0.691462461).
+PHI_1, PHI_HALF = 0.8413447460685429, 0.6914624612740131
+
+
+def test_correlated_scatter_follows_an_ar1_state_in_busy_time() -> None:
+    # Share 1: z is the state itself. First draw: x = 1 -> u = Phi(1); quantiles 0.8, 1.0,
+    # 1.2 at 0, 50, 100 %: 1.0 + 0.2 (2 Phi(1) - 1). The pass costs 10 x 5 x that.
+    # Correlation time 50 / ln 2: after that 50-ms pass phi = exp(-ln 2) = 1/2, so with a
+    # fresh normal 0 the state is 0.5 -> u = Phi(0.5).
+    tau = 50.0 / math.log(2.0)
+    scale = PriceScale(FACTORS, [(), (), (0.8, 1.0, 1.2), ()], Normals(1.0, 0.0), True, 1.0, tau)
+    first = 1.0 + 0.2 * (2.0 * PHI_1 - 1.0)
+    assert scale.apply(10.0, 2) == pytest.approx(50.0 * first, rel=1e-12)
+    # Not 50 ms yet: rescale so that the busy time since the first draw is exactly 50 ms.
+    scale = PriceScale(FACTORS, [(), (), (0.8, 1.0, 1.2), ()], Normals(1.0, 0.0), True, 1.0, tau)
+    scale.apply(10.0 / first, 2)  # 10 / first x 5 x first = 50 ms
+    assert scale.elapsed_ms == pytest.approx(50.0, rel=1e-12)
+    second = 1.0 + 0.2 * (2.0 * PHI_HALF - 1.0)
+    assert scale.apply(10.0, 2) == pytest.approx(50.0 * second, rel=1e-12)
+    assert scale.state == pytest.approx(0.5, rel=1e-12)
+
+
+def test_correlated_scatter_mixes_a_fresh_normal_for_the_rest_of_the_share() -> None:
+    # Share 1/4: z = sqrt(1/4) x + sqrt(3/4) g. x = 2, g = 0 -> z = 1 -> u = Phi(1).
+    # Passes of a kind without scatter (prefill, x 2) still advance the busy time.
+    scale = PriceScale(FACTORS, [(), (), (0.8, 1.0, 1.2), ()], Normals(2.0, 0.0), True, 0.25, 9.0)
+    assert scale.apply(4.0, 0) == 8.0
+    assert scale.elapsed_ms == 8.0
+    assert scale.apply(10.0, 2) == pytest.approx(50.0 * (1.0 + 0.2 * (2.0 * PHI_1 - 1.0)))
+    # An uncorrelated scale (share 0) draws random() as before, never gauss.
+    assert PriceScale(FACTORS, [(), (), (0.8, 1.0, 1.6), ()], Fixed(0.75), True).apply(
+        10.0, 2
+    ) == pytest.approx(65.0)
