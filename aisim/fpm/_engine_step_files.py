@@ -29,7 +29,7 @@ from aisim.fpm._engine_steps import (
     StepSurface,
     capture_sizes,
 )
-from aisim.fpm._served_steps import ServedStepModel
+from aisim.fpm._served_steps import FrontEndCost, ServedStepModel
 
 ENGINE_GRID_SCHEMA = "aisim.engine_grid_steps"
 #: Phase of the table's prefill steps timed again at the token count just scheduled.
@@ -105,11 +105,13 @@ def served_step_model(
     latency_column: str = "wall_ms",
     scale: float = 1.0,
     engine_model: bool = True,
+    frontend: FrontEndCost | None = None,
     _shared: tuple[PrimitiveCache | None, dict[str, int]] | None = None,
 ) -> ServedStepModel:
     """The served-step model of an engine step table (module docstring). ``engine_model``
     False prices with the table alone (no primitive cache, no graph padding); ``scale``
-    multiplies every price (a diagnostic). DataIntegrityError naming ``where`` when the table
+    multiplies every price (a diagnostic); ``frontend`` adds a serving front end's cost per
+    step (``load_frontend_cost``; not scaled). DataIntegrityError naming ``where`` when the table
     has no timed steps of a kind the model needs."""
     timed = [row for row in rows if not row["warmup"]]
     decode_phase = "sd" if draft_length > 0 else "decode"
@@ -179,6 +181,7 @@ def served_step_model(
     model.decode_points = decode_points
     model.prefill_points = prefill_points
     model.platform = platform
+    model.frontend = frontend
     if draft_length > 0 and any(row["phase"] == "decode" for row in timed):
         model.plain_decode_model = served_step_model(
             rows,
@@ -189,6 +192,7 @@ def served_step_model(
             latency_column=latency_column,
             scale=scale,
             engine_model=engine_model,
+            frontend=frontend,
             _shared=(cache, coverage),
         )
     return model
@@ -202,6 +206,7 @@ def load_step_table_model(
     ``aisim.engine_grid_steps`` v1, SHA-256 and size checked). DataIntegrityError naming the
     file when it is missing, modified, or lacks a needed column."""
     given = Path(path)
+    frontend = load_frontend_cost(given / FRONTEND_FILE) if given.is_dir() else None
     if given.suffix == ".parquet":
         data = given
     elif (given / "grid_steps.parquet").exists():
@@ -232,5 +237,71 @@ def load_step_table_model(
     settings = sidecar.get("engine_settings") or {}
     identity = sidecar.get("identity") or {}
     return served_step_model(
-        rows, settings, identity, draft_length, where=where, engine_model=engine_model
+        rows,
+        settings,
+        identity,
+        draft_length,
+        where=where,
+        engine_model=engine_model,
+        frontend=frontend if engine_model else None,
+    )
+
+
+#: A recording's front-end model (``frontend/frontend_model.json``, relative to the recording):
+#: what a serving front end costs on the engine's core, measured through the server.
+FRONTEND_FILE = "frontend/frontend_model.json"
+FRONTEND_SCHEMA = "aisim.engine_frontend"
+FRONTEND_TERMS = ("step_ms", "token_ms", "request_ms")
+
+
+def load_frontend_cost(path: str | Path) -> FrontEndCost | None:
+    """The front-end terms of ``path`` (a recording's ``FRONTEND_FILE``: schema
+    ``aisim.engine_frontend`` v1, ``terms.step_ms``, ``terms.token_ms``, ``terms.request_ms``,
+    each a finite number >= 0 ms), or None when the file does not exist (an in-process
+    recording). DataIntegrityError naming the file and the field when it is unreadable or
+    a term is missing or out of range."""
+    import json
+    import math
+
+    file = Path(path)
+    where = repr(str(file))
+    if not file.exists():
+        return None
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DataIntegrityError(f"{where}: unreadable front-end model ({exc})") from None
+    if not isinstance(data, dict):
+        raise DataIntegrityError(f"{where}: a JSON object expected, got {type(data).__name__}")
+    schema = data.get("schema")
+    if not isinstance(schema, dict) or schema.get("name") != FRONTEND_SCHEMA:
+        raise DataIntegrityError(f"{where}: schema: {schema!r} is not {FRONTEND_SCHEMA!r}")
+    if schema.get("version") != 1:
+        raise DataIntegrityError(
+            f"{where}: schema.version: {schema.get('version')!r} is not supported (reads 1)"
+        )
+    terms = data.get("terms")
+    if not isinstance(terms, dict):
+        raise DataIntegrityError(f"{where}: terms: missing (an object of {FRONTEND_TERMS})")
+    unknown = sorted(set(terms) - set(FRONTEND_TERMS))
+    if unknown:
+        raise DataIntegrityError(
+            f"{where}: terms.{unknown[0]}: unknown; allowed: {', '.join(FRONTEND_TERMS)}"
+        )
+    values = []
+    for name in FRONTEND_TERMS:
+        value = terms.get(name)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value < 0
+        ):
+            raise DataIntegrityError(
+                f"{where}: terms.{name}: {value!r} is not a finite number of ms >= 0"
+            )
+        values.append(float(value))
+    source = data.get("source")
+    return FrontEndCost(
+        values[0], values[1], values[2], str(source) if isinstance(source, str) else str(file)
     )

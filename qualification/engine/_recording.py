@@ -17,6 +17,8 @@ from typing import Any
 import pandas as pd
 
 from aisim.errors import DataIntegrityError
+from aisim.fpm._engine_step_files import FRONTEND_FILE, load_frontend_cost
+from aisim.fpm._served_steps import FrontEndCost
 from qualification.datasets import read_table
 from qualification.engine._prometheus import read_samples
 from qualification.engine._schema import (
@@ -73,6 +75,9 @@ class EngineRecording:
     directory: Path
     grid: StepTable | None
     served: tuple[ServedRun, ...]
+    #: The serving front end's cost measured through the server (``frontend/frontend_model.json``;
+    #: ``qualification.engine.frontend``), or None: the served runs are priced as in process.
+    frontend: FrontEndCost | None = None
 
     @property
     def name(self) -> str:
@@ -137,7 +142,7 @@ def load_recording(path: str | Path) -> EngineRecording:
             f"{str(directory)!r}: no {GRID_DIR}/ and no {SERVED_PREFIX}N/ folders: not an "
             "engine recording"
         )
-    return EngineRecording(directory, grid, served)
+    return EngineRecording(directory, grid, served, load_frontend_cost(directory / FRONTEND_FILE))
 
 
 def _check_requests(where: str, frame: pd.DataFrame) -> None:

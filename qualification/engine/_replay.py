@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from aisim.errors import ConfigError, DataIntegrityError
+from aisim.fpm._served_steps import FrontEndCost
 from aisim.speculation import measure_engine_acceptance
 from qualification.engine._recording import ServedRun, StepTable
 from qualification.engine._schema import ENGINE_SETTINGS, METRICS_FILE
@@ -126,15 +127,16 @@ def observed_acceptance(run: ServedRun) -> dict[str, Any] | None:
     return engine_counters(path)
 
 
-def replay_config(run: ServedRun, table: StepTable) -> dict[str, Any]:
-    """The replay mapping for ``run``: traffic = the served trace's arrivals and lengths,
+def replay_config(run: ServedRun, table: StepTable, *, admission_ms: float = 0.0) -> dict[str, Any]:
+    """The replay mapping for ``run``: traffic = the served trace's arrivals (each
+    ``admission_ms`` later: a front end's cost before the engine sees a request) and lengths,
     scheduler and KV = the recorded engine settings, speculation = the recorded method and d
     with the acceptance observed on the grid's engine counters."""
     settings = recorded_settings(run)
     requests = [
         {
             "request_id": str(row["request_id"]),
-            "timestamp": float(row["arrival_ms"]),
+            "timestamp": float(row["arrival_ms"]) + admission_ms,
             "input_length": int(row["prompt_tokens"]),
             "output_length": int(row["output_tokens"]),
         }
@@ -255,19 +257,29 @@ def check_same_engine(run: ServedRun, table: StepTable) -> None:
 
 
 def replay_run(
-    run: ServedRun, table: StepTable, *, latency_column: str = "wall_ms", scale: float = 1.0
+    run: ServedRun,
+    table: StepTable,
+    *,
+    latency_column: str = "wall_ms",
+    scale: float = 1.0,
+    frontend: FrontEndCost | None = None,
 ) -> tuple[Any, EngineStepModel, dict[str, Any]]:
-    """Replay ``run`` priced by ``table``; returns (ReplayResult, step model, config)."""
+    """Replay ``run`` priced by ``table`` (and ``frontend``: a serving front end's cost per
+    step, and per request before the engine sees it: the replayed arrivals are
+    ``frontend.request_ms`` later than the client's, which the scorer adds back to TTFT and
+    E2E, ``_score._predicted``); returns (ReplayResult, step model, config)."""
     from aisim import run_replay
 
     check_same_engine(run, table)
-    config = replay_config(run, table)
+    admission = 0.0 if frontend is None else frontend.request_ms
+    config = replay_config(run, table, admission_ms=admission)
     settings = recorded_settings(run)
     model = EngineStepModel(
         table,
         int(settings["num_speculative_tokens"] or 0),
         latency_column=latency_column,
         scale=scale,
+        frontend=frontend,
     )
     result = run_replay(config, base_dir=Path("."), forward_pass_model=model)
     return result, model, config

@@ -63,7 +63,10 @@ def error_figures(predicted: Sequence[float], measured: Sequence[float]) -> dict
     }
 
 
-def _predicted(result: Any, order: list[str]) -> Latencies:
+def _predicted(result: Any, order: list[str], admission_ms: float = 0.0) -> Latencies:
+    """Replay's latencies in ``order``; ``admission_ms``: the front end's cost before the
+    engine saw each request (replayed that much after the client's arrival,
+    ``_replay.replay_run``), added back to TTFT and E2E, arrivals the client's."""
     frame = result.requests.set_index(result.requests["request_id"].astype(str))
     missing = [rid for rid in order if rid not in frame.index]
     if missing:
@@ -73,10 +76,10 @@ def _predicted(result: Any, order: list[str]) -> Latencies:
         rid = frame.index[frame["status"] != "completed"][0]
         raise DataIntegrityError(f"replay did not complete request {rid!r}")
     return {
-        "ttft": frame["ttft_ms"].astype(float).tolist(),
+        "ttft": (frame["ttft_ms"].astype(float) + admission_ms).tolist(),
         "tpot": frame["tpot_ms"].astype(float).tolist(),
-        "e2e": frame["e2e_latency_ms"].astype(float).tolist(),
-        "arrival": frame["arrival_ms"].astype(float).tolist(),
+        "e2e": (frame["e2e_latency_ms"].astype(float) + admission_ms).tolist(),
+        "arrival": (frame["arrival_ms"].astype(float) - admission_ms).tolist(),
         "finish": frame["last_token_ms"].astype(float).tolist(),
         "output_tokens": frame["output_tokens"].astype(int).tolist(),
     }
@@ -160,10 +163,12 @@ def score_recording(
     per_request: dict[str, Any] = {"runs": {}}
     measured_all = []
     predicted_all = None
+    frontend = recording.frontend
+    admission = 0.0 if frontend is None else frontend.request_ms
     for run in recording.served:
-        result, model, config = replay_run(run, table)
+        result, model, config = replay_run(run, table, frontend=frontend)
         measured = measured_latencies(run)
-        predicted = _predicted(result, measured["request_id"])
+        predicted = _predicted(result, measured["request_id"], admission)
         measured_all.append(measured)
         predicted_all = predicted
         figures = compare(predicted, measured)
@@ -183,9 +188,19 @@ def score_recording(
             }
         figures["host_slowdown"] = host_slowdown(run.steps)
         drift = step_cost_drift(run.steps, model)
-        adjusted, _, _ = replay_run(run, table, scale=drift if math.isfinite(drift) else 1.0)
+        adjusted, _, _ = replay_run(
+            run, table, scale=drift if math.isfinite(drift) else 1.0, frontend=frontend
+        )
         figures["step_cost_drift"] = drift
-        figures["drift_adjusted"] = compare(_predicted(adjusted, measured["request_id"]), measured)
+        figures["drift_adjusted"] = compare(
+            _predicted(adjusted, measured["request_id"], admission), measured
+        )
+        if frontend is not None:
+            # The same replay priced as in process (the step table alone, no front end).
+            bare, _, _ = replay_run(run, table)
+            figures["without_frontend"] = compare(
+                _predicted(bare, measured["request_id"]), measured
+            )
         figures["run"] = run.name
         figures["host_load"] = run.sidecar.get("host")
         figures["step_model"] = model.describe()
@@ -208,6 +223,7 @@ def score_recording(
         "engine_settings": settings,
         "target_shape": recording.served[0].sidecar.get("identity", {}).get("target_shape"),
         "requests": len(recording.served[0].requests),
+        "frontend": None if frontend is None else frontend.describe(),
         "runs": runs,
         "summary": _summary(runs),
         "acceptance_length": _mean_acceptance(runs),
@@ -287,6 +303,8 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out["throughput_error_pct"] = float(np.mean([run["throughput"]["error_pct"] for run in runs]))
     if runs and "drift_adjusted" in runs[0]:
         out["drift_adjusted"] = _summary([run["drift_adjusted"] for run in runs])
+    if runs and all("without_frontend" in run for run in runs):
+        out["without_frontend"] = _summary([run["without_frontend"] for run in runs])
     if runs and all("step_errors" in run for run in runs):
         # The step model's own figure (issue 23): the largest |median served-step price error|
         # over the served runs and step kinds, the grid as the only input.

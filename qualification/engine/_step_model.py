@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from aisim.fpm import served_step_model
+from aisim.fpm._served_steps import FrontEndCost
 from qualification.engine._recording import StepTable
 
 
@@ -57,11 +58,13 @@ class EngineStepModel:
         latency_column: str = "wall_ms",
         scale: float = 1.0,
         engine_model: bool = True,
+        frontend: FrontEndCost | None = None,
         _served: Any = None,
     ) -> None:
         """``latency_column``: ``wall_ms`` (what a user sees; the default) or ``cpu_ms`` (the
         step's process CPU time), multiplied by ``scale`` (the drift-adjusted diagnostic).
-        ``engine_model`` False prices with the table alone (no cache, no graph padding)."""
+        ``engine_model`` False prices with the table alone (no cache, no graph padding).
+        ``frontend``: a serving front end's cost per step (the recording's front-end model)."""
         self.served = _served or served_step_model(
             [
                 {str(key): value for key, value in row.items()}
@@ -74,6 +77,7 @@ class EngineStepModel:
             latency_column=latency_column,
             scale=scale,
             engine_model=engine_model,
+            frontend=frontend if engine_model else None,
         )
         served = self.served
         self.decode = served.decode
