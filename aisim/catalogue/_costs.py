@@ -45,7 +45,12 @@ class CostTerms:
     * ``allreduce_bus_bytes_per_s``: NCCL all-reduce bus bandwidth by per-GPU NVLink line rate
       (bytes/s), for messages beyond the measured latency curve;
     * ``link_protocol_efficiency``: the fraction of the NVLink line rate NCCL moves as payload
-      (ring all-reduce bus bandwidth where no NVLS figure is known; all-to-all bandwidth).
+      (ring all-reduce bus bandwidth where no NVLS figure is known; all-to-all bandwidth);
+    * ``linear_state_bandwidth_efficiency``: fraction of peak HBM bandwidth the linear-attention
+      (Gated DeltaNet) kernels reach on the per-request recurrent state they read and write;
+    * ``eager_linear_layer_s``: host time per linear-attention layer of a pass that carries
+      prefill tokens (such a pass is not a uniform decode batch, so the engine replays the
+      piecewise CUDA graphs and launches the layer's recurrent core eagerly).
     """
 
     name: str
@@ -63,6 +68,8 @@ class CostTerms:
     mtp_legacy_scale: bool
     allreduce_bus_bytes_per_s: dict[float, float]
     link_protocol_efficiency: float
+    linear_state_bandwidth_efficiency: float
+    eager_linear_layer_s: float
 
 
 def _non_decreasing(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -126,6 +133,16 @@ STEP_OVERHEAD_S: Final = 0.0
 #: 1.9 s cumulative over a 5K-request ShareGPT run (vllm-project/vllm#13365) spread over about
 #: 0.7 M request-rounds (about 200 output tokens per request, about 1.4 tokens per round).
 NGRAM_PROPOSAL_S_PER_REQUEST: Final = 2.7e-6
+#: The next two are fitted on the HumanEval half of the vLLM Qwen3.8-27B sweep on one B200
+#: (evidence/public-gpu/fitted_terms.json, ``hybrid``); the math_reasoning half is held out.
+#: The Gated DeltaNet kernels' recurrent-state traffic (fp32, read and written per request and
+#: layer by ``fused_sigmoid_gating_delta_rule_update``) reaches this fraction of peak HBM.
+LINEAR_STATE_BANDWIDTH_EFFICIENCY: Final = 0.46
+#: Host time per Gated DeltaNet layer of a pass with prefill tokens: vLLM splits its piecewise
+#: CUDA graphs at the GDN core op (``CompilationConfig._attention_ops``), and a batch that is
+#: not uniform decode replays the piecewise graphs, so the core (conv, the chunked delta-rule
+#: kernels, state gather / scatter, the decode kernel) is launched from the host layer by layer.
+EAGER_LINEAR_LAYER_S: Final = 260e-6
 
 MEASURED_TERMS: Final = CostTerms(
     name="roofline",
@@ -143,6 +160,8 @@ MEASURED_TERMS: Final = CostTerms(
     mtp_legacy_scale=False,
     allreduce_bus_bytes_per_s=ALLREDUCE_BUS_BYTES_PER_S,
     link_protocol_efficiency=LINK_PROTOCOL_EFFICIENCY,
+    linear_state_bandwidth_efficiency=LINEAR_STATE_BANDWIDTH_EFFICIENCY,
+    eager_linear_layer_s=EAGER_LINEAR_LAYER_S,
 )
 
 #: The pure roofline: the round efficiencies it always had, no overheads (a bound, not a forecast).
@@ -162,6 +181,8 @@ IDEAL_TERMS: Final = CostTerms(
     mtp_legacy_scale=True,
     allreduce_bus_bytes_per_s={},
     link_protocol_efficiency=0.7,
+    linear_state_bandwidth_efficiency=0.8,
+    eager_linear_layer_s=0.0,
 )
 
 COST_SOURCES: Final = (
@@ -251,5 +272,26 @@ COST_SOURCES: Final = (
         "overhead 1.9 s for a 5K-request ShareGPT benchmark)",
         "derived: 1.9 s / (5000 requests x ~200 output tokens / ~1.4 tokens per round = ~0.7 M "
         "request-rounds); the output length and tokens per round are assumptions, not measured",
+    ),
+    CostSource(
+        "LINEAR_STATE_BANDWIDTH_EFFICIENCY",
+        "0.46",
+        "of peak HBM bandwidth",
+        "https://github.com/vllm-project/speculators (examples/evaluate/results/"
+        "qwen3_8_27b_dspark: the HumanEval no-SD and MTP points, vLLM 0.30 on one B200)",
+        "fitted (evidence/public-gpu/fitted_terms.json, hybrid: 16 training points, the "
+        "math_reasoning half held out); the Gated DeltaNet layers' fp32 recurrent-state reads "
+        "and writes",
+    ),
+    CostSource(
+        "EAGER_LINEAR_LAYER_S",
+        "260e-6",
+        "s per Gated DeltaNet layer of a pass with prefill tokens",
+        "https://github.com/vllm-project/speculators (the same 16 HumanEval points); the "
+        "mechanism: vllm-project/vllm vllm/config/compilation.py CompilationConfig._attention_ops "
+        "(piecewise graphs split at the GDN core) and docs/design/cuda_graphs.md (non-uniform "
+        "batches replay the piecewise graphs)",
+        "fitted with LINEAR_STATE_BANDWIDTH_EFFICIENCY; x the linear-attention layers of a pass "
+        "that carries prefill tokens (48 on Qwen3.5/3.6-27B: 12.5 ms)",
     ),
 )

@@ -251,6 +251,11 @@ class RooflineModel(ForwardPassModel):
         if rank.num_decode_requests > 0:
             verify *= self.mtp_scale
         overhead = self._pass_overhead(self.target, shape)
+        if rank.num_prefill_requests > 0:
+            # A pass with prefill tokens is not a uniform decode batch: vLLM replays the
+            # piecewise CUDA graphs, split at the Gated DeltaNet core (CompilationConfig.
+            # _attention_ops), so each linear-attention layer's core runs eagerly from the host.
+            overhead += self.target.linear_layers * self.terms.eager_linear_layer_s
         parts.verify = verify + overhead
         parts.overhead = overhead
         if self.terms.charge_sampling:

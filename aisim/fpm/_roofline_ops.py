@@ -210,6 +210,11 @@ class LayerStack:
         self.linear_value_dim = value_dim / tp
         self.linear_out_params = self.linear_value_dim * hidden
         self.linear_state_bytes = float(spec.linear_state_bytes_per_layer) / tp
+        # The state traffic is priced at its own efficiency: scaled so that one division by
+        # ``bytes_per_s`` prices it at ``linear_state_bandwidth_efficiency``.
+        self.state_byte_scale = (
+            terms.weight_bandwidth_efficiency / terms.linear_state_bandwidth_efficiency
+        )
         # Recurrent update per token and value head: decay, k.h, the rank-1 update and q.h over
         # the value_dim x key_dim state, about 8 flops per state element.
         self.linear_state_flops_per_token = 8.0 * value_dim * float(spec.linear_key_head_dim) / tp
@@ -304,11 +309,11 @@ class LayerStack:
     def _linear_layer(self, shape: PassShape) -> float:
         """One Gated DeltaNet layer's mixer and norms (replacing ``_common_layer``): the input
         projections, the recurrent-state traffic (each state read or written once, a contiguous
-        stream priced at the weight bandwidth; its update flops, far below that traffic's time,
-        at the attention peak), the gated norm, the output projection and the all-reduces."""
+        stream priced at ``linear_state_bandwidth_efficiency``; its update flops, far below that
+        traffic's time, at the attention peak), the gated norm, the output projection and the all-reduces."""
         t = shape.tokens
         seconds = self._gemm(t, self.linear_in_params, self.hidden, self.linear_in_out)
-        state_bytes = shape.recurrent_states * self.linear_state_bytes + (
+        state_bytes = shape.recurrent_states * self.linear_state_bytes * self.state_byte_scale + (
             2.0 * t * self.linear_in_out * self.dtype
         )
         seconds += op_seconds(

@@ -59,8 +59,7 @@ def run(
     if select is not None:
         points = [point for point in points if select(point)]
     fitted = load_fitted(evidence)
-    overheads = {name: float(v["ms"]) for name, v in fitted.get("request_overhead_ms", {}).items()}
-    predicted, refused = predict(points, progress, overheads)
+    predicted, refused = predict(points, progress, request_overheads(fitted))
     return assemble(evidence, len(points), predicted, refused, fitted)
 
 
@@ -73,7 +72,8 @@ def assemble(
 ) -> dict[str, Any]:
     """The report from the predictions (``predict``'s output) and the fitted-terms artefact."""
     acceptance = {i for v in fitted.get("mtp_acceptance", {}).values() for i in v["mtp_ids"]}
-    rows = score_rows(predicted, set(fitted.get("training_ids", [])), acceptance)
+    hybrid = set(fitted.get("hybrid", {}).get("training_ids", []))
+    rows = score_rows(predicted, set(fitted.get("training_ids", [])), acceptance, hybrid)
     pairs = sd_pairs(rows)
     reasons = Counter(entry["reason"] for entry in refused)
     from qualification.public_gpu._workload import workload_key
@@ -104,6 +104,16 @@ def assemble(
         "refused": refused,
         "rows": rows,
     }
+
+
+def request_overheads(fitted: dict[str, Any]) -> dict[str, float]:
+    """The fitted per-request overhead (ms) by engine: SGLang and TensorRT-LLM from the
+    InferenceX fit, vLLM from the hybrid fit on the Qwen3.8-27B HumanEval half."""
+    overheads = {name: float(v["ms"]) for name, v in fitted.get("request_overhead_ms", {}).items()}
+    hybrid = fitted.get("hybrid", {}).get("request_overhead_ms")
+    if hybrid is not None:
+        overheads["vllm"] = float(hybrid["ms"])
+    return overheads
 
 
 def load_fitted(evidence: Path) -> dict[str, Any]:

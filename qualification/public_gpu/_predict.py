@@ -43,18 +43,22 @@ def _whole_run(summary: RunSummary, gpus: int, overhead_ms: float) -> dict[str, 
     }
 
 
-def _steady(result: ReplayResult, conc: int, gpus: int) -> dict[str, Any]:
+def _steady(result: ReplayResult, conc: int, gpus: int, overhead_ms: float = 0.0) -> dict[str, Any]:
+    """The steady window's figures; ``overhead_ms``, the fitted per-request overhead (client and
+    server work before the first step), is added to every TTFT and end-to-end latency (a slot
+    waits for it before its request reaches the engine)."""
     frame = result.requests
     steady = (
         frame[frame["request_index"] >= conc] if "request_index" in frame else frame.iloc[conc:]
     )
-    ttft = [float(v) for v in steady["ttft_ms"]]
+    ttft = [float(v) + overhead_ms for v in steady["ttft_ms"]]
     tpot = [float(v) for v in steady["tpot_ms"] if v == v]
-    e2e = statistics.fmean(float(v) for v in steady["e2e_latency_ms"])
+    e2e = statistics.fmean(float(v) for v in steady["e2e_latency_ms"]) + overhead_ms
     output = statistics.fmean(float(v) for v in steady["output_tokens"])
     summary = result.run_summary
     return {
         "median_ttft_ms": statistics.median(ttft),
+        "request_overhead_ms": overhead_ms,
         "mean_tpot_ms": statistics.fmean(tpot),
         "median_tpot_ms": statistics.median(tpot),
         "tput_per_gpu": None,
@@ -71,7 +75,7 @@ def replay_figures(
     """The figures ``point``'s source measured, read from a replay ``result`` of it: the
     speculators sweep's steady window, else InferenceX's whole run with ``overhead_ms``."""
     if point["source"] == "speculators":
-        return _steady(result, point["conc"], gpus)
+        return _steady(result, point["conc"], gpus, overhead_ms)
     return _whole_run(result.run_summary, gpus, overhead_ms)
 
 
@@ -106,10 +110,10 @@ def predict(
                 cache[key] = {"error": str(exc)}
             else:
                 gpus = settings["gpus"]
+                overhead = float(overheads.get(point["engine"], 0.0))
                 if point["source"] == "speculators":
-                    cache[key] = _steady(result, point["conc"], gpus)
+                    cache[key] = _steady(result, point["conc"], gpus, overhead)
                 else:
-                    overhead = float(overheads.get(point["engine"], 0.0))
                     cache[key] = _whole_run(result.run_summary, gpus, overhead)
             cache[key]["replay_cpu_s"] = round(time.perf_counter() - started, 3)
             if progress is not None:

@@ -229,11 +229,11 @@ def serving_coverage(root: Path) -> dict[str, Any]:
 
     with (root / PUBLIC_GPU_ROWS).open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    training = set(
-        json.loads((root / "evidence/public-gpu/fitted_terms.json").read_text("utf-8"))[
-            "training_ids"
-        ]
-    )
+    artefact = json.loads((root / "evidence/public-gpu/fitted_terms.json").read_text("utf-8"))
+    training = set(artefact["training_ids"])
+    # The hybrid terms' training points (the Qwen3.8-27B HumanEval no-SD and MTP points) are
+    # not held out either.
+    hybrid_training = set(artefact.get("hybrid", {}).get("training_ids", []))
 
     def figures(row: dict[str, str], name: str) -> tuple[float, float] | None:
         for column in (name, FALLBACK.get(name)):
@@ -258,7 +258,8 @@ def serving_coverage(root: Path) -> dict[str, Any]:
     held_out = [
         row
         for row in rows
-        if row["source"] in ("inferencex-latest", "speculators") and row["id"] not in training
+        if row["source"] in ("inferencex-latest", "speculators")
+        and row["id"] not in training | hybrid_training
     ]
 
     def group(row: dict[str, str]) -> str:
@@ -454,10 +455,12 @@ def to_markdown(result: dict[str, Any]) -> str:
 
 
 #: Public GPU serving figures judged (as ``qualification.public_gpu`` figures a replay: whole
-#: run with the fitted per-request overhead for InferenceX, the steady window for speculators).
+#: run for InferenceX, the steady window for speculators, each with its engine's fitted
+#: per-request overhead).
 SERVING_METRICS: Final = ("median_ttft_ms", "mean_tpot_ms", "output_tput_per_gpu")
 #: Held out from every fitted term and every cost-error sample: the InferenceX latest file and
-#: the speculators sweep (the samples come from InferenceX history rows only).
+#: the speculators sweep (the samples come from InferenceX history rows only), less the
+#: speculators points the hybrid terms were fitted on (``fitted_terms.json``, ``hybrid``).
 HELD_OUT_SOURCES: Final = ("inferencex-latest", "speculators")
 
 
@@ -499,15 +502,20 @@ def public_gpu_coverage(
         load_fitted,
         load_points,
         replay_config,
+        request_overheads,
         workload_key,
     )
 
     folder = evidence_dir / "public-gpu"
-    points = [p for p in load_points(folder) if p["source"] in HELD_OUT_SOURCES]
+    fitted = load_fitted(folder)
+    # The hybrid terms' training points (Qwen3.8-27B HumanEval, no SD and MTP) are not held out.
+    seen = set(fitted.get("hybrid", {}).get("training_ids", []))
+    points = [
+        p for p in load_points(folder) if p["source"] in HELD_OUT_SOURCES and p["id"] not in seen
+    ]
     if select is not None:
         points = [point for point in points if select(point)]
-    fitted = load_fitted(folder)
-    overheads = {k: float(v["ms"]) for k, v in fitted.get("request_overhead_ms", {}).items()}
+    overheads = request_overheads(fitted)
     evidence = table if table is not None else load_cost_errors()
     refused: list[dict[str, str]] = []
     jobs: list[tuple[dict[str, Any], Any, dict[str, Any], float]] = []
@@ -520,9 +528,7 @@ def public_gpu_coverage(
         except Refusal as exc:
             refused.append({"id": point["id"], "reason": str(exc)})
             continue
-        overhead = (
-            float(overheads.get(point["engine"], 0.0)) if point["source"] != "speculators" else 0.0
-        )
+        overhead = float(overheads.get(point["engine"], 0.0))
         key = f"{workload_key(config)}|{point['source']}|{point['conc']}|{point['gpus']}|{overhead}"
         replayed[point["id"]] = (point, key)
         if key in setups:

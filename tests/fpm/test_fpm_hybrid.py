@@ -3,6 +3,7 @@ Qwen3.5 / 3.6 dense text models): sizes, the recurrent-state traffic and kernels
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -128,10 +129,18 @@ def test_state_traffic_time_by_hand_on_b200() -> None:
         shape.tokens, shape.logit_tokens, shape.attention_pairs, shape.kv_tokens_read
     )
     extra = stack.seconds(shape) - stack.seconds(without)
-    # 48 layers x 64 requests x (1 read + 3 writes) x 3 MiB, streamed at B200's 7.7 TB/s times
-    # the streaming efficiency: 38.65 GB, about 6.1 ms.
-    bandwidth = 7.7e12 * MEASURED_TERMS.weight_bandwidth_efficiency
+    # 48 layers x 64 requests x (1 read + 3 writes) x 3 MiB = 38.65 GB, streamed at B200's
+    # 7.7 TB/s times the state efficiency.
+    bandwidth = 7.7e12 * MEASURED_TERMS.linear_state_bandwidth_efficiency
     assert extra == pytest.approx(48 * 256 * 3_145_728 / bandwidth, rel=1e-9)
+    # At half of peak: 38.65e9 / 3.85e12 = 10.04 ms.
+    half = dataclasses.replace(MEASURED_TERMS, linear_state_bandwidth_efficiency=0.5)
+    slow = LayerStack(spec, gpu, 1, 64, spec.vocab_size, half, linear_layers=48)
+    assert slow.seconds(shape) - slow.seconds(without) == pytest.approx(
+        38_654_705_664 / 3.85e12, rel=1e-9
+    )
+    # The weights and KV keep their own efficiencies: the pass without state costs the same.
+    assert slow.seconds(without) == pytest.approx(stack.seconds(without), rel=1e-12)
     # The same stack without linear layers moves no state.
     dense = LayerStack(spec, gpu, 1, 64, spec.vocab_size, MEASURED_TERMS)
     assert dense.seconds(shape) == pytest.approx(dense.seconds(without), rel=1e-12)
@@ -180,3 +189,35 @@ def test_eagle3_first_draft_pass_runs_over_the_verified_window() -> None:
     # 256 query tokens instead of 64 in the first pass: dearer than a one-token chain, cheaper
     # than three such passes.
     assert narrow < wide < all_wide
+
+
+def test_eager_linear_layers_of_a_pass_with_prefill_by_hand() -> None:
+    from aisim.fpm import ForwardPassMetrics, RooflineModel
+
+    spec = model_spec(QWEN35_27B, "q")
+    gpu = _b200()
+    terms = dataclasses.replace(MEASURED_TERMS, eager_linear_layer_s=100e-6)
+    none = dataclasses.replace(MEASURED_TERMS, eager_linear_layer_s=0.0)
+    mixed = ForwardPassMetrics(
+        num_decode_requests=8,
+        sum_decode_kv_tokens=8 * 500,
+        num_prefill_requests=1,
+        sum_prefill_tokens=200,
+    )
+    decode = ForwardPassMetrics(num_decode_requests=8, sum_decode_kv_tokens=8 * 500)
+    prefill = ForwardPassMetrics(num_prefill_requests=2, sum_prefill_tokens=300)
+
+    def ms(model_terms: Any, metrics: ForwardPassMetrics, layers: Any = spec) -> float:
+        return RooflineModel(layers, gpu, 1, None, model_terms).estimate_forward_pass_time_ms(
+            metrics
+        )
+
+    # A pass with prefill tokens runs the 48 Gated DeltaNet cores eagerly: 48 x 100 us = 4.8 ms.
+    assert ms(terms, mixed) - ms(none, mixed) == pytest.approx(4.8, rel=1e-9)
+    assert ms(terms, prefill) - ms(none, prefill) == pytest.approx(4.8, rel=1e-9)
+    # A uniform decode batch replays the full CUDA graph: no eager layers.
+    assert ms(terms, decode) == ms(none, decode)
+    # A model without linear-attention layers has none to launch.
+    dense = model_spec({**QWEN35_27B, "model_type": "qwen3", "full_attention_interval": 1}, "d")
+    assert dense.linear_attention_layers == 0
+    assert ms(terms, mixed, dense) == ms(none, mixed, dense)

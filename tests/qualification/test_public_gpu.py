@@ -203,6 +203,32 @@ def test_a_dspark_point_pairs_with_no_sd_and_is_reported_apart() -> None:
     assert head["qwen_dspark_tpot_ratio_median_abs_error_pct"] == pytest.approx(37.5)
 
 
+def test_a_pair_whose_no_sd_point_the_hybrid_fit_saw_is_not_judged() -> None:
+    from qualification.public_gpu._score import HYBRID_TERMS, headline
+
+    points = [
+        _scored("none", "none", (20.0, 16.0), (1000.0, 1200.0)),
+        _scored("mtp", "mtp", (10.0, 9.6), (1800.0, 2040.0)),
+    ]
+    for seen in (set(), {"none"}):
+        rows = score_rows(points, set(), set(), seen)
+        for row in rows:
+            row["source"] = "speculators"
+            for figures in (row["measured"], row["predicted"]):
+                figures["output_tput_per_gpu"] = figures["tput_per_gpu"]
+        (pair,) = sd_pairs(rows)
+        head = headline(rows, [pair])
+        if seen:
+            assert rows[0]["seen_by"] == list(HYBRID_TERMS) and not rows[0]["held_out"]
+            # The MTP point is held out, its pair is not: its no-SD side was a training point.
+            assert rows[1]["held_out"] and head["qwen_pairs"] == 0
+            assert head["qwen_points"] == 1
+        else:
+            # Gain: measured 1.8, predicted 1.7: -5.56 %.
+            assert head["qwen_pairs"] == 1
+            assert head["qwen_mtp_gain_median_abs_error_pct"] == pytest.approx(100 * 0.1 / 1.8)
+
+
 def test_cost_constants_are_the_fitted_artefact_rounded() -> None:
     import json
 
@@ -217,6 +243,21 @@ def test_cost_constants_are_the_fitted_artefact_rounded() -> None:
     ]
     for constant, value, tolerance in pairs:
         assert abs(constant - value) <= tolerance
+    hybrid = fitted["hybrid"]
+    assert (
+        abs(_costs.LINEAR_STATE_BANDWIDTH_EFFICIENCY - hybrid["linear_state_bandwidth_efficiency"])
+        <= 5e-4
+    )
+    assert abs(_costs.EAGER_LINEAR_LAYER_S - hybrid["eager_linear_layer_us"] * 1e-6) <= 5e-7
+    # The hybrid terms saw the HumanEval no-SD and MTP points only (math_reasoning held out).
+    from qualification.public_gpu._fit import hybrid_training_points
+
+    ids = sorted(p["id"] for p in hybrid_training_points(EVIDENCE))
+    assert hybrid["training_ids"] == ids and len(ids) == 16
+    assert all(
+        i.startswith(("spec/baseline/HumanEval/", "spec/mtp/HumanEval/"))
+        for i in hybrid["training_ids"]
+    )
     # The training rows are history rows only, none also in the latest file, none with SD.
     assert fitted["training_rows"] == len(fitted["training_ids"]) == 432
     assert all(i.startswith("ix-history-") and "/none/" in i for i in fitted["training_ids"])

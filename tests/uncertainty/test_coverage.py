@@ -87,8 +87,15 @@ def test_engine_coverage_is_judged_on_held_out_samples() -> None:
 def test_public_gpu_points_are_judged_against_their_intervals() -> None:
     from qualification.uncertainty._coverage import SERVING_METRICS, public_gpu_coverage
 
-    result = public_gpu_coverage(
+    # A point the hybrid terms were fitted on (Qwen3.8-27B HumanEval) is not held out.
+    seen = public_gpu_coverage(
         ROOT / "evidence", replicas=2, select=lambda point: point["id"] == "spec/mtp/HumanEval/c1"
+    )
+    assert seen["points"] == 0
+    result = public_gpu_coverage(
+        ROOT / "evidence",
+        replicas=2,
+        select=lambda point: point["id"] == "spec/mtp/math_reasoning/c1",
     )
     assert result["points"] == 1 and result["refused"] == []
     (point,) = result["judged"]
