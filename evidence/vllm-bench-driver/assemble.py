@@ -113,6 +113,17 @@ driver = {
     "script": "../../vllm-bench-driver/record.sh, ../../vllm-bench-driver/assemble.py",
     "raw": "driver/bench-N.json: the client's saved results, unchanged",
 }
+if (rec / "raw/frontend_probe.csv").exists():
+    driver["frontend_probe"] = (
+        "frontend/probe.csv.gz: fixed shapes timed through the server "
+        "(../../vllm-bench-driver/frontend_probe.py, record.sh PROBE=1, the client on the "
+        "server's core) before every served run and after the last one"
+        + (", with the server processes' CPU time (frontend/probe-cpu.csv.gz)"
+           if (rec / "raw/frontend_probe-cpu.csv").exists() else "")
+        + "; packaged by ../../vllm-bench-driver/package_probe.py; the front-end model "
+        "frontend/frontend_model.json derived by `python -m qualification.engine.frontend` "
+        "from the probe and grid/ only"
+    )
 grid = dict(grid_side["grid"])
 grid["recorded_by"] = grid_side["command"]
 grid["interleaved_with_served_runs"] = False

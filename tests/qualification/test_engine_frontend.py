@@ -297,3 +297,23 @@ def test_a_served_recording_is_scored_with_its_frontend_model_by_hand(tmp_path: 
     # The same replay without the front end (the hand-derived figures of the plain example).
     bare = report["runs"][0]["without_frontend"]["ttft"]["mean_predicted_ms"]
     assert bare == pytest.approx((8 + 8 / 24 + 17 + 1 / 12 - 5 + 9 + 1 / 6) / 3)
+
+
+def test_every_committed_frontend_model_is_what_its_probe_and_grid_give() -> None:
+    """The committed terms are re-derived from the committed probe and grid they name (never
+    edited by hand, never from the served runs), and the files are the ones hashed."""
+    import hashlib
+
+    from qualification.engine.frontend import build
+
+    engine = Path(__file__).resolve().parents[2] / "evidence" / "engine"
+    models = sorted(engine.glob("*/frontend/frontend_model.json"))
+    assert len(models) >= 7
+    for path in models:
+        committed = json.loads(path.read_text(encoding="utf-8"))
+        source = committed["derived_from"]
+        probe, grid = engine / source["probe"], engine / source["grid"]
+        assert hashlib.sha256(probe.read_bytes()).hexdigest() == source["probe_sha256"], path
+        assert hashlib.sha256(grid.read_bytes()).hexdigest() == source["grid_sha256"], path
+        rebuilt = build(path.parent.parent, probe, grid.parent.parent)
+        assert rebuilt["terms"] == committed["terms"], path
