@@ -16,10 +16,15 @@ error distribution fitted on the other evidence only.
   sweep. The plan's figure is over the points without SD; the SD points are shown by group
   (InferenceX records no acceptance, so its MTP points replay an assumed one; the GPU SD-round
   evidence is 6 step-level rows).
-* **public GPU step rows** (``qualification/public/measurements.json``): the roofline's price
-  times the 5-95 % range of held-out ratios: decode steps against the InferenceX history decode
-  ratios above (another source), EAGLE-3 round / STP ratios against the other five rows (leave
-  one row out: there is no other SD-round evidence on GPU).
+* **public GPU step rows** (``qualification/public/measurements.json``): each row (leave one
+  row out) against the 90 % prediction interval of a new ratio from the cost-error samples of
+  the same step kind and regime, the other step rows (decode steps of a dense 7-8B model at
+  batch <= 8 on H100/H200; EAGLE-3 round / STP ratios on H100 at batch 1): log-normal with
+  Student's t, exp(mean +/- t(0.95, n - 1) sd sqrt(1 + 1/n)) of the other n = 5 rows' log
+  ratios (``prediction_interval``). The 5-95 % (nearest rank) of 5 values is their min-max,
+  which holds a sixth value drawn like them with probability 4/6 only. The decode rows are also
+  shown against the cost source's pooled decode samples (the InferenceX history serving TPOT
+  ratios, another regime), which is what a replay draws.
 """
 
 from __future__ import annotations
@@ -166,9 +171,35 @@ def _shares(
     return per_group, per_metric
 
 
+#: The step rows' source in the cost-error table (``ErrorSample.source`` prefix).
+STEP_ROWS: Final = "qualification/public/measurements.json"
+CONFIDENCE: Final = 0.90
+
+
+def prediction_interval(ratios: list[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The central ``confidence`` prediction interval of one more ratio drawn like ``ratios``
+    (at least two), taken as log-normal with unknown mean and spread: exp(m +/- t s sqrt(1 +
+    1/n)), m and s the mean and sample standard deviation of the n log ratios, t Student's
+    quantile at (1 + confidence) / 2 with n - 1 degrees of freedom."""
+    from scipy.stats import t as student
+
+    if len(ratios) < 2:
+        raise ValueError(f"prediction interval: needs >= 2 ratios, got {len(ratios)}")
+    logs = np.log(np.asarray(ratios, dtype=float))
+    count = len(logs)
+    half = (
+        float(student.ppf((1.0 + confidence) / 2.0, count - 1))
+        * float(logs.std(ddof=1))
+        * math.sqrt(1.0 + 1.0 / count)
+    )
+    mean = float(logs.mean())
+    return math.exp(mean - half), math.exp(mean + half)
+
+
 def public_coverage(table: CostErrorTable | None = None) -> dict[str, Any]:
-    """Held-out intervals for every public step row (roofline): decode rows against the GPU
-    serving decode samples (another source), round / STP rows leave one row out."""
+    """Held-out intervals for every public step row (roofline; module doc): each row against
+    the 90 % prediction interval from the other step rows of its kind (its regime's samples,
+    its own left out); decode rows also against the pooled GPU serving decode samples."""
     from qualification.public import load_measurements, score
 
     evidence = table if table is not None else load_cost_errors()
@@ -181,28 +212,53 @@ def public_coverage(table: CostErrorTable | None = None) -> dict[str, Any]:
         for s in roofline
         if s.step_kind == "decode" and s.source.startswith(PUBLIC_GPU_ROWS)
     ]
-    for row in data["decode_steps"]:
-        result = scored[row["id"]]
-        rows.append(_judged(row["id"], "decode_ms", result, serving_decode, row["role"]))
-    setup = data["sd_round_setup"]
-    for row in data["sd_round_ratios"]:
-        others = [
+
+    def siblings(kind: str, row_id: str) -> list[float]:
+        return [
             s.ratio
             for s in roofline
-            if s.step_kind == "sd_round" and s.group != f"public/{row['id']}"
+            if s.step_kind == kind
+            and s.source.startswith(STEP_ROWS)
+            and s.group != f"public/{row_id}"
         ]
+
+    for row in data["decode_steps"]:
+        result = scored[row["id"]]
+        judged = _judged(row["id"], "decode_ms", result, siblings("decode", row["id"]), row["role"])
+        pooled = _judged(row["id"], "decode_ms", result, serving_decode, row["role"], False)
+        judged["pooled_serving"] = {
+            key: pooled[key] for key in ("low", "high", "samples", "inside")
+        }
+        rows.append(judged)
+    setup = data["sd_round_setup"]
+    for row in data["sd_round_ratios"]:
+        others = siblings("sd_round", row["id"])
         result = scored[row["id"]]
         rows.append(_judged(row["id"], "round_over_stp", result, others, setup["role"]))
     per_quantity: dict[str, Any] = {}
     for quantity in ("decode_ms", "round_over_stp"):
         flags = [row["inside"] for row in rows if row["quantity"] == quantity]
         per_quantity[quantity] = _share(flags)
+    pooled_flags = [row["pooled_serving"]["inside"] for row in rows if "pooled_serving" in row]
     return {
         "rows": rows,
         "coverage": per_quantity,
+        "interval": (
+            "90 % prediction interval of a new ratio from the other rows of the same step kind "
+            "and regime (leave one row out): log-normal with Student's t, exp(mean +/- "
+            "t(0.95, n - 1) sd sqrt(1 + 1/n)) of their log ratios"
+        ),
         "samples_from": {
-            "decode_ms": PUBLIC_GPU_ROWS + " (InferenceX history rows, no SD)",
-            "round_over_stp": "the other five round / STP rows (leave one row out)",
+            "decode_ms": (
+                f"{STEP_ROWS}: the other decode step rows (dense 7-8B models at batch <= 8 on "
+                "H100/H200, validation rows of the cost-error table)"
+            ),
+            "round_over_stp": f"{STEP_ROWS}: the other EAGLE-3 round / STP rows (H100, batch 1)",
+        },
+        "decode_against_pooled_serving": {
+            "samples_from": PUBLIC_GPU_ROWS + " (InferenceX history rows, no SD: 5-95 %, "
+            "nearest rank; what a replay's cost source draws for a decode step)",
+            **_share(pooled_flags),
         },
     }
 
@@ -357,11 +413,22 @@ def serving_coverage(root: Path) -> dict[str, Any]:
 
 
 def _judged(
-    row_id: str, quantity: str, result: dict[str, Any], others: list[float], role: str
+    row_id: str,
+    quantity: str,
+    result: dict[str, Any],
+    others: list[float],
+    role: str,
+    predictive: bool = True,
 ) -> dict[str, Any]:
+    """A step row against ``others``' ratios: their ``prediction_interval`` (``predictive``) or
+    their 5-95 % range (nearest rank), times the row's predicted value."""
     predicted, measured = float(result["predicted"]), float(result["measured"])
-    low = predicted * quantile(others, LOW)
-    high = predicted * quantile(others, HIGH)
+    if predictive:
+        low_ratio, high_ratio = prediction_interval(others)
+    else:
+        low_ratio, high_ratio = quantile(others, LOW), quantile(others, HIGH)
+    low = predicted * low_ratio
+    high = predicted * high_ratio
     return {
         "id": row_id,
         "quantity": quantity,

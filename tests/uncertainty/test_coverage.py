@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -210,9 +211,30 @@ def test_the_plan_figures_come_from_serving_points_and_step_rows_apart() -> None
     assert all(item["judged"] > 0 for item in serving["coverage"].values())
     assert 0.0 <= min(shares) <= max(shares) <= 1.0
     step = public_coverage()
-    # decode rows are judged against the GPU serving decode samples, not each other
+    # every step row is judged on the other rows of its kind (5 of 6), never on itself; the
+    # decode rows are shown against the pooled GPU serving decode samples too
     decode = [row for row in step["rows"] if row["quantity"] == "decode_ms"]
-    assert decode and all(row["samples"] > 100 for row in decode)
+    assert decode and all(row["samples"] == len(decode) - 1 for row in decode)
+    assert all(row["pooled_serving"]["samples"] > 100 for row in decode)
+    rounds = [row for row in step["rows"] if row["quantity"] == "round_over_stp"]
+    assert rounds and all(row["samples"] == len(rounds) - 1 for row in rounds)
+
+
+def test_a_step_row_is_judged_on_a_t_prediction_interval_of_the_others() -> None:
+    from qualification.uncertainty._coverage import prediction_interval
+
+    # Log ratios -0.1, 0, 0.1: mean 0, sample sd 0.1, n = 3; Student's t at 0.95 with 2
+    # degrees of freedom is 2.920 (tables), so the half width is 2.920 x 0.1 x sqrt(4/3) =
+    # 0.3372 and the interval exp(-/+ 0.3372) = [0.7138, 1.4010].
+    low, high = prediction_interval([math.exp(-0.1), 1.0, math.exp(0.1)])
+    assert (low, high) == (pytest.approx(0.7138, abs=2e-4), pytest.approx(1.4010, abs=2e-4))
+    # Five ratios: t(0.95, 4) = 2.132, sqrt(1 + 1/5) = 1.0954. Logs -0.2, -0.1, 0, 0.1, 0.2:
+    # sd sqrt(0.1 / 4) = 0.1581, half width 0.3693: exp(-/+ 0.3693) = [0.6912, 1.4467].
+    low, high = prediction_interval([math.exp(v) for v in (-0.2, -0.1, 0.0, 0.1, 0.2)])
+    assert (low, high) == (pytest.approx(0.6912, abs=2e-4), pytest.approx(1.4467, abs=2e-4))
+    # The min-max of those five would be [0.8187, 1.2214]: a 4/6 interval, far narrower.
+    with pytest.raises(ValueError):
+        prediction_interval([1.0])
 
 
 def test_ttft_of_an_engine_without_fitted_rows_is_judged_on_its_other_groups(
