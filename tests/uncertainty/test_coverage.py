@@ -83,6 +83,21 @@ def test_engine_coverage_is_judged_on_held_out_samples() -> None:
         assert set(run["metrics"]) == set(ENGINE_METRICS)
     for share in result["coverage"].values():
         assert share["judged"] == len(result["runs"])
+    # the vllm serve recordings measured through a probe carry their front end
+    probed = [run for run in result["runs"] if run["recording"].endswith("-probed")]
+    assert probed and all(run["frontend"]["request_ms"] > 0 for run in probed)
+    assert all(run["frontend"] is None for run in result["runs"] if "vllm-cpu" in run["recording"])
+
+
+def test_a_front_end_admission_moves_ttft_and_e2e_only() -> None:
+    from qualification.uncertainty._coverage import admitted
+
+    interval = {"point": 10.0, "low": 8.0, "high": 12.5}
+    # 15.5 ms before the engine sees a request: the client's TTFT and E2E are that much longer
+    assert admitted(interval, "p90_ttft_ms", 15.5) == (25.5, 23.5, 28.0)
+    assert admitted(interval, "mean_e2e_ms", 15.5) == (25.5, 23.5, 28.0)
+    assert admitted(interval, "p90_tpot_ms", 15.5) == (10.0, 8.0, 12.5)
+    assert admitted(interval, "output_throughput_tok_s", 15.5) == (10.0, 8.0, 12.5)
 
 
 def test_public_gpu_points_are_judged_against_their_intervals() -> None:
