@@ -28,6 +28,7 @@ from aisim.fpm._engine_steps import (
     StepPrice,
     StepSurface,
     capture_sizes,
+    onednn_primitive_cache,
 )
 from aisim.fpm._served_steps import FrontEndCost, ServedStepModel
 
@@ -106,13 +107,16 @@ def served_step_model(
     scale: float = 1.0,
     engine_model: bool = True,
     frontend: FrontEndCost | None = None,
+    cache: PrimitiveCache | None = None,
     _shared: tuple[PrimitiveCache | None, dict[str, int]] | None = None,
 ) -> ServedStepModel:
     """The served-step model of an engine step table (module docstring). ``engine_model``
     False prices with the table alone (no primitive cache, no graph padding); ``scale``
     multiplies every price (a diagnostic); ``frontend`` adds a serving front end's cost per
-    step (``load_frontend_cost``; not scaled). DataIntegrityError naming ``where`` when the table
-    has no timed steps of a kind the model needs."""
+    step (``load_frontend_cost``; not scaled); ``cache``: the primitive caches as an earlier
+    model of the same engine process left them (vLLM CPU; None: empty, a fresh process).
+    DataIntegrityError naming ``where`` when the table has no timed steps of a kind the model
+    needs."""
     timed = [row for row in rows if not row["warmup"]]
     decode_phase = "sd" if draft_length > 0 else "decode"
     decode = [row for row in timed if row["phase"] == decode_phase]
@@ -147,7 +151,8 @@ def served_step_model(
                 draft_length + 1,
             )
         )
-    cache, coverage = _shared or (PrimitiveCache() if on_cpu else None, {})
+    fresh = (onednn_primitive_cache() if cache is None else cache) if on_cpu else None
+    cache, coverage = _shared or (fresh, {})
     decode_price: StepPrice
     prefill_price: StepPrice
     if on_cpu:

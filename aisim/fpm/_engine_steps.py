@@ -11,6 +11,17 @@ to a served step that a benchmarked one did not see (docs/replay.md, "Served ste
   ``MSizeCacheKey``), holding 32 entries (``DNNLPrimitiveCache``: a hit moves the key to the
   front, a miss creates the primitive and evicts the least recently used). Every weight shape
   sees the same M in a step, so one LRU of token counts says which steps create primitives.
+* **oneDNN's own primitive cache** (``backing``). On a miss the handler builds a primitive
+  descriptor and constructs ``dnnl::matmul(desc)`` (``csrc/cpu/dnnl_helper.cpp``,
+  ``MatMulPrimitiveHandler::get_matmul_cache``, the creator passed to ``get_or_create``);
+  oneDNN looks that primitive up in its global, process-wide LRU of created primitives
+  (oneDNN's "primitive cache": ``ONEDNN_PRIMITIVE_CACHE_CAPACITY``, default 1024 primitives)
+  before generating (JIT-compiling) its kernel. An M the process created before and vLLM's
+  LRU of 32 has since evicted is re-created from that cache without the kernel generation the
+  step table's creation cost times (``lookup`` says ``recreated``); only an M new to both
+  pays it (``created``). A Llama decoder step runs four weight shapes at the step's M
+  (``qkv_proj``, ``o_proj``, ``gate_up_proj``, ``down_proj``), so the global cache holds
+  1024 / 4 = 256 token counts (``onednn_primitive_cache``).
 * **vLLM GPU, CUDA graphs** (``capture_sizes``, ``padded_graph_size``). A batch of N tokens at
   most the largest captured size runs the graph captured for the smallest size >= N (the padding
   table of ``vllm/v1/cudagraph_dispatcher.py``, ``CudagraphDispatcher
@@ -28,19 +39,43 @@ from typing import Final
 
 #: Entries per weight shape of vLLM's oneDNN primitive cache (``create_onednn_mm(..., 32)``).
 ONEDNN_CACHE_CAPACITY: Final = 32
+#: oneDNN's global primitive cache: primitives kept per process (its default capacity).
+ONEDNN_GLOBAL_CAPACITY: Final = 1024
+#: Weight shapes a Llama decoder step runs through oneDNN at the step's token count M.
+DECODER_GEMM_SHAPES: Final = 4
+#: ``PrimitiveCache.lookup`` answers: vLLM's LRU held M; M re-created from oneDNN's global
+#: cache; M created from scratch (the kernel generated: the step table's creation cost).
+HIT: Final = "hit"
+RECREATED: Final = "recreated"
+CREATED: Final = "created"
 #: vLLM's cap on the default largest CUDA-graph capture size.
 MAX_DEFAULT_CAPTURE: Final = 512
 
 
 class PrimitiveCache:
     """One LRU of step token counts, as vLLM's oneDNN M-size cache keeps it per weight shape:
-    ``touch(tokens)`` says whether the step had to create its primitives (a miss)."""
+    ``touch(tokens)`` says whether the step had to create its primitives (a miss). With a
+    ``backing`` cache (oneDNN's global primitive cache, consulted only on a miss here),
+    ``lookup`` says whether a miss re-created the primitives from it or created them anew."""
 
-    def __init__(self, capacity: int = ONEDNN_CACHE_CAPACITY) -> None:
+    def __init__(
+        self, capacity: int = ONEDNN_CACHE_CAPACITY, backing: PrimitiveCache | None = None
+    ) -> None:
         if capacity < 1:
             raise ValueError(f"capacity: expected >= 1, got {capacity}")
         self.capacity = capacity
+        self.backing = backing
         self._order: list[int] = []  # most recently used first
+
+    def lookup(self, tokens: int) -> str:
+        """Use ``tokens``: ``HIT`` when this cache held it; on a miss ``RECREATED`` when the
+        backing cache held it, else ``CREATED`` (also without a backing cache). The backing
+        cache is used (and its recency updated) only on a miss here, as oneDNN's is."""
+        if not self.touch(tokens):
+            return HIT
+        if self.backing is not None and not self.backing.touch(tokens):
+            return RECREATED
+        return CREATED
 
     def touch(self, tokens: int) -> bool:
         """Use ``tokens``; True when it was not cached (creation paid), False on a hit."""
@@ -67,6 +102,16 @@ def creation_steps(token_counts: list[int], capacity: int = ONEDNN_CACHE_CAPACIT
     """For each step of a sequence of step token counts, whether it creates primitives."""
     cache = PrimitiveCache(capacity)
     return [cache.touch(tokens) for tokens in token_counts]
+
+
+def onednn_primitive_cache(gemm_shapes: int = DECODER_GEMM_SHAPES) -> PrimitiveCache:
+    """vLLM's LRU of 32 token counts per weight shape, backed by oneDNN's global primitive
+    cache (1024 primitives, ``gemm_shapes`` of them per token count)."""
+    if gemm_shapes < 1:
+        raise ValueError(f"gemm_shapes: expected >= 1, got {gemm_shapes}")
+    return PrimitiveCache(
+        ONEDNN_CACHE_CAPACITY, PrimitiveCache(max(1, ONEDNN_GLOBAL_CAPACITY // gemm_shapes))
+    )
 
 
 def capture_sizes(

@@ -17,7 +17,16 @@ of its kind, ``LinearStepCost``; elsewhere the table's per-point medians, interp
   prefill steps and a step whose M is not cached adds the table's creation cost (its prefill
   steps at a new token count minus the same steps cached: the grid is the only input). Without
   cached prefill steps in the table, prefill keeps the new-token-count price and decode steps
-  are never charged (the creation cost is unknown; ``describe`` says so);
+  are never charged (the creation cost is unknown; ``describe`` says so). An M that vLLM's LRU
+  evicted but the process created before is re-created from oneDNN's global primitive cache
+  and not charged (``_engine_steps``: ``PrimitiveCache.lookup``); the cache persists over the
+  steps one engine process runs (pass the same ``cache`` to the models of consecutive runs);
+* SD on, a step whose decode requests drafted fewer than d tokens each (``ngram``: a request
+  whose context has no match yet drafts nothing, one whose match is followed by fewer than d
+  tokens drafts those), when the caller knows its drafts (``price_step(draft_tokens=...)``)
+  and the table has plain decode steps: the plain decode price plus the drafted share
+  (drafts / (d x requests)) of the SD round's excess over it; its token count M is requests +
+  drafts (vLLM schedules each request's own drafts, ``Scheduler.schedule``);
 * vLLM GPU, CUDA graphs on: the step is priced at the token count it is padded to (a decode
   batch of B requests at d+1 query tokens each at the captured size above B (d+1), as that many
   requests over the same past KV; a mixed or prefill step with its prompt tokens padded), and
@@ -38,7 +47,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from aisim.fpm._engine_steps import PrimitiveCache, StepPrice, padded_graph_size
+from aisim.fpm._engine_steps import (
+    CREATED,
+    RECREATED,
+    PrimitiveCache,
+    StepPrice,
+    padded_graph_size,
+)
 
 
 class FrontEndCost:
@@ -120,10 +135,21 @@ class ServedStepModel:
         decode_kv_tokens: int,
         num_prefill_requests: int,
         prefill_tokens: int,
+        draft_tokens: int | None = None,
     ) -> float:
-        """One engine step's price (ms) from its composition."""
+        """One engine step's price (ms) from its composition; ``draft_tokens``: the drafts the
+        step's decode requests carry in all (None: d each)."""
         query = self.draft_length + 1
         step_tokens = num_decode_requests * query + prefill_tokens
+        plain = self.plain_decode_model
+        drafts = -1 if draft_tokens is None else draft_tokens
+        partial = (
+            plain is not None
+            and self.draft_length > 0
+            and 0 <= drafts < self.draft_length * num_decode_requests
+        )
+        if partial:
+            step_tokens = num_decode_requests + drafts + prefill_tokens
         decode_count = num_decode_requests
         if self.capture_sizes:
             padded = padded_graph_size(step_tokens, self.capture_sizes)
@@ -138,6 +164,12 @@ class ServedStepModel:
         decode_ms = prefill_ms = 0.0
         if num_decode_requests > 0:
             decode_ms = self.decode.price(decode_count, decode_kv_tokens, self.coverage)
+            if partial and plain is not None:
+                # Linear in the drafts between a plain decode step and a whole SD round.
+                plain_ms = plain.decode.price(decode_count, decode_kv_tokens, self.coverage)
+                share = drafts / (self.draft_length * num_decode_requests)
+                decode_ms = plain_ms + share * (decode_ms - plain_ms)
+                self._count("decode:partial")
         if num_prefill_requests > 0:
             prefill_ms = self.prefill.price(num_prefill_requests, prefill_tokens, self.coverage)
         price = decode_ms + prefill_ms
@@ -145,11 +177,13 @@ class ServedStepModel:
             self._count("mixed")
             price -= self.step_overhead_ms
         if self.cache is not None:
-            created = self.cache.touch(step_tokens)
-            if created and self.creation_ms is not None:
+            found = self.cache.lookup(step_tokens)
+            if found == RECREATED:
+                self._count("primitives:recreated")
+            elif found == CREATED and self.creation_ms is not None:
                 self._count("primitives:created")
                 price += self.creation_ms
-            elif created:
+            elif found == CREATED:
                 self._count("primitives:created-unpriced")
         if self.frontend is not None:
             self._count("frontend")

@@ -63,7 +63,7 @@ def recording_figures(recording: Any, report: dict[str, Any]) -> RecordingFigure
     from qualification.engine._measured import measured_latencies
     from qualification.engine._replay import has_plain_decode_steps
     from qualification.engine._score import compare
-    from qualification.engine.step_diff import diff_run
+    from qualification.engine.step_diff import diff_runs
 
     summary, noise = report["summary"], report["noise_floor"] or {}
     measured = [measured_latencies(run) for run in recording.served]
@@ -72,7 +72,7 @@ def recording_figures(recording: Any, report: dict[str, Any]) -> RecordingFigure
     ]
     # step_diff compares the engine's steps with replay's passes: a run recorded without engine
     # steps (a client-side driver) has nothing to compare, and no step figures.
-    diffs = [diff_run(run, recording.grid) for run in recording.served if not run.steps.empty]
+    diffs = diff_runs([run for run in recording.served if not run.steps.empty], recording.grid)
     sidecars = [recording.grid.sidecar] + [run.sidecar for run in recording.served]
     hosts = [sidecar.get("host") or {} for sidecar in sidecars]
     loads = [

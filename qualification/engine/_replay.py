@@ -263,11 +263,15 @@ def replay_run(
     latency_column: str = "wall_ms",
     scale: float = 1.0,
     frontend: FrontEndCost | None = None,
+    cache: Any = None,
 ) -> tuple[Any, EngineStepModel, dict[str, Any]]:
     """Replay ``run`` priced by ``table`` (and ``frontend``: a serving front end's cost per
     step, and per request before the engine sees it: the replayed arrivals are
     ``frontend.request_ms`` later than the client's, which the scorer adds back to TTFT and
-    E2E, ``_score._predicted``); returns (ReplayResult, step model, config)."""
+    E2E, ``_score._predicted``); returns (ReplayResult, step model, config). ``cache``: the
+    primitive caches as the replay of the engine's previous served run left them
+    (``model.cache``: one engine process serves a recording's runs in turn), None for a fresh
+    engine."""
     from aisim import run_replay
 
     check_same_engine(run, table)
@@ -280,6 +284,7 @@ def replay_run(
         latency_column=latency_column,
         scale=scale,
         frontend=frontend,
+        cache=cache,
     )
     result = run_replay(config, base_dir=Path("."), forward_pass_model=model)
     return result, model, config

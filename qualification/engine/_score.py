@@ -165,8 +165,14 @@ def score_recording(
     predicted_all = None
     frontend = recording.frontend
     admission = 0.0 if frontend is None else frontend.request_ms
-    for run in recording.served:
-        result, model, config = replay_run(run, table, frontend=frontend)
+    # One engine process served the runs in turn: each run's replay starts with the primitive
+    # caches as the previous run's replay left them (the engine's history, replayed).
+    cache: Any = None
+    adjusted_cache: Any = None
+    bare_cache: Any = None
+    for index, run in enumerate(recording.served):
+        result, model, config = replay_run(run, table, frontend=frontend, cache=cache)
+        cache = model.cache
         measured = measured_latencies(run)
         predicted = _predicted(result, measured["request_id"], admission)
         measured_all.append(measured)
@@ -188,16 +194,22 @@ def score_recording(
             }
         figures["host_slowdown"] = host_slowdown(run.steps)
         drift = step_cost_drift(run.steps, model)
-        adjusted, _, _ = replay_run(
-            run, table, scale=drift if math.isfinite(drift) else 1.0, frontend=frontend
+        adjusted, adjusted_model, _ = replay_run(
+            run,
+            table,
+            scale=drift if math.isfinite(drift) else 1.0,
+            frontend=frontend,
+            cache=adjusted_cache,
         )
+        adjusted_cache = adjusted_model.cache
         figures["step_cost_drift"] = drift
         figures["drift_adjusted"] = compare(
             _predicted(adjusted, measured["request_id"], admission), measured
         )
         if frontend is not None:
             # The same replay priced as in process (the step table alone, no front end).
-            bare, _, _ = replay_run(run, table)
+            bare, bare_model, _ = replay_run(run, table, cache=bare_cache)
+            bare_cache = bare_model.cache
             figures["without_frontend"] = compare(
                 _predicted(bare, measured["request_id"]), measured
             )
@@ -207,7 +219,7 @@ def score_recording(
         figures["requests"] = request_rows(measured, predicted)
         # Per step kind, every served step's price error from the grid alone (no drift), for
         # error distributions; the same with the table alone beside it (step_diff).
-        figures["step_errors"] = step_price_errors(run, table)
+        figures["step_errors"] = step_price_errors(run, table, recording.served[:index])
         runs.append(figures)
         per_request["runs"][run.name] = measured
     per_request["predicted"] = predicted_all

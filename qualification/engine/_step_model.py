@@ -59,12 +59,16 @@ class EngineStepModel:
         scale: float = 1.0,
         engine_model: bool = True,
         frontend: FrontEndCost | None = None,
+        cache: Any = None,
         _served: Any = None,
     ) -> None:
         """``latency_column``: ``wall_ms`` (what a user sees; the default) or ``cpu_ms`` (the
         step's process CPU time), multiplied by ``scale`` (the drift-adjusted diagnostic).
         ``engine_model`` False prices with the table alone (no cache, no graph padding).
-        ``frontend``: a serving front end's cost per step (the recording's front-end model)."""
+        ``frontend``: a serving front end's cost per step (the recording's front-end model).
+        ``cache``: the primitive caches as the model of the engine's previous served run left
+        them (``self.cache``; one engine process serves a recording's runs in turn), None for
+        an empty one."""
         self.served = _served or served_step_model(
             [
                 {str(key): value for key, value in row.items()}
@@ -78,8 +82,12 @@ class EngineStepModel:
             scale=scale,
             engine_model=engine_model,
             frontend=frontend if engine_model else None,
+            cache=cache,
         )
         served = self.served
+        #: The primitive caches this model prices with (None off CPU): hand them to the model
+        #: of the next run the same engine process served.
+        self.cache = served.cache
         self.decode = served.decode
         self.prefill = served.prefill
         self.coverage = served.coverage

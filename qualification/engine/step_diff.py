@@ -16,7 +16,11 @@ decodes, ``decode``; with SD, ``decode`` steps split by the drafts the engine ac
 * **per request**: the mean signed E2E error by third of the requests by output length (a trend
   says replay gives every request the same tokens per round where the engine did not).
 
-It reads only the committed recording (no engine); it is a diagnostic, not a score.
+One engine process served a recording's runs in turn, so the primitive caches of the model
+that prices run k start as the engine's history left them: the recorded steps of the runs
+before it priced first (``warmed_model``; replay's own passes for the schedule view,
+``diff_runs``). It reads only the committed recording (no engine); it is a diagnostic, not a
+score.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,14 +86,28 @@ def priced_steps(steps: Any, model: Any, drift: float, depth: int) -> list[dict[
             else 0.0
         )
         measured = float(step["end_ms"]) - float(step["start_ms"])
-        price = pricer.estimate_forward_pass_time_ms(  # exactly as replay prices the pass
-            ForwardPassMetrics(
-                int(step["num_decode_requests"]),
-                int(step["decode_kv_tokens"]),
-                int(step["num_prefill_requests"]),
-                int(step["prefill_tokens"]),
+        served = getattr(pricer, "served", None)
+        if served is not None:
+            # As replay prices a pass of this composition, with the drafts the engine
+            # actually scheduled (a partially drafted ngram step: fewer than d per request).
+            price = float(
+                served.price_step(
+                    int(step["num_decode_requests"]),
+                    int(step["decode_kv_tokens"]),
+                    int(step["num_prefill_requests"]),
+                    int(step["prefill_tokens"]),
+                    int(step["draft_tokens"]) if depth > 0 else None,
+                )
             )
-        )
+        else:
+            price = pricer.estimate_forward_pass_time_ms(  # exactly as replay prices the pass
+                ForwardPassMetrics(
+                    int(step["num_decode_requests"]),
+                    int(step["decode_kv_tokens"]),
+                    int(step["num_prefill_requests"]),
+                    int(step["prefill_tokens"]),
+                )
+            )
         rows.append(
             {
                 "kind": step_kind(
@@ -146,18 +165,34 @@ class _RecordingPricer:
         return price
 
 
-def replay_passes(run: Any, table: Any) -> tuple[list[tuple[str, float]], Any]:
-    """(kind, price) of every pass of ``run``'s replay priced by ``table`` (as ``replay_run``),
-    and the replay's result."""
+def warmed_model(table: Any, depth: int, earlier: Sequence[Any] = (), **options: Any) -> Any:
+    """An ``EngineStepModel`` of ``table`` (``options`` as its own) whose primitive caches
+    hold what the engine process ran before: the recorded steps of the ``earlier`` served
+    runs (in order), priced through it first."""
+    from qualification.engine._step_model import EngineStepModel
+
+    model = EngineStepModel(table, depth, **options)
+    for run in earlier:
+        priced_steps(run.steps, model, 1.0, depth)
+    return model
+
+
+def replay_passes(
+    run: Any, table: Any, cache: Any = None
+) -> tuple[list[tuple[str, float]], Any, Any]:
+    """(kind, price) of every pass of ``run``'s replay priced by ``table`` (as ``replay_run``;
+    ``cache``: the primitive caches the replay of the previous run left), the replay's
+    result, and the caches it leaves."""
     from aisim import run_replay
     from qualification.engine._replay import check_same_engine, recorded_settings, replay_config
     from qualification.engine._step_model import EngineStepModel
 
     check_same_engine(run, table)
     depth = int(recorded_settings(run)["num_speculative_tokens"] or 0)
-    pricer = _RecordingPricer(EngineStepModel(table, depth), depth)
+    model = EngineStepModel(table, depth, cache=cache)
+    pricer = _RecordingPricer(model, depth)
     result = run_replay(replay_config(run, table), base_dir=Path("."), forward_pass_model=pricer)
-    return pricer.passes, result
+    return pricer.passes, result, model.cache
 
 
 def error_by_output_length(run: Any, result: Any) -> list[dict[str, Any]]:
@@ -214,19 +249,20 @@ def _spread(errors: list[float]) -> dict[str, Any]:
     }
 
 
-def step_price_errors(run: Any, table: Any) -> dict[str, Any]:
+def step_price_errors(run: Any, table: Any, earlier: Sequence[Any] = ()) -> dict[str, Any]:
     """Per kind, the price error of every recorded step of ``run`` priced from ``table`` alone
     (no drift): with the served-step model (``errors``, ``summary``) and with the table alone
     (``table_only``, the engine model off); and, where both the table and the run recorded
     per-step process CPU time, the same in CPU time (``cpu``, ``cpu_table_only``: the table's
     CPU-time medians against each served step's CPU time, which takes out what other
-    processes on a shared host did to the wall clock)."""
-    from qualification.engine._step_model import EngineStepModel
-
+    processes on a shared host did to the wall clock). ``earlier``: the runs the engine
+    process served before ``run`` (``warmed_model``)."""
     depth = int(run.settings["num_speculative_tokens"] or 0)
 
     def errors(steps: Any, latency: str, engine_model: bool) -> dict[str, list[float]]:
-        model = EngineStepModel(table, depth, latency_column=latency, engine_model=engine_model)
+        model = warmed_model(
+            table, depth, earlier, latency_column=latency, engine_model=engine_model
+        )
         return price_errors(priced_steps(steps, model, 1.0, depth))
 
     modelled = errors(run.steps, "wall_ms", True)
@@ -248,20 +284,34 @@ def step_price_errors(run: Any, table: Any) -> dict[str, Any]:
     return out
 
 
-def diff_run(run: Any, table: Any) -> dict[str, Any]:
+def diff_runs(runs: Sequence[Any], table: Any) -> list[dict[str, Any]]:
+    """``diff_run`` of every served run of one recording, in the order the engine served
+    them, each priced with the primitive caches its engine process's history left."""
+    out = []
+    cache = None
+    for index, run in enumerate(runs):
+        diff, cache = diff_run(run, table, runs[:index], cache)
+        out.append(diff)
+    return out
+
+
+def diff_run(
+    run: Any, table: Any, earlier: Sequence[Any] = (), replay_cache: Any = None
+) -> tuple[dict[str, Any], Any]:
     """Per kind: engine steps (count, total ms, median and P10/P90 ratio to price x drift;
     median ratio after more / less than 5 ms idle; median ratio to the decode + prefill price
     sum x drift, each part carrying its own step overhead) and replay passes (count, total ms);
     and the median excess (measured - price x drift, ms) over every step carrying prompt
-    tokens (prefill-only and mixed together)."""
+    tokens (prefill-only and mixed together). ``earlier``: the runs the engine served before
+    (their recorded steps warm the pricing model); ``replay_cache``: the primitive caches the
+    replay of the previous run left. Returns (the diff, the caches this run's replay left)."""
     from qualification.engine._measured import step_cost_drift
-    from qualification.engine._step_model import EngineStepModel
 
     depth = int(run.settings["num_speculative_tokens"] or 0)
-    model = EngineStepModel(table, depth)
+    model = warmed_model(table, depth, earlier)
     drift = step_cost_drift(run.steps, model)
     rows = priced_steps(run.steps, model, drift, depth)
-    passes, result = replay_passes(run, table)
+    passes, result, left = replay_passes(run, table, replay_cache)
     kinds: dict[str, Any] = {}
     for kind in KINDS:
         mine = [row for row in rows if row["kind"] == kind]
@@ -303,8 +353,8 @@ def diff_run(run: Any, table: Any) -> dict[str, Any]:
             "replay_ms": float(sum(theirs)),
         }
     prompt = [row for row in rows if row["kind"] in ("prefill", "mixed")]
-    errors = step_price_errors(run, table)
-    return {
+    errors = step_price_errors(run, table, earlier)
+    diff = {
         "run": run.name,
         "drift": drift,
         "kinds": kinds,
@@ -321,6 +371,7 @@ def diff_run(run: Any, table: Any) -> dict[str, Any]:
         ),
         "by_output_length": error_by_output_length(run, result),
     }
+    return diff, left
 
 
 def decode_by_composition(steps: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -472,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
             recording = load_recording(directory)
             if recording.grid is None:
                 raise SystemExit(f"{str(directory)!r}: no grid/ step table to price with")
-            runs = [diff_run(run, recording.grid) for run in recording.served]
+            runs = diff_runs(recording.served, recording.grid)
             print(to_markdown(recording.name, runs))
     except AisimError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -110,10 +110,14 @@ def engine_coverage(
         held_out = evidence.excluding(f"evidence/engine/{folder.name}")
         frontend = recording.frontend
         admission = 0.0 if frontend is None else float(frontend.request_ms)
+        # One engine process served the runs in turn: each replay starts with the primitive
+        # caches the previous run's replay left (as ``aisim qualify engine`` replays them).
+        cache = None
         for run in recording.served:
             check_same_engine(run, recording.grid)
             depth = int(recorded_settings(run)["num_speculative_tokens"] or 0)
             rounds = grid_counts(recording.grid, depth)[1] if depth else None
+            model = EngineStepModel(recording.grid, depth, frontend=frontend, cache=cache)
             report = replay_intervals(
                 replay_config(run, recording.grid, admission_ms=admission),
                 replicas,
@@ -122,8 +126,9 @@ def engine_coverage(
                 table=held_out,
                 acceptance_rounds=rounds,
                 base_dir=Path("."),
-                forward_pass_model=EngineStepModel(recording.grid, depth, frontend=frontend),
+                forward_pass_model=model,
             )
+            cache = model.cache
             measured = measured_figures(run)
             judged = {}
             for name in ENGINE_METRICS:

@@ -197,8 +197,8 @@ def rule_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[str, Any
 
 
 def engine_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[str, Any]]]:
-    from qualification.engine import EngineStepModel, load_recording, recorded_settings
-    from qualification.engine.step_diff import priced_steps
+    from qualification.engine import load_recording, recorded_settings
+    from qualification.engine.step_diff import priced_steps, warmed_model
 
     samples = []
     sources = {}
@@ -210,9 +210,10 @@ def engine_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[str, A
             continue
         name = f"evidence/engine/{folder.name}"
         method = recording.grid.settings.get("speculative_method") or "none"
-        for run in recording.served:
+        for index, run in enumerate(recording.served):
             depth = int(recorded_settings(run)["num_speculative_tokens"] or 0)
-            model = EngineStepModel(recording.grid, depth)
+            # Priced as step_diff prices it: the engine's earlier runs warm the caches.
+            model = warmed_model(recording.grid, depth, recording.served[:index])
             rows = priced_steps(run.steps, model, 1.0, depth)
             by_kind: dict[str, list[float]] = {}
             for row in rows:
@@ -260,8 +261,8 @@ def repeat_samples(root: Path) -> list[RepeatSample]:
     recording whose runs differ in their requests is left out (its differences are not repeat
     noise), and so is one with a run without engine steps (a client-side driver: its step-price
     level is unknown, so its latencies' deviations cannot be split from the cost source's)."""
-    from qualification.engine import EngineStepModel, recorded_settings
-    from qualification.engine.step_diff import priced_steps
+    from qualification.engine import recorded_settings
+    from qualification.engine.step_diff import priced_steps, warmed_model
     from qualification.uncertainty._coverage import measured_figures
 
     samples = []
@@ -275,9 +276,10 @@ def repeat_samples(root: Path) -> list[RepeatSample]:
             continue
         name = f"evidence/engine/{folder.name}"
         figures = []
-        for run in recording.served:
+        for index, run in enumerate(recording.served):
             depth = int(recorded_settings(run)["num_speculative_tokens"] or 0)
-            rows = priced_steps(run.steps, EngineStepModel(recording.grid, depth), 1.0, depth)
+            model = warmed_model(recording.grid, depth, recording.served[:index])
+            rows = priced_steps(run.steps, model, 1.0, depth)
             ratios = [r["ratio"] for r in rows if r["price_ms"] > 0]
             if not ratios:
                 break

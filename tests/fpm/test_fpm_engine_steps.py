@@ -8,12 +8,16 @@ import pytest
 
 from aisim.fpm import ForwardPassMetrics
 from aisim.fpm._engine_steps import (
+    CREATED,
+    HIT,
+    RECREATED,
     LinearStepCost,
     PrimitiveCache,
     StepSurface,
     capture_sizes,
     creation_steps,
     fit_non_negative,
+    onednn_primitive_cache,
     padded_graph_size,
 )
 from aisim.fpm._served_steps import ServedStepModel
@@ -46,6 +50,97 @@ def test_a_hit_moves_the_count_to_the_front() -> None:
     cache = PrimitiveCache(2)
     assert [cache.touch(n) for n in (1, 2, 1, 3)] == [True, True, False, True]
     assert 1 in cache and 2 not in cache  # 2 was least recently used when 3 came
+
+
+def test_an_evicted_count_is_re_created_from_onednn_s_cache_not_created() -> None:
+    # vLLM's LRU of 2 backed by oneDNN's cache of 3 (touched only on a miss of the first):
+    # 5 created (front 5 | 5); 7 created (7, 5 | 7, 5); 9 created, evicts 5 from vLLM's
+    # (9, 7 | 9, 7, 5); 5 misses vLLM's but oneDNN holds it: re-created (5, 9 | 5, 9, 7);
+    # 9 hit (9, 5 | oneDNN untouched); 11 created (11, 9 | 11, 5, 9: 7 evicted); 7 created.
+    cache = PrimitiveCache(2, PrimitiveCache(3))
+    assert [cache.lookup(n) for n in (5, 7, 9, 5, 9, 11, 7)] == [
+        CREATED,
+        CREATED,
+        CREATED,
+        RECREATED,
+        HIT,
+        CREATED,
+        CREATED,
+    ]
+
+
+def test_onednn_s_cache_holds_1024_primitives_of_four_shapes() -> None:
+    # 1024 / 4 = 256 token counts; vLLM's LRU 32. Count 1, then 32 others (1 evicted from
+    # vLLM's, kept by oneDNN's): re-created. Count 1000, then 256 others: evicted from both.
+    cache = onednn_primitive_cache()
+    assert cache.capacity == 32 and cache.backing is not None
+    assert cache.backing.capacity == 256
+    assert [cache.lookup(n) for n in (1, *range(2, 34))].count(CREATED) == 33
+    assert cache.lookup(1) == RECREATED
+    for n in (1000, *range(2000, 2256)):
+        cache.lookup(n)
+    assert cache.lookup(1000) == CREATED
+    with pytest.raises(ValueError, match="gemm_shapes"):
+        onednn_primitive_cache(0)
+
+
+def test_a_re_created_count_is_not_charged_and_the_caches_carry_over() -> None:
+    # vLLM's LRU of 1 backed by oneDNN's of 4, creation 3 ms; prefill 150 tokens: 25 ms.
+    cache = PrimitiveCache(1, PrimitiveCache(4))
+    first = ServedStepModel(
+        _decode_surface(),
+        _prefill_surface(),
+        draft_length=0,
+        step_overhead_ms=10.0,
+        creation_ms=3.0,
+        cache=cache,
+    )
+    prices = [
+        first.estimate_forward_pass_time_ms(metrics)
+        for metrics in (
+            ForwardPassMetrics(0, 0, 1, 150),  # created: 25 + 3
+            ForwardPassMetrics(1, 100),  # 1 created (evicts 150 from vLLM's): 10 + 3
+            ForwardPassMetrics(0, 0, 1, 150),  # re-created from oneDNN's: 25
+        )
+    ]
+    assert prices == pytest.approx([28.0, 13.0, 25.0])
+    assert first.coverage["primitives:created"] == 2
+    assert first.coverage["primitives:recreated"] == 1
+    # The next served run of the same engine process starts with those caches: 1 re-created.
+    second = ServedStepModel(
+        _decode_surface(),
+        _prefill_surface(),
+        draft_length=0,
+        step_overhead_ms=10.0,
+        creation_ms=3.0,
+        cache=cache,
+    )
+    assert second.estimate_forward_pass_time_ms(ForwardPassMetrics(1, 100)) == pytest.approx(10.0)
+    assert second.coverage == {"decode:table": 1, "primitives:recreated": 1}
+
+
+def test_a_partially_drafted_step_is_priced_by_its_drafts() -> None:
+    # d = 3; SD rounds: B = 1: 16 ms, 4: 28 ms (every context); plain decode 10 / 16 ms.
+    sd = StepSurface([(1, 50.0, 16.0), (1, 500.0, 16.0), (4, 50.0, 28.0), (4, 500.0, 28.0)], "sd")
+    model = ServedStepModel(
+        sd, _prefill_surface(), draft_length=3, step_overhead_ms=10.0, cache=PrimitiveCache()
+    )
+    model.plain_decode_model = ServedStepModel(
+        _decode_surface(), _prefill_surface(), draft_length=0, step_overhead_ms=10.0
+    )
+    # 4 requests, 6 drafts of 12: 16 + 6 / 12 x (28 - 16) = 22; M = 4 + 6 = 10.
+    assert model.price_step(4, 400, 0, 0, draft_tokens=6) == pytest.approx(22.0)
+    assert 10 in model.cache and 16 not in model.cache  # type: ignore[operator]
+    # Every request drafted d: the SD round (28); no drafts given: the same.
+    assert model.price_step(4, 400, 0, 0, draft_tokens=12) == pytest.approx(28.0)
+    assert model.price_step(4, 400, 0, 0) == pytest.approx(28.0)
+    # 1 request, 2 drafts of 3 beside a 150-token prompt chunk (mixed, one step overhead):
+    # 10 + 2 / 3 x (16 - 10) = 14; + 25 - 10 = 29.
+    assert model.price_step(1, 100, 1, 150, draft_tokens=2) == pytest.approx(29.0)
+    assert model.coverage["decode:partial"] == 2
+    # Without plain decode steps in the table (draft_model) a step is an SD round.
+    model.plain_decode_model = None
+    assert model.price_step(4, 400, 0, 0, draft_tokens=6) == pytest.approx(28.0)
 
 
 def test_default_capture_sizes_as_vllm_computes_them() -> None:

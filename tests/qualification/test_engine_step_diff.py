@@ -16,10 +16,13 @@ from qualification.engine.step_diff import (
     main,
     priced_steps,
     step_kind,
+    warmed_model,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDING = ROOT / "evidence" / "engine" / "vllm-cpu-quiet-llama-4x256-ngram"
+#: A grid with cached prefill steps (a known primitive-creation cost).
+PINNED = ROOT / "evidence" / "engine" / "vllm-cpu-pinned-llama-4x256-b32-high"
 
 
 @pytest.mark.parametrize(
@@ -128,7 +131,7 @@ def test_undrafted_steps_are_priced_by_the_plain_decode_steps(tmp_path: Path) ->
 def test_diff_run_counts_every_engine_step_and_replay_pass() -> None:
     recording = load_recording(RECORDING)
     run = recording.served[0]
-    diff = diff_run(run, recording.grid)
+    diff, _ = diff_run(run, recording.grid)
     kinds = diff["kinds"]
     assert sum(row["engine_steps"] for row in kinds.values()) == len(run.steps)
     # ngram: the engine drafted in some steps and not in others; so does replay, whose
@@ -184,3 +187,52 @@ def test_error_by_output_length_hand_derived() -> None:
     assert [part["mean_signed_e2e_error_pct"] for part in parts] == pytest.approx(
         [10.0, -10.0, 0.0]
     )
+
+
+def test_the_runs_served_before_warm_the_primitive_caches() -> None:
+    # The trace's first prompt opens every served run, alone in its step. Fresh, its token
+    # count is new: priced with the grid's creation cost. After served-1's recorded steps
+    # (about 90 other token counts: evicted from vLLM's LRU of 32, held by oneDNN's cache of
+    # 256) it is re-created, free: the price differs by exactly the creation cost.
+    recording = load_recording(PINNED)
+    first, second = recording.served[0], recording.served[1]
+    opening = second.steps.iloc[:1]
+    assert int(opening["num_decode_requests"].iloc[0]) == 0
+    assert int(opening["prefill_tokens"].iloc[0]) == int(first.steps["prefill_tokens"].iloc[0])
+    fresh = warmed_model(recording.grid, 0)
+    warm = warmed_model(recording.grid, 0, [first])
+    assert fresh.creation_ms is not None and fresh.creation_ms > 1.0
+    cold_price = priced_steps(opening, fresh, 1.0, 0)[0]["price_ms"]
+    warm_price = priced_steps(opening, warm, 1.0, 0)[0]["price_ms"]
+    assert cold_price - warm_price == pytest.approx(fresh.creation_ms)
+    assert warm.served.coverage["primitives:recreated"] >= 1
+
+
+def test_a_partially_drafted_step_is_priced_by_its_drafts() -> None:
+    # The committed ngram recording's grid: a step of 2 requests carrying 2 of 6 drafts is the
+    # plain decode price plus a third of the SD round's excess over it (both lines, by hand
+    # from their coefficients: a + b B + c KV).
+    recording = load_recording(RECORDING)
+    model = EngineStepModel(recording.grid, 3)
+    plain = model.plain_decode_model
+    assert plain is not None
+    a, b, c = model.decode.coefficients
+    pa, pb, pc = plain.decode.coefficients
+    sd_ms = a + 2 * b + 400 * c
+    plain_ms = pa + 2 * pb + 400 * pc
+    steps = pd.DataFrame(
+        {
+            "start_ms": [0.0],
+            "end_ms": [10.0],
+            "num_prefill_requests": [0],
+            "prefill_tokens": [0],
+            "num_decode_requests": [2],
+            "decode_kv_tokens": [400],
+            "draft_tokens": [2],
+        }
+    )
+    row = priced_steps(steps, model, 1.0, 3)[0]
+    assert row["kind"] == "decode-partial"
+    # No creation cost on this grid (no cached prefill steps): the price is the interpolation.
+    assert model.creation_ms is None
+    assert row["price_ms"] == pytest.approx(plain_ms + (sd_ms - plain_ms) / 3.0)
