@@ -23,7 +23,13 @@ from __future__ import annotations
 
 from aisim.fpm._chain import SelectedModel
 from aisim.fpm._diagnostics import Diagnostics, ForwardPassResult, StpReference
-from aisim.fpm._engine_step_files import load_step_table_model, served_step_model
+from aisim.fpm._engine_step_files import (
+    FRONTEND_FILE,
+    FRONTEND_SCHEMA,
+    load_frontend_cost,
+    load_step_table_model,
+    served_step_model,
+)
 from aisim.fpm._inputs import (
     measured_rounds_from_points,
     regression_from_points,
@@ -43,13 +49,17 @@ from aisim.fpm._scaling import (
     widen_rank,
 )
 from aisim.fpm._sd_cost import SpeculationCost
-from aisim.fpm._select import ESTIMATORS, select_estimator
+from aisim.fpm._select import ESTIMATORS, select_estimator, swap_default_terms
+from aisim.fpm._served_steps import FrontEndCost
 from aisim.fpm._table import TableModel
 from aisim.fpm._table_files import load_table_file, load_table_models, write_table_file
 from aisim.fpm._vector import estimate_many
 
 __all__ = [
     "ESTIMATORS",
+    "FRONTEND_FILE",
+    "FRONTEND_SCHEMA",
+    "FrontEndCost",
     "RULE_INTERCEPT",
     "RULE_SLOPE",
     "Diagnostics",
@@ -77,6 +87,8 @@ __all__ = [
     "table_from_points",
     "widen_rank",
     "write_table_file",
+    "load_frontend_cost",
     "load_step_table_model",
     "served_step_model",
+    "swap_default_terms",
 ]

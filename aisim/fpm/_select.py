@@ -19,6 +19,7 @@ from aisim.catalogue import (
     CHECKPOINT,
     IDEAL_TERMS,
     MEASURED_TERMS,
+    CostTerms,
     Deployment,
     GpuSpec,
     ModelSpec,
@@ -48,6 +49,20 @@ ORDER: Final = ("measured_round", "table", "regression", "roofline")
 #: Every estimator kind that can be built (``roofline_ideal`` is never chosen by ``auto``).
 KINDS: Final = (*ORDER, "roofline_ideal")
 FALLBACK_POLICIES: Final = ("deny", "allow")
+
+
+#: The term set of the default ``roofline`` (one slot; ``swap_default_terms``).
+_default_terms: Final[list[CostTerms]] = [MEASURED_TERMS]
+
+
+def swap_default_terms(terms: CostTerms) -> CostTerms:
+    """Make ``terms`` the default ``roofline``'s term set for every estimator selected from now
+    on, and return the one it replaces (pass that back to restore it). For fitting a cost term by
+    full replays (``python -m qualification.public_gpu.fit --hybrid``); the library never calls
+    it, so the default stays ``MEASURED_TERMS``."""
+    previous = _default_terms[0]
+    _default_terms[0] = terms
+    return previous
 
 
 class _Sources:
@@ -224,7 +239,7 @@ def _add_roofline(
     deployment: Deployment,
 ) -> None:
     """The default roofline, or (``ideal``: asked for by name) the pure ``roofline_ideal``."""
-    for terms in (IDEAL_TERMS,) if ideal else (MEASURED_TERMS,):
+    for terms in (IDEAL_TERMS,) if ideal else (_default_terms[0],):
         name = terms.name
         if spec is None or gpu is None:
             missing = "model" if spec is None else "hardware"

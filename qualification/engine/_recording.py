@@ -17,8 +17,7 @@ from typing import Any
 import pandas as pd
 
 from aisim.errors import DataIntegrityError
-from aisim.fpm._engine_step_files import FRONTEND_FILE, load_frontend_cost
-from aisim.fpm._served_steps import FrontEndCost
+from aisim.fpm import FRONTEND_FILE, FrontEndCost, load_frontend_cost
 from qualification.datasets import read_table
 from qualification.engine._prometheus import read_samples
 from qualification.engine._schema import (

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from aisim.errors import ConfigError, DataIntegrityError
-from aisim.fpm._served_steps import FrontEndCost
+from aisim.fpm import FrontEndCost
 from aisim.speculation import measure_engine_acceptance
 from qualification.engine._recording import ServedRun, StepTable
 from qualification.engine._schema import ENGINE_SETTINGS, METRICS_FILE

@@ -34,8 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aisim.fpm import served_step_model
-from aisim.fpm._served_steps import FrontEndCost
+from aisim.fpm import FrontEndCost, served_step_model
 from qualification.engine._recording import StepTable
 
 

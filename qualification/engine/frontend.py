@@ -48,7 +48,7 @@ from typing import Any
 import pandas as pd
 
 from aisim.errors import DataIntegrityError
-from aisim.fpm._engine_step_files import FRONTEND_FILE, FRONTEND_SCHEMA, served_step_model
+from aisim.fpm import FRONTEND_FILE, FRONTEND_SCHEMA, served_step_model
 from qualification.engine._recording import StepTable, load_step_table
 
 PROBE_FILE = "frontend/probe.csv.gz"

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from aisim.catalogue import MEASURED_TERMS, CostTerms, Deployment, builtin_gpu, builtin_model
-from aisim.fpm import ForwardPassMetrics, RooflineModel
+from aisim.fpm import ForwardPassMetrics, RooflineModel, swap_default_terms
 from qualification.public_gpu._points import load_points
 from qualification.public_gpu._workload import DEEPSEEK_MTP_ACCEPTANCE, Refusal, replay_config
 
@@ -256,19 +256,15 @@ def hybrid_training_points(evidence: Path) -> list[dict[str, Any]]:
 
 
 def _replay_with(points: list[dict[str, Any]], terms: CostTerms) -> list[dict[str, Any]]:
-    """``points`` replayed (``_predict.predict``) with ``terms`` as the default roofline's (the
-    selection module's ``MEASURED_TERMS``, swapped for the replay and restored; run the fit on
-    the pure build, ``pip install -e .``)."""
-    import aisim.fpm._select as select
+    """``points`` replayed (``_predict.predict``) with ``terms`` as the default roofline's
+    (``aisim.fpm.swap_default_terms``, restored after the replay)."""
     from qualification.public_gpu._predict import predict
 
-    names = vars(select)
-    saved = names["MEASURED_TERMS"]
-    names["MEASURED_TERMS"] = terms
+    saved = swap_default_terms(terms)
     try:
         predicted, _ = predict(points)
     finally:
-        names["MEASURED_TERMS"] = saved
+        swap_default_terms(saved)
     return predicted
 
 

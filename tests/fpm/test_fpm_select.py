@@ -229,3 +229,27 @@ def test_ngram_on_sglang_is_priced_for_estimation_in_every_role() -> None:
         assert model.speculation == "ngram d=3 w=4"
         # No draft network: the round is the target's width-4 verification, as on vllm.
         assert model.estimate_forward_pass_time_ms(ForwardPassMetrics(4, 4096)) == expected
+
+
+def test_swap_default_terms_prices_with_the_given_terms_and_restores() -> None:
+    """A term set with 1 ms more host time per pass prices a decode step exactly 1 ms dearer (the
+    step overhead adds once per pass); swapping the returned set back restores the default."""
+    import dataclasses
+
+    from aisim.catalogue import MEASURED_TERMS
+    from aisim.fpm import swap_default_terms
+
+    query = ForwardPassMetrics(num_decode_requests=8, sum_decode_kv_tokens=8 * 1024)
+    config = _config(estimator="roofline")
+    before = best_available(config).estimate_forward_pass_time_ms(query)
+    dearer = dataclasses.replace(
+        MEASURED_TERMS, step_overhead_s=MEASURED_TERMS.step_overhead_s + 1e-3
+    )
+    saved = swap_default_terms(dearer)
+    try:
+        swapped = best_available(config).estimate_forward_pass_time_ms(query)
+    finally:
+        assert swap_default_terms(saved) is dearer
+    assert saved is MEASURED_TERMS
+    assert swapped == pytest.approx(before + 1.0, abs=1e-9)
+    assert best_available(config).estimate_forward_pass_time_ms(query) == before
