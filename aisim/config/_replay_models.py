@@ -104,6 +104,9 @@ class SglangScheduler(EdgeModel):
     new_token_ratio_decay: Ratio = 0.001
     # --scheduler-recv-interval: new requests are taken in only every N decode passes.
     scheduler_recv_interval: Count = 1
+    # Host work per request of a pass on the critical path (SGLang without the overlap
+    # scheduler, e.g. EAGLE / MTP without SGLANG_ENABLE_SPEC_V2); 0: hidden behind the GPU.
+    host_us_per_request: Annotated[float, Number(0.0, 1.0e6)] = 0.0
 
     @model_validator(mode="after")
     def _floor_below_start(self) -> SglangScheduler:

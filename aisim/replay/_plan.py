@@ -192,6 +192,9 @@ class SchedulerPlan:
     before every pass). ``adp_balance`` (TensorRT-LLM's ``attention_dp_config``): with several
     attention ranks, new context requests wait until every rank has one, at most
     ``adp_timeout_iters`` passes, then ``adp_batching_wait_iters`` more while every rank decodes.
+    ``host_ms_per_request``: host work per request of a pass that runs between GPU passes instead
+    of behind them (SGLang without its overlap scheduler, ``Scheduler.event_loop_normal``): a pass
+    lasts that much longer per request of its busiest rank; 0 with the overlap scheduler.
     """
 
     kind: str
@@ -205,6 +208,7 @@ class SchedulerPlan:
     adp_balance: bool = False
     adp_timeout_iters: int = 50
     adp_batching_wait_iters: int = 10
+    host_ms_per_request: float = 0.0
 
 
 @dataclass(frozen=True, eq=False)

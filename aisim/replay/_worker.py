@@ -171,17 +171,26 @@ class Worker:
             # The length this pass drafted (vLLM's table, SGLang's adaptive steps, a trace).
             draft_length = max(rank.pass_drafts for rank in self.ranks)
             if draft_length == 0:
-                return self.plan.pricer.price_plain(works)
+                return self.plan.pricer.price_plain(works) + self._host_ms(works)
         plain = has_decode and not drafting and draft_length > 0
         try:
             if plain:
-                return self.plan.pricer.price_plain(works)
-            return self.plan.pricer.price(works, draft_length)
+                return self.plan.pricer.price_plain(works) + self._host_ms(works)
+            return self.plan.pricer.price(works, draft_length) + self._host_ms(works)
         except UnsupportedQuery as exc:
             raise UnsupportedQuery(
                 f"{self.plan.path}.timing: the estimator cannot price a pass of this replay "
                 f"({_describe(works)}): {exc}"
             ) from None
+
+    def _host_ms(self, works: list[RankWork]) -> float:
+        """Host time on the pass's critical path: ``host_ms_per_request`` x the requests of the
+        busiest rank (each attention rank's scheduler handles its own requests)."""
+        per_request = self.plan.scheduler.host_ms_per_request
+        if per_request <= 0.0:
+            return 0.0
+        most = max(work.num_prefill_requests + work.num_decode_requests for work in works)
+        return per_request * most
 
     def take_loads_started(self) -> list[SimRequest]:
         """Requests whose prompt KV this worker started pulling in the last plan."""

@@ -39,6 +39,7 @@ from typing import Any, Final
 
 from aisim.catalogue import MEASURED_TERMS, CostTerms, Deployment, builtin_gpu, builtin_model
 from aisim.fpm import ForwardPassMetrics, RooflineModel, swap_default_terms
+from qualification.public_gpu._fit_host import fit_serial_host
 from qualification.public_gpu._points import load_points
 from qualification.public_gpu._workload import DEEPSEEK_MTP_ACCEPTANCE, Refusal, replay_config
 
@@ -158,6 +159,7 @@ def fit(evidence: Path) -> dict[str, Any]:
         "request_overhead_ms": overheads,
         "in_sample_median_abs_tpot_error_pct": statistics.median(abs(e) for e in tpot_errors),
         "mtp_acceptance": fit_mtp_acceptance(evidence),
+        "sglang_serial_host_us_per_request": fit_serial_host(evidence),
     }
 
 

@@ -64,10 +64,12 @@ def score_rows(
     training_ids: set[str] | None = None,
     acceptance_ids: set[str] | None = None,
     hybrid_ids: set[str] | None = None,
+    other_seen: dict[str, set[str]] | None = None,
 ) -> list[dict[str, Any]]:
     """One scored row per predicted point (signed % errors; measured and predicted values);
-    a point in ``training_ids`` (the cost terms' rows) or ``acceptance_ids`` (the MTP rows the
-    acceptance was fitted on) is marked seen by those terms and not held out."""
+    a point in ``training_ids`` (the cost terms' rows), ``acceptance_ids`` (the MTP rows the
+    acceptance was fitted on) or one of ``other_seen``'s sets (term name -> the rows it was
+    fitted on) is marked seen by those terms and not held out."""
     seen = training_ids or set()
     accepted = acceptance_ids or set()
     hybrid = hybrid_ids or set()
@@ -78,6 +80,7 @@ def score_rows(
             saw.append(ACCEPTANCE_TERM)
         if point["id"] in hybrid:
             saw.extend(HYBRID_TERMS)
+        saw += [term for term, ids in sorted((other_seen or {}).items()) if point["id"] in ids]
         metrics = SPEC_METRICS if point["source"] == "speculators" else METRICS
         errors = {
             metric: _error(point["predicted"].get(metric), point["measured"].get(metric))

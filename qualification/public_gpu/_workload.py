@@ -42,6 +42,11 @@ DEEPSEEK_MTP_ACCEPTANCE: Final = 0.875
 #: effective rate: what differs between the engines' MTP rounds beyond the modelled cost
 #: (both decode greedily: the client sends temperature 0) lands in it too.
 MTP_ACCEPTANCE: Final[dict[str, float]] = {"sglang": 0.520, "trt": 0.760}
+#: SGLang's host time per request per pass without the overlap scheduler, **fitted** on the
+#: B200 SGLang MTP history rows at 1024/1024 and 512 streams (``_fit_host.fit_serial_host``;
+#: ``fitted_terms.json``: ``sglang_serial_host_us_per_request``): the rounded value the committed
+#: scored run replayed. Applied where ``serial_host`` says the overlap scheduler was off.
+SGLANG_SERIAL_HOST_US_PER_REQUEST: Final = 148.0
 GIB: Final = 1024.0**3
 #: Memory left for activations and CUDA graphs beside the engine's own fraction (replay's
 #: documented default reserve, aisim/config kv_cache capacity ``default``).
@@ -150,6 +155,18 @@ def sglang_settings(point: dict[str, Any]) -> dict[str, Any]:
     raise Refusal(f"no InferenceX SGLang script for {precision} on {hw}")
 
 
+def serial_host(point: dict[str, Any]) -> bool:
+    """Whether the point's SGLang server ran without the overlap scheduler: the B200 MTP scripts
+    (``dsr1_fp8_b200_mtp.sh``, ``dsr1_fp4_b200_mtp.sh``) write ``SGLANG_ENABLE_SPEC_V2=1``
+    without ``export`` (from their first version to 843c6254), so the server never sees it and
+    SGLang disables the overlap scheduler for EAGLE / MTP (``python/sglang/srt/server_args.py``,
+    ``ServerArgs._handle_speculative_decoding``); the H200 MTP script exports it. Without SD
+    the overlap scheduler is SGLang's default."""
+    return bool(
+        point["engine"] == "sglang" and point["sd"] == "mtp" and point["hardware"] == "b200"
+    )
+
+
 def _s(script: str, running: int, chunk: int, memory: float, kv: str, recv: int) -> dict[str, Any]:
     return {
         "script": SCRIPTS + script,
@@ -247,6 +264,12 @@ def inferencex_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
             "max_running_requests": max(1, settings["max_running_requests"] // ranks),
             "scheduler_recv_interval": settings["scheduler_recv_interval"],
         }
+        if serial_host(point):
+            scheduler["host_us_per_request"] = SGLANG_SERIAL_HOST_US_PER_REQUEST
+            settings["overlap_scheduler"] = (
+                "off (SGLANG_ENABLE_SPEC_V2 not exported): fitted host time "
+                f"{SGLANG_SERIAL_HOST_US_PER_REQUEST} us per request per pass"
+            )
         backend = "sglang"
     else:
         block = 32  # TensorRT-LLM's default tokens_per_block

@@ -337,3 +337,54 @@ def test_committed_scored_run_is_what_the_code_predicts() -> None:
         for metric in ("median_ttft_ms", "mean_tpot_ms"):
             stored = float(committed[row["id"]][f"{metric}_predicted"])
             assert row["predicted"][metric] == pytest.approx(stored, rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("changes", "serial"),
+    [
+        ({"hardware": "b200", "sd": "mtp", "conc": 512}, True),
+        ({"hardware": "b200", "sd": "mtp", "precision": "fp4", "conc": 16}, True),
+        # dsr1_fp8_h200_mtp.sh exports SGLANG_ENABLE_SPEC_V2: the overlap scheduler runs.
+        ({"hardware": "h200", "sd": "mtp"}, False),
+        # Without SD SGLang's overlap scheduler is its default.
+        ({"hardware": "b200", "sd": "none"}, False),
+        ({"hardware": "b200", "sd": "mtp", "engine": "trt"}, False),
+    ],
+)
+def test_sglang_overlap_scheduler_off_only_where_spec_v2_was_not_exported(
+    changes: dict[str, Any], serial: bool
+) -> None:
+    from qualification.public_gpu._workload import SGLANG_SERIAL_HOST_US_PER_REQUEST
+
+    config, settings = replay_config(_point(**changes))
+    scheduler = config["engine"]["workers"]["aggregated"]["scheduler"]
+    expected = SGLANG_SERIAL_HOST_US_PER_REQUEST if serial else None
+    assert scheduler.get("host_us_per_request") == expected
+    assert ("overlap_scheduler" in settings) == serial
+
+
+def test_serial_host_time_is_the_artefact_fitted_on_history_rows_only() -> None:
+    import json
+
+    from qualification.public_gpu._fit_host import HOST_TERM, training_rows
+    from qualification.public_gpu._workload import SGLANG_SERIAL_HOST_US_PER_REQUEST
+
+    fitted = json.loads((EVIDENCE / "fitted_terms.json").read_text())
+    host = fitted["sglang_serial_host_us_per_request"]
+    assert abs(SGLANG_SERIAL_HOST_US_PER_REQUEST - host["us"]) <= 0.5
+    # Its rows: the B200 SGLang MTP history rows at 1024/1024 and 512 streams that are not
+    # also latest rows (5 of the 6; ix-history-269 is ix-latest-124's run).
+    ids = sorted(point["id"] for point, _ in training_rows(EVIDENCE))
+    assert ids == host["ids"] and len(ids) == 5
+    assert all(
+        i.startswith("ix-history-") and i.endswith("/b200/sglang/fp8/mtp/tp8-ep1/1024-1024/c512")
+        for i in ids
+    )
+    # The fit's last replay hit the rows' median measured TPOT within 0.2 %.
+    assert host["predicted_median_tpot_ms"] == pytest.approx(
+        host["target_median_tpot_ms"], rel=2e-3
+    )
+    (row,) = score_rows(
+        [_scored("h", "mtp", (10.0, 9.0), (1.0, 1.0))], set(), set(), other_seen={HOST_TERM: {"h"}}
+    )
+    assert row["seen_by"] == [HOST_TERM] and not row["held_out"]

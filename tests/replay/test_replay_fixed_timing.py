@@ -303,3 +303,26 @@ def test_trt_attention_dp_balance_holds_contexts_until_timeout() -> None:
     free = run_replay(config(requests, ranks=2))
     assert list(held.requests["ttft_ms"]) == [10.0, 10.0, 28.0]
     assert list(free.requests["ttft_ms"]) == [10.0, 10.0, 18.0]
+
+
+@pytest.mark.parametrize(("ranks", "ends"), [(1, [12.0, 19.0, 26.0]), (2, [11.0, 17.0, 23.0])])
+def test_sglang_host_time_without_overlap(ranks: int, ends: list[float]) -> None:
+    # SGLang without the overlap scheduler: 1 ms of host work per request of the busiest rank
+    # after every pass. A and B (100 in / 3 out) arrive together. One rank: the prefill of both
+    # [0, 10 + 2] (TTFT 12), two decodes of 5 + 2 ms: tokens at 19 and 26. Two attention ranks
+    # (one request each): 10 + 1, then 5 + 1 twice: 11, 17, 23.
+    scheduler = {"host_us_per_request": 1000.0}
+    result = run_replay(
+        config([one(100, 3), one(100, 3)], backend="sglang", scheduler=scheduler, ranks=ranks)
+    )
+    frame = result.requests
+    assert list(frame["ttft_ms"]) == [ends[0], ends[0]]
+    assert list(frame["e2e_latency_ms"]) == [ends[2], ends[2]]
+
+
+def test_sglang_host_time_is_checked() -> None:
+    from aisim.errors import ConfigError
+
+    bad = config([one()], backend="sglang", scheduler={"host_us_per_request": -1.0})
+    with pytest.raises(ConfigError, match="host_us_per_request"):
+        run_replay(bad)
