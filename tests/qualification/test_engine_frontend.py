@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from aisim.errors import DataIntegrityError
-from aisim.fpm._engine_step_files import load_frontend_cost
-from aisim.fpm._engine_steps import StepPrice
-from aisim.fpm._served_steps import FrontEndCost, ServedStepModel
+from aisim.fpm import FrontEndCost, load_frontend_cost
+from aisim.fpm._engine_steps import LinearStepCost
+from aisim.fpm._served_steps import ServedStepModel
 from qualification.engine._recording import StepTable
 from qualification.engine.frontend import (
     PROBE_COLUMNS,
@@ -25,21 +25,19 @@ from qualification.engine.frontend import (
 )
 
 
-class _Line(StepPrice):
-    """a + b x count + c x tokens (hand-checkable prices)."""
+def _decode_line() -> LinearStepCost:
+    """2 + 1 x requests (+ 0 x KV tokens): fitted to three steps exactly on that line (a
+    hand-checkable price; a test class cannot subclass the compiled ``StepPrice``)."""
+    return LinearStepCost([(1, 0.0, 3.0), (2, 0.0, 4.0), (1, 100.0, 3.0)], "line", "decode")
 
-    def __init__(self, a: float, b: float, c: float) -> None:
-        super().__init__("line", a)
-        self.b, self.c = b, c
 
-    def price(self, count: int, tokens: float, coverage: dict[str, int]) -> float:
-        return self.intercept_ms + self.b * count + self.c * tokens
+def _prefill_line() -> LinearStepCost:
+    """5 + 0.01 x prompt tokens (+ 0 x tokens^2 / requests), fitted to three steps on it."""
+    return LinearStepCost([(1, 100.0, 6.0), (1, 300.0, 8.0), (2, 300.0, 8.0)], "line", "prefill")
 
 
 def _model(frontend: FrontEndCost | None) -> ServedStepModel:
-    model = ServedStepModel(
-        _Line(2.0, 1.0, 0.0), _Line(5.0, 0.0, 0.01), draft_length=0, step_overhead_ms=2.0
-    )
+    model = ServedStepModel(_decode_line(), _prefill_line(), draft_length=0, step_overhead_ms=2.0)
     model.frontend = frontend
     return model
 
