@@ -12,7 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from qualification.engine._plain import export_plain
+from qualification.engine import export_plain
 from qualification.engine.vllm_bench import convert
 
 rec, plain = Path(sys.argv[1]), Path(sys.argv[2])
@@ -23,18 +23,14 @@ if os.environ.get("POOL_GRIDS") == "1":
     # The step table = the grid timed before and after the served runs, pooled (the host's
     # speed moves within minutes: both moments weigh in each point's median).
     import pandas as pd
-    from qualification.engine._plain import _write_csv
-    from qualification.engine._schema import GRID_STEPS
 
-    before = pd.read_parquet(rec / "grid-before/grid/grid_steps.parquet")
-    after = pd.read_parquet(rec / "grid-after/grid/grid_steps.parquet")
-    after = after.assign(
-        start_ms=after["start_ms"] + float((before["start_ms"] + before["wall_ms"]).max()) + 1.0,
-        repetition=after["repetition"]
-        + after["point_id"].map(before.groupby("point_id")["repetition"].max() + 1),
-    )
-    (plain / "grid.csv").unlink()
-    _write_csv(plain / "grid.csv", pd.concat([before, after], ignore_index=True), GRID_STEPS)
+    from qualification.engine import pool_grid_passes, write_plain_grid
+
+    passes = [
+        pd.read_parquet(rec / f"{name}/grid/grid_steps.parquet")
+        for name in ("grid-before", "grid-after")
+    ]
+    write_plain_grid(plain / "grid.csv", pool_grid_passes(passes))
 grid_side = json.loads((rec / "grid-before/grid/grid_steps.parquet.json").read_text())
 log = (rec / "raw/server.log").read_text()
 args = ast.literal_eval(re.search(r"non-default args: (\{.*\})", log).group(1))
@@ -118,8 +114,11 @@ if (rec / "raw/frontend_probe.csv").exists():
         "frontend/probe.csv.gz: fixed shapes timed through the server "
         "(../../vllm-bench-driver/frontend_probe.py, record.sh PROBE=1, the client on the "
         "server's core) before every served run and after the last one"
-        + (", with the server processes' CPU time (frontend/probe-cpu.csv.gz)"
-           if (rec / "raw/frontend_probe-cpu.csv").exists() else "")
+        + (
+            ", with the server processes' CPU time (frontend/probe-cpu.csv.gz)"
+            if (rec / "raw/frontend_probe-cpu.csv").exists()
+            else ""
+        )
         + "; packaged by ../../vllm-bench-driver/package_probe.py; the front-end model "
         "frontend/frontend_model.json derived by `python -m qualification.engine.frontend` "
         "from the probe and grid/ only"

@@ -8,7 +8,12 @@ does not.
 from qualification.engine._cli import add_arguments as add_engine_arguments
 from qualification.engine._cli import run as record_engine
 from qualification.engine._measured import measured_latencies, throughput_tok_s
-from qualification.engine._plain import import_plain
+from qualification.engine._plain import (
+    export_plain,
+    import_plain,
+    pool_grid_passes,
+    write_plain_grid,
+)
 from qualification.engine._recording import (
     EngineRecording,
     ServedRun,
@@ -67,7 +72,10 @@ __all__ = [
     "engine_sections",
     "add_engine_arguments",
     "record_engine",
+    "export_plain",
     "import_plain",
+    "pool_grid_passes",
+    "write_plain_grid",
     "to_markdown",
     "write_outputs",
     "measured_latencies",

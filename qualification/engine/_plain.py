@@ -447,6 +447,33 @@ def _quote(cell: str) -> str:
     return f'"{cell}"' if any(char in cell for char in ',"\n') else cell
 
 
+def pool_grid_passes(passes: list[pd.DataFrame]) -> pd.DataFrame:
+    """One step table from grid passes of the same engine timed at different moments (e.g. just
+    before and just after served runs, so both moments weigh in each point's median): every
+    pass's repetitions are renumbered after the previous passes' of the same point, and its
+    start times shifted to 1 ms after the previous passes' last step ended."""
+    if not passes:
+        raise ValueError("pool_grid_passes: no grid passes given")
+    pooled = passes[0]
+    for later in passes[1:]:
+        ended = float((pooled["start_ms"] + pooled["wall_ms"]).max())
+        taken = pooled.groupby("point_id")["repetition"].max() + 1
+        later = later.assign(
+            start_ms=later["start_ms"] + ended + 1.0,
+            repetition=later["repetition"] + later["point_id"].map(taken).fillna(0).astype(int),
+        )
+        pooled = pd.concat([pooled, later], ignore_index=True)
+    return pooled
+
+
+def write_plain_grid(path: str | Path, steps: pd.DataFrame) -> Path:
+    """Write ``steps`` (a grid's step table) as the plain layout's grid CSV, every column of
+    its schema, floats exact; atomic."""
+    target = Path(path)
+    _write_csv(target, steps, GRID_STEPS)
+    return target
+
+
 def export_plain(recording: str | Path, out: str | Path) -> Path:
     """Write an engine recording in the plain layout (every column, floats exact); importing
     the result gives a recording that scores the same. ``out`` must not exist."""
