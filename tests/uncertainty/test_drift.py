@@ -9,6 +9,7 @@ from pathlib import Path
 from statistics import NormalDist
 
 import pytest
+from single_request import single_request
 
 from aisim.errors import DataIntegrityError
 from aisim.uncertainty import (
@@ -21,36 +22,6 @@ from aisim.uncertainty import (
 from qualification.uncertainty._table import fit_correlation, normal_scores, step_correlation
 
 QUANTILES = (0.8, 1.0, 1.2)
-
-
-def deterministic_request() -> dict:
-    """One request (100 in, 13 out), MTP d = 1 accepting every draft, fixed timing."""
-    return {
-        "traffic": {
-            "source": {
-                "type": "synthetic",
-                "num_requests": 1,
-                "prompt_tokens": 100,
-                "output_tokens": 13,
-            },
-            "load": {"type": "constant", "rate_rps": 1},
-        },
-        "engine": {
-            "backend": "vllm",
-            "speculation": {
-                "kind": "mtp",
-                "params": {"depth": 1},
-                "acceptance_rate": 1.0,
-                "seed": 1,
-            },
-            "workers": {
-                "aggregated": {
-                    "kv_cache": {"capacity": {"type": "fixed", "blocks": 64}},
-                    "timing": {"type": "fixed", "prefill_ms": 10, "decode_ms": 5},
-                }
-            },
-        },
-    }
 
 
 def drifting_table(correlation: tuple[float, float] | None = (0.6, 400.0)) -> CostErrorTable:
@@ -112,7 +83,7 @@ def test_a_run_slow_then_fast_is_fully_correlated() -> None:
 
 
 def test_the_drift_switch_keeps_every_other_draw() -> None:
-    config = deterministic_request()
+    config = single_request()
     on, setup_on = plan_draws(
         config, Path("."), 6, seed=2, sources=Sources(), table=drifting_table()
     )

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from single_request import single_request
 
 from aisim.cli import main
 from aisim.config import run_replay
@@ -19,37 +20,6 @@ from aisim.uncertainty import (
     load_cost_errors,
     replay_intervals,
 )
-
-
-def single_request(output_tokens: int, rate: float) -> dict:
-    """One request (100 in), MTP d = 1 with i.i.d. acceptance ``rate``, fixed timing: prefill
-    10 ms, decode (an SD round) 5 ms."""
-    return {
-        "traffic": {
-            "source": {
-                "type": "synthetic",
-                "num_requests": 1,
-                "prompt_tokens": 100,
-                "output_tokens": output_tokens,
-            },
-            "load": {"type": "constant", "rate_rps": 1},
-        },
-        "engine": {
-            "backend": "vllm",
-            "speculation": {
-                "kind": "mtp",
-                "params": {"depth": 1},
-                "acceptance_rate": rate,
-                "seed": 1,
-            },
-            "workers": {
-                "aggregated": {
-                    "kv_cache": {"capacity": {"type": "fixed", "blocks": 64}},
-                    "timing": {"type": "fixed", "prefill_ms": 10, "decode_ms": 5},
-                }
-            },
-        },
-    }
 
 
 def test_binomial_acceptance_gives_the_exact_interval() -> None:

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
+from single_request import single_request
 
 from aisim.errors import DataIntegrityError
 from aisim.uncertainty import (
@@ -21,37 +22,6 @@ from aisim.uncertainty import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def deterministic_request() -> dict:
-    """One request (100 in, 13 out), MTP d = 1 accepting every draft, fixed timing: prefill
-    10 ms, then 6 SD rounds of 2 tokens at 5 ms: E2E 40 ms, TTFT 10 ms, in every replay."""
-    return {
-        "traffic": {
-            "source": {
-                "type": "synthetic",
-                "num_requests": 1,
-                "prompt_tokens": 100,
-                "output_tokens": 13,
-            },
-            "load": {"type": "constant", "rate_rps": 1},
-        },
-        "engine": {
-            "backend": "vllm",
-            "speculation": {
-                "kind": "mtp",
-                "params": {"depth": 1},
-                "acceptance_rate": 1.0,
-                "seed": 1,
-            },
-            "workers": {
-                "aggregated": {
-                    "kv_cache": {"capacity": {"type": "fixed", "blocks": 64}},
-                    "timing": {"type": "fixed", "prefill_ms": 10, "decode_ms": 5},
-                }
-            },
-        },
-    }
 
 
 def two_runs_table() -> CostErrorTable:
@@ -83,7 +53,7 @@ def test_a_repeat_factor_widens_the_deviation_from_the_mean_of_its_repeats() -> 
 
 def test_a_two_run_spread_gives_its_two_values_as_the_interval() -> None:
     report = replay_intervals(
-        deterministic_request(),
+        single_request(),
         40,
         seed=3,
         sources=Sources(False, False, False, True),
@@ -108,7 +78,7 @@ def test_repeat_switched_off_or_without_evidence_is_the_point() -> None:
         (Sources(), CostErrorTable(())),
         (Sources.parse("none"), two_runs_table()),
     ):
-        report = replay_intervals(deterministic_request(), 4, sources=sources, table=table)
+        report = replay_intervals(single_request(), 4, sources=sources, table=table)
         e2e = report["metrics"]["mean_e2e_ms"]
         assert e2e["low"] == e2e["high"] == e2e["point"] == 40.0
         assert "repeat" not in report["includes"]
