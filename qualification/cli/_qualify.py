@@ -191,7 +191,9 @@ def register(commands: Any) -> None:
         description=(
             "Predict every committed public figure (decode ms per token, EAGLE-3 round / STP "
             "ratios; sources in qualification/public/measurements.json) with roofline_ideal "
-            "(before) and roofline (the default), and print the errors and MAPE."
+            "(before) and roofline (the default), and print the errors and MAPE; then "
+            "Llama-3.1-70B prefill at TP 4 / 8 against a silicon-based reference simulator's "
+            "figures (qualification/public/reference_prefill.json) with the default."
         ),
     )
     public.add_argument("--json", action="store_true", help="print canonical JSON")
@@ -360,13 +362,18 @@ def rulecheck_command(args: argparse.Namespace) -> int:
 
 
 def public_command(args: argparse.Namespace) -> int:
-    from qualification.public import score, score_markdown
+    from qualification.public import prefill_markdown, prefill_reference, score, score_markdown
 
     before, after = score("roofline_ideal"), score("roofline")
+    prefill = prefill_reference("roofline")
     if args.json:
-        print(canonical_json({"before": before, "after": after}), end="")
+        print(canonical_json({"before": before, "after": after, "prefill": prefill}), end="")
     else:
         print(score_markdown(before, after), end="")
+        print(
+            f"\nLlama-3.1-70B prefill, batch 1: {prefill['reference']} ms / roofline ms (error)\n"
+        )
+        print(prefill_markdown(prefill), end="")
     return 0
 
 

@@ -102,6 +102,17 @@ CHECKS: Final[dict[str, dict[str, Metric]]] = {
         "rounds_below_widened_stp": Metric(
             "count", False, "rulecheck points where a round is priced below the widened STP pass"
         ),
+        # qualification/public/reference_prefill.json: Llama-3.1-70B, batch 1, 1k..16k prompt
+        # tokens, TP 4 / 8 on H100 / H200 / B200, as a silicon-based reference simulator prices it.
+        "prefill_70b_tp_median_error": Metric(
+            "error", False, "median |error| of 70B TP 4 / 8 bf16 prefill against the reference"
+        ),
+        "prefill_70b_tp_max_error": Metric(
+            "error", False, "worst |error| of 70B TP 4 / 8 bf16 prefill against the reference"
+        ),
+        "prefill_70b_tp_fp8_max_error": Metric(
+            "error", False, "worst |error| of 70B TP 4 / 8 fp8-GEMM prefill against the reference"
+        ),
     },
     # aisim's prediction intervals (docs/design.md#uncertainty) against held-out evidence
     # (`python -m qualification.uncertainty coverage`): per metric, the share of measured values

@@ -3,6 +3,8 @@
 * ``score(estimator)``: every row of ``measurements.json`` (decode steps, EAGLE-3 round / STP
   ratios) predicted by ``roofline`` or ``roofline_ideal``, with the absolute percentage error,
   the MAPE over all rows and over the held-out (``validation``) rows.
+* ``prefill_reference(estimator)``: Llama-3.1-70B prefill at TP 4 / 8 against a silicon-based
+  reference simulator's figures (``reference_prefill.json``, ``_prefill``).
 * ``rulecheck(...)``: the default's ``T_SD / F_STP((d + 1) B, K)`` over d, B, K on each built-in
   GPU next to the published factor ``0.08 d + 1.25``, and where (and why) the default prices a
   round below the widened STP pass.
@@ -19,6 +21,13 @@ from aisim.catalogue import gpu_names
 from aisim.config import best_available, get_gpu, get_model
 from aisim.fpm import ForwardPassMetrics, scaling_factor
 from qualification.cases import draft_config
+from qualification.public._prefill import (
+    PREFILL_WEIGHTS,
+    load_reference_prefill,
+    prefill_error_percent,
+    prefill_markdown,
+    prefill_reference,
+)
 
 ESTIMATORS: Final = ("roofline", "roofline_ideal")
 RULE_DEPTHS: Final = (1, 2, 3, 4, 5)
@@ -274,7 +283,12 @@ def rulecheck_markdown(rows: list[dict[str, Any]]) -> str:
 
 __all__ = [
     "ESTIMATORS",
+    "PREFILL_WEIGHTS",
     "load_measurements",
+    "load_reference_prefill",
+    "prefill_error_percent",
+    "prefill_markdown",
+    "prefill_reference",
     "rulecheck",
     "rulecheck_markdown",
     "score",

@@ -155,26 +155,33 @@ def prediction_gate(enabled: bool) -> dict[str, Any]:
 
 
 def cost_model_section() -> dict[str, Any]:
-    """The default roofline against public measurements (before: roofline_ideal) and the
-    published-rule cross-check on every built-in GPU (``qualification.public``), with the
-    figures a plan's ``cost_model`` criteria judge."""
-    from qualification.public import rulecheck, score
+    """The default roofline against public measurements (before: roofline_ideal), the
+    published-rule cross-check on every built-in GPU and Llama-3.1-70B TP 4 / 8 prefill against
+    a silicon-based reference simulator's figures (``qualification.public``), with the figures a
+    plan's ``cost_model`` criteria judge."""
+    from qualification.public import prefill_reference, rulecheck, score
 
     try:
         before, after, rows = score("roofline_ideal"), score("roofline"), rulecheck()
+        prefill = prefill_reference("roofline")
     except AisimError as exc:
         return {"status": "not run", "reason": str(exc)}
+    bf16, fp8 = prefill["groups"]["bf16"], prefill["groups"]["fp8"]
     return {
         "status": "run",
         "public_before": before,
         "public_after": after,
         "rulecheck": rows,
+        "prefill_reference": prefill,
         "figures": {
             "public_mape": after["mape_percent"] / 100,
             "public_held_out_mape": after["mape_held_out_percent"] / 100,
             "public_decode_mape": after["mape_decode_percent"] / 100,
             "public_sd_ratio_mape": after["mape_sd_percent"] / 100,
             "rounds_below_widened_stp": sum(int(row["below_widened_count"]) for row in rows),
+            "prefill_70b_tp_median_error": bf16["median_abs_error_percent"] / 100,
+            "prefill_70b_tp_max_error": bf16["max_abs_error_percent"] / 100,
+            "prefill_70b_tp_fp8_max_error": fp8["max_abs_error_percent"] / 100,
         },
     }
 

@@ -272,8 +272,37 @@ def _cost_model(section: dict[str, Any], criteria: list[dict[str, Any]]) -> str:
                 ],
                 rule,
             ),
+            *_prefill_reference(section.get("prefill_reference")),
         ]
     )
+
+
+def _prefill_reference(prefill: dict[str, Any] | None) -> list[str]:
+    """Llama-3.1-70B TP 4 / 8 prefill: the reference simulator's figure next to the default's."""
+    if not prefill:
+        return []
+    rows = [
+        [
+            row["hardware"],
+            row["weights"],
+            str(row["tensor_parallel"]),
+            str(row["prompt_tokens"]),
+            f"{row['reference_ms']:.1f}",
+            f"{row['predicted_ms']:.1f}",
+            f"{row['error_percent']:+.1f} %",
+        ]
+        for row in prefill["rows"]
+    ]
+    return [
+        "<h3>Llama-3.1-70B prefill at TP 4 / 8 against a silicon-based reference simulator</h3>",
+        f"<p>{_e(prefill['reference'])} (a simulator's figures from its GPU kernel tables, "
+        "<code>qualification/public/reference_prefill.json</code>), one request, batch 1, "
+        f"priced by <code>{_e(prefill['estimator'])}</code>.</p>",
+        _table(
+            ["hardware", "weights", "TP", "prompt tokens", "reference ms", "aisim ms", "error"],
+            rows,
+        ),
+    ]
 
 
 def _public_gpu_images(images: dict[str, bytes]) -> dict[str, bytes]:

@@ -63,6 +63,12 @@ def test_public_and_rulecheck_tables_in_the_doc_are_current() -> None:
     assert rulecheck_markdown(rulecheck(gpus=("h100_sxm",))) in text
 
 
+def test_reference_prefill_table_in_the_doc_is_current() -> None:
+    from qualification.public import prefill_markdown, prefill_reference
+
+    assert prefill_markdown(prefill_reference("roofline")) in DOC.read_text()
+
+
 def _joined(text: str) -> str:
     return re.sub(r"\\\n\s+", "", text)
 
