@@ -26,8 +26,11 @@ from aisim.fpm._diagnostics import Diagnostics, ForwardPassResult, StpReference
 from aisim.fpm._engine_step_files import (
     FRONTEND_FILE,
     FRONTEND_SCHEMA,
+    WAKE_FILE,
+    WAKE_SCHEMA,
     load_frontend_cost,
     load_step_table_model,
+    load_wake_cost,
     served_step_model,
 )
 from aisim.fpm._inputs import (
@@ -50,7 +53,7 @@ from aisim.fpm._scaling import (
 )
 from aisim.fpm._sd_cost import SpeculationCost
 from aisim.fpm._select import ESTIMATORS, select_estimator, swap_default_terms
-from aisim.fpm._served_steps import FrontEndCost
+from aisim.fpm._served_steps import FrontEndCost, WakeCost
 from aisim.fpm._table import TableModel
 from aisim.fpm._table_files import load_table_file, load_table_models, write_table_file
 from aisim.fpm._vector import estimate_many
@@ -73,6 +76,9 @@ __all__ = [
     "SpeculationCost",
     "StpReference",
     "TableModel",
+    "WAKE_FILE",
+    "WAKE_SCHEMA",
+    "WakeCost",
     "check_draft_length",
     "decode_metrics",
     "estimate_many",
@@ -88,6 +94,7 @@ __all__ = [
     "widen_rank",
     "write_table_file",
     "load_frontend_cost",
+    "load_wake_cost",
     "load_step_table_model",
     "served_step_model",
     "swap_default_terms",

@@ -30,7 +30,7 @@ from aisim.fpm._engine_steps import (
     capture_sizes,
     onednn_primitive_cache,
 )
-from aisim.fpm._served_steps import FrontEndCost, ServedStepModel
+from aisim.fpm._served_steps import FrontEndCost, ServedStepModel, WakeCost
 
 ENGINE_GRID_SCHEMA = "aisim.engine_grid_steps"
 #: Phase of the table's prefill steps timed again at the token count just scheduled.
@@ -108,13 +108,17 @@ def served_step_model(
     engine_model: bool = True,
     frontend: FrontEndCost | None = None,
     cache: PrimitiveCache | None = None,
+    wake: WakeCost | None = None,
     _shared: tuple[PrimitiveCache | None, dict[str, int]] | None = None,
 ) -> ServedStepModel:
     """The served-step model of an engine step table (module docstring). ``engine_model``
     False prices with the table alone (no primitive cache, no graph padding); ``scale``
     multiplies every price (a diagnostic); ``frontend`` adds a serving front end's cost per
     step (``load_frontend_cost``; not scaled); ``cache``: the primitive caches as an earlier
-    model of the same engine process left them (vLLM CPU; None: empty, a fresh process).
+    model of the same engine process left them (vLLM CPU; None: empty, a fresh process);
+    ``wake``: the first step after an idle spell, probed apart (``load_wake_cost``; vLLM CPU
+    only, over a table with cached prefill steps), carried to the table's speed by the
+    table's own prefill price of the probe's reference steps (``WakeCost.scaled``).
     DataIntegrityError naming ``where`` when the table has no timed steps of a kind the model
     needs."""
     timed = [row for row in rows if not row["warmup"]]
@@ -187,6 +191,12 @@ def served_step_model(
     model.prefill_points = prefill_points
     model.platform = platform
     model.frontend = frontend
+    if use_cached and wake is not None:
+        # Only over a table with cached prefill steps: without them the prefill price (timed
+        # at new token counts) carries the creation cost on every prompt, and the probe's
+        # reference steps (cached counts) have no price of their own to give the speed ratio.
+        model.wake = wake
+        model.wake_ms, model.wake_scale = wake.scaled(prefill_price, {})
     if draft_length > 0 and any(row["phase"] == "decode" for row in timed):
         model.plain_decode_model = served_step_model(
             rows,
@@ -249,7 +259,87 @@ def load_step_table_model(
         where=where,
         engine_model=engine_model,
         frontend=frontend if engine_model else None,
+        wake=load_wake_cost(data.parent / WAKE_FILE) if engine_model else None,
     )
+
+
+#: A step table's wake model (``wake_model.json`` beside ``grid_steps.parquet``): the first
+#: engine step after an idle spell, probed apart from the runs
+#: (``python -m qualification.engine.probe_served_steps --idle MS --out ...``).
+WAKE_FILE = "wake_model.json"
+WAKE_SCHEMA = "aisim.engine_wake"
+
+
+def load_wake_cost(path: str | Path) -> WakeCost | None:
+    """The wake model of ``path`` (a step table's ``WAKE_FILE``: schema ``aisim.engine_wake``
+    v1, ``terms.wake_ms`` a finite number >= 0 and ``terms.reference_prefill`` a non-empty
+    list of [requests >= 1, prompt tokens >= 1, ms > 0]), or None when the file does not
+    exist. DataIntegrityError naming the file and the field when it is unreadable or a term
+    is missing or out of range."""
+    import json
+    import math
+
+    file = Path(path)
+    where = repr(str(file))
+    if not file.exists():
+        return None
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DataIntegrityError(f"{where}: unreadable wake model ({exc})") from None
+    if not isinstance(data, dict):
+        raise DataIntegrityError(f"{where}: a JSON object expected, got {type(data).__name__}")
+    schema = data.get("schema")
+    if not isinstance(schema, dict) or schema.get("name") != WAKE_SCHEMA:
+        raise DataIntegrityError(f"{where}: schema: {schema!r} is not {WAKE_SCHEMA!r}")
+    if schema.get("version") != 1:
+        raise DataIntegrityError(
+            f"{where}: schema.version: {schema.get('version')!r} is not supported (reads 1)"
+        )
+    terms = data.get("terms")
+    if not isinstance(terms, dict):
+        raise DataIntegrityError(f"{where}: terms: missing (wake_ms, reference_prefill)")
+    unknown = sorted(set(terms) - {"wake_ms", "reference_prefill"})
+    if unknown:
+        raise DataIntegrityError(
+            f"{where}: terms.{unknown[0]}: unknown; allowed: wake_ms, reference_prefill"
+        )
+
+    def number(value: object) -> float | None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        return float(value) if math.isfinite(value) else None
+
+    wake_ms = number(terms.get("wake_ms"))
+    if wake_ms is None or wake_ms < 0:
+        raise DataIntegrityError(
+            f"{where}: terms.wake_ms: {terms.get('wake_ms')!r} is not a finite number of ms >= 0"
+        )
+    rows = terms.get("reference_prefill")
+    if not isinstance(rows, list) or not rows:
+        raise DataIntegrityError(
+            f"{where}: terms.reference_prefill: {rows!r} is not a non-empty list of "
+            "[requests, prompt tokens, ms]"
+        )
+    reference: list[tuple[int, int, float]] = []
+    for index, row in enumerate(rows):
+        values = [number(value) for value in row] if isinstance(row, list) else []
+        if (
+            len(values) != 3
+            or any(value is None for value in values)
+            or not isinstance(row[0], int)
+            or not isinstance(row[1], int)
+            or row[0] < 1
+            or row[1] < 1
+            or not float(row[2]) > 0
+        ):
+            raise DataIntegrityError(
+                f"{where}: terms.reference_prefill[{index}]: {row!r} is not [requests >= 1, "
+                "prompt tokens >= 1, ms > 0]"
+            )
+        reference.append((int(row[0]), int(row[1]), float(row[2])))
+    source = data.get("source")
+    return WakeCost(wake_ms, reference, str(source) if isinstance(source, str) else str(file))
 
 
 #: A recording's front-end model (``frontend/frontend_model.json``, relative to the recording):

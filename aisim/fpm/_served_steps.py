@@ -32,6 +32,11 @@ of its kind, ``LinearStepCost``; elsewhere the table's per-point medians, interp
   requests over the same past KV; a mixed or prefill step with its prompt tokens padded), and
   eagerly (unpadded) above the largest captured size.
 
+* vLLM CPU, a wake model on (``WakeCost``, measured by a probe apart from the runs it
+  prices): a step with prompt work and no decode request (nothing was running when it began:
+  the engine sat idle, or every running request finished in the step before) adds the wake
+  cost, what the first step after an idle spell of the engine's process costs over the same
+  step run right after another (docs/replay.md, "Served steps");
 * a served engine's front end (vLLM's OpenAI server: ``vllm serve``), when the recording carries
   a front-end model measured through the server (``FrontEndCost``): every step adds
   ``step_ms`` plus ``token_ms`` per request that streams output from it (decode requests and
@@ -84,6 +89,44 @@ class FrontEndCost:
         }
 
 
+class WakeCost:
+    """The first engine step after the engine's process sat idle, measured apart from the runs
+    it prices (plain typed values; read and checked by
+    ``aisim.fpm._engine_step_files.load_wake_cost``): ``probe_ms``, the median of (the step
+    after an idle spell - the same step right after other steps) over paired repetitions, and
+    ``reference``, (requests, prompt tokens, ms) of the probe's prefill steps run right after
+    others: the host's speed at the probe, which a step table prices to carry ``probe_ms``
+    over to the table's minutes (``scaled``)."""
+
+    def __init__(
+        self, probe_ms: float, reference: list[tuple[int, int, float]], source: str
+    ) -> None:
+        self.probe_ms = probe_ms
+        self.reference = reference
+        self.source = source
+
+    def scaled(self, prefill: StepPrice, coverage: dict[str, int]) -> tuple[float, float]:
+        """(the wake cost at the step table's speed, the speed ratio): ``probe_ms`` times the
+        median over the reference steps of the table's price / the probe's ms."""
+        ratios: list[float] = []
+        for count, tokens, latency in self.reference:
+            if latency > 0.0:
+                ratios.append(prefill.price(count, float(tokens), coverage) / latency)
+        if not ratios:
+            return self.probe_ms, 1.0
+        ratios.sort()
+        middle = len(ratios) // 2
+        ratio = ratios[middle] if len(ratios) % 2 else 0.5 * (ratios[middle - 1] + ratios[middle])
+        return self.probe_ms * ratio, ratio
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "probe_ms": self.probe_ms,
+            "reference_prefill": [list(row) for row in self.reference],
+            "source": self.source,
+        }
+
+
 class ServedStepModel:
     """A forward-pass model over an engine step table (``estimate_forward_pass_time_ms``); it
     prices SD rounds natively. Stateful: the primitive cache follows the passes in the order
@@ -125,6 +168,11 @@ class ServedStepModel:
         self.platform: str | None = None
         #: The serving front end's cost per step (None: priced as the table's in-process steps).
         self.frontend: FrontEndCost | None = None
+        #: The first step after an idle spell (None: not modelled) and its cost at the table's
+        #: speed (``WakeCost.scaled``; ms) with the speed ratio it used.
+        self.wake: WakeCost | None = None
+        self.wake_ms = 0.0
+        self.wake_scale = 1.0
 
     def _count(self, key: str) -> None:
         self.coverage[key] = self.coverage.get(key, 0) + 1
@@ -185,6 +233,9 @@ class ServedStepModel:
                 price += self.creation_ms
             elif found == CREATED:
                 self._count("primitives:created-unpriced")
+        if self.wake is not None and num_prefill_requests > 0 and num_decode_requests == 0:
+            self._count("wake")
+            price += self.wake_ms
         if self.frontend is not None:
             self._count("frontend")
             price += self.frontend.step_cost_ms(num_decode_requests + num_prefill_requests)
@@ -216,5 +267,8 @@ class ServedStepModel:
             "creation_ms": self.creation_ms,
             "cudagraph_capture_sizes": list(self.capture_sizes) or None,
             "frontend": None if self.frontend is None else self.frontend.describe(),
+            "wake": None
+            if self.wake is None
+            else {**self.wake.describe(), "wake_ms": self.wake_ms, "speed_ratio": self.wake_scale},
             "coverage": dict(sorted(self.coverage.items())),
         }

@@ -17,7 +17,14 @@ from typing import Any
 import pandas as pd
 
 from aisim.errors import DataIntegrityError
-from aisim.fpm import FRONTEND_FILE, FrontEndCost, load_frontend_cost
+from aisim.fpm import (
+    FRONTEND_FILE,
+    WAKE_FILE,
+    FrontEndCost,
+    WakeCost,
+    load_frontend_cost,
+    load_wake_cost,
+)
 from qualification.datasets import read_table
 from qualification.engine._prometheus import read_samples
 from qualification.engine._schema import (
@@ -39,6 +46,9 @@ class StepTable:
     directory: Path
     steps: pd.DataFrame
     sidecar: dict[str, Any]
+    #: The first step after an idle spell, probed apart (``wake_model.json`` beside the grid;
+    #: ``aisim.fpm.load_wake_cost``), or None.
+    wake: WakeCost | None = None
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -100,7 +110,7 @@ def load_step_table(path: str | Path) -> StepTable:
                 f"{where}: row {row}: phase: {phase!r} is not one of {', '.join(PHASES)}"
             )
     _non_decreasing(where, frame["start_ms"].tolist(), "start_ms", 0)
-    return StepTable(data.parent, frame, sidecar)
+    return StepTable(data.parent, frame, sidecar, load_wake_cost(data.parent / WAKE_FILE))
 
 
 def load_served_run(path: str | Path) -> ServedRun:

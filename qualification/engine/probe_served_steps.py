@@ -62,7 +62,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--mixed", action="store_true", help="only the mixed-contexts candidate (paired)"
     )
+    parser.add_argument(
+        "--idle",
+        type=float,
+        default=None,
+        metavar="MS",
+        help="only the after-idle candidate (paired): a prompt's prefill step and first decode "
+        "steps after the engine sat idle MS ms against the same steps right after other steps",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="with --idle: write the wake model (schema aisim.engine_wake v1) to this file",
+    )
+    parser.add_argument(
+        "--pool",
+        type=Path,
+        default=None,
+        help="with --idle and --out: pool this run's pairs with those of this earlier wake "
+        "model file (another run of the same probe at another minute)",
+    )
+    parser.add_argument("--overwrite", action="store_true")
+    parser.add_argument("--note", default="", help="with --out: a host note kept in the file")
     args = parser.parse_args(argv)
+    if args.out is not None and args.out.exists() and not args.overwrite:
+        print(f"error: {args.out}: exists (pass --overwrite)", file=sys.stderr)
+        return 2
     from qualification.engine._vllm import set_process_environment
 
     set_process_environment()
@@ -133,6 +159,13 @@ def main(argv: list[str] | None = None) -> int:
         add(96, 16)
     steps()
 
+    if args.idle is not None:
+        load_before = _load()
+        found = _after_idle(add, steps, wall, args.reps, args.idle)
+        print(f"load after: {_load():.2f}")
+        if args.out is not None:
+            _write_wake(args, found, load_before)
+        return 0
     if args.mixed:
         _mixed_contexts(add, steps, wall, args.reps)
         print(f"load after: {_load():.2f}")
@@ -239,6 +272,73 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _write_wake(args: argparse.Namespace, found: dict[str, Any], load_before: float) -> None:
+    """The after-idle probe as a wake model file (``aisim.fpm.load_wake_cost`` reads it); with
+    ``--pool`` this run's pairs join an earlier run's and the terms are taken over all."""
+    import datetime
+    import json
+
+    from aisim.files import atomic_write_text, canonical_json
+    from aisim.fpm import WAKE_SCHEMA
+
+    run = {
+        "command": "python -m qualification.engine.probe_served_steps "
+        + " ".join(sys.argv[1:] if len(sys.argv) > 1 else []),
+        "recorded_utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "load_before": round(load_before, 2),
+        "load_after": round(_load(), 2),
+        "pairs": found["pairs"],
+    }
+    runs = [run]
+    differences = list(found["prefill_differences_ms"])
+    variants = {key: list(value) for key, value in found["variants"].items()}
+    if args.pool is not None:
+        earlier = json.loads(args.pool.read_text(encoding="utf-8"))["probe"]
+        runs = list(earlier["runs"]) + runs
+        differences = list(earlier["prefill_differences_ms"]) + differences
+        for key in variants:
+            variants[key] = list(earlier["variants"][key]) + variants[key]
+    reference = [
+        [
+            1,
+            length,
+            round(statistics.median(row[1] for row in variants["busy"] if row[0] == length), 4),
+        ]
+        for length in sorted({int(row[0]) for row in variants["busy"]})
+    ]
+    wake_ms = round(max(0.0, statistics.median(differences)), 4)
+    document: dict[str, Any] = {
+        "schema": {"name": WAKE_SCHEMA, "version": 1},
+        "terms": {
+            "wake_ms": wake_ms,
+            "reference_prefill": reference,
+        },
+        "probe": {
+            "shape": args.shape,
+            "draft_shape": args.draft_shape,
+            "block_size": args.block_size,
+            "idle_ms": found["idle_ms"],
+            "runs": runs,
+            "pairs": len(differences),
+            "prefill_differences_ms": differences,
+            "variants": variants,
+            "variant_columns": [
+                "prompt_tokens",
+                "prefill_wall_ms",
+                "prefill_cpu_ms",
+                "decode1_wall_ms",
+                "decode2_wall_ms",
+                "decode3_wall_ms",
+            ],
+            "host_note": args.note,
+        },
+        "source": f"probe_served_steps --idle {found['idle_ms']:g} ({args.shape}, "
+        f"{len(differences)} pairs)",
+    }
+    atomic_write_text(args.out, canonical_json(document), overwrite=args.overwrite)
+    print(f"wrote {args.out}: wake {wake_ms} ms over {len(differences)} pairs")
+
+
 def _mixed_contexts(
     add: Callable[[int, int], str],
     steps: Callable[[], list[Any]],
@@ -267,6 +367,95 @@ def _mixed_contexts(
         f"median {statistics.median(differences):+.2f} ms (quartiles {quartiles[0]:+.2f}, "
         f"{quartiles[2]:+.2f}; mixed dearer in {sum(d > 0 for d in differences)} of {reps})"
     )
+
+
+def _after_idle(
+    add: Callable[[int, int], str],
+    steps: Callable[[], list[Any]],
+    wall: Callable[[Any], float],
+    reps: int,
+    idle_ms: float,
+) -> dict[str, Any]:
+    """A served prompt's prefill step usually starts an idle engine (a pure prefill step runs
+    only when nothing else is running; an idle engine core blocks on its input queue:
+    ``vllm/v1/engine/core.py``, ``EngineCoreProc._process_input_queue``); the grid's prefill
+    steps follow other steps at once. Per repetition both variants, in alternating order so a
+    drift of the host's speed falls on both: a short request's steps, then (idle) ``idle_ms``
+    of sleep or (busy) none, then one request of 32 or 200 prompt tokens (alternating; the same
+    counts every time, so no primitive creation) decoding 24 tokens. Per variant the prefill
+    step's wall and process CPU time and the first three decode steps' wall time; per pair the
+    differences (idle - busy). Returns the figures the wake model needs
+    (``aisim.fpm.load_wake_cost``): the median per-pair prefill difference over all pairs and,
+    per prompt length, the busy prefill step's median (the host's speed at the probe, to be
+    compared with a step table's price of the same step)."""
+    import time
+
+    rows: dict[str, list[tuple[int, float, float, float, float, float]]] = {"idle": [], "busy": []}
+    for length in (32, 200):  # create the primitives of both counts before timing
+        add(length, 24)
+        steps()
+    for rep in range(reps):
+        length = 32 if rep % 2 == 0 else 200
+        order = ("idle", "busy") if rep % 4 < 2 else ("busy", "idle")
+        for variant in order:
+            add(48, 4)
+            steps()
+            if variant == "idle":
+                time.sleep(idle_ms / 1000.0)
+            add(length, 24)
+            records = steps()
+            prefill, decodes = records[0], records[1:4]
+            rows[variant].append(
+                (
+                    length,
+                    wall(prefill),
+                    float(prefill.cpu_ms),
+                    wall(decodes[0]),
+                    wall(decodes[1]),
+                    wall(decodes[2]),
+                )
+            )
+    reference = []
+    for length in (32, 200):
+        idle = [row for row in rows["idle"] if row[0] == length]
+        busy = [row for row in rows["busy"] if row[0] == length]
+        if not idle:
+            continue
+        reference.append([1, length, round(statistics.median(b[1] for b in busy), 4)])
+        columns = ("prefill wall", "prefill CPU", "decode 1", "decode 2", "decode 3")
+        parts = []
+        for column, name in enumerate(columns, start=1):
+            differences = [a[column] - b[column] for a, b in zip(idle, busy, strict=True)]
+            quartiles = (
+                statistics.quantiles(differences, n=4) if len(differences) > 1 else [math.nan] * 3
+            )
+            parts.append(
+                f"{name} {statistics.median(b[column] for b in busy):.2f} -> "
+                f"{statistics.median(a[column] for a in idle):.2f} ms, per pair "
+                f"{statistics.median(differences):+.2f} ({quartiles[0]:+.2f}, "
+                f"{quartiles[2]:+.2f}; dearer in {sum(d > 0 for d in differences)} of "
+                f"{len(differences)})"
+            )
+        print(
+            f"after {idle_ms:.0f} ms idle, prompt {length} tokens (busy -> idle): "
+            + "; ".join(parts)
+        )
+    pairs = [round(a[1] - b[1], 4) for a, b in zip(rows["idle"], rows["busy"], strict=True)]
+    print(
+        f"after {idle_ms:.0f} ms idle, all {len(pairs)} pairs: prefill wall per pair median "
+        f"{statistics.median(pairs):+.2f} ms (dearer in {sum(d > 0 for d in pairs)})"
+    )
+    return {
+        "idle_ms": idle_ms,
+        "pairs": len(pairs),
+        "prefill_differences_ms": pairs,
+        "wake_ms": round(max(0.0, statistics.median(pairs)), 4),
+        "reference_prefill": reference,
+        "variants": {
+            variant: [[round(value, 4) for value in row] for row in values]
+            for variant, values in rows.items()
+        },
+    }
 
 
 def _prefill_that_continues(

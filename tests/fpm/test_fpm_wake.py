@@ -1,0 +1,169 @@
+"""The first engine step after an idle spell (vLLM CPU): the wake model's file, its carry-over to
+a step table's speed, and which steps pay it; every expected number derived by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aisim.errors import DataIntegrityError
+from aisim.fpm import WAKE_FILE, WakeCost, load_wake_cost, served_step_model
+from aisim.fpm._engine_steps import LinearStepCost
+from aisim.fpm._served_steps import ServedStepModel
+
+
+def _decode_line() -> LinearStepCost:
+    """2 + 1 x requests (+ 0 x past KV), fitted to three steps exactly on it."""
+    return LinearStepCost([(1, 0.0, 3.0), (2, 0.0, 4.0), (1, 100.0, 3.0)], "line", "decode")
+
+
+def _prefill_line() -> LinearStepCost:
+    """5 + 0.01 x prompt tokens (+ 0 x tokens^2 / requests), fitted to three steps on it."""
+    return LinearStepCost([(1, 100.0, 6.0), (1, 300.0, 8.0), (2, 300.0, 8.0)], "line", "prefill")
+
+
+def test_the_probe_s_wake_cost_is_carried_to_the_table_s_speed() -> None:
+    # The table prices the probe's reference steps at 5 + 0.32 = 5.32 and 5 + 2 = 7 ms; the
+    # probe ran them in 2.66 and 3.5 ms: the table is 2 x slower, so 1.5 ms becomes 3 ms.
+    wake = WakeCost(1.5, [(1, 32, 2.66), (1, 200, 3.5)], "hand")
+    cost, ratio = wake.scaled(_prefill_line(), {})
+    assert ratio == pytest.approx(2.0)
+    assert cost == pytest.approx(3.0)
+    # Three references: the median ratio (5.32 / 5.32 = 1, 7 / 3.5 = 2, 7 / 1.75 = 4 -> 2).
+    three = WakeCost(1.0, [(1, 32, 5.32), (1, 200, 3.5), (1, 200, 1.75)], "hand")
+    assert three.scaled(_prefill_line(), {}) == pytest.approx((2.0, 2.0))
+
+
+def test_only_a_step_with_prompt_work_and_no_decode_pays_the_wake_cost() -> None:
+    model = ServedStepModel(_decode_line(), _prefill_line(), draft_length=0, step_overhead_ms=2.0)
+    model.wake = WakeCost(1.5, [(1, 32, 2.66), (1, 200, 3.5)], "hand")
+    model.wake_ms, model.wake_scale = 3.0, 2.0
+    schedule = [(0, 0, 1, 100), (2, 300, 0, 0), (2, 320, 1, 50), (0, 0, 2, 300)]
+    prices = [model.price_step(*step) for step in schedule]
+    # 5 + 1 + 3 (wake); decode 2 + 2; mixed 4 + 5.5 - 2 (no wake); 5 + 3 + 3 (wake).
+    assert prices == pytest.approx([9.0, 4.0, 7.5, 11.0])
+    assert model.coverage["wake"] == 2
+    assert model.describe()["wake"] == {
+        "probe_ms": 1.5,
+        "reference_prefill": [[1, 32, 2.66], [1, 200, 3.5]],
+        "source": "hand",
+        "wake_ms": 3.0,
+        "speed_ratio": 2.0,
+    }
+
+
+def _rows(cached: bool) -> list[dict[str, object]]:
+    """A CPU step table by hand: decode B = 1, 2 at 3 and 4 ms; prefill (new token counts)
+    1 x 100, 1 x 300 and 2 x 150 tokens at 6, 8 and 8 ms, on the line 5 + 0.01 x tokens;
+    ``cached``: the same steps again 1 ms cheaper (creation cost 1, cached line 4 + 0.01 x
+    tokens)."""
+    rows: list[dict[str, object]] = []
+    for batch, latency in ((1, 3.0), (2, 4.0)):
+        rows.append(
+            {
+                "phase": "decode",
+                "point_id": f"decode-b{batch}",
+                "batch_size": batch,
+                "total_kv_tokens": 16 * batch,
+                "scheduled_tokens": batch,
+                "num_draft_tokens": 0,
+                "warmup": False,
+                "wall_ms": latency,
+            }
+        )
+    phases = (("prefill", 0.0), ("prefill-cached", 1.0)) if cached else (("prefill", 0.0),)
+    for phase, less in phases:
+        for batch, tokens, latency in ((1, 100, 6.0), (1, 300, 8.0), (2, 300, 8.0)):
+            rows.append(
+                {
+                    "phase": phase,
+                    "point_id": f"{phase}-b{batch}-c{tokens // batch}",
+                    "batch_size": batch,
+                    "total_kv_tokens": 0,
+                    "scheduled_tokens": tokens,
+                    "num_draft_tokens": 0,
+                    "warmup": False,
+                    "wall_ms": latency - less,
+                }
+            )
+    return rows
+
+
+def test_the_table_model_takes_the_wake_cost_on_cpu_with_cached_prefill_steps_only() -> None:
+    wake = WakeCost(1.0, [(1, 100, 2.5)], "hand")  # the cached line prices 1 x 100 at 5: 2 x
+    cpu = served_step_model(_rows(True), {"platform": "cpu"}, {}, 0, where="hand", wake=wake)
+    assert cpu.creation_ms == pytest.approx(1.0)
+    assert (cpu.wake_ms, cpu.wake_scale) == pytest.approx((2.0, 2.0))
+    # A prompt of 200 tokens alone, a count new to the process: the cached line 4 + 0.01 x 200
+    # = 6, + creation 1, + the wake cost 2.
+    assert cpu.price_step(0, 0, 1, 200) == pytest.approx(9.0)
+    assert cpu.price_step(0, 0, 1, 200) == pytest.approx(8.0)  # cached now
+    # Without cached prefill steps the prefill price carries creation: no wake cost.
+    uncached = served_step_model(_rows(False), {"platform": "cpu"}, {}, 0, where="hand", wake=wake)
+    assert uncached.wake is None and uncached.price_step(0, 0, 1, 200) == pytest.approx(7.0)
+    cuda = served_step_model(
+        _rows(True), {"platform": "cuda", "enforce_eager": True}, {}, 0, where="hand", wake=wake
+    )
+    assert cuda.wake is None and cuda.wake_ms == 0.0
+
+
+def _wake_file(tmp_path: Path, data: object) -> Path:
+    path = tmp_path / WAKE_FILE
+    path.write_text(json.dumps(data))
+    return path
+
+
+GOOD = {
+    "schema": {"name": "aisim.engine_wake", "version": 1},
+    "terms": {"wake_ms": 1.25, "reference_prefill": [[1, 32, 4.0], [1, 200, 10.0]]},
+    "source": "probe",
+}
+
+
+def test_a_wake_model_file_round_trips(tmp_path: Path) -> None:
+    cost = load_wake_cost(_wake_file(tmp_path, GOOD))
+    assert cost is not None
+    assert (cost.probe_ms, cost.reference, cost.source) == (
+        1.25,
+        [(1, 32, 4.0), (1, 200, 10.0)],
+        "probe",
+    )
+    assert load_wake_cost(tmp_path / "absent.json") is None
+
+
+@pytest.mark.parametrize(
+    ("terms", "message"),
+    [
+        ({"wake_ms": -1, "reference_prefill": [[1, 32, 4.0]]}, "terms.wake_ms: -1 is not"),
+        ({"wake_ms": 1}, "terms.reference_prefill: None is not a non-empty list"),
+        (
+            {"wake_ms": 1, "reference_prefill": [[1, 32, 0.0]]},
+            r"terms.reference_prefill\[0\]: \[1, 32, 0.0\] is not",
+        ),
+        (
+            {"wake_ms": 1, "reference_prefill": [[1, 32.5, 4.0]]},
+            r"terms.reference_prefill\[0\]",
+        ),
+        (
+            {"wake_ms": 1, "reference_prefill": [[1, 32, 4.0]], "x": 2},
+            "terms.x: unknown; allowed: wake_ms, reference_prefill",
+        ),
+    ],
+)
+def test_a_bad_wake_model_is_one_line_naming_the_field(
+    tmp_path: Path, terms: object, message: str
+) -> None:
+    data = {"schema": {"name": "aisim.engine_wake", "version": 1}, "terms": terms}
+    with pytest.raises(DataIntegrityError, match=message) as caught:
+        load_wake_cost(_wake_file(tmp_path, data))
+    assert "\n" not in str(caught.value) and WAKE_FILE in str(caught.value)
+
+
+def test_a_wake_model_of_another_schema_or_unreadable_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(DataIntegrityError, match="schema: .* is not 'aisim.engine_wake'"):
+        load_wake_cost(_wake_file(tmp_path, {**GOOD, "schema": {"name": "other"}}))
+    (tmp_path / WAKE_FILE).write_text("{")
+    with pytest.raises(DataIntegrityError, match="unreadable wake model"):
+        load_wake_cost(tmp_path / WAKE_FILE)
