@@ -30,7 +30,7 @@ def add_interval_arguments(
         "--sources",
         default="all",
         help="what the intervals include: all (default), none, or a comma list of "
-        "acceptance, cost, simulation, repeat, drift",
+        "acceptance, cost, simulation, repeat, drift, frontend",
     )
     group.add_argument(
         "--seed", type=integer, default=0, help="seed of the replicas' draws (default 0)"
@@ -132,6 +132,8 @@ def _detail(name: str, detail: list[Any]) -> str:
         return "; ".join(_repeat_detail(item) for item in detail)
     if name == "drift":
         return "; ".join(_drift_detail(item) for item in detail)
+    if name == "frontend":
+        return "; ".join(_frontend_detail(item) for item in detail)
     if name != "cost":
         parts = []
         for item in detail:
@@ -171,6 +173,18 @@ def _drift_detail(item: Any) -> str:
         f"served runs' ({len(item['sources'])} recordings; correlated share 5-95 % "
         f"{fmt(share[0])}-{fmt(share[2])}, correlation time {fmt(time_ms[0])}-{fmt(time_ms[2])} "
         "busy ms)"
+    )
+
+
+def _frontend_detail(item: Any) -> str:
+    if not isinstance(item, dict):
+        return str(item)
+    shown = ", ".join(
+        f"{name} {fmt(info['p05'])}-{fmt(info['p95'])}" for name, info in item["terms_ms"].items()
+    )
+    return (
+        f"{item['worker']}: front-end terms of one of {item['samples']} probed recordings "
+        f"(ms 5-95 %: {shown}) instead of the model's (measured on another recording)"
     )
 
 

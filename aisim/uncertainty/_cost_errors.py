@@ -113,6 +113,35 @@ class RepeatSample:
         }
 
 
+#: A front end's terms (``FrontEndSample``, ``aisim.fpm.FrontEndCost``), in this order (ms).
+FRONTEND_TERMS: Final = ("step_ms", "token_ms", "request_ms")
+
+
+@dataclass(frozen=True)
+class FrontEndSample:
+    """One engine recording's front-end terms (``terms``, in ``FRONTEND_TERMS`` order: per
+    engine step, per request streaming from a step, per request before the engine sees it; ms),
+    derived from its own probe (timed through the serving front end, apart from its served
+    runs) against its own step table. The ``frontend`` source draws one for a replay whose
+    front-end terms were measured on another recording (``CostErrorTable.sample_frontend``):
+    what the front end cost beyond the step table in another recording's hour."""
+
+    estimator: str
+    group: str
+    source: str
+    evidence_type: str
+    terms: tuple[float, float, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "estimator": self.estimator,
+            "group": self.group,
+            "source": self.source,
+            "evidence_type": self.evidence_type,
+            "terms": dict(zip(FRONTEND_TERMS, self.terms, strict=True)),
+        }
+
+
 def repeat_factor(measured: float, mean: float, repeats: int) -> float:
     """The repeat factor of a run measuring ``measured`` where its ``repeats`` runs (itself
     included) average ``mean`` (``RepeatSample``)."""
@@ -165,6 +194,8 @@ class CostErrorTable:
     sources: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: The engines' run-to-run repeat noise by estimator (``RepeatSample``).
     repeats: tuple[RepeatSample, ...] = ()
+    #: Serving front ends' terms, one per recording with a probe (``FrontEndSample``).
+    frontends: tuple[FrontEndSample, ...] = ()
 
     def estimators(self) -> list[str]:
         return sorted({sample.estimator for sample in self.samples})
@@ -188,16 +219,50 @@ class CostErrorTable:
         kept = tuple(s for s in self.samples if not left_out(s.source))
         sources = {k: v for k, v in self.sources.items() if not left_out(k)}
         repeats = tuple(r for r in self.repeats if not left_out(r.source))
-        return CostErrorTable(kept, sources, repeats)
+        frontends = tuple(f for f in self.frontends if not left_out(f.source))
+        return CostErrorTable(kept, sources, repeats, frontends)
 
     def extended(
-        self, samples: Iterable[ErrorSample], repeats: Iterable[RepeatSample] = ()
+        self,
+        samples: Iterable[ErrorSample],
+        repeats: Iterable[RepeatSample] = (),
+        frontends: Iterable[FrontEndSample] = (),
     ) -> CostErrorTable:
         return CostErrorTable(
             tuple(self.samples) + tuple(samples),
             dict(self.sources),
             tuple(self.repeats) + tuple(repeats),
+            tuple(self.frontends) + tuple(frontends),
         )
+
+    def frontends_for(self, estimator: str) -> list[FrontEndSample]:
+        return [sample for sample in self.frontends if sample.estimator == estimator]
+
+    def sample_frontend(self, rng: Any, estimator: str) -> tuple[float, float, float] | None:
+        """One replica's front-end terms for ``estimator``: one recording's, drawn uniformly
+        (``rng``: a numpy Generator); None when the estimator has none."""
+        rows = self.frontends_for(estimator)
+        if not rows:
+            return None
+        return rows[int(rng.integers(len(rows)))].terms
+
+    def describe_frontends(self, estimator: str) -> dict[str, Any]:
+        """The front-end terms a replica draws from: how many (one per recording), their
+        recordings, and per term the 5/95 % (nearest rank) of their values (ms)."""
+        rows = self.frontends_for(estimator)
+        terms = {
+            name: {
+                "p05": _quantile(sorted(row.terms[index] for row in rows), 0.05),
+                "p95": _quantile(sorted(row.terms[index] for row in rows), 0.95),
+            }
+            for index, name in enumerate(FRONTEND_TERMS)
+        }
+        return {
+            "estimator": estimator,
+            "samples": len(rows),
+            "terms_ms": terms,
+            "sources": sorted({row.source for row in rows}),
+        }
 
     def repeats_for(self, estimator: str) -> list[RepeatSample]:
         return [sample for sample in self.repeats if sample.estimator == estimator]
@@ -324,6 +389,7 @@ class CostErrorTable:
             "sources": self.sources,
             "samples": [sample.to_dict() for sample in self.samples],
             "repeat_samples": [sample.to_dict() for sample in self.repeats],
+            "frontend_samples": [sample.to_dict() for sample in self.frontends],
         }
 
 
@@ -371,7 +437,43 @@ def load_cost_errors(path: str | Path | None = None) -> CostErrorTable:
         _repeat(row, f"{where}.repeat_samples[{index}]")
         for index, row in enumerate(document.get("repeat_samples", []))
     ]
-    return CostErrorTable(tuple(samples), sources, tuple(repeats))
+    frontends = [
+        _frontend(row, f"{where}.frontend_samples[{index}]")
+        for index, row in enumerate(document.get("frontend_samples", []))
+    ]
+    return CostErrorTable(tuple(samples), sources, tuple(repeats), tuple(frontends))
+
+
+def _frontend(row: object, where: str) -> FrontEndSample:
+    if not isinstance(row, dict):
+        raise DataIntegrityError(f"{where}: expected a mapping, got {type(row).__name__}")
+    value = row.get("terms")
+    if not isinstance(value, dict) or sorted(value) != sorted(FRONTEND_TERMS):
+        raise DataIntegrityError(
+            f"{where}.terms: expected a mapping of {', '.join(FRONTEND_TERMS)}"
+        )
+    numbers = []
+    for name in FRONTEND_TERMS:
+        number = value[name]
+        if (
+            isinstance(number, bool)
+            or not isinstance(number, (int, float))
+            or not (math.isfinite(number) and number >= 0.0)
+        ):
+            raise DataIntegrityError(
+                f"{where}.terms.{name}: expected a finite number of ms >= 0, got {number!r}"
+            )
+        numbers.append(float(number))
+    try:
+        return FrontEndSample(
+            estimator=str(row["estimator"]),
+            group=str(row["group"]),
+            source=str(row["source"]),
+            evidence_type=str(row["evidence_type"]),
+            terms=(numbers[0], numbers[1], numbers[2]),
+        )
+    except KeyError as exc:
+        raise DataIntegrityError(f"{where}.{exc.args[0]}: missing") from None
 
 
 def _repeat(row: object, where: str) -> RepeatSample:

@@ -13,7 +13,7 @@ import dataclasses
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from aisim.uncertainty._cost_errors import CostFactors
 
@@ -26,6 +26,10 @@ class WorkerDraw:
     conditional_rates: tuple[float, ...] | None = None
     seed: int | None = None
     factors: CostFactors = CostFactors()
+    #: (step_ms, token_ms, request_ms): the front-end terms its model prices with (the
+    #: ``frontend`` source; None: the model's own). The per-request term reaches the figures
+    #: through ``Draw.admission_ms``.
+    frontend: tuple[float, float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,11 @@ class Draw:
     #: (metric, factor): the engine's run-to-run repeat noise, multiplied into the replica's
     #: figures after its replay (``apply_repeat``); empty: none.
     repeat: tuple[tuple[str, float], ...] = ()
+    #: The drawn front end's per-request term minus the model's (``frontend`` source), added to
+    #: the replica's TTFT and E2E figures after its replay (``apply_repeat``): the front end's
+    #: per-request cost is time before the engine sees a request, which the caller adds to
+    #: every request's TTFT and E2E (as the engine scorer adds the model's term).
+    admission_ms: float = 0.0
 
     def run(self, config: dict[str, Any], base_dir: Path) -> Any:
         """Replay ``config`` as this replica (``run_draw``): what a sweep point's task calls,
@@ -46,12 +55,23 @@ class Draw:
         return run_draw(config, base_dir, self)
 
 
+#: The figures a front end's per-request term moves (``Draw.admission_ms``): every request's
+#: TTFT and E2E move by it, so their mean and p90 do too.
+ADMITTED: Final = ("mean_ttft_ms", "p90_ttft_ms", "mean_e2e_ms", "p90_e2e_ms")
+
+
 def apply_repeat(row: dict[str, Any], draw: Draw | None) -> dict[str, Any]:
-    """A replica's figures (a sweep row) with its draw's repeat factors multiplied in: a copy,
-    or ``row`` itself when the draw has none. A figure that is not a number stays as it is."""
-    if draw is None or not draw.repeat:
+    """A replica's figures (a sweep row) with its draw's front-end admission shift added
+    (``Draw.admission_ms``) and then its repeat factors multiplied in: a copy, or ``row``
+    itself when the draw has neither. A figure that is not a number stays as it is."""
+    if draw is None or (not draw.repeat and not draw.admission_ms):
         return row
     changed = dict(row)
+    if draw.admission_ms:
+        for name in ADMITTED:
+            value = changed.get(name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                changed[name] = float(value) + draw.admission_ms
     for name, factor in draw.repeat:
         value = changed.get(name)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -135,4 +155,39 @@ def run_draw(
     plan, description = build_plan(with_traffic_seed(config, draw.traffic_seed), base_dir)
     if forward_pass_model is not None:
         plan, description = with_forward_pass_model(plan, description, forward_pass_model)
-    return run(apply_draw(plan, draw), description)
+    swapped = swap_frontends(plan, draw)
+    try:
+        return run(apply_draw(plan, draw), description)
+    finally:
+        for model, terms in reversed(swapped):
+            model.frontend = terms
+
+
+def frontend_models(model: Any) -> list[Any]:
+    """The objects that price ``model``'s front end (``frontend`` attribute): the model and its
+    plain-decode model (SD), where they have one."""
+    found = []
+    while model is not None and getattr(model, "frontend", None) is not None:
+        found.append(model)
+        model = getattr(model, "plain_decode_model", None)
+    return found
+
+
+def swap_frontends(plan: Any, draw: Draw) -> list[tuple[Any, Any]]:
+    """Give each worker's model the front-end terms its draw carries (``WorkerDraw.frontend``);
+    returns (model, previous terms) to restore after the replay (a model passed in by the
+    caller is shared by the replicas)."""
+    from aisim.fpm import FrontEndCost
+
+    swapped: list[tuple[Any, Any]] = []
+    for worker, sampled in zip(plan.workers, draw.workers, strict=True):
+        if sampled.frontend is None:
+            continue
+        for model in frontend_models(getattr(worker.pricer, "model", None)):
+            previous = model.frontend
+            step_ms, token_ms, request_ms = sampled.frontend
+            model.frontend = FrontEndCost(
+                step_ms, token_ms, request_ms, f"{previous.source} (frontend source: drawn)"
+            )
+            swapped.append((model, previous))
+    return swapped

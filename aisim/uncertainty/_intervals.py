@@ -108,6 +108,7 @@ def replay_intervals(
     address: str | None = None,
     base_dir: Path | None = None,
     forward_pass_model: object | None = None,
+    frontend_borrowed: bool = False,
 ) -> dict[str, Any]:
     """Intervals of ``config``'s headline metrics over ``replicas`` Monte Carlo replays.
 
@@ -117,7 +118,8 @@ def replay_intervals(
     spread) where no engine counters or profile spread give one. ``slos``
     (``{"ttft_ms": {"p90": 200}}``, as a sweep's) define goodput. Replicas run on ``backend``
     (``pool``, ``workers`` processes, or ``ray``) unless ``forward_pass_model`` is given (then in
-    this process). Returns a JSON-ready mapping: ``metrics`` (point, p50, low, high per metric),
+    this process; ``frontend_borrowed``: its front-end terms were measured on another
+    recording than its step table, so the ``frontend`` source draws them). Returns a JSON-ready mapping: ``metrics`` (point, p50, low, high per metric),
     ``sources`` (what each interval includes and what it cannot), ``replicas``, ``seed``,
     ``confidence``.
     """
@@ -133,6 +135,7 @@ def replay_intervals(
             table if table is not None else load_cost_errors(),
             acceptance_rounds,
             forward_pass_model,
+            frontend_borrowed,
         )
     (runs,) = run_replicas(
         [mapping],
@@ -337,6 +340,7 @@ def _in_process(
     table: CostErrorTable,
     acceptance_rounds: int | None,
     forward_pass_model: object,
+    frontend_borrowed: bool = False,
 ) -> dict[str, Any]:
     """``replay_intervals`` with a forward-pass model (not sent to other processes)."""
     from aisim.config import run_replay
@@ -354,6 +358,7 @@ def _in_process(
         table=table,
         acceptance_rounds=acceptance_rounds,
         forward_pass_model=forward_pass_model,
+        frontend_borrowed=frontend_borrowed,
     )
     base = run_replay(mapping, base_dir=folder, forward_pass_model=forward_pass_model)
     point = point_metrics(base.run_summary, base.columns, slos)

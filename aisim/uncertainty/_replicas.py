@@ -17,7 +17,7 @@ from aisim.uncertainty._sources import Sources
 #: Seeds a replica draws are below this (aisim's config seeds go to 2**63 - 1).
 SEED_LIMIT: Final = 1 << 62
 #: Stream of each source (numpy SeedSequence entropy [seed, stream]).
-STREAMS: Final = {"simulation": 0, "acceptance": 1, "cost": 2, "repeat": 3}
+STREAMS: Final = {"simulation": 0, "acceptance": 1, "cost": 2, "repeat": 3, "frontend": 4}
 #: The estimator whose evidence prices an SD round when an STP estimator applies the
 #: STP->SD scaling rule (docs/design.md#the-stp-sd-scaling-rule).
 RULE_EVIDENCE: Final = "stp_rule"
@@ -33,6 +33,8 @@ class WorkerFacts:
     estimator: str
     native: bool
     counts: AcceptanceSpread | None
+    #: The front-end terms (step_ms, token_ms, request_ms) its model prices with, or None.
+    frontend: tuple[float, float, float] | None = None
 
 
 @dataclass
@@ -73,6 +75,7 @@ def _facts(
                     acceptance_rounds,
                     f"the configured rates over {acceptance_rounds} rounds (--acceptance-rounds)",
                 )
+        front = getattr(getattr(pricer, "model", None), "frontend", None)
         facts.append(
             WorkerFacts(
                 worker.role,
@@ -81,6 +84,9 @@ def _facts(
                 estimator,
                 bool(pricer.prices_speculation_natively),
                 counts,
+                None
+                if front is None
+                else (float(front.step_ms), float(front.token_ms), float(front.request_ms)),
             )
         )
     return facts
@@ -113,7 +119,11 @@ def _cost_factors(rng: Any, table: CostErrorTable, worker: WorkerFacts) -> CostF
 
 
 def describe_sources(
-    sources: Sources, workers: list[WorkerFacts], table: CostErrorTable, config: dict[str, Any]
+    sources: Sources,
+    workers: list[WorkerFacts],
+    table: CostErrorTable,
+    config: dict[str, Any],
+    frontend_borrowed: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """Per source: switched ``on``, ``included`` (on and something to sample) and ``detail``."""
     traffic = _mapping_at(config, "traffic")
@@ -212,6 +222,39 @@ def describe_sources(
         "included": sources.drift and sources.cost and any(item["runs"] for item in drifting),
         "detail": drift_detail,
     }
+    fronted = [worker for worker in workers if worker.frontend is not None]
+    drawable = [worker for worker in fronted if table.frontends_for(worker.estimator)]
+    frontend_detail: list[Any]
+    if not fronted:
+        frontend_detail = ["no front-end model: the steps are priced as the engine's in process"]
+    elif not frontend_borrowed:
+        frontend_detail = [
+            "front-end terms measured on the step table's own recording: not drawn (they were "
+            "measured around the served runs; how the host's speed moved around them is the "
+            "cost and drift sources')"
+        ]
+    elif not drawable:
+        frontend_detail = [
+            "no front-end evidence for "
+            + ", ".join(sorted({worker.estimator for worker in fronted}))
+            + " (the front-end models of the engine recordings probed through their front end)"
+        ]
+    else:
+        frontend_detail = [
+            {
+                "worker": worker.role,
+                "terms_ms": list(worker.frontend or ()),
+                "drawn": "terms measured on another recording: each replica takes one "
+                "probed recording's terms (step, token, request) instead",
+                **table.describe_frontends(worker.estimator),
+            }
+            for worker in drawable
+        ]
+    described["frontend"] = {
+        "on": sources.frontend,
+        "included": sources.frontend and frontend_borrowed and bool(drawable),
+        "detail": frontend_detail,
+    }
     return described
 
 
@@ -243,8 +286,12 @@ def plan_draws(
     table: CostErrorTable,
     acceptance_rounds: int | None = None,
     forward_pass_model: object | None = None,
+    frontend_borrowed: bool = False,
 ) -> tuple[list[Draw], Setup]:
-    """The ``replicas`` draws of ``config`` (deterministic for ``seed``) and what they include."""
+    """The ``replicas`` draws of ``config`` (deterministic for ``seed``) and what they include.
+    ``frontend_borrowed``: the front-end model's terms were measured on another recording than
+    the step table's (then the ``frontend`` source draws them; terms measured on the table's
+    own recording are not drawn)."""
     import numpy as np
 
     from aisim.config import build_plan, with_forward_pass_model
@@ -261,6 +308,9 @@ def plan_draws(
             int(streams["simulation"].integers(SEED_LIMIT)) if sources.simulation else None
         )
         sampled = []
+        # The first worker with a drawn front end sets the replica's admission shift (a
+        # request reaches the engine once).
+        admission: float | None = None
         for worker in workers:
             worker_seed = None
             if sources.simulation:
@@ -274,8 +324,13 @@ def plan_draws(
             )
             if not sources.drift and factors.step_correlation is not None:
                 factors = dataclasses.replace(factors, step_correlation=None)
-            sampled.append(WorkerDraw(rates, worker_seed, factors))
+            front = None
+            if sources.frontend and frontend_borrowed and worker.frontend is not None:
+                front = table.sample_frontend(streams["frontend"], worker.estimator)
+                if front is not None and admission is None:
+                    admission = front[2] - worker.frontend[2]
+            sampled.append(WorkerDraw(rates, worker_seed, factors, front))
         repeat = () if repeating is None else table.sample_repeat(streams["repeat"], repeating)
-        draws.append(Draw(replica, traffic_seed, tuple(sampled), repeat))
-    setup = Setup(workers, describe_sources(sources, workers, table, config))
+        draws.append(Draw(replica, traffic_seed, tuple(sampled), repeat, admission or 0.0))
+    setup = Setup(workers, describe_sources(sources, workers, table, config, frontend_borrowed))
     return draws, setup

@@ -1,4 +1,4 @@
-"""The five sources of uncertainty a prediction interval can include, each switchable.
+"""The six sources of uncertainty a prediction interval can include, each switchable.
 
 * ``acceptance``: the acceptance rates are uncertain (binomial counts from an engine's metrics,
   or rates observed over a stated number of rounds); each replica samples its rates.
@@ -14,6 +14,11 @@
   ``step_correlation``); each replica draws its per-step scatter as a process correlated in
   time instead of independently per step. Needs ``cost`` (it shapes the cost source's per-step
   draws).
+* ``frontend``: a serving front end's terms (``aisim.fpm.FrontEndCost``: per engine step, per
+  streaming request, per request before the engine) measured on another recording than the
+  replay's step table are those of another hour (``cost_errors.v1.json``
+  ``frontend_samples``: the probed recordings' terms); each replica of such a replay takes
+  one probed recording's terms.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Final
 
 from aisim.errors import ConfigError
 
-SOURCE_NAMES: Final = ("acceptance", "cost", "simulation", "repeat", "drift")
+SOURCE_NAMES: Final = ("acceptance", "cost", "simulation", "repeat", "drift", "frontend")
 
 
 @dataclass(frozen=True)
@@ -35,16 +40,17 @@ class Sources:
     simulation: bool = True
     repeat: bool = True
     drift: bool = True
+    frontend: bool = True
 
     @staticmethod
     def parse(text: str, path: str = "--sources") -> Sources:
         """``all``, ``none`` or a comma list of ``acceptance``, ``cost``, ``simulation``,
-        ``repeat``, ``drift``."""
+        ``repeat``, ``drift``, ``frontend``."""
         spelled = text.strip()
         if spelled == "all":
             return Sources()
         if spelled == "none":
-            return Sources(False, False, False, False, False)
+            return Sources(False, False, False, False, False, False)
         names = [name.strip() for name in spelled.split(",") if name.strip()]
         unknown = [name for name in names if name not in SOURCE_NAMES]
         if unknown or not names:
@@ -58,6 +64,7 @@ class Sources:
             "simulation" in names,
             "repeat" in names,
             "drift" in names,
+            "frontend" in names,
         )
 
     def names(self) -> list[str]:

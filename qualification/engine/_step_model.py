@@ -107,6 +107,15 @@ class EngineStepModel:
             else EngineStepModel(table, 0, _served=served.plain_decode_model)
         )
 
+    @property
+    def frontend(self) -> FrontEndCost | None:
+        """The serving front end's cost per step the model prices with (None: none)."""
+        return self.served.frontend
+
+    @frontend.setter
+    def frontend(self, value: FrontEndCost | None) -> None:
+        self.served.frontend = value
+
     def estimate_forward_pass_time_ms(self, metrics: Any, draft_length: int | None = None) -> float:
         return float(self.served.estimate_forward_pass_time_ms(metrics))
 

@@ -110,6 +110,7 @@ def engine_coverage(
         held_out = evidence.excluding(f"evidence/engine/{folder.name}")
         frontend = recording.frontend
         admission = 0.0 if frontend is None else float(frontend.request_ms)
+        borrowed = frontend_borrowed(folder)
         # One engine process served the runs in turn: each replay starts with the primitive
         # caches the previous run's replay left (as ``aisim qualify engine`` replays them).
         cache = None
@@ -127,6 +128,7 @@ def engine_coverage(
                 acceptance_rounds=rounds,
                 base_dir=Path("."),
                 forward_pass_model=model,
+                frontend_borrowed=borrowed,
             )
             cache = model.cache
             measured = measured_figures(run)
@@ -146,6 +148,7 @@ def engine_coverage(
                     "recording": folder.name,
                     "run": run.name,
                     "frontend": None if frontend is None else frontend.describe(),
+                    "frontend_borrowed": borrowed,
                     "includes": report["includes"],
                     "cost_samples_from": sorted(
                         {s.source for s in held_out.for_estimator("engine-step-table")}
@@ -157,6 +160,21 @@ def engine_coverage(
         name: _share([run["metrics"][name]["inside"] for run in runs]) for name in ENGINE_METRICS
     }
     return {"runs": runs, "coverage": per_metric, "replicas": replicas, "seed": seed}
+
+
+def frontend_borrowed(folder: Path) -> bool:
+    """Whether the recording's front-end model (``frontend/frontend_model.json``) was derived
+    from another recording's probe (``derived_from.probe`` names the recording first): the
+    older ``vllm serve`` recordings, which have no probe of their own. False without a model."""
+    import json
+
+    from aisim.fpm import FRONTEND_FILE
+
+    file = folder / FRONTEND_FILE
+    if not file.is_file():
+        return False
+    probe = str(json.loads(file.read_text(encoding="utf-8"))["derived_from"]["probe"])
+    return probe.split("/", 1)[0] != folder.name
 
 
 def admitted(

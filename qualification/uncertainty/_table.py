@@ -22,6 +22,11 @@ evidence: one sample per measured / predicted step-price ratio, with its provena
   the same composition (as ``aisim qualify engine`` prices it), and the quantiles of its steps'
   ratios around that median (the per-step scatter). One served run is one group, so a replica
   takes every kind's factor from the same run: the run's speed moved all of them.
+* front-end samples (``frontend_samples``): per engine recording served through a front end
+  with a probe of its own (``frontend/probe.csv.gz``), the terms of its front-end model
+  (``frontend/frontend_model.json``, ``qualification.engine.frontend``: all its probe passes
+  against its own grid): what the front end cost beyond the step table in that recording's
+  hour. Measured apart from the served runs.
 * repeat samples (``repeat_samples``): per served run of an engine recording whose runs are
   repeats, each measured figure's deviation from the mean of the recording's runs, less the part
   the run's step-price level explains (``repeat_samples``).
@@ -39,6 +44,7 @@ from aisim.uncertainty import (
     REPEAT_METRICS,
     CostErrorTable,
     ErrorSample,
+    FrontEndSample,
     RepeatSample,
     repeat_factor,
 )
@@ -424,6 +430,39 @@ def fit_correlation(points: list[tuple[float, float]]) -> tuple[float, float] | 
     return round(share, 6), round(-1.0 / slope, 3)
 
 
+def frontend_samples(root: Path) -> tuple[list[FrontEndSample], dict[str, dict[str, Any]]]:
+    """Per engine recording with a front-end probe of its own (``frontend/probe.csv.gz``): the
+    terms of its front-end model (``frontend/frontend_model.json``, derived from all its probe
+    passes against its own grid, ``qualification.engine.frontend``)."""
+    from aisim.fpm import FRONTEND_FILE, load_frontend_cost
+    from qualification.engine.frontend import PROBE_FILE
+    from qualification.uncertainty._coverage import frontend_borrowed
+
+    samples = []
+    sources = {}
+    for folder in sorted((root / "evidence/engine").iterdir()):
+        model = folder / FRONTEND_FILE
+        if not (folder / PROBE_FILE).is_file() or not model.is_file() or frontend_borrowed(folder):
+            continue
+        name = f"evidence/engine/{folder.name}"
+        cost = load_frontend_cost(model)
+        assert cost is not None
+        samples.append(
+            FrontEndSample(
+                "engine-step-table",
+                f"{name}/frontend",
+                name,
+                "engine-measurement",
+                (cost.step_ms, cost.token_ms, cost.request_ms),
+            )
+        )
+        sources[f"{name}/{FRONTEND_FILE}"] = {
+            "sha256": _sha256(model),
+            "evidence_type": "engine-measurement",
+        }
+    return samples, sources
+
+
 def build_table(root: Path) -> CostErrorTable:
     """Every sample the committed evidence under ``root`` (the repository) gives."""
     samples: list[ErrorSample] = []
@@ -432,4 +471,6 @@ def build_table(root: Path) -> CostErrorTable:
         found, where = part(root)
         samples.extend(found)
         sources.update(where)
-    return CostErrorTable(tuple(samples), sources, tuple(repeat_samples(root)))
+    frontends, where = frontend_samples(root)
+    sources.update(where)
+    return CostErrorTable(tuple(samples), sources, tuple(repeat_samples(root)), tuple(frontends))
