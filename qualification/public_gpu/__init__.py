@@ -26,7 +26,14 @@ from qualification.public_gpu._points import load_points
 from qualification.public_gpu._predict import predict, replay_figures, stderr_progress
 from qualification.public_gpu._render import curve_plots, to_markdown
 from qualification.public_gpu._report_section import public_gpu_html, public_gpu_section
-from qualification.public_gpu._score import group_stats, headline, pair_stats, score_rows, sd_pairs
+from qualification.public_gpu._score import (
+    group_stats,
+    headline,
+    history_ratio_groups,
+    pair_stats,
+    score_rows,
+    sd_pairs,
+)
 from qualification.public_gpu._workload import Refusal, replay_config, workload_key
 
 EVIDENCE_TYPE: Final = "public-measurement"
@@ -102,6 +109,7 @@ def assemble(
         "headline": headline(rows, pairs),
         "groups": {key: group_stats(rows, key) for key in GROUP_KEYS},
         "pair_stats": pair_stats(pairs),
+        "history_ratio_groups": history_ratio_groups(pairs),
         "pairs": pairs,
         "refused_reasons": dict(sorted(reasons.items())),
         "refused": refused,

@@ -47,6 +47,34 @@ def _group_rows(groups: dict[str, dict[str, Any]]) -> list[list[str]]:
     return rows
 
 
+def history_ratio_table(groups: list[dict[str, Any]]) -> str:
+    """The held-out history MTP / no-MTP ratio groups (``_score.history_ratio_groups``) as a
+    markdown table."""
+    return markdown_table(
+        [
+            "GPU",
+            "engine",
+            "concurrency",
+            "pairs",
+            "median error",
+            "median abs error",
+            "within 10 %",
+        ],
+        [
+            [
+                group["hardware"],
+                group["engine"],
+                str(group["conc"]),
+                str(group["pairs"]),
+                _pct(group["median_error_pct"]),
+                _pct(group["median_abs_error_pct"]),
+                f"{group['within_10pct']} / {group['pairs']}",
+            ]
+            for group in groups
+        ],
+    )
+
+
 def to_markdown(report: dict[str, Any]) -> str:
     head = report["headline"]
     lines = [
@@ -172,6 +200,12 @@ def to_markdown(report: dict[str, Any]) -> str:
                 for name, stats in report["pair_stats"].items()
             ],
         ),
+        "",
+        "## History MTP / no-MTP TPOT ratio by GPU, engine and concurrency (held-out pairs)",
+        "",
+        "Signed error: + the MTP round is priced too dear against the plain step, - too cheap.",
+        "",
+        history_ratio_table(report.get("history_ratio_groups", [])),
         "",
         "## Refused points (counted, not scored)",
         "",

@@ -247,6 +247,31 @@ def pair_stats(pairs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def history_ratio_groups(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The held-out InferenceX history MTP / no-MTP pairs (the ones the plan judges) by GPU,
+    engine and concurrency: how many, the median signed and absolute TPOT-ratio error, and how
+    many are within 10 % (the sign says which way the MTP round is mispriced against the plain
+    step: + the MTP round is priced too dear, - too cheap)."""
+    groups: dict[tuple[str, str, int], list[float]] = {}
+    for pair in pairs:
+        if pair["source"] != "inferencex-history" or not pair["held_out"]:
+            continue
+        key = (str(pair["hardware"]), str(pair["engine"]), int(pair["conc"]))
+        groups.setdefault(key, []).append(float(pair["tpot_ratio_error_pct"]))
+    return [
+        {
+            "hardware": hardware,
+            "engine": engine,
+            "conc": conc,
+            "pairs": len(errors),
+            "median_error_pct": statistics.median(errors),
+            "median_abs_error_pct": statistics.median(abs(e) for e in errors),
+            "within_10pct": sum(1 for e in errors if abs(e) <= 10.0),
+        }
+        for (hardware, engine, conc), errors in sorted(groups.items())
+    ]
+
+
 def headline(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> dict[str, Any]:
     """The figures the plan judges (held-out rows only): InferenceX single-node median |error|
     of TPOT, throughput and TTFT; MTP/no-MTP TPOT ratio error on the history pairs; the

@@ -181,6 +181,49 @@ def test_errors_and_the_mtp_pair_by_hand() -> None:
     assert pair["sd"] == "mtp"
 
 
+def test_history_ratio_groups_by_hand() -> None:
+    """Held-out history pairs grouped by GPU, engine and concurrency; latest-file and training
+    pairs stay out."""
+    from qualification.public_gpu._render import history_ratio_table
+    from qualification.public_gpu._score import history_ratio_groups
+
+    def pair(conc: int, error: float, **changes: Any) -> dict[str, Any]:
+        base = {
+            "source": "inferencex-history",
+            "hardware": "b200",
+            "engine": "trt",
+            "conc": conc,
+            "held_out": True,
+            "tpot_ratio_error_pct": error,
+        }
+        base.update(changes)
+        return base
+
+    groups = history_ratio_groups(
+        [
+            pair(32, -20.0),
+            pair(32, -8.0),
+            pair(32, 4.0),
+            pair(4, 12.0),
+            pair(4, 50.0, held_out=False),  # a training pair
+            pair(4, 50.0, source="inferencex-latest"),
+            pair(64, -30.0, hardware="h200", engine="sglang"),
+        ]
+    )
+    assert [(g["hardware"], g["engine"], g["conc"], g["pairs"]) for g in groups] == [
+        ("b200", "trt", 4, 1),
+        ("b200", "trt", 32, 3),
+        ("h200", "sglang", 64, 1),
+    ]
+    # b200/trt/32: errors -20, -8, +4: median signed -8, median |error| 8, two within 10 %.
+    middle = groups[1]
+    assert middle["median_error_pct"] == -8.0 and middle["median_abs_error_pct"] == 8.0
+    assert middle["within_10pct"] == 2
+    assert groups[0]["within_10pct"] == 0 and groups[2]["median_error_pct"] == -30.0
+    text = history_ratio_table(groups)
+    assert "| b200 | trt | 32 | 3 | -8.0 % | 8.0 % | 2 / 3 |" in text
+
+
 def test_a_dspark_point_pairs_with_no_sd_and_is_reported_apart() -> None:
     from qualification.public_gpu._score import headline
 
