@@ -32,6 +32,14 @@ of its kind, ``LinearStepCost``; elsewhere the table's per-point medians, interp
   requests over the same past KV; a mixed or prefill step with its prompt tokens padded), and
   eagerly (unpadded) above the largest captured size.
 
+* vLLM CPU, when the caller knows each prompt's chunk and the tokens of its prompt computed
+  before it (``price_step(prefill_chunks=...)``; ``step_diff`` reconstructs them from the
+  recorded steps, replay's passes carry only the totals): the prefill line's attention term
+  (``c x tokens^2 / requests``, the causal work of requests of equal length) is replaced by
+  ``c x sum(chunk^2 + 2 x chunk x earlier)`` (twice the query x visible-key pairs: vLLM's CPU
+  attention reads each query tile's visible KV, the earlier chunks included:
+  ``csrc/cpu/cpu_attn_impl.hpp``, ``AttentionScheduler::schedule``), which prices a chunk
+  that continues a prompt and prompts of unequal length in one step;
 * vLLM CPU, a wake model on (``WakeCost``, measured by a probe apart from the runs it
   prices): a step with prompt work and no decode request (nothing was running when it began:
   the engine sat idle, or every running request finished in the step before) adds the wake
@@ -55,6 +63,7 @@ from typing import Any
 from aisim.fpm._engine_steps import (
     CREATED,
     RECREATED,
+    LinearStepCost,
     PrimitiveCache,
     StepPrice,
     padded_graph_size,
@@ -184,9 +193,12 @@ class ServedStepModel:
         num_prefill_requests: int,
         prefill_tokens: int,
         draft_tokens: int | None = None,
+        prefill_chunks: list[tuple[int, int]] | None = None,
     ) -> float:
         """One engine step's price (ms) from its composition; ``draft_tokens``: the drafts the
-        step's decode requests carry in all (None: d each)."""
+        step's decode requests carry in all (None: d each); ``prefill_chunks``: per prefill
+        request (its tokens in this step, its prompt's tokens computed before), or None (every
+        prompt starts here, all of one length)."""
         query = self.draft_length + 1
         step_tokens = num_decode_requests * query + prefill_tokens
         plain = self.plain_decode_model
@@ -220,6 +232,8 @@ class ServedStepModel:
                 self._count("decode:partial")
         if num_prefill_requests > 0:
             prefill_ms = self.prefill.price(num_prefill_requests, prefill_tokens, self.coverage)
+            if prefill_chunks is not None and not self.capture_sizes:
+                prefill_ms += self._attention_excess_ms(prefill_chunks)
         price = decode_ms + prefill_ms
         if decode_ms and prefill_ms:
             self._count("mixed")
@@ -240,6 +254,23 @@ class ServedStepModel:
             self._count("frontend")
             price += self.frontend.step_cost_ms(num_decode_requests + num_prefill_requests)
         return price
+
+    def _attention_excess_ms(self, chunks: list[tuple[int, int]]) -> float:
+        """What the prompts' attention costs beyond the line's equal-length, fresh-prompt
+        term: ``c x (sum(chunk^2 + 2 x chunk x earlier) - tokens^2 / requests)`` with the
+        prefill line's own ``c`` (0 when the prefill price is not a line)."""
+        line = self.prefill
+        if not isinstance(line, LinearStepCost) or line.kind != "prefill" or not chunks:
+            return 0.0
+        total = 0
+        pairs = 0.0
+        for chunk, earlier in chunks:
+            total += chunk
+            pairs += float(chunk) * chunk + 2.0 * chunk * earlier
+        equal = float(total) * total / len(chunks)
+        if pairs != equal:
+            self._count("prefill:per-request")
+        return line.coefficients[2] * (pairs - equal)
 
     def estimate_forward_pass_time_ms(self, metrics: Any, draft_length: int | None = None) -> float:
         if isinstance(metrics, list):

@@ -21,6 +21,14 @@ vLLM, prints one line per candidate; a benchmark, not a test).
   2nd-4th decode steps of B requests against their 40th-42nd, less what the 40 tokens of
   context added cost (the same B at the later context, 2nd-4th steps after its own prefill).
 
+* **after an idle spell** (``--idle MS``, paired): a prompt's prefill step after the engine
+  sat idle MS ms against the same step right after other steps (a served prefill-only step
+  starts an idle engine; the grid's follow one another); ``--out`` writes the wake model a step
+  table carries (``grid/wake_model.json``, ``aisim.fpm.load_wake_cost``), ``--pool`` pools it
+  with an earlier run;
+* **prompt attention** (``--chunks``, paired): a chunk continuing a prompt against the same
+  chunk as a fresh prompt, and two prompts of unequal length against two of equal length.
+
 Every figure is the median over ``--reps`` repetitions of wall time (ms) with one OpenMP thread;
 the host load is printed before and after. Run it on a quiet host.
 """
@@ -69,6 +77,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="MS",
         help="only the after-idle candidate (paired): a prompt's prefill step and first decode "
         "steps after the engine sat idle MS ms against the same steps right after other steps",
+    )
+    parser.add_argument(
+        "--chunks",
+        action="store_true",
+        help="only the prompt-attention candidates (paired): a chunk continuing a prompt "
+        "against the same chunk as a fresh prompt, and two prompts of unequal length against "
+        "two of equal length at the same tokens",
     )
     parser.add_argument(
         "--out",
@@ -165,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"load after: {_load():.2f}")
         if args.out is not None:
             _write_wake(args, found, load_before)
+        return 0
+    if args.chunks:
+        _prompt_attention(engine, clock, add, steps, wall, args.reps)
+        print(f"load after: {_load():.2f}")
         return 0
     if args.mixed:
         _mixed_contexts(add, steps, wall, args.reps)
@@ -337,6 +356,68 @@ def _write_wake(args: argparse.Namespace, found: dict[str, Any], load_before: fl
     }
     atomic_write_text(args.out, canonical_json(document), overwrite=args.overwrite)
     print(f"wrote {args.out}: wake {wake_ms} ms over {len(differences)} pairs")
+
+
+def _prompt_attention(
+    engine: Any,
+    clock: Any,
+    add: Callable[[int, int], str],
+    steps: Callable[[], list[Any]],
+    wall: Callable[[Any], float],
+    reps: int,
+) -> None:
+    """What the prefill line's tokens^2 / requests term does not see, paired (each repetition
+    runs every variant, back to back, so a drift of the host's speed falls on all):
+
+    * a chunk continuing a prompt: a prompt of ``budget + 188`` tokens runs as a chunk of
+      ``budget`` tokens, then one of 188 that attends to the ``budget`` before it (vLLM's CPU
+      attention reads each query tile's visible KV: ``csrc/cpu/cpu_attn_impl.hpp``,
+      ``AttentionScheduler::schedule``), against a fresh prompt of 188 tokens;
+    * two prompts of 32 and 224 tokens in one step against two of 128 (the same 256 tokens;
+      the causal work per request grows with its length squared: 32^2 + 224^2 = 51200 against
+      2 x 128^2 = 32768 query x key pairs).
+
+    The step token counts repeat (512, 188, 256), so no variant creates primitives after the
+    first repetition (a warm-up repetition runs first)."""
+    budget = int(engine.options.max_num_batched_tokens)
+    found: dict[str, list[float]] = {"continued": [], "fresh": [], "unequal": [], "equal": []}
+    for rep in range(reps + 1):
+        add(budget + 188, 2)
+        continued = [r for r in steps() if r.num_prefill_requests == 1 and r.prefill_tokens == 188]
+        add(188, 2)
+        fresh = [r for r in steps() if r.num_prefill_requests == 1 and r.prefill_tokens == 188]
+        add(32, 2)
+        add(224, 2)
+        unequal = [r for r in steps() if r.num_prefill_requests == 2]
+        add(128, 2)
+        add(128, 2)
+        equal = [r for r in steps() if r.num_prefill_requests == 2]
+        if rep == 0 or not (continued and fresh and unequal and equal):
+            continue
+        found["continued"].append(wall(continued[0]))
+        found["fresh"].append(wall(fresh[0]))
+        found["unequal"].append(wall(unequal[0]))
+        found["equal"].append(wall(equal[0]))
+    for name, (a, b) in {
+        f"a 188-token chunk after {budget} tokens of its prompt against a fresh 188-token prompt": (
+            "continued",
+            "fresh",
+        ),
+        "prompts of 32 + 224 tokens in one step against 128 + 128": ("unequal", "equal"),
+    }.items():
+        differences = [x - y for x, y in zip(found[a], found[b], strict=True)]
+        if not differences:
+            print(f"{name}: no pairs")
+            continue
+        quartiles = (
+            statistics.quantiles(differences, n=4) if len(differences) > 1 else [math.nan] * 3
+        )
+        print(
+            f"{name}: {statistics.median(found[b]):.2f} -> {statistics.median(found[a]):.2f} ms, "
+            f"per pair {statistics.median(differences):+.2f} ms ({quartiles[0]:+.2f}, "
+            f"{quartiles[2]:+.2f}; dearer in {sum(d > 0 for d in differences)} of "
+            f"{len(differences)})"
+        )
 
 
 def _mixed_contexts(

@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,18 +55,64 @@ def step_kind(
     return "decode-drafted"
 
 
-def priced_steps(steps: Any, model: Any, drift: float, depth: int) -> list[dict[str, Any]]:
+def prefill_chunks(steps: Any, prompts: Mapping[str, int]) -> list[list[tuple[int, int]] | None]:
+    """Per recorded step, (tokens in the step, the prompt's tokens computed before) of each of
+    its prefill requests, from the step's ``request_ids`` (in the order vLLM scheduled them:
+    running requests, then new ones; only the last of them can be cut short by the token
+    budget), the requests' prompt lengths (``prompts``) and the steps before it; None for a
+    step it cannot account for (an unknown request, or chunks that do not add up to the
+    step's prefill tokens)."""
+    computed: dict[str, int] = {}
+    out: list[list[tuple[int, int]] | None] = []
+    for step in steps.to_dict("records"):
+        remaining = int(step["prefill_tokens"])
+        chunks: list[tuple[int, int]] | None = []
+        for rid in (part for part in str(step["request_ids"]).split(";") if part):
+            prompt = prompts.get(rid)
+            if prompt is None:
+                chunks = None
+                break
+            before = computed.get(rid, 0)
+            if before >= prompt:
+                continue  # decoding
+            chunk = min(prompt - before, remaining)
+            assert chunks is not None
+            chunks.append((chunk, before))
+            remaining -= chunk
+            computed[rid] = before + chunk
+        if chunks is None or remaining != 0 or len(chunks) != int(step["num_prefill_requests"]):
+            out.append(None)
+        else:
+            out.append(chunks)
+    return out
+
+
+def run_prompts(run: Any) -> dict[str, int]:
+    """A served run's prompt length per request id."""
+    frame = run.requests
+    return {
+        str(rid): int(tokens)
+        for rid, tokens in zip(frame["request_id"], frame["prompt_tokens"], strict=True)
+    }
+
+
+def priced_steps(
+    steps: Any, model: Any, drift: float, depth: int, prompts: Mapping[str, int] | None = None
+) -> list[dict[str, Any]]:
     """One row per recorded step: its kind, measured ms, replay's price for the same composition
     (decode part, prefill part, and the price ``model`` gives the pass: their sum, less one
     step's overhead in a mixed step), ratio = measured / (price x drift), and the idle ms
-    before it."""
+    before it. With ``prompts`` (prompt length per request id) each step's prompt chunks and
+    what their prompts computed before are reconstructed (``prefill_chunks``) and priced
+    (``ServedStepModel.price_step(prefill_chunks=...)``)."""
     from aisim.fpm import ForwardPassMetrics
 
     scratch: Counter[str] = Counter()
     rows = []
     previous_end = None
     plain = getattr(model, "plain_decode_model", None)
-    for step in steps.to_dict("records"):
+    chunk_list = prefill_chunks(steps, prompts) if prompts is not None else None
+    for index, step in enumerate(steps.to_dict("records")):
         # A step whose decode requests drafted nothing is priced as replay prices its
         # undrafted rounds: by the table's plain decode steps when it has them.
         undrafted = depth > 0 and int(step["draft_tokens"]) == 0 and step["num_decode_requests"]
@@ -97,6 +143,7 @@ def priced_steps(steps: Any, model: Any, drift: float, depth: int) -> list[dict[
                     int(step["num_prefill_requests"]),
                     int(step["prefill_tokens"]),
                     int(step["draft_tokens"]) if depth > 0 else None,
+                    None if chunk_list is None else chunk_list[index],
                 )
             )
         else:
@@ -263,7 +310,7 @@ def step_price_errors(run: Any, table: Any, earlier: Sequence[Any] = ()) -> dict
         model = warmed_model(
             table, depth, earlier, latency_column=latency, engine_model=engine_model
         )
-        return price_errors(priced_steps(steps, model, 1.0, depth))
+        return price_errors(priced_steps(steps, model, 1.0, depth, run_prompts(run)))
 
     modelled = errors(run.steps, "wall_ms", True)
     out: dict[str, Any] = {
@@ -310,7 +357,7 @@ def diff_run(
     depth = int(run.settings["num_speculative_tokens"] or 0)
     model = warmed_model(table, depth, earlier)
     drift = step_cost_drift(run.steps, model)
-    rows = priced_steps(run.steps, model, drift, depth)
+    rows = priced_steps(run.steps, model, drift, depth, run_prompts(run))
     passes, result, left = replay_passes(run, table, replay_cache)
     kinds: dict[str, Any] = {}
     for kind in KINDS:

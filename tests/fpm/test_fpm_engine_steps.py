@@ -301,3 +301,32 @@ def test_a_linear_step_cost_needs_samples_and_a_kind() -> None:
         LinearStepCost([], "decode", "decode")
     with pytest.raises(ValueError, match="kind"):
         LinearStepCost([(1, 1.0, 1.0)], "x", "mixed")
+
+
+def _attention_line() -> LinearStepCost:
+    """5 + 0.01 x tokens + 0.001 x tokens^2 / requests, fitted to four steps exactly on it."""
+    return LinearStepCost(
+        [(1, 100.0, 16.0), (1, 200.0, 47.0), (2, 200.0, 27.0), (1, 300.0, 98.0)],
+        "prefill",
+        "prefill",
+    )
+
+
+def test_a_continued_chunk_and_unequal_prompts_pay_their_attention_by_hand() -> None:
+    model = ServedStepModel(
+        _attention_line(), _attention_line(), draft_length=0, step_overhead_ms=0
+    )
+    # 188 tokens after 512 of the same prompt: the line at (1, 188) = 5 + 1.88 + 35.344, plus
+    # 0.001 x 2 x 188 x 512 = 192.512 (the query x visible-key pairs of the earlier chunk).
+    assert model.price_step(0, 0, 1, 188) == pytest.approx(42.224)
+    assert model.price_step(0, 0, 1, 188, prefill_chunks=[(188, 512)]) == pytest.approx(234.736)
+    # Prompts of 32 and 224: the line at (2, 256) = 5 + 2.56 + 32.768 assumes 2 x 128^2 / 2;
+    # the step holds 0.001 x (32^2 + 224^2 - 256^2 / 2) = 18.432 more.
+    assert model.price_step(0, 0, 2, 256) == pytest.approx(40.328)
+    unequal = model.price_step(0, 0, 2, 256, prefill_chunks=[(32, 0), (224, 0)])
+    assert unequal == pytest.approx(58.76)
+    # Fresh prompts of equal length: the line's own term, nothing added or counted.
+    assert model.price_step(0, 0, 2, 256, prefill_chunks=[(128, 0), (128, 0)]) == pytest.approx(
+        40.328
+    )
+    assert model.coverage["prefill:per-request"] == 2

@@ -236,3 +236,25 @@ def test_a_partially_drafted_step_is_priced_by_its_drafts() -> None:
     # No creation cost on this grid (no cached prefill steps): the price is the interpolation.
     assert model.creation_ms is None
     assert row["price_ms"] == pytest.approx(plain_ms + (sd_ms - plain_ms) / 3.0)
+
+
+def test_each_step_s_prompt_chunks_are_reconstructed_by_hand() -> None:
+    from qualification.engine.step_diff import prefill_chunks
+
+    # a: 700 prompt tokens, b: 100. Step 0: a's first 512; step 1: a's last 188 (after its
+    # 512) and b's 100 (fresh); step 2: both decode; step 3 names an unknown request; step 4
+    # says 50 prompt tokens where none are left.
+    steps = pd.DataFrame(
+        {
+            "request_ids": ["a", "a;b", "a;b", "zz", "a"],
+            "prefill_tokens": [512, 288, 0, 10, 50],
+            "num_prefill_requests": [1, 2, 0, 1, 1],
+        }
+    )
+    assert prefill_chunks(steps, {"a": 700, "b": 100}) == [
+        [(512, 0)],
+        [(188, 512), (100, 0)],
+        [],
+        None,
+        None,
+    ]
