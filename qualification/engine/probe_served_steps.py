@@ -79,6 +79,12 @@ def main(argv: list[str] | None = None) -> int:
         "steps after the engine sat idle MS ms against the same steps right after other steps",
     )
     parser.add_argument(
+        "--ends",
+        action="store_true",
+        help="only the prefill step of a request that ends with its first token (the grid's) "
+        "against one that goes on decoding (paired); the default candidate with SD on",
+    )
+    parser.add_argument(
         "--chunks",
         action="store_true",
         help="only the prompt-attention candidates (paired): a chunk continuing a prompt "
@@ -189,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         _mixed_contexts(add, steps, wall, args.reps)
         print(f"load after: {_load():.2f}")
         return 0
-    if draft_dir is not None and not args.long:
+    if args.ends or (draft_dir is not None and not args.long):
         return _prefill_that_continues(engine, clock, add, args.reps)
     if args.long:
         per_round = 1 if draft_dir is None else 4  # tokens a decode step (SD round) emits
@@ -542,28 +548,37 @@ def _after_idle(
 def _prefill_that_continues(
     engine: Any, clock: Any, add: Callable[[int, int], str], reps: int
 ) -> int:
-    """SD on: the prefill step of one 128-token request that ends with its first token (as the
-    grid's prefill points) against one that goes on decoding (as a served request), in wall
-    and process CPU time."""
+    """The prefill step of one 128-token request that ends with its first token (as the grid's
+    prefill points) against one that goes on decoding (as a served request), in wall and
+    process CPU time; paired (the two alternate in order per repetition) at one prompt length
+    run once before timing, so neither creates primitives."""
+
+    def first_step(output: int) -> Any:
+        add(128, output)
+        first = None
+        while engine.has_work():
+            record, _ = engine.step(clock)
+            if first is None and record is not None:
+                first = record
+        assert first is not None and first.num_prefill_requests == 1
+        return first
+
+    first_step(8)  # the count's primitives
     results: dict[int, list[tuple[float, float]]] = {1: [], 8: []}
     for rep in range(reps):
-        for output in (1, 8):
-            add(128 + rep, output)
-            first = None
-            while engine.has_work():
-                record, _ = engine.step(clock)
-                if first is None and record is not None:
-                    first = record
-            assert first is not None and first.num_prefill_requests == 1
+        for output in (1, 8) if rep % 2 == 0 else (8, 1):
+            first = first_step(output)
             results[output].append((first.end_ms - first.start_ms, first.cpu_ms))
     (ends_wall, ends_cpu), (goes_wall, goes_cpu) = (
         (statistics.median(w for w, _ in results[n]), statistics.median(c for _, c in results[n]))
         for n in (1, 8)
     )
+    differences = [g[1] - e[1] for g, e in zip(results[8], results[1], strict=True)]
     print(
-        "SD prefill step (1 request, 128 tokens): ends with its first token "
+        "prefill step (1 request, 128 tokens): ends with its first token "
         f"{ends_wall:.2f} ms wall / {ends_cpu:.2f} ms CPU, goes on decoding {goes_wall:.2f} / "
-        f"{goes_cpu:.2f} ms, difference {goes_cpu - ends_cpu:+.2f} ms CPU"
+        f"{goes_cpu:.2f} ms; per pair (goes on - ends) {statistics.median(differences):+.2f} ms "
+        f"CPU (dearer in {sum(d > 0 for d in differences)} of {len(differences)})"
     )
     print(f"load after: {_load():.2f}")
     return 0
