@@ -24,10 +24,13 @@ from __future__ import annotations
 from aisim.fpm._chain import SelectedModel
 from aisim.fpm._diagnostics import Diagnostics, ForwardPassResult, StpReference
 from aisim.fpm._engine_step_files import (
+    ADMIT_FILE,
+    ADMIT_SCHEMA,
     FRONTEND_FILE,
     FRONTEND_SCHEMA,
     WAKE_FILE,
     WAKE_SCHEMA,
+    load_admit_cost,
     load_frontend_cost,
     load_step_table_model,
     load_wake_cost,
@@ -59,6 +62,8 @@ from aisim.fpm._table_files import load_table_file, load_table_models, write_tab
 from aisim.fpm._vector import estimate_many
 
 __all__ = [
+    "ADMIT_FILE",
+    "ADMIT_SCHEMA",
     "ESTIMATORS",
     "FRONTEND_FILE",
     "FRONTEND_SCHEMA",
@@ -95,6 +100,7 @@ __all__ = [
     "write_table_file",
     "load_frontend_cost",
     "load_wake_cost",
+    "load_admit_cost",
     "load_step_table_model",
     "served_step_model",
     "swap_default_terms",

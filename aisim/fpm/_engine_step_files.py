@@ -109,6 +109,7 @@ def served_step_model(
     frontend: FrontEndCost | None = None,
     cache: PrimitiveCache | None = None,
     wake: WakeCost | None = None,
+    admit: WakeCost | None = None,
     _shared: tuple[PrimitiveCache | None, dict[str, int]] | None = None,
 ) -> ServedStepModel:
     """The served-step model of an engine step table (module docstring). ``engine_model``
@@ -118,7 +119,11 @@ def served_step_model(
     model of the same engine process left them (vLLM CPU; None: empty, a fresh process);
     ``wake``: the first step after an idle spell, probed apart (``load_wake_cost``; vLLM CPU
     only, over a table with cached prefill steps), carried to the table's speed by the
-    table's own prefill price of the probe's reference steps (``WakeCost.scaled``).
+    table's own prefill price of the probe's reference steps (``WakeCost.scaled``);
+    ``admit``: what admitting a request costs the engine's thread between steps, probed apart
+    (``load_admit_cost``), carried to the table's speed the same way and under the same
+    condition; replay's passes pay it per prefill request (``estimate_forward_pass_time_ms``),
+    a recorded step's price does not (the step's time excludes it).
     DataIntegrityError naming ``where`` when the table has no timed steps of a kind the model
     needs."""
     timed = [row for row in rows if not row["warmup"]]
@@ -197,6 +202,9 @@ def served_step_model(
         # reference steps (cached counts) have no price of their own to give the speed ratio.
         model.wake = wake
         model.wake_ms, model.wake_scale = wake.scaled(prefill_price, {})
+    if use_cached and admit is not None:
+        model.admit = admit
+        model.admit_ms, model.admit_scale = admit.scaled(prefill_price, {})
     if draft_length > 0 and any(row["phase"] == "decode" for row in timed):
         model.plain_decode_model = served_step_model(
             rows,
@@ -260,6 +268,7 @@ def load_step_table_model(
         engine_model=engine_model,
         frontend=frontend if engine_model else None,
         wake=load_wake_cost(data.parent / WAKE_FILE) if engine_model else None,
+        admit=load_admit_cost(data.parent / ADMIT_FILE) if engine_model else None,
     )
 
 
@@ -268,6 +277,11 @@ def load_step_table_model(
 #: (``python -m qualification.engine.probe_served_steps --idle MS --out ...``).
 WAKE_FILE = "wake_model.json"
 WAKE_SCHEMA = "aisim.engine_wake"
+#: A step table's admission model (``admit_model.json`` beside ``grid_steps.parquet``): what
+#: adding a request costs the engine's thread between steps, probed apart
+#: (``python -m qualification.engine.probe_served_steps --admit --out ...``).
+ADMIT_FILE = "admit_model.json"
+ADMIT_SCHEMA = "aisim.engine_admit"
 
 
 def load_wake_cost(path: str | Path) -> WakeCost | None:
@@ -276,6 +290,17 @@ def load_wake_cost(path: str | Path) -> WakeCost | None:
     list of [requests >= 1, prompt tokens >= 1, ms > 0]), or None when the file does not
     exist. DataIntegrityError naming the file and the field when it is unreadable or a term
     is missing or out of range."""
+    return _load_probed_cost(path, WAKE_SCHEMA, "wake_ms", "wake model")
+
+
+def load_admit_cost(path: str | Path) -> WakeCost | None:
+    """The admission model of ``path`` (a step table's ``ADMIT_FILE``: schema
+    ``aisim.engine_admit`` v1, ``terms.admit_ms`` and ``terms.reference_prefill`` as the wake
+    model's), or None when the file does not exist; errors as ``load_wake_cost``'s."""
+    return _load_probed_cost(path, ADMIT_SCHEMA, "admit_ms", "admission model")
+
+
+def _load_probed_cost(path: str | Path, schema_name: str, term: str, what: str) -> WakeCost | None:
     import json
     import math
 
@@ -286,23 +311,23 @@ def load_wake_cost(path: str | Path) -> WakeCost | None:
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise DataIntegrityError(f"{where}: unreadable wake model ({exc})") from None
+        raise DataIntegrityError(f"{where}: unreadable {what} ({exc})") from None
     if not isinstance(data, dict):
         raise DataIntegrityError(f"{where}: a JSON object expected, got {type(data).__name__}")
     schema = data.get("schema")
-    if not isinstance(schema, dict) or schema.get("name") != WAKE_SCHEMA:
-        raise DataIntegrityError(f"{where}: schema: {schema!r} is not {WAKE_SCHEMA!r}")
+    if not isinstance(schema, dict) or schema.get("name") != schema_name:
+        raise DataIntegrityError(f"{where}: schema: {schema!r} is not {schema_name!r}")
     if schema.get("version") != 1:
         raise DataIntegrityError(
             f"{where}: schema.version: {schema.get('version')!r} is not supported (reads 1)"
         )
     terms = data.get("terms")
     if not isinstance(terms, dict):
-        raise DataIntegrityError(f"{where}: terms: missing (wake_ms, reference_prefill)")
-    unknown = sorted(set(terms) - {"wake_ms", "reference_prefill"})
+        raise DataIntegrityError(f"{where}: terms: missing ({term}, reference_prefill)")
+    unknown = sorted(set(terms) - {term, "reference_prefill"})
     if unknown:
         raise DataIntegrityError(
-            f"{where}: terms.{unknown[0]}: unknown; allowed: wake_ms, reference_prefill"
+            f"{where}: terms.{unknown[0]}: unknown; allowed: {term}, reference_prefill"
         )
 
     def number(value: object) -> float | None:
@@ -310,10 +335,10 @@ def load_wake_cost(path: str | Path) -> WakeCost | None:
             return None
         return float(value) if math.isfinite(value) else None
 
-    wake_ms = number(terms.get("wake_ms"))
-    if wake_ms is None or wake_ms < 0:
+    probe_ms = number(terms.get(term))
+    if probe_ms is None or probe_ms < 0:
         raise DataIntegrityError(
-            f"{where}: terms.wake_ms: {terms.get('wake_ms')!r} is not a finite number of ms >= 0"
+            f"{where}: terms.{term}: {terms.get(term)!r} is not a finite number of ms >= 0"
         )
     rows = terms.get("reference_prefill")
     if not isinstance(rows, list) or not rows:
@@ -339,7 +364,7 @@ def load_wake_cost(path: str | Path) -> WakeCost | None:
             )
         reference.append((int(row[0]), int(row[1]), float(row[2])))
     source = data.get("source")
-    return WakeCost(wake_ms, reference, str(source) if isinstance(source, str) else str(file))
+    return WakeCost(probe_ms, reference, str(source) if isinstance(source, str) else str(file))
 
 
 #: A recording's front-end model (``frontend/frontend_model.json``, relative to the recording):

@@ -45,6 +45,10 @@ of its kind, ``LinearStepCost``; elsewhere the table's per-point medians, interp
   the engine sat idle, or every running request finished in the step before) adds the wake
   cost, what the first step after an idle spell of the engine's process costs over the same
   step run right after another (docs/replay.md, "Served steps");
+* vLLM CPU, an admission model on (``WakeCost`` read from ``admit_model.json``, probed apart):
+  replay's pass adds, per prefill request, what adding a request costs the engine's thread
+  between steps (``LLMEngine.add_request``); ``price_step`` (a recorded step, whose time
+  excludes it) does not;
 * a served engine's front end (vLLM's OpenAI server: ``vllm serve``), when the recording carries
   a front-end model measured through the server (``FrontEndCost``): every step adds
   ``step_ms`` plus ``token_ms`` per request that streams output from it (decode requests and
@@ -182,6 +186,12 @@ class ServedStepModel:
         self.wake: WakeCost | None = None
         self.wake_ms = 0.0
         self.wake_scale = 1.0
+        #: What admitting a request costs the engine's thread between steps (None: not
+        #: modelled), its ms at the table's speed and the speed ratio: replay's passes pay it
+        #: per prefill request (``estimate_forward_pass_time_ms``), ``price_step`` does not.
+        self.admit: WakeCost | None = None
+        self.admit_ms = 0.0
+        self.admit_scale = 1.0
 
     def _count(self, key: str) -> None:
         self.coverage[key] = self.coverage.get(key, 0) + 1
@@ -278,12 +288,19 @@ class ServedStepModel:
             for rank in metrics:
                 worst = max(worst, self.estimate_forward_pass_time_ms(rank))
             return worst
-        return self.price_step(
+        prefill_requests = int(metrics.num_prefill_requests)
+        price = self.price_step(
             int(metrics.num_decode_requests),
             int(metrics.sum_decode_kv_tokens),
-            int(metrics.num_prefill_requests),
+            prefill_requests,
             int(metrics.sum_prefill_tokens),
         )
+        if self.admit is not None and prefill_requests > 0:
+            # Replay's pass is the step and the engine's work before it: a prompt in the pass
+            # was admitted just before it (a chunk continuing a prompt is charged too).
+            self._count("admit")
+            price += self.admit_ms * prefill_requests
+        return price
 
     def describe(self) -> dict[str, object]:
         """What priced the passes: points, platform, the engine behaviours modelled, and per
@@ -298,6 +315,13 @@ class ServedStepModel:
             "creation_ms": self.creation_ms,
             "cudagraph_capture_sizes": list(self.capture_sizes) or None,
             "frontend": None if self.frontend is None else self.frontend.describe(),
+            "admit": None
+            if self.admit is None
+            else {
+                **self.admit.describe(),
+                "admit_ms": self.admit_ms,
+                "speed_ratio": self.admit_scale,
+            },
             "wake": None
             if self.wake is None
             else {**self.wake.describe(), "wake_ms": self.wake_ms, "speed_ratio": self.wake_scale},

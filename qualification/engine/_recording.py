@@ -18,10 +18,12 @@ import pandas as pd
 
 from aisim.errors import DataIntegrityError
 from aisim.fpm import (
+    ADMIT_FILE,
     FRONTEND_FILE,
     WAKE_FILE,
     FrontEndCost,
     WakeCost,
+    load_admit_cost,
     load_frontend_cost,
     load_wake_cost,
 )
@@ -49,6 +51,9 @@ class StepTable:
     #: The first step after an idle spell, probed apart (``wake_model.json`` beside the grid;
     #: ``aisim.fpm.load_wake_cost``), or None.
     wake: WakeCost | None = None
+    #: What admitting a request costs the engine's thread between steps, probed apart
+    #: (``admit_model.json`` beside the grid; ``aisim.fpm.load_admit_cost``), or None.
+    admit: WakeCost | None = None
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -110,7 +115,13 @@ def load_step_table(path: str | Path) -> StepTable:
                 f"{where}: row {row}: phase: {phase!r} is not one of {', '.join(PHASES)}"
             )
     _non_decreasing(where, frame["start_ms"].tolist(), "start_ms", 0)
-    return StepTable(data.parent, frame, sidecar, load_wake_cost(data.parent / WAKE_FILE))
+    return StepTable(
+        data.parent,
+        frame,
+        sidecar,
+        load_wake_cost(data.parent / WAKE_FILE),
+        load_admit_cost(data.parent / ADMIT_FILE),
+    )
 
 
 def load_served_run(path: str | Path) -> ServedRun:

@@ -83,6 +83,7 @@ class EngineStepModel:
             frontend=frontend if engine_model else None,
             cache=cache,
             wake=table.wake if engine_model else None,
+            admit=table.admit if engine_model else None,
         )
         served = self.served
         #: The primitive caches this model prices with (None off CPU): hand them to the model

@@ -26,6 +26,10 @@ vLLM, prints one line per candidate; a benchmark, not a test).
   starts an idle engine; the grid's follow one another); ``--out`` writes the wake model a step
   table carries (``grid/wake_model.json``, ``aisim.fpm.load_wake_cost``), ``--pool`` pools it
   with an earlier run;
+* **admission** (``--admit``): the wall time of adding one request to a busy engine
+  (``LLMEngine.add_request``, on the engine's thread between steps); ``--out`` writes the
+  admission model a step table carries (``grid/admit_model.json``,
+  ``aisim.fpm.load_admit_cost``);
 * **prompt attention** (``--chunks``, paired): a chunk continuing a prompt against the same
   chunk as a fresh prompt, and two prompts of unequal length against two of equal length.
 
@@ -77,6 +81,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="MS",
         help="only the after-idle candidate (paired): a prompt's prefill step and first decode "
         "steps after the engine sat idle MS ms against the same steps right after other steps",
+    )
+    parser.add_argument(
+        "--admit",
+        action="store_true",
+        help="only the admission candidate: the wall time of adding one request to a busy "
+        "engine (LLMEngine.add_request, on the engine's thread between steps); --out writes "
+        "it as an admission model (schema aisim.engine_admit v1)",
     )
     parser.add_argument(
         "--ends",
@@ -187,6 +198,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.out is not None:
             _write_wake(args, found, load_before)
         return 0
+    if args.admit:
+        load_before = _load()
+        found = _admission(engine, clock, prompt, add, steps, wall, args.reps)
+        print(f"load after: {_load():.2f}")
+        if args.out is not None:
+            _write_admit(args, found, load_before)
+        return 0
     if args.chunks:
         _prompt_attention(engine, clock, add, steps, wall, args.reps)
         print(f"load after: {_load():.2f}")
@@ -295,6 +313,88 @@ def main(argv: list[str] | None = None) -> int:
     _mixed_contexts(add, steps, wall, args.reps)
     print(f"load after: {_load():.2f}")
     return 0
+
+
+def _admission(
+    engine: Any,
+    clock: Any,
+    prompt: Callable[[int], list[int]],
+    add: Callable[[int, int], str],
+    steps: Callable[[], list[Any]],
+    wall: Callable[[Any], float],
+    reps: int,
+) -> dict[str, Any]:
+    """What admitting a request costs the engine's thread: with one request decoding (a busy
+    engine), the wall time of ``LLMEngine.add_request`` for one more (its prompt built before
+    the clock starts; ``vllm/v1/engine/llm_engine.py``, ``LLMEngine.add_request``:
+    ``InputProcessor.process_inputs``, then the engine's ``Request`` with its block hashes,
+    ``EngineCore.preprocess_add_request``), prompts of 32 and 200 tokens alternating, three
+    steps after each; then, for the host's speed at the probe, the prefill steps of one fresh
+    32- and 200-token prompt run right after other steps (as the wake probe's reference)."""
+    import time
+
+    engine.add("admit-runner", prompt(64), 20 * reps + 64)
+    for _ in range(3):
+        engine.step(clock)
+    times: list[float] = []
+    for rep in range(reps):
+        tokens = prompt(32 if rep % 2 == 0 else 200)
+        start = time.perf_counter()
+        engine.add(f"admit-{rep}", tokens, 4)
+        times.append((time.perf_counter() - start) * 1000.0)
+        for _ in range(3):
+            engine.step(clock)
+    steps()
+    reference = []
+    for length in (32, 200):
+        add(length, 2)  # the count's primitives
+        steps()
+        measured = []
+        for _ in range(max(3, reps // 4)):
+            add(48, 2)
+            steps()
+            add(length, 2)
+            measured.append(wall(steps()[0]))
+        reference.append([1, length, round(statistics.median(measured), 4)])
+    quartiles = statistics.quantiles(times, n=4) if len(times) > 1 else [math.nan] * 3
+    print(
+        f"admitting a request to a busy engine: median {statistics.median(times):.3f} ms "
+        f"(quartiles {quartiles[0]:.3f}, {quartiles[2]:.3f}; {len(times)} adds); reference "
+        f"prefill steps {reference}"
+    )
+    return {
+        "admit_ms": round(statistics.median(times), 4),
+        "add_ms": [round(value, 4) for value in times],
+        "reference_prefill": reference,
+    }
+
+
+def _write_admit(args: argparse.Namespace, found: dict[str, Any], load_before: float) -> None:
+    """The admission probe as an admission model file (``aisim.fpm.load_admit_cost``)."""
+    import datetime
+
+    from aisim.files import atomic_write_text, canonical_json
+    from aisim.fpm import ADMIT_SCHEMA
+
+    document: dict[str, Any] = {
+        "schema": {"name": ADMIT_SCHEMA, "version": 1},
+        "terms": {"admit_ms": found["admit_ms"], "reference_prefill": found["reference_prefill"]},
+        "probe": {
+            "command": "python -m qualification.engine.probe_served_steps "
+            + " ".join(sys.argv[1:] if len(sys.argv) > 1 else []),
+            "recorded_utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "load_before": round(load_before, 2),
+            "load_after": round(_load(), 2),
+            "shape": args.shape,
+            "draft_shape": args.draft_shape,
+            "block_size": args.block_size,
+            "add_ms": found["add_ms"],
+            "host_note": args.note,
+        },
+        "source": f"probe_served_steps --admit ({args.shape}, {len(found['add_ms'])} adds)",
+    }
+    atomic_write_text(args.out, canonical_json(document), overwrite=args.overwrite)
+    print(f"wrote {args.out}: admit {found['admit_ms']} ms")
 
 
 def _write_wake(args: argparse.Namespace, found: dict[str, Any], load_before: float) -> None:

@@ -167,3 +167,56 @@ def test_a_wake_model_of_another_schema_or_unreadable_is_refused(tmp_path: Path)
     (tmp_path / WAKE_FILE).write_text("{")
     with pytest.raises(DataIntegrityError, match="unreadable wake model"):
         load_wake_cost(tmp_path / WAKE_FILE)
+
+
+def test_replay_s_pass_pays_the_admission_per_prompt_a_recorded_step_does_not() -> None:
+    from aisim.fpm import ForwardPassMetrics
+
+    model = ServedStepModel(_decode_line(), _prefill_line(), draft_length=0, step_overhead_ms=2.0)
+    model.admit = WakeCost(0.25, [(1, 100, 3.0)], "hand")
+    model.admit_ms, model.admit_scale = 0.5, 2.0
+    # Two prompts of 50 tokens beside two decodes: the step 4 + 6 - 2 = 8 ms; replay's pass
+    # adds 2 x 0.5 for the two admissions before it, the recorded step's price does not.
+    assert model.price_step(2, 300, 2, 100) == pytest.approx(8.0)
+    assert model.estimate_forward_pass_time_ms(ForwardPassMetrics(2, 300, 2, 100)) == pytest.approx(
+        9.0
+    )
+    assert model.estimate_forward_pass_time_ms(ForwardPassMetrics(2, 300)) == pytest.approx(4.0)
+    assert model.coverage["admit"] == 1
+    assert model.describe()["admit"] == {
+        "probe_ms": 0.25,
+        "reference_prefill": [[1, 100, 3.0]],
+        "source": "hand",
+        "admit_ms": 0.5,
+        "speed_ratio": 2.0,
+    }
+
+
+def test_the_table_model_takes_the_admission_like_the_wake_cost() -> None:
+    admit = WakeCost(0.25, [(1, 100, 2.5)], "hand")  # the cached line prices 1 x 100 at 5: 2 x
+    cpu = served_step_model(_rows(True), {"platform": "cpu"}, {}, 0, where="hand", admit=admit)
+    assert (cpu.admit_ms, cpu.admit_scale) == pytest.approx((0.5, 2.0))
+    uncached = served_step_model(
+        _rows(False), {"platform": "cpu"}, {}, 0, where="hand", admit=admit
+    )
+    assert uncached.admit is None and uncached.admit_ms == 0.0
+
+
+def test_an_admission_model_file_round_trips_and_a_bad_one_names_its_field(tmp_path: Path) -> None:
+    from aisim.fpm import ADMIT_FILE, load_admit_cost
+
+    path = tmp_path / ADMIT_FILE
+    good = {
+        "schema": {"name": "aisim.engine_admit", "version": 1},
+        "terms": {"admit_ms": 0.3, "reference_prefill": [[1, 32, 4.0]]},
+    }
+    path.write_text(json.dumps(good))
+    cost = load_admit_cost(path)
+    assert cost is not None and (cost.probe_ms, cost.reference) == (0.3, [(1, 32, 4.0)])
+    path.write_text(json.dumps({**good, "terms": {"admit_ms": "x", "reference_prefill": []}}))
+    with pytest.raises(DataIntegrityError, match="terms.admit_ms: 'x' is not a finite") as caught:
+        load_admit_cost(path)
+    assert "\n" not in str(caught.value) and ADMIT_FILE in str(caught.value)
+    path.write_text(json.dumps({**good, "schema": {"name": "aisim.engine_wake", "version": 1}}))
+    with pytest.raises(DataIntegrityError, match="is not 'aisim.engine_admit'"):
+        load_admit_cost(path)
