@@ -50,7 +50,13 @@ class CostTerms:
       (Gated DeltaNet) kernels reach on the per-request recurrent state they read and write;
     * ``eager_linear_layer_s``: host time per linear-attention layer of a pass that carries
       prefill tokens (such a pass is not a uniform decode batch, so the engine replays the
-      piecewise CUDA graphs and launches the layer's recurrent core eagerly).
+      piecewise CUDA graphs and launches the layer's recurrent core eagerly);
+    * ``dspark_markov_step_s``: host time per drafted position of a DSpark round (vLLM runs the
+      block's sequential Markov correction and draft sampler as a Python loop of eager kernels,
+      one iteration per position);
+    * ``draft_step_host_s``: host time each sequential draft step adds beyond its GPU work
+      (0 in both sets: the 2026 engines of the public GPU runs hide it; an engine version that
+      does not, vLLM mid-2025, is priced by replacing it, ``qualification.public``).
     """
 
     name: str
@@ -70,6 +76,8 @@ class CostTerms:
     link_protocol_efficiency: float
     linear_state_bandwidth_efficiency: float
     eager_linear_layer_s: float
+    dspark_markov_step_s: float
+    draft_step_host_s: float
 
 
 def _non_decreasing(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -143,6 +151,14 @@ LINEAR_STATE_BANDWIDTH_EFFICIENCY: Final = 0.46
 #: not uniform decode replays the piecewise graphs, so the core (conv, the chunked delta-rule
 #: kernels, state gather / scatter, the decode kernel) is launched from the host layer by layer.
 EAGER_LINEAR_LAYER_S: Final = 260e-6
+#: Host time per drafted position of a DSpark round: vLLM's ``DSparkProposer._sample_draft_tokens``
+#: (``vllm/v1/spec_decode/dspark.py``) runs ``sample_dspark_markov_block``
+#: (``dspark_sampling.py``), a Python loop over the block's positions, each the Markov bias
+#: (``apply_dspark_markov_bias``) and the eager sampler (about 10 launches a step, as the fused
+#: variant's docstring counts them), outside any CUDA graph. Fitted on the HumanEval DSpark points
+#: of the same sweep at 1..64 streams (evidence/public-gpu/fitted_terms.json, ``dspark``); the
+#: math_reasoning DSpark points are held out.
+DSPARK_MARKOV_STEP_S: Final = 318e-6
 
 MEASURED_TERMS: Final = CostTerms(
     name="roofline",
@@ -162,6 +178,8 @@ MEASURED_TERMS: Final = CostTerms(
     link_protocol_efficiency=LINK_PROTOCOL_EFFICIENCY,
     linear_state_bandwidth_efficiency=LINEAR_STATE_BANDWIDTH_EFFICIENCY,
     eager_linear_layer_s=EAGER_LINEAR_LAYER_S,
+    dspark_markov_step_s=DSPARK_MARKOV_STEP_S,
+    draft_step_host_s=0.0,
 )
 
 #: The pure roofline: the round efficiencies it always had, no overheads (a bound, not a forecast).
@@ -183,6 +201,8 @@ IDEAL_TERMS: Final = CostTerms(
     link_protocol_efficiency=0.7,
     linear_state_bandwidth_efficiency=0.8,
     eager_linear_layer_s=0.0,
+    dspark_markov_step_s=0.0,
+    draft_step_host_s=0.0,
 )
 
 COST_SOURCES: Final = (
@@ -293,5 +313,16 @@ COST_SOURCES: Final = (
         "batches replay the piecewise graphs)",
         "fitted with LINEAR_STATE_BANDWIDTH_EFFICIENCY; x the linear-attention layers of a pass "
         "that carries prefill tokens (48 on Qwen3.5/3.6-27B: 12.5 ms)",
+    ),
+    CostSource(
+        "DSPARK_MARKOV_STEP_S",
+        "318e-6",
+        "s per drafted position of a DSpark round",
+        "https://github.com/vllm-project/speculators (the 7 HumanEval DSpark points at 1..64 "
+        "streams); the mechanism: vllm-project/vllm vllm/v1/spec_decode/dspark.py "
+        "DSparkProposer._sample_draft_tokens and dspark_sampling.py sample_dspark_markov_block "
+        "(a Python loop over the block's positions, eager kernels, no CUDA graph)",
+        "fitted on median output throughput (the math_reasoning DSpark points held out); x the "
+        "drafted positions of a DSpark round (7: 2.2 ms), on every pass with decode requests",
     ),
 )

@@ -13,7 +13,8 @@ part as it runs:
   eagle3: the fused-feature projection (3 * hidden -> hidden), one decoder layer and the
   drafter's LM head (its own, possibly reduced, vocabulary) per step, a chain's first step over
   the verified window (depth + 1 tokens per request, logits of one); dflash / dspark: one
-  block-drafter forward over N tokens per request; draft_model: K full decode steps of the draft
+  block-drafter forward over N tokens per request (dspark: plus its eager Markov sampler, one
+  host step per drafted position); draft_model: K full decode steps of the draft
   model; mtp: per step the MTP block (2 * hidden -> hidden projection, one target decoder layer)
   and the shared LM head, the first of the depth steps over the verified window (depth + 1
   tokens per request, logits of one); every multi-step drafter's step reads the KV its earlier steps appended;
@@ -281,6 +282,13 @@ class RooflineModel(ForwardPassModel):
             )
             parts.overhead += head_overhead
             parts.draft_steps += 1
+        scheme = self.scheme
+        if scheme is not None and scheme.kind == "dspark":
+            # vLLM's DSpark Markov correction: one eager sampler step per drafted position
+            # (DSparkProposer._sample_draft_tokens -> sample_dspark_markov_block).
+            markov = float(scheme.num_draft_tokens) * self.terms.dspark_markov_step_s
+            parts.draft += markov
+            parts.overhead += markov
         draft = self.draft
         if draft is None:
             return parts
@@ -289,7 +297,7 @@ class RooflineModel(ForwardPassModel):
             step = decode_shape(requests, past, tokens)
             if index == 0 and self.wide_first_draft_pass:
                 step.logit_tokens = float(requests)
-            step_overhead = self._pass_overhead(draft, step)
+            step_overhead = self._pass_overhead(draft, step) + self.terms.draft_step_host_s
             parts.draft += draft.seconds(step) + step_overhead
             parts.overhead += step_overhead
             parts.draft_steps += 1

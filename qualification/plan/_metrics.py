@@ -97,8 +97,12 @@ CHECKS: Final[dict[str, dict[str, Metric]]] = {
         "public_held_out_mape": Metric(
             "error", False, "MAPE against public measurements not used to derive a constant"
         ),
-        "public_decode_mape": Metric("error", False, "MAPE against public decode latencies"),
-        "public_sd_ratio_mape": Metric("error", False, "MAPE of SD round / STP ratios"),
+        "public_decode_mape": Metric(
+            "error", False, "MAPE against public decode latencies (held-out rows)"
+        ),
+        "public_sd_ratio_mape": Metric(
+            "error", False, "MAPE of SD round / STP ratios (rows no version term saw)"
+        ),
         "rounds_below_widened_stp": Metric(
             "count", False, "rulecheck points where a round is priced below the widened STP pass"
         ),

@@ -2,7 +2,11 @@
 
 * ``score(estimator)``: every row of ``measurements.json`` (decode steps, EAGLE-3 round / STP
   ratios) predicted by ``roofline`` or ``roofline_ideal``, with the absolute percentage error,
-  the MAPE over all rows and over the held-out (``validation``) rows.
+  the MAPE over all rows and over the held-out rows (``validation`` rows no version term saw).
+  ``roofline`` prices a row whose engine has a version term (``version_terms``: a cost term
+  the engine version stated by the source pays and the default does not, fitted on the rows in
+  its ``fitted_on``, ``fit_version_terms``) with that term; ``version_terms=False`` keeps the
+  default (the cost-error samples of ``qualification.uncertainty`` describe the default).
 * ``prefill_reference(estimator)``: Llama-3.1-70B prefill at TP 4 / 8 against a silicon-based
   reference simulator's figures (``reference_prefill.json``, ``_prefill``).
 * ``rulecheck(...)``: the default's ``T_SD / F_STP((d + 1) B, K)`` over d, B, K on each built-in
@@ -12,6 +16,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 from importlib import resources
@@ -19,7 +24,7 @@ from typing import Any, Final
 
 from aisim.catalogue import gpu_names
 from aisim.config import best_available, get_gpu, get_model
-from aisim.fpm import ForwardPassMetrics, scaling_factor
+from aisim.fpm import ForwardPassMetrics, RooflineModel, scaling_factor
 from qualification.cases import draft_config
 from qualification.public._prefill import (
     PREFILL_WEIGHTS,
@@ -73,9 +78,68 @@ def _decode(batch: int, kv_per_request: int) -> ForwardPassMetrics:
     return ForwardPassMetrics(batch, batch * kv_per_request)
 
 
-def score(estimator: str = "roofline") -> dict[str, Any]:
+def _with_terms(model: Any, **changes: float) -> RooflineModel:
+    """``model``'s roofline (the selection's first candidate) with its terms changed."""
+    roof = model.candidates[0]
+    terms = dataclasses.replace(roof.terms, **changes)
+    return RooflineModel(
+        roof.model_spec, roof.gpu, roof.tensor_parallel, roof.scheme, terms, roof.deployment
+    )
+
+
+def _round_model(setup: dict[str, Any], estimator: str, draft_tokens: int) -> Any:
+    speculation = {
+        "kind": "eagle3",
+        "params": {"num_speculative_tokens": draft_tokens},
+        "draft_config": setup["draft_config"],
+    }
+    return _estimator(setup, estimator, speculation)
+
+
+def fit_version_terms(data: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Each version term of ``measurements.json`` fitted on its ``fitted_on`` rows (roofline).
+
+    ``draft_step_host_s`` (the only kind): the round / STP ratio of an EAGLE-3 row with ``k``
+    draft steps is ``(R + k h) / S`` (``R`` the default's round, ``S`` its STP step, which has
+    no draft step), linear in ``h``; least squares over the rows gives
+    ``h = sum k (m S - R) / sum k^2`` (``m`` the measured ratio). Keyed by engine."""
+    data = data if data is not None else load_measurements()
+    setup = data["sd_round_setup"]
+    fitted: dict[str, dict[str, Any]] = {}
+    for entry in data.get("version_terms", []):
+        if entry["term"] != "draft_step_host_s" or entry["engine"] != setup["engine"]:
+            raise ValueError(f"version_terms: no fit for {entry['term']} on {entry['engine']}")
+        stp = _estimator(setup, "roofline").estimate_forward_pass_time_ms(
+            _decode(setup["batch"], setup["kv_per_request"])
+        )
+        rows = {row["id"]: row for row in data["sd_round_ratios"]}
+        numerator = denominator = 0.0
+        for row_id in entry["fitted_on"]:
+            row = rows[row_id]
+            steps = float(row["draft_tokens"])
+            base = _round_model(setup, "roofline", row["draft_tokens"])
+            round_ms = base.estimate_forward_pass_time_ms(
+                _decode(setup["batch"], setup["kv_per_request"])
+            )
+            measured = row["tpot_ms"] * row["acceptance_length"] / setup["stp_ms"]
+            numerator += steps * (measured * stp - round_ms)
+            denominator += steps * steps
+        fitted[entry["engine"]] = {
+            "term": entry["term"],
+            "draft_step_host_ms": numerator / denominator,
+            "fitted_on": list(entry["fitted_on"]),
+        }
+    return fitted
+
+
+#: The name a row seen by a version term carries in ``seen_by``.
+VERSION_TERM: Final = "draft_step_host_s"
+
+
+def score(estimator: str = "roofline", version_terms: bool = True) -> dict[str, Any]:
     """Predicted vs measured for every public row, with MAPE (all rows and held-out rows)."""
     data = load_measurements()
+    fitted = fit_version_terms(data) if version_terms and estimator == "roofline" else {}
     rows: list[dict[str, Any]] = []
     for row in data["decode_steps"]:
         model = _estimator(row, estimator)
@@ -87,31 +151,40 @@ def score(estimator: str = "roofline") -> dict[str, Any]:
     stp = _estimator(setup, estimator).estimate_forward_pass_time_ms(
         _decode(setup["batch"], setup["kv_per_request"])
     )
+    term = fitted.get(setup["engine"])
     for row in data["sd_round_ratios"]:
-        speculation = {
-            "kind": "eagle3",
-            "params": {"num_speculative_tokens": row["draft_tokens"]},
-            "draft_config": setup["draft_config"],
-        }
-        model = _estimator(setup, estimator, speculation)
+        model = _round_model(setup, estimator, row["draft_tokens"])
+        if term is not None:
+            model = _with_terms(model, draft_step_host_s=term["draft_step_host_ms"] / 1000.0)
         round_ms = model.estimate_forward_pass_time_ms(
             _decode(setup["batch"], setup["kv_per_request"])
         )
         measured = row["tpot_ms"] * row["acceptance_length"] / setup["stp_ms"]
-        rows.append(_scored(row["id"], "round_over_stp", measured, round_ms / stp, setup["role"]))
+        seen = [VERSION_TERM] if term is not None and row["id"] in term["fitted_on"] else []
+        rows.append(
+            _scored(row["id"], "round_over_stp", measured, round_ms / stp, setup["role"], seen)
+        )
+    held = [r for r in rows if r["held_out"]]
     return {
         "estimator": estimator,
+        "version_terms": fitted,
         "rows": rows,
         "mape_percent": _mape(rows),
-        "mape_held_out_percent": _mape([r for r in rows if r["role"] == "validation"]),
-        "mape_decode_percent": _mape([r for r in rows if r["quantity"] == "decode_ms"]),
-        "mape_sd_percent": _mape([r for r in rows if r["quantity"] == "round_over_stp"]),
+        "mape_held_out_percent": _mape(held),
+        "mape_decode_percent": _mape([r for r in held if r["quantity"] == "decode_ms"]),
+        "mape_sd_percent": _mape([r for r in held if r["quantity"] == "round_over_stp"]),
     }
 
 
 def _scored(
-    row_id: str, quantity: str, measured: float, predicted: float, role: str
+    row_id: str,
+    quantity: str,
+    measured: float,
+    predicted: float,
+    role: str,
+    seen_by: list[str] | None = None,
 ) -> dict[str, Any]:
+    seen = seen_by or []
     return {
         "id": row_id,
         "quantity": quantity,
@@ -119,6 +192,8 @@ def _scored(
         "predicted": predicted,
         "error_percent": 100.0 * (predicted - measured) / measured,
         "role": role,
+        "seen_by": seen,
+        "held_out": role == "validation" and not seen,
     }
 
 
@@ -136,17 +211,26 @@ def score_markdown(before: dict[str, Any], after: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for old, new in zip(before["rows"], after["rows"], strict=True):
+        role = new["role"]
+        if new["seen_by"]:
+            role += f" (fitted {', '.join(new['seen_by'])} for {after['estimator']})"
         lines.append(
             f"| {new['id']} | {new['quantity']} | {new['measured']:.3f} | "
             f"{old['predicted']:.3f} | {old['error_percent']:+.1f} % | {new['predicted']:.3f} | "
-            f"{new['error_percent']:+.1f} % | {new['role']} |"
+            f"{new['error_percent']:+.1f} % | {role} |"
         )
     lines.append("")
+    for engine, term in sorted(after.get("version_terms", {}).items()):
+        lines.append(
+            f"- version term of {engine} ({after['estimator']}): {term['term']} = "
+            f"{term['draft_step_host_ms']:.3f} ms per draft step, fitted on "
+            f"{', '.join(term['fitted_on'])}"
+        )
     for key, label in (
         ("mape_percent", "MAPE, all rows"),
         ("mape_held_out_percent", "MAPE, held-out rows"),
-        ("mape_decode_percent", "MAPE, decode steps"),
-        ("mape_sd_percent", "MAPE, SD round / STP"),
+        ("mape_decode_percent", "MAPE, decode steps (held out)"),
+        ("mape_sd_percent", "MAPE, SD round / STP (held out)"),
     ):
         lines.append(
             f"- {label}: {before['estimator']} {before[key]:.1f} %, "
@@ -284,6 +368,8 @@ def rulecheck_markdown(rows: list[dict[str, Any]]) -> str:
 __all__ = [
     "ESTIMATORS",
     "PREFILL_WEIGHTS",
+    "VERSION_TERM",
+    "fit_version_terms",
     "load_measurements",
     "load_reference_prefill",
     "prefill_error_percent",

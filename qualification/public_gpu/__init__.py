@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from aisim.files import atomic_write_bytes, atomic_write_text, canonical_json, check_writable
+from qualification.public_gpu._fit import DSPARK_TERM
 from qualification.public_gpu._fit_host import HOST_TERM
 from qualification.public_gpu._points import load_points
 from qualification.public_gpu._predict import predict, replay_figures, stderr_progress
@@ -82,7 +83,8 @@ def assemble(
     acceptance = {i for v in fitted.get("mtp_acceptance", {}).values() for i in v["mtp_ids"]}
     hybrid = set(fitted.get("hybrid", {}).get("training_ids", []))
     host = fitted.get("sglang_serial_host_us_per_request", {})
-    other = {HOST_TERM: set(host.get("ids", []))}
+    dspark = fitted.get("dspark", {})
+    other = {HOST_TERM: set(host.get("ids", [])), DSPARK_TERM: set(dspark.get("training_ids", []))}
     rows = score_rows(predicted, set(fitted.get("training_ids", [])), acceptance, hybrid, other)
     pairs = sd_pairs(rows)
     reasons = Counter(entry["reason"] for entry in refused)

@@ -23,9 +23,12 @@ On the **HumanEval** no-SD and MTP points of the vLLM Qwen3.8-27B sweep (``fit_h
 replays; its math_reasoning points and every DSpark point are held out): the Gated DeltaNet
 state's bandwidth efficiency and the eager host time per Gated DeltaNet layer of a pass with
 prefill tokens (on mean TPOT), then vLLM's request overhead (on TTFT at concurrency <= 8).
+On the **HumanEval** DSpark points at 1..64 streams (``fit_dspark``, full replays; the
+math_reasoning DSpark points are held out): the host time per drafted position of DSpark's eager
+Markov sampler (on median output throughput).
 
 ``python -m qualification.public_gpu.fit`` prints the artefact (``fitted_terms.json``; with
-``--hybrid`` only its ``hybrid`` block is refitted); the constants in
+``--hybrid`` only its ``hybrid`` block is refitted, with ``--dspark`` only its ``dspark`` block); the constants in
 ``aisim/catalogue/_costs.py`` are its rounded values (a test checks they agree).
 """
 
@@ -328,4 +331,78 @@ def fit_hybrid(evidence: Path) -> dict[str, Any]:
         "in_sample_max_abs_tpot_error_pct": max(abs(e) for e in errors),
         "in_sample_median_abs_tpot_error_pct": statistics.median(abs(e) for e in errors),
         "grid_evaluations": len(cache),
+    }
+
+
+#: The DSpark term's training rows: the DSpark points of the hybrid fit's half of the sweep
+#: below the KV-full queueing point (128 streams queue inside the server); the math_reasoning
+#: DSpark points are held out.
+DSPARK_MAX_CONC: Final = 64
+#: The term's name in ``seen_by``.
+DSPARK_TERM: Final = "DSPARK_MARKOV_STEP_S"
+
+
+def dspark_training_points(evidence: Path) -> list[dict[str, Any]]:
+    """The speculators points ``DSPARK_MARKOV_STEP_S`` is fitted on (``HYBRID_TRAINING_SUBSET``,
+    DSpark, at most ``DSPARK_MAX_CONC`` streams, the pinned diagnostic left out)."""
+    return [
+        p
+        for p in load_points(evidence)
+        if p["source"] == "speculators"
+        and p["dataset"] == HYBRID_TRAINING_SUBSET
+        and p["sd"] == "dspark"
+        and p["conc"] <= DSPARK_MAX_CONC
+        and not p["diagnostic"]
+    ]
+
+
+def _throughput_log_errors(predicted: list[dict[str, Any]]) -> list[float]:
+    return [
+        math.log(p["predicted"]["output_tput_per_gpu"] / p["measured"]["output_tput_per_gpu"])
+        for p in predicted
+    ]
+
+
+def fit_dspark(evidence: Path, overheads: dict[str, float] | None = None) -> dict[str, Any]:
+    """The host time per drafted position of a DSpark round (us): the value at which the median
+    log(predicted / measured) output throughput of ``dspark_training_points`` is zero (each
+    evaluation replays them all; the throughput falls monotonically with the term, so a
+    bisection on [0, 1000] us converges to 0.1 us)."""
+    from qualification.public_gpu._predict import predict
+
+    points = dspark_training_points(evidence)
+    seen: list[list[float]] = []
+
+    def median_error(step_us: float) -> float:
+        terms = dataclasses.replace(MEASURED_TERMS, dspark_markov_step_s=step_us * 1e-6)
+        saved = swap_default_terms(terms)
+        try:
+            predicted, _ = predict(points, None, overheads)
+        finally:
+            swap_default_terms(saved)
+        value = statistics.median(_throughput_log_errors(predicted))
+        seen.append([step_us, 100.0 * math.expm1(value)])
+        return value
+
+    low, high = 0.0, 1000.0
+    if median_error(low) <= 0.0:
+        high = low
+    while high - low > 0.1:
+        middle = round(0.5 * (low + high), 2)
+        if median_error(middle) > 0.0:
+            low = middle
+        else:
+            high = middle
+    step_us = round(high, 1)
+    median_error(step_us)
+    return {
+        "protocol": (
+            f"fitted on the {HYBRID_TRAINING_SUBSET} DSpark points of the vLLM Qwen3.8-27B sweep "
+            f"at 1..{DSPARK_MAX_CONC} streams (median output throughput); held out: its "
+            "math_reasoning DSpark points"
+        ),
+        "training_ids": sorted(p["id"] for p in points),
+        "markov_step_us": step_us,
+        "in_sample_median_throughput_error_pct": seen[-1][1],
+        "evaluations": seen,
     }

@@ -221,7 +221,7 @@ def _cost_model(section: dict[str, Any], criteria: list[dict[str, Any]]) -> str:
             f"{new['measured']:.3f}",
             f"{old['predicted']:.3f} ({old['error_percent']:+.1f} %)",
             f"{new['predicted']:.3f} ({new['error_percent']:+.1f} %)",
-            new["role"],
+            new["role"] + (f" (fitted {', '.join(new['seen_by'])})" if new.get("seen_by") else ""),
         ]
         for old, new in zip(before["rows"], after["rows"], strict=True)
     ]
@@ -230,8 +230,8 @@ def _cost_model(section: dict[str, Any], criteria: list[dict[str, Any]]) -> str:
         for key, label in (
             ("mape_percent", "all rows"),
             ("mape_held_out_percent", "held-out rows"),
-            ("mape_decode_percent", "decode steps"),
-            ("mape_sd_percent", "SD round / STP"),
+            ("mape_decode_percent", "decode steps (held out)"),
+            ("mape_sd_percent", "SD round / STP (held out)"),
         )
     ]
     rule = [

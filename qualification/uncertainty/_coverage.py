@@ -251,7 +251,7 @@ def public_coverage(table: CostErrorTable | None = None) -> dict[str, Any]:
 
     evidence = table if table is not None else load_cost_errors()
     data = load_measurements()
-    scored = {row["id"]: row for row in score("roofline")["rows"]}
+    scored = {row["id"]: row for row in score("roofline", version_terms=False)["rows"]}
     rows = []
     roofline = evidence.for_estimator("roofline")
     serving_decode = [

@@ -15,7 +15,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "estimators.md"
 
 def test_each_source_is_a_public_address_listed_in_the_docs_next_to_its_value() -> None:
     text = DOC.read_text()
-    assert len(COST_SOURCES) == 12
+    assert len(COST_SOURCES) == 13
     for source in COST_SOURCES:
         assert source.source.startswith("https://"), source.name
         row = re.search(rf"^\| `{source.name}` \|(.*)$", text, re.M)
@@ -40,6 +40,7 @@ def test_scalar_values_in_the_sources_are_the_constants_the_model_uses() -> None
         MEASURED_TERMS.linear_state_bandwidth_efficiency == _costs.LINEAR_STATE_BANDWIDTH_EFFICIENCY
     )
     assert MEASURED_TERMS.eager_linear_layer_s == _costs.EAGER_LINEAR_LAYER_S
+    assert MEASURED_TERMS.dspark_markov_step_s == _costs.DSPARK_MARKOV_STEP_S
 
 
 def test_the_allreduce_curve_is_the_published_table_made_non_decreasing() -> None:
@@ -66,5 +67,6 @@ def test_the_ideal_terms_are_the_former_constants_without_overheads() -> None:
     ) == (0.7, 0.5, 0.8, 0.8, 0.7, 5e-6)
     assert IDEAL_TERMS.kernel_overhead_s == IDEAL_TERMS.step_overhead_s == 0.0
     assert IDEAL_TERMS.eager_linear_layer_s == 0.0
+    assert IDEAL_TERMS.dspark_markov_step_s == 0.0
     assert IDEAL_TERMS.linear_state_bandwidth_efficiency == 0.8
     assert IDEAL_TERMS.mtp_legacy_scale and not IDEAL_TERMS.charge_sampling

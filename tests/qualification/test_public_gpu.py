@@ -301,6 +301,17 @@ def test_cost_constants_are_the_fitted_artefact_rounded() -> None:
         i.startswith(("spec/baseline/HumanEval/", "spec/mtp/HumanEval/"))
         for i in hybrid["training_ids"]
     )
+    # DSpark's Markov step saw the HumanEval DSpark points at 1..64 streams only.
+    from qualification.public_gpu._fit import dspark_training_points
+
+    dspark = fitted["dspark"]
+    assert abs(_costs.DSPARK_MARKOV_STEP_S - dspark["markov_step_us"] * 1e-6) <= 5e-7
+    ids = sorted(p["id"] for p in dspark_training_points(EVIDENCE))
+    assert (
+        dspark["training_ids"]
+        == ids
+        == sorted(f"spec/dspark/HumanEval/c{n}" for n in (1, 2, 4, 8, 16, 32, 64))
+    )
     # The training rows are history rows only, none also in the latest file, none with SD.
     assert fitted["training_rows"] == len(fitted["training_ids"]) == 432
     assert all(i.startswith("ix-history-") and "/none/" in i for i in fitted["training_ids"])
