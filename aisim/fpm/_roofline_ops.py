@@ -5,8 +5,13 @@ efficiency))``; a pass is the sum of its operations. Per layer: the QKV projecti
 (reads every request's KV bytes at the KV bandwidth efficiency), the output projection GEMM, the
 MLP (dense SwiGLU, or MoE with the routed experts the batch touches plus shared experts), norms and
 activation (memory-bound elementwise), and, when tensor parallel > 1, two all-reduces (measured
-latency curve, or the ideal ring-bandwidth model). After the layers: the final norm and the LM
-head for the tokens that need logits. Weights and heads are sharded over tensor parallel; MLA's
+latency curve, or the ideal ring-bandwidth model). Each norm is fused with the residual add: it
+reads the input and the residual and writes both back (vLLM ``fused_add_rms_norm_kernel``,
+``csrc/layernorm_kernels.cu``, from ``RMSNorm.forward_cuda`` with a residual; SGLang
+``RMSNorm.forward_cuda`` and TensorRT-LLM ``RMSNorm.forward`` call FlashInfer's
+``fused_add_rmsnorm``), 4 elements per token and hidden unit, except the first layer's input
+norm, which has no residual yet (read and write, 2). After the layers: the final norm (fused with
+the last residual, over every token of the pass) and the LM head for the tokens that need logits. Weights and heads are sharded over tensor parallel; MLA's
 compressed KV is replicated. The efficiencies are a ``CostTerms`` (``aisim.catalogue._costs``);
 ``kernels`` counts the kernels a pass launches (one per priced operation, attention two).
 """
@@ -302,7 +307,7 @@ class LayerStack:
             self.bytes_per_s,
         )
         seconds += self._gemm(t, self.o_params, self.o_in, self.hidden)
-        seconds += 4.0 * t * self.hidden * self.dtype / self.bytes_per_s  # two RMSNorms
+        seconds += 8.0 * t * self.hidden * self.dtype / self.bytes_per_s  # two add-RMSNorms
         seconds += 2.0 * self._allreduce(t)
         return seconds
 
@@ -324,7 +329,7 @@ class LayerStack:
         )
         seconds += 3.0 * t * self.linear_value_dim * self.dtype / self.bytes_per_s  # gated norm
         seconds += self._gemm(t, self.linear_out_params, self.linear_value_dim, self.hidden)
-        seconds += 4.0 * t * self.hidden * self.dtype / self.bytes_per_s  # two RMSNorms
+        seconds += 8.0 * t * self.hidden * self.dtype / self.bytes_per_s  # two add-RMSNorms
         seconds += 2.0 * self._allreduce(t)
         return seconds
 
@@ -373,6 +378,9 @@ class LayerStack:
         total = (self.dense_layers + self.moe_layers - self.linear_layers) * common
         if self.linear_layers > 0.0:
             total += self.linear_layers * self._linear_layer(shape)
+        # The first layer's input norm has no residual yet: a plain norm (read and write, 2
+        # elements per token and hidden unit) where the layers price the fused add-norm's 4.
+        total -= 2.0 * t * self.hidden * self.dtype / self.bytes_per_s
         if self.dense_layers > 0.0:
             total += self.dense_layers * self._dense_mlp(t)
         if self.moe_layers > 0.0:
@@ -381,7 +389,8 @@ class LayerStack:
             total += self._gemm(t, self.fused_params, self.fused_inputs, self.hidden)
         if self.lm_head_params > 0.0 and shape.logit_tokens > 0.0:
             logits = shape.logit_tokens
-            total += 2.0 * logits * self.hidden * self.dtype / self.bytes_per_s  # final norm
+            # The final norm adds the last layer's residual over every token of the pass.
+            total += 4.0 * t * self.hidden * self.dtype / self.bytes_per_s
             vocab = self.lm_head_params / self.hidden
             total += self._head_gemm(logits, self.lm_head_params, vocab)
         return total

@@ -296,3 +296,32 @@ def test_draft_tensor_parallel_without_nvlink_is_a_config_error() -> None:
         best_available(
             {"model": "Qwen/Qwen3-8B", "hardware": gpu, "speculation": speculation}
         ).estimate_forward_pass_time_ms(ForwardPassMetrics(1, 10))
+
+
+def test_norms_are_fused_add_rmsnorms_except_the_first_input_norm() -> None:
+    # Llama-3.1-8B on H100 (989 TFLOP/s BF16, 3.35 TB/s), TP 1, one 4096-token prefill, no head,
+    # the default terms: GEMMs at 0.7 and attention at 0.75 of the peak (compute-bound here),
+    # elementwise traffic at the weights' bandwidth efficiency.
+    from aisim.catalogue import MEASURED_TERMS, builtin_gpu, builtin_model
+    from aisim.fpm._roofline_ops import LayerStack, prefill_shape
+
+    spec, gpu = builtin_model("meta-llama/Meta-Llama-3.1-8B"), builtin_gpu("h100")
+    assert spec is not None and gpu is not None
+    t, hidden, ffn = 4096, 4096, 14336
+    gemm, attention = 989e12 * 0.7, 989e12 * 0.75
+    bandwidth = 3.35e12 * MEASURED_TERMS.weight_bandwidth_efficiency
+    # q 4096 x 4096, k and v 4096 x 1024 each, o 4096 x 4096; up 2 x 4096 x 14336, down.
+    gemms = 2.0 * t * (4096 * 6144 + 4096 * 4096 + 3 * 4096 * ffn) / gemm
+    pairs = t * (t + 1) / 2  # causal
+    attend = pairs * 4 * 32 * 128 / attention
+    activation = 3.0 * t * ffn * 2 / bandwidth  # SwiGLU: read gate and up, write one (bf16)
+    # vLLM fused_add_rms_norm_kernel (csrc/layernorm_kernels.cu): each of a layer's two norms
+    # reads the input and the residual and writes both back: 4 x 4096 x 4096 bf16 per norm.
+    norms = 2 * 4 * t * hidden * 2 / bandwidth
+    shape = prefill_shape(1, t, None, None)
+    one = LayerStack(spec, gpu, 1, 1, 0, MEASURED_TERMS).seconds(shape)
+    two = LayerStack(spec, gpu, 1, 2, 0, MEASURED_TERMS).seconds(shape)
+    assert two - one == pytest.approx(gemms + attend + activation + norms, rel=1e-9)
+    # The first layer's input norm has no residual yet (LlamaModel.forward passes None): a
+    # plain norm, read and write, 2 x 4096 x 4096 bf16 less than a fused one.
+    assert (two - one) - one == pytest.approx(2 * t * hidden * 2 / bandwidth, rel=1e-9)
