@@ -123,15 +123,17 @@ ATTENTION_COMPUTE_EFFICIENCY: Final = 0.75
 #: ``python -m qualification.public_gpu.fit``): 432 InferenceX history rows (DeepSeek-R1, SGLang
 #: and TensorRT-LLM, H200 and B200, no SD, not also in the latest file); held out: the latest
 #: file, the Qwen3.8-27B sweep, every MTP row and ``aisim qualify public``'s figures.
-#: Streaming kernels reach 0.819 of peak HBM: the H100 profile's 0.78 (mikamirai.com, "MLP
-#: weight load") times the fitted factor 1.050.
-WEIGHT_BANDWIDTH_EFFICIENCY: Final = 0.819
+#: Streaming kernels reach 0.824 of peak HBM: the H100 profile's 0.78 (mikamirai.com, "MLP
+#: weight load") times the fitted factor 1.057 (1.050 before the norms were priced as fused
+#: add-RMSNorms).
+WEIGHT_BANDWIDTH_EFFICIENCY: Final = 0.824
 #: Attention's KV reads: the same profile's 0.57 ("attention K/V access") times the same factor.
-KV_BANDWIDTH_EFFICIENCY: Final = 0.598
+KV_BANDWIDTH_EFFICIENCY: Final = 0.602
 #: Time each kernel adds beyond its roofline time (launch gaps, tails, small-kernel floors):
-#: fitted, 3.47 us (3.87 us before expert parallelism priced the busiest expert group; the
-#: laptop CUDA-graph replay figure, 0.58 us, was the first value).
-KERNEL_OVERHEAD_S: Final = 3.47e-6
+#: fitted, 3.48 us (3.47 us before the fused add-RMSNorms, 3.87 us before expert parallelism
+#: priced the busiest expert group; the laptop CUDA-graph replay figure, 0.58 us, was the first
+#: value).
+KERNEL_OVERHEAD_S: Final = 3.48e-6
 #: Host time per forward pass that the GPU does not hide: fitted, 0 (the per-kernel term takes
 #: the whole per-pass cost; SGLang's and TensorRT-LLM's overlap schedulers and vLLM V1's async
 #: scheduling prepare the next step while the GPU runs). The former 1.1 ms was derived from
@@ -158,7 +160,7 @@ EAGER_LINEAR_LAYER_S: Final = 260e-6
 #: variant's docstring counts them), outside any CUDA graph. Fitted on the HumanEval DSpark points
 #: of the same sweep at 1..64 streams (evidence/public-gpu/fitted_terms.json, ``dspark``); the
 #: math_reasoning DSpark points are held out.
-DSPARK_MARKOV_STEP_S: Final = 318e-6
+DSPARK_MARKOV_STEP_S: Final = 323.5e-6
 
 MEASURED_TERMS: Final = CostTerms(
     name="roofline",
@@ -223,16 +225,16 @@ COST_SOURCES: Final = (
     ),
     CostSource(
         "WEIGHT_BANDWIDTH_EFFICIENCY",
-        "0.819",
+        "0.824",
         "of peak HBM bandwidth",
         "https://github.com/SemiAnalysisAI/InferenceX-app (history fixture at 528c4146: fitted "
-        "factor 1.050 on the profile's 0.78, https://mikamirai.com/blog/gpu-memory-bandwidth/)",
+        "factor 1.057 on the profile's 0.78, https://mikamirai.com/blog/gpu-memory-bandwidth/)",
         "fitted (evidence/public-gpu/fitted_terms.json, 432 training rows); memory-bound GEMMs, "
         "norms, logits",
     ),
     CostSource(
         "KV_BANDWIDTH_EFFICIENCY",
-        "0.598",
+        "0.602",
         "of peak HBM bandwidth",
         "https://github.com/SemiAnalysisAI/InferenceX-app (history fixture at 528c4146: the same "
         "factor on the profile's 0.57)",
@@ -240,7 +242,7 @@ COST_SOURCES: Final = (
     ),
     CostSource(
         "KERNEL_OVERHEAD_S",
-        "3.47e-6",
+        "3.48e-6",
         "s per kernel",
         "https://github.com/SemiAnalysisAI/InferenceX-app (history fixture at 528c4146: 432 "
         "DeepSeek-R1 SGLang / TensorRT-LLM runs on H200 and B200)",
@@ -316,13 +318,13 @@ COST_SOURCES: Final = (
     ),
     CostSource(
         "DSPARK_MARKOV_STEP_S",
-        "318e-6",
+        "323.5e-6",
         "s per drafted position of a DSpark round",
         "https://github.com/vllm-project/speculators (the 7 HumanEval DSpark points at 1..64 "
         "streams); the mechanism: vllm-project/vllm vllm/v1/spec_decode/dspark.py "
         "DSparkProposer._sample_draft_tokens and dspark_sampling.py sample_dspark_markov_block "
         "(a Python loop over the block's positions, eager kernels, no CUDA graph)",
         "fitted on median output throughput (the math_reasoning DSpark points held out); x the "
-        "drafted positions of a DSpark round (7: 2.2 ms), on every pass with decode requests",
+        "drafted positions of a DSpark round (7: 2.3 ms), on every pass with decode requests",
     ),
 )

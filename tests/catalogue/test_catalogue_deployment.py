@@ -94,7 +94,7 @@ def test_ep8_prices_the_busiest_groups_experts_in_a_deepseek_decode_step() -> No
     # the 8 GPUs; EP 8 holds 32 whole experts per GPU and waits for the busiest GPU, 8 x
     # E[max of 8 Binomial(32, p)] experts' worth. Everything else is equal, and the MoE layers
     # are memory-bound at 4 tokens, so the 58 MoE layers differ by
-    # (EP8 load - EP1 touched) x 3 x 7168 x 2048 / 8 weights x fp8 bytes / (7.7 TB/s x 0.819, catalogue b200_sxm).
+    # (EP8 load - EP1 touched) x 3 x 7168 x 2048 / 8 weights x fp8 bytes / (7.7 TB/s x 0.824, catalogue b200_sxm).
     spec = builtin_model("deepseek-ai/DeepSeek-R1")
     gpu = builtin_gpu("b200_sxm")
     assert spec is not None and gpu is not None
@@ -111,7 +111,7 @@ def test_ep8_prices_the_busiest_groups_experts_in_a_deepseek_decode_step() -> No
     shape = decode_shape(4, 4000, 1)
     weight_bytes = Deployment("fp8").weight_bytes_per_parameter(spec)
     expert_weights = 3.0 * 7168.0 * 2048.0 / 8.0
-    expected = 58 * (load - touched) * expert_weights * weight_bytes / (7.7e12 * 0.819)
+    expected = 58 * (load - touched) * expert_weights * weight_bytes / (7.7e12 * 0.824)
     assert stacks[1].seconds(shape) - stacks[0].seconds(shape) == pytest.approx(expected, rel=1e-9)
     assert expected == pytest.approx(1.11e-3, abs=0.01e-3)  # about 1.1 ms a step
     # Once the batch touches (nearly: p = 1 - 8e-8) every expert the groups are equal.
@@ -169,7 +169,7 @@ def test_mla_verify_attention_of_three_query_tokens_on_h200_tp8() -> None:
     assert shape.attention_pairs == 288_384.0
     assert shape.kv_tokens_read == 96_192.0
     # Per layer: 10.04 GFLOP at 989 TFLOP/s x 0.75 is 13.5 us; 110.8 MB at 4.8 TB/s x the KV
-    # efficiency 0.598 is 38.6 us: memory-bound, so the 3-token verification reads the KV once
+    # efficiency 0.602 is 38.3 us: memory-bound, so the 3-token verification reads the KV once
     # and its attention costs what a 1-token step's does (0.2 % more KV for the new tokens).
     one = decode_shape(64, 96_000, 1)
     assert shape.kv_tokens_read / one.kv_tokens_read == pytest.approx(96_192.0 / 96_064.0)
