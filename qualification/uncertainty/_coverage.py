@@ -251,7 +251,9 @@ def public_coverage(table: CostErrorTable | None = None) -> dict[str, Any]:
 
     evidence = table if table is not None else load_cost_errors()
     data = load_measurements()
-    scored = {row["id"]: row for row in score("roofline", version_terms=False)["rows"]}
+    # Priced as the cost-error table's samples are: the round / STP rows with their engine's
+    # version term, judged only where the term did not see them (``seen_by`` empty).
+    scored = {row["id"]: row for row in score("roofline", version_terms=True)["rows"]}
     rows = []
     roofline = evidence.for_estimator("roofline")
     serving_decode = [
@@ -279,8 +281,10 @@ def public_coverage(table: CostErrorTable | None = None) -> dict[str, Any]:
         rows.append(judged)
     setup = data["sd_round_setup"]
     for row in data["sd_round_ratios"]:
-        others = siblings("sd_round", row["id"])
         result = scored[row["id"]]
+        if result["seen_by"]:
+            continue
+        others = siblings("sd_round", row["id"])
         rows.append(_judged(row["id"], "round_over_stp", result, others, setup["role"]))
     per_quantity: dict[str, Any] = {}
     for quantity in ("decode_ms", "round_over_stp"):
@@ -300,7 +304,10 @@ def public_coverage(table: CostErrorTable | None = None) -> dict[str, Any]:
                 f"{STEP_ROWS}: the other decode step rows (dense 7-8B models at batch <= 8 on "
                 "H100/H200, validation rows of the cost-error table)"
             ),
-            "round_over_stp": f"{STEP_ROWS}: the other EAGLE-3 round / STP rows (H100, batch 1)",
+            "round_over_stp": (
+                f"{STEP_ROWS}: the other EAGLE-3 round / STP rows (H100, batch 1) the vLLM "
+                "mid-2025 version term did not see (k = 4..7), priced with that term"
+            ),
         },
         "decode_against_pooled_serving": {
             "samples_from": PUBLIC_GPU_ROWS + " (InferenceX history rows, no SD: 5-95 %, "

@@ -4,7 +4,12 @@ evidence: one sample per measured / predicted step-price ratio, with its provena
 * ``roofline`` (public GPU measurements, ``qualification/public/measurements.json``): decode
   steps (ratio = measured / roofline), and EAGLE-3 round / STP ratios (``sd_round`` relative to
   ``decode``: measured ratio / roofline ratio). Rows whose role is ``derivation`` fixed a
-  roofline constant: they are kept out (their error is in-sample).
+  roofline constant: they are kept out (their error is in-sample). The round / STP rows are
+  priced with their engine's version term (``draft_step_host_s``, vLLM mid-2025's per-draft-step
+  host time, ``qualification.public.fit_version_terms``) and only the rows it was not fitted on
+  (k = 4..7; k = 2 and 3 are its ``fitted_on``) give samples: the residual after the version
+  effect, the error a replay with the default (2026 engine) terms carries. A replay of a
+  mid-2025 vLLM gets intervals too narrow: the version effect is not in them.
 * ``roofline`` on GPU serving runs (InferenceX DeepSeek-R1 history rows, ``evidence/public-gpu``,
   as ``aisim qualify public-gpu`` replayed them: ``scored/public_gpu_rows.csv``): per point,
   measured / predicted TPOT (mean, else median) as its ``decode`` ratio, measured / predicted
@@ -74,7 +79,11 @@ def public_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[str, A
     data = load_measurements()
     file = root / "qualification/public/measurements.json"
     source = "qualification/public/measurements.json"
-    scored = {row["id"]: row for row in score("roofline", version_terms=False)["rows"]}
+    # The decode rows have no version term; the round / STP rows are priced with theirs
+    # (``draft_step_host_s`` of vLLM mid-2025): a replay with the default terms models an engine
+    # without that host time, so its error sample is the residual after the version effect, and
+    # only from the rows the term did not see (``seen_by``; its ``fitted_on`` rows are left out).
+    scored = {row["id"]: row for row in score("roofline", version_terms=True)["rows"]}
     samples = []
     for row in data["decode_steps"]:
         if row["role"] != "validation":
@@ -91,24 +100,39 @@ def public_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[str, A
                 "public-measurement",
             )
         )
-    setup = data["sd_round_setup"]
-    if setup["role"] == "validation":
-        for row in data["sd_round_ratios"]:
-            result = scored[row["id"]]
-            samples.append(
-                ErrorSample(
-                    "roofline",
-                    "sd_round",
-                    f"{setup['hardware']}/eagle3/d{row['draft_tokens']}/B{setup['batch']}",
-                    f"public/{row['id']}",
-                    result["measured"] / result["predicted"],
-                    f"{source}#{row['id']}",
-                    "public-measurement",
-                    relative_to="decode",
-                )
-            )
+    samples.extend(round_samples(data, scored, source))
     sources = {source: {"sha256": _sha256(file), "evidence_type": "public-measurement"}}
     return samples, sources
+
+
+def round_samples(
+    data: dict[str, Any], scored: dict[str, dict[str, Any]], source: str
+) -> list[ErrorSample]:
+    """The roofline's ``sd_round`` samples (relative to ``decode``): per EAGLE-3 round / STP row
+    of ``data`` (``measurements.json``), measured / predicted of its ``scored`` row (``score``
+    with the version terms), left out where a version term saw the row (``seen_by``: its
+    training rows). None unless the setup's role is ``validation``."""
+    setup = data["sd_round_setup"]
+    if setup["role"] != "validation":
+        return []
+    samples = []
+    for row in data["sd_round_ratios"]:
+        result = scored[row["id"]]
+        if result["seen_by"]:
+            continue
+        samples.append(
+            ErrorSample(
+                "roofline",
+                "sd_round",
+                f"{setup['hardware']}/eagle3/d{row['draft_tokens']}/B{setup['batch']}",
+                f"public/{row['id']}",
+                result["measured"] / result["predicted"],
+                f"{source}#{row['id']}",
+                "public-measurement",
+                relative_to="decode",
+            )
+        )
+    return samples
 
 
 #: The scored public GPU rows (``aisim qualify public-gpu --out evidence/public-gpu/scored``).

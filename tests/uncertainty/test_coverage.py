@@ -6,6 +6,7 @@ import csv
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -130,6 +131,43 @@ def test_the_committed_cost_error_table_is_built_from_the_committed_evidence() -
         "the evidence or its pricing changed: run python -m qualification.uncertainty build "
         "and review the diff"
     )
+
+
+def test_the_sd_round_samples_are_residuals_after_the_version_term_on_its_held_out_rows() -> None:
+    from qualification.uncertainty._table import round_samples
+
+    setup: dict[str, Any] = {"role": "validation", "hardware": "h100_sxm", "batch": 1}
+    data: dict[str, Any] = {
+        "sd_round_setup": setup,
+        "sd_round_ratios": [
+            {"id": "k2", "draft_tokens": 2},
+            {"id": "k4", "draft_tokens": 4},
+            {"id": "k5", "draft_tokens": 5},
+        ],
+    }
+    scored = {
+        # k2 was the version term's training row: no sample, whatever its ratio
+        "k2": {"measured": 1.0, "predicted": 2.0, "seen_by": ["draft_step_host_s"]},
+        # measured 1.8 / predicted 2.0 = 0.9; 2.2 / 2.0 = 1.1
+        "k4": {"measured": 1.8, "predicted": 2.0, "seen_by": []},
+        "k5": {"measured": 2.2, "predicted": 2.0, "seen_by": []},
+    }
+    samples = round_samples(data, scored, "m.json")
+    assert [s.group for s in samples] == ["public/k4", "public/k5"]
+    assert [s.ratio for s in samples] == [pytest.approx(0.9), pytest.approx(1.1)]
+    assert all(s.step_kind == "sd_round" and s.relative_to == "decode" for s in samples)
+    assert samples[0].regime == "h100_sxm/eagle3/d4/B1"
+    derivation = {**data, "sd_round_setup": {**setup, "role": "derivation"}}
+    assert round_samples(derivation, scored, "m.json") == []
+
+    # The committed table: the k = 4..7 rows only, at the version term's held-out errors
+    # (docs/estimators.md "The version term": +4.2, +5.6, +9.9, +14.9 % predicted over measured,
+    # so measured / predicted = 1 / 1.042, 1 / 1.056, 1 / 1.099, 1 / 1.149).
+    table = load_cost_errors()
+    rounds = [s for s in table.for_estimator("roofline") if s.step_kind == "sd_round"]
+    assert [s.group for s in rounds] == [f"public/vllm-20780/eagle3/k{k}" for k in (4, 5, 6, 7)]
+    expected = [1 / 1.042, 1 / 1.056, 1 / 1.099, 1 / 1.149]
+    assert [s.ratio for s in rounds] == [pytest.approx(v, abs=1e-3) for v in expected]
 
 
 def write_public_rows(root: Path, header: list[str], rows: list[dict[str, object]]) -> None:
