@@ -300,11 +300,12 @@ def load_admit_cost(path: str | Path) -> WakeCost | None:
     return _load_probed_cost(path, ADMIT_SCHEMA, "admit_ms", "admission model")
 
 
-def _load_probed_cost(path: str | Path, schema_name: str, term: str, what: str) -> WakeCost | None:
+def _read_versioned_json(file: Path, schema_name: str, what: str) -> dict[str, Any] | None:
+    """The JSON object of ``file`` whose ``schema`` is ``schema_name`` version 1, or None when
+    the file does not exist. DataIntegrityError naming the file (and ``what`` it should hold)
+    when it is unreadable, not an object, or of another schema or version."""
     import json
-    import math
 
-    file = Path(path)
     where = repr(str(file))
     if not file.exists():
         return None
@@ -321,6 +322,17 @@ def _load_probed_cost(path: str | Path, schema_name: str, term: str, what: str) 
         raise DataIntegrityError(
             f"{where}: schema.version: {schema.get('version')!r} is not supported (reads 1)"
         )
+    return data
+
+
+def _load_probed_cost(path: str | Path, schema_name: str, term: str, what: str) -> WakeCost | None:
+    import math
+
+    file = Path(path)
+    where = repr(str(file))
+    data = _read_versioned_json(file, schema_name, what)
+    if data is None:
+        return None
     terms = data.get("terms")
     if not isinstance(terms, dict):
         raise DataIntegrityError(f"{where}: terms: missing ({term}, reference_prefill)")
@@ -380,26 +392,13 @@ def load_frontend_cost(path: str | Path) -> FrontEndCost | None:
     each a finite number >= 0 ms), or None when the file does not exist (an in-process
     recording). DataIntegrityError naming the file and the field when it is unreadable or
     a term is missing or out of range."""
-    import json
     import math
 
     file = Path(path)
     where = repr(str(file))
-    if not file.exists():
+    data = _read_versioned_json(file, FRONTEND_SCHEMA, "front-end model")
+    if data is None:
         return None
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise DataIntegrityError(f"{where}: unreadable front-end model ({exc})") from None
-    if not isinstance(data, dict):
-        raise DataIntegrityError(f"{where}: a JSON object expected, got {type(data).__name__}")
-    schema = data.get("schema")
-    if not isinstance(schema, dict) or schema.get("name") != FRONTEND_SCHEMA:
-        raise DataIntegrityError(f"{where}: schema: {schema!r} is not {FRONTEND_SCHEMA!r}")
-    if schema.get("version") != 1:
-        raise DataIntegrityError(
-            f"{where}: schema.version: {schema.get('version')!r} is not supported (reads 1)"
-        )
     terms = data.get("terms")
     if not isinstance(terms, dict):
         raise DataIntegrityError(f"{where}: terms: missing (an object of {FRONTEND_TERMS})")
