@@ -383,6 +383,9 @@ def _load_probed_cost(path: str | Path, schema_name: str, term: str, what: str) 
 #: what a serving front end costs on the engine's core, measured through the server.
 FRONTEND_FILE = "frontend/frontend_model.json"
 FRONTEND_SCHEMA = "aisim.engine_frontend"
+#: The front end's terms, in this order (ms; ``FrontEndCost``'s fields): per engine step, per
+#: request streaming output from a step, per request before the engine sees it. The one list
+#: (the model file's ``terms`` and ``aisim.uncertainty``'s ``frontend`` samples read it).
 FRONTEND_TERMS = ("step_ms", "token_ms", "request_ms")
 
 

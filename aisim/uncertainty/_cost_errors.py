@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from aisim.errors import ConfigError, DataIntegrityError
+from aisim.fpm import FRONTEND_TERMS
 
 SCHEMA: Final = {"name": "aisim.cost_errors", "version": 1}
 STEP_KINDS: Final = ("prefill", "mixed", "decode", "sd_round")
@@ -111,10 +112,6 @@ class RepeatSample:
             "repeats": self.repeats,
             "factors": dict(self.factors),
         }
-
-
-#: A front end's terms (``FrontEndSample``, ``aisim.fpm.FrontEndCost``), in this order (ms).
-FRONTEND_TERMS: Final = ("step_ms", "token_ms", "request_ms")
 
 
 @dataclass(frozen=True)
