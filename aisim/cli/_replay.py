@@ -74,8 +74,13 @@ def replay_command(args: argparse.Namespace) -> int:
     summary_path = out / "summary.json"
     intervals = prepare_intervals(args, out)
     model = None
+    admission_ms = 0.0
     if args.step_table is not None:
         model = step_table_model(args.config, check_path_text(args.step_table, "--step-table"))
+        # The recording's front end: its per-request term delays each request's reach of the
+        # engine, as `aisim qualify engine` replays it (run_replay's admission_ms).
+        frontend = getattr(model, "frontend", None)
+        admission_ms = 0.0 if frontend is None else float(frontend.request_ms)
     show = not args.no_progress and sys.stderr.isatty()
     with _progress(show) as callback:
         summary, written = write_replay(
@@ -86,6 +91,7 @@ def replay_command(args: argparse.Namespace) -> int:
             callback,
             PROGRESS_EVERY_EVENTS,
             forward_pass_model=model,
+            admission_ms=admission_ms,
         )
     if args.json:
         sys.stdout.write(summary_path.read_text(encoding="utf-8"))
@@ -104,13 +110,14 @@ def write_replay(
     progress: Callable[[int, int, float], None] | None = None,
     progress_every: int = PROGRESS_EVERY_EVENTS,
     forward_pass_model: object | None = None,
+    admission_ms: float = 0.0,
 ) -> tuple[RunSummary, list[Path]]:
     """Replay ``config`` into ``out``: ``requests.parquet`` (and ``tokens.parquet`` when
     ``per_token`` or the config's ``simulation.per_token`` asks) streamed to temp files while the
     replay runs, renamed once it and its summary succeeded, then ``summary.json``. Anything
     that fails (a bad line deep in a trace, an interrupted run) deletes the temp files and a
     folder this call created, so no partial output is left. Returns the summary and the paths
-    written (summary first)."""
+    written (summary first). ``forward_pass_model`` and ``admission_ms``: ``run_replay``'s."""
     from aisim.config import run_replay
     from aisim.replay import RequestsParquet, TokensParquet
 
@@ -126,6 +133,7 @@ def write_replay(
             request_sink=requests_stream.sink,
             token_sink=tokens_stream.sink,
             forward_pass_model=forward_pass_model,
+            admission_ms=admission_ms,
         )
         summary = result.run_summary
         summary_text = _summary_json(summary.to_dict())

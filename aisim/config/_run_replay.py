@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,7 @@ def run_replay(
     request_sink: RequestSink | None = None,
     token_sink: TokenRows | None = None,
     forward_pass_model: object | None = None,
+    admission_ms: float = 0.0,
 ) -> ReplayResult:
     """Replay ``config`` (a mapping of the docs/design.md#replay shape, or a YAML/JSON file path;
     relative trace paths in a file resolve against the file's folder, in a mapping against
@@ -43,6 +45,11 @@ def run_replay(
     ``speculation.undrafted_rounds`` a model that prices SD rounds natively also needs
     ``plain_decode_model``, the same kind of object pricing plain decode steps. ``aisim qualify
     engine`` prices with a recorded engine step table this way.
+
+    ``admission_ms``: a serving front end's cost per request before the engine sees it
+    (``aisim.fpm.FrontEndCost.request_ms`` of a step table's front-end model): every request
+    reaches the scheduler that long after it arrives; its TTFT and E2E count from its arrival.
+    ``aisim replay --step-table`` and ``aisim qualify engine`` pass the model's term.
     """
     if isinstance(config, (str, os.PathLike)):
         from aisim._io import load_config_file
@@ -50,9 +57,20 @@ def run_replay(
         source = config
         config = load_config_file(source, "config")
         base_dir = Path(source).resolve().parent
+    if (
+        isinstance(admission_ms, bool)
+        or not isinstance(admission_ms, (int, float))
+        or not math.isfinite(admission_ms)
+        or admission_ms < 0
+    ):
+        raise ConfigError(f"admission_ms: {admission_ms!r} is not a finite number of ms >= 0")
     plan, description = build_plan(config, base_dir)
     if forward_pass_model is not None:
         plan, description = with_forward_pass_model(plan, description, forward_pass_model)
+    if admission_ms > 0:
+        plan = dataclasses.replace(plan, admission_ms=float(admission_ms))
+        description = copy.deepcopy(description)
+        description["admission_ms"] = float(admission_ms)
     return run(
         plan,
         description,

@@ -4,6 +4,8 @@ Event order follows SimPy: the heap key is (time, priority, sequence) with the s
 owned by each ``Simulation``, so simultaneous events pop in a defined order and no two runs share
 state. At one instant: finished passes first, then KV hand-offs, then arrivals, then the workers
 wake and plan their next pass (so every request that arrived at that instant can join it).
+With ``plan.admission_ms`` > 0 a request arrives (its TTFT and E2E count from then) and reaches
+the engine that much later, at the arrivals' priority.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ EVENT_PASS_DONE: Final = 0
 EVENT_TRANSFER_DONE: Final = 1
 EVENT_ARRIVAL: Final = 2
 EVENT_WAKE: Final = 3
+#: A request reaching the engine ``plan.admission_ms`` after its arrival (popped at the
+#: arrivals' priority: it is the engine's arrival).
+EVENT_ADMIT: Final = 4
 
 ProgressCallback = Callable[[int, int, float], None]
 
@@ -159,6 +164,7 @@ class Simulation:
         self._sequence = count
         self.now_ms = 0.0
         self._ran = False
+        self._admission_ms = plan.admission_ms
 
     def run(self) -> SimulationResult:
         if self._ran:
@@ -188,6 +194,8 @@ class Simulation:
                 self._transfer_done(target)
             elif kind == EVENT_ARRIVAL:
                 self._arrival(target)
+            elif kind == EVENT_ADMIT:
+                self._admit(self.requests[target])
             else:
                 self._wake(target)
             # The time of the last event handled (after a stretch: of the last one it skipped).
@@ -290,6 +298,24 @@ class Simulation:
             self._push_next_root()
         request = self._new_request(spec)
         request.arrival_ms = self.now_ms
+        if self._admission_ms > 0.0:
+            # A front end holds it first (``ReplayPlan.admission_ms``).
+            self._sequence += 1
+            heapq.heappush(
+                self._heap,
+                (
+                    self.now_ms + self._admission_ms,
+                    EVENT_ARRIVAL,
+                    self._sequence,
+                    EVENT_ADMIT,
+                    index,
+                ),
+            )
+            return
+        self._admit(request)
+
+    def _admit(self, request: SimRequest) -> None:
+        """``request`` reaches the engine now."""
         worker = self.workers[0]
         worker.route(request)
         self._schedule_wake(worker)

@@ -245,7 +245,10 @@ class ReplayPlan:
     ``horizon_ms < 0`` means run to completion; ``max_events`` bounds the event loop;
     ``per_token`` asks for every emission event (an output option: it never changes results).
     The traffic is ``requests`` (held whole), or, when ``stream`` is given, read from it while
-    the simulation runs (``requests`` is then empty).
+    the simulation runs (``requests`` is then empty). ``admission_ms``: a serving front end's
+    cost per request before the engine sees it (``aisim.fpm.FrontEndCost.request_ms``): each
+    request reaches the scheduler that long after it arrives, and its TTFT and E2E count from
+    its arrival (the client's clock).
     """
 
     requests: list[RequestSpec]
@@ -256,3 +259,4 @@ class ReplayPlan:
     max_events: int
     per_token: bool
     stream: RequestStream | None = None
+    admission_ms: float = 0.0

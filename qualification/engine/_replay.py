@@ -266,9 +266,10 @@ def replay_run(
     cache: Any = None,
 ) -> tuple[Any, EngineStepModel, dict[str, Any]]:
     """Replay ``run`` priced by ``table`` (and ``frontend``: a serving front end's cost per
-    step, and per request before the engine sees it: the replayed arrivals are
-    ``frontend.request_ms`` later than the client's, which the scorer adds back to TTFT and
-    E2E, ``_score._predicted``); returns (ReplayResult, step model, config). ``cache``: the
+    step, and per request before the engine sees it: each request reaches the replayed engine
+    ``frontend.request_ms`` after the client's arrival, its TTFT and E2E counted from that
+    arrival: ``run_replay``'s ``admission_ms``, as ``aisim replay --step-table`` replays it);
+    returns (ReplayResult, step model, config). ``cache``: the
     primitive caches as the replay of the engine's previous served run left them
     (``model.cache``: one engine process serves a recording's runs in turn), None for a fresh
     engine."""
@@ -276,7 +277,7 @@ def replay_run(
 
     check_same_engine(run, table)
     admission = 0.0 if frontend is None else frontend.request_ms
-    config = replay_config(run, table, admission_ms=admission)
+    config = replay_config(run, table)
     settings = recorded_settings(run)
     model = EngineStepModel(
         table,
@@ -286,5 +287,7 @@ def replay_run(
         frontend=frontend,
         cache=cache,
     )
-    result = run_replay(config, base_dir=Path("."), forward_pass_model=model)
+    result = run_replay(
+        config, base_dir=Path("."), forward_pass_model=model, admission_ms=admission
+    )
     return result, model, config

@@ -63,10 +63,9 @@ def error_figures(predicted: Sequence[float], measured: Sequence[float]) -> dict
     }
 
 
-def _predicted(result: Any, order: list[str], admission_ms: float = 0.0) -> Latencies:
-    """Replay's latencies in ``order``; ``admission_ms``: the front end's cost before the
-    engine saw each request (replayed that much after the client's arrival,
-    ``_replay.replay_run``), added back to TTFT and E2E, arrivals the client's."""
+def _predicted(result: Any, order: list[str]) -> Latencies:
+    """Replay's latencies in ``order`` (a front end's per-request cost already in TTFT and E2E:
+    the replay counts them from the client's arrival, ``_replay.replay_run``)."""
     frame = result.requests.set_index(result.requests["request_id"].astype(str))
     missing = [rid for rid in order if rid not in frame.index]
     if missing:
@@ -76,10 +75,10 @@ def _predicted(result: Any, order: list[str], admission_ms: float = 0.0) -> Late
         rid = frame.index[frame["status"] != "completed"][0]
         raise DataIntegrityError(f"replay did not complete request {rid!r}")
     return {
-        "ttft": (frame["ttft_ms"].astype(float) + admission_ms).tolist(),
+        "ttft": frame["ttft_ms"].astype(float).tolist(),
         "tpot": frame["tpot_ms"].astype(float).tolist(),
-        "e2e": (frame["e2e_latency_ms"].astype(float) + admission_ms).tolist(),
-        "arrival": (frame["arrival_ms"].astype(float) - admission_ms).tolist(),
+        "e2e": frame["e2e_latency_ms"].astype(float).tolist(),
+        "arrival": frame["arrival_ms"].astype(float).tolist(),
         "finish": frame["last_token_ms"].astype(float).tolist(),
         "output_tokens": frame["output_tokens"].astype(int).tolist(),
     }
@@ -164,7 +163,6 @@ def score_recording(
     measured_all = []
     predicted_all = None
     frontend = recording.frontend
-    admission = 0.0 if frontend is None else frontend.request_ms
     # One engine process served the runs in turn: each run's replay starts with the primitive
     # caches as the previous run's replay left them (the engine's history, replayed).
     cache: Any = None
@@ -174,7 +172,7 @@ def score_recording(
         result, model, config = replay_run(run, table, frontend=frontend, cache=cache)
         cache = model.cache
         measured = measured_latencies(run)
-        predicted = _predicted(result, measured["request_id"], admission)
+        predicted = _predicted(result, measured["request_id"])
         measured_all.append(measured)
         predicted_all = predicted
         figures = compare(predicted, measured)
@@ -203,9 +201,7 @@ def score_recording(
         )
         adjusted_cache = adjusted_model.cache
         figures["step_cost_drift"] = drift
-        figures["drift_adjusted"] = compare(
-            _predicted(adjusted, measured["request_id"], admission), measured
-        )
+        figures["drift_adjusted"] = compare(_predicted(adjusted, measured["request_id"]), measured)
         if frontend is not None:
             # The same replay priced as in process (the step table alone, no front end).
             bare, bare_model, _ = replay_run(run, table, cache=bare_cache)

@@ -256,6 +256,57 @@ def test_aisim_replay_prices_with_a_step_table_as_qualify_engine_does(
     )
 
 
+def test_aisim_replay_and_qualify_engine_price_a_front_end_alike(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/examples/engine-recording with a front end of 1.0 ms per step, 0.5 ms per
+    streaming request and 2.0 ms per request (hand-derived in test_engine_frontend: every
+    request reaches the engine 2 ms after the client sent it; TTFT 11.833, 17.583, 12.667 ms,
+    E2E 29.583, 24.583, 29.167 ms): ``aisim replay --step-table`` and ``aisim qualify engine``
+    give the same per-request figures, and engine.json carries them beside the measured ones."""
+    import pandas as pd
+
+    from qualification.engine._replay import replay_config
+
+    recording = import_plain(EXAMPLE, tmp_path / "rec")
+    (recording / "frontend").mkdir()
+    (recording / "frontend" / "frontend_model.json").write_text(
+        json.dumps(
+            {
+                "schema": {"name": "aisim.engine_frontend", "version": 1},
+                "terms": {"step_ms": 1.0, "token_ms": 0.5, "request_ms": 2.0},
+            }
+        ),
+        encoding="utf-8",
+    )
+    loaded = load_recording(recording)
+    assert loaded.grid is not None
+    config = tmp_path / "replay.json"
+    config.write_text(json.dumps(replay_config(loaded.served[0], loaded.grid)), encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["replay", str(config), "--out", str(out), "--step-table", str(recording), "--json"]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["config"]["admission_ms"] == 2.0
+    replayed = pd.read_parquet(out / "requests.parquet").set_index("request_id")
+    assert main(["qualify", "engine", str(recording), "--out", str(tmp_path / "q")]) == 0
+    capsys.readouterr()
+    report = json.loads((tmp_path / "q" / "engine.json").read_text(encoding="utf-8"))
+    rows = report["runs"][0]["requests"]
+    assert rows["request_id"] == ["r0", "r1", "r2"]
+    ttft = [11 + 5 / 6, 17 + 7 / 12, 12 + 2 / 3]
+    e2e = [29 + 7 / 12, 24 + 7 / 12, 29 + 1 / 6]
+    assert rows["predicted_ttft_ms"] == pytest.approx(ttft, rel=1e-12)
+    assert rows["predicted_e2e_ms"] == pytest.approx(e2e, rel=1e-12)
+    assert replayed.loc[rows["request_id"], "ttft_ms"].tolist() == rows["predicted_ttft_ms"]
+    assert replayed.loc[rows["request_id"], "e2e_latency_ms"].tolist() == rows["predicted_e2e_ms"]
+    assert replayed.loc[rows["request_id"], "tpot_ms"].tolist() == rows["predicted_tpot_ms"]
+    # The client's arrivals (0, 5, 30 ms), not the engine's.
+    assert replayed.loc[rows["request_id"], "arrival_ms"].tolist() == [0.0, 5.0, 30.0]
+    assert rows["measured_ttft_ms"] == [10.0, 16.0, 11.0]
+    assert rows["measured_e2e_ms"] == [26.0, 21.0, 23.0]
+
+
 def test_aisim_replay_refuses_a_step_table_that_is_not_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -123,6 +123,26 @@ def test_mixed_pass_costs_prefill_plus_decode() -> None:
     assert list(frame["e2e_latency_ms"]) == [30.0, 23.0]
 
 
+def test_a_front_ends_admission_delays_the_engine_not_the_clock() -> None:
+    # The traffic above with admission_ms 2: A reaches the engine at 2, [2,12] prefill A;
+    # [12,17] decode A; B (arrives 12) reaches it at 14; [17,32] decode A + prefill B (A done
+    # at 32, B's first token at 32: TTFT 20); [32,37] decode B (E2E 25). Arrivals stay 0, 12.
+    result = run_replay(config([one(100, 3), one(50, 2, timestamp=12)]), admission_ms=2.0)
+    frame = result.requests
+    assert list(frame["arrival_ms"]) == [0.0, 12.0]
+    assert list(frame["ttft_ms"]) == [12.0, 20.0]
+    assert list(frame["e2e_latency_ms"]) == [32.0, 25.0]
+    assert result.summary["config"]["admission_ms"] == 2.0
+
+
+@pytest.mark.parametrize("value", [-1.0, float("nan"), True, "2"])
+def test_a_bad_admission_is_refused(value: Any) -> None:
+    from aisim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"admission_ms: .* is not a finite number of ms >= 0"):
+        run_replay(config([one()]), admission_ms=value)
+
+
 def test_sglang_does_not_mix_prefill_and_decode() -> None:
     # Same traffic on SGLang: [15,25] prefill B alone (B tok 1, TTFT 13); [25,30] decode A and
     # B: A tok 3 (E2E 30), B tok 2 (E2E 30 - 12 = 18).
