@@ -7,7 +7,13 @@ from qualification.datasets._dataset import (
     write_dataset,
 )
 from qualification.datasets._schema import SD_ROUNDS, STP_POINTS, Column, TableSchema
-from qualification.datasets._tables import check_values, read_table, sidecar_path, write_table
+from qualification.datasets._tables import (
+    check_values,
+    non_finite_field,
+    read_table,
+    sidecar_path,
+    write_table,
+)
 
 __all__ = [
     "EVIDENCE_TYPES",
@@ -17,6 +23,7 @@ __all__ = [
     "RecordedDataset",
     "TableSchema",
     "load_dataset",
+    "non_finite_field",
     "read_table",
     "sidecar_path",
     "write_dataset",

@@ -106,6 +106,25 @@ def write_table(
     return full
 
 
+def non_finite_field(value: Any, path: str = "") -> tuple[str, float] | None:
+    """The first (field path, value) of a non-finite number (NaN, Infinity) in ``value``, a
+    parsed JSON document (depth first, keys in order; a path like ``engine_settings.x`` or
+    ``a[2]``), or None. Python's json reads NaN and Infinity although JSON has neither."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = non_finite_field(item, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = non_finite_field(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
 def read_sidecar(data_file: Path, expected: TableSchema | None = None) -> dict[str, Any]:
     """The sidecar of ``data_file`` as a mapping, with its schema checked (not yet the data).
 
@@ -113,6 +132,9 @@ def read_sidecar(data_file: Path, expected: TableSchema | None = None) -> dict[s
     their own, ``qualification.engine``)."""
     side = sidecar_path(data_file)
     loaded = read_sidecar_object(data_file, side, missing_reason="every recorded table needs one")
+    bad = non_finite_field(loaded)
+    if bad is not None:
+        raise DataIntegrityError(f"{str(side)!r}: {bad[0]}: {bad[1]!r} is not a finite number")
     schema_field = loaded.get("schema")
     if not isinstance(schema_field, dict):
         raise DataIntegrityError(f"{str(side)!r}: schema: expected {{name, version}}")

@@ -38,7 +38,7 @@ import pandas as pd
 
 from aisim.errors import ConfigError, DataIntegrityError
 from aisim.files import atomic_write_text, canonical_json
-from qualification.datasets import TableSchema, check_values, write_table
+from qualification.datasets import TableSchema, check_values, non_finite_field, write_table
 from qualification.engine._recording import (
     PHASES,
     _check_requests,
@@ -258,6 +258,12 @@ def read_settings(path: Path) -> dict[str, Any]:
         raise DataIntegrityError(f"{where}: not a readable JSON file ({exc})") from None
     if not isinstance(loaded, dict):
         raise DataIntegrityError(f"{where}: expected a JSON object")
+    bad = non_finite_field(loaded)
+    if bad is not None:
+        raise DataIntegrityError(
+            f"{where}: {bad[0]}: {bad[1]!r} is not a finite number (NaN and Infinity are not "
+            "JSON; the recording's sidecars could not carry it)"
+        )
     unknown = sorted(set(loaded) - {"identity", "engine_settings", "host", "grid", "driver"})
     if unknown:
         raise DataIntegrityError(

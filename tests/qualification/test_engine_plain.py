@@ -6,6 +6,7 @@ nothing is written; ``aisim schema engine-recording`` publishes the layout."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from qualification.engine._score import write_outputs
 ROOT = Path(__file__).resolve().parents[2]
 STP = ROOT / "evidence" / "engine" / "vllm-cpu-quiet-llama-4x256"
 NGRAM = ROOT / "evidence" / "engine" / "vllm-cpu-quiet-llama-4x256-ngram"
+EXAMPLE = ROOT / "docs" / "examples" / "engine-recording"
 
 
 def _plain(recording: Path, where: Path, runs: int = 1) -> Path:
@@ -163,6 +165,56 @@ def test_an_unknown_column_is_refused(tmp_path: Path) -> None:
         import_plain(plain, tmp_path / "rec")
 
 
+@pytest.mark.parametrize(
+    ("section", "key", "value"),
+    [
+        ("host", "cpus", "NaN"),
+        ("identity", "target", "NaN"),
+        ("engine_settings", "kv_cache_memory_bytes", "Infinity"),
+    ],
+)
+def test_a_non_finite_setting_is_one_line_and_nothing_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], section: str, key: str, value: str
+) -> None:
+    """Python's json reads NaN and Infinity (JSON has neither): a settings.json carrying one
+    anywhere is refused naming the field, before anything is written."""
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    settings = json.loads((plain / "settings.json").read_text(encoding="utf-8"))
+    settings[section][key] = "@"
+    text = json.dumps(settings).replace('"@"', value)
+    (plain / "settings.json").write_text(text, encoding="utf-8")
+    argv = ["qualify", "engine-import", str(plain), "--out", str(tmp_path / "rec")]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1
+    assert f"settings.json': {section}.{key}: {float(value)!r} is not a finite number" in error
+    assert not (tmp_path / "rec").exists()
+
+
+@pytest.mark.parametrize(
+    ("file", "section", "key"),
+    [
+        ("served-1/steps.parquet.json", "host", "cpus"),
+        ("grid/grid_steps.parquet.json", "engine_settings", "kv_cache_memory_bytes"),
+    ],
+)
+def test_a_non_finite_sidecar_field_is_refused_by_qualify_engine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], file: str, section: str, key: str
+) -> None:
+    """A recording written by hand (its sidecar not hashed) with NaN in a sidecar: one line
+    naming the sidecar and the field; no engine.json."""
+    recording = import_plain(EXAMPLE, tmp_path / "rec")
+    sidecar = json.loads((recording / file).read_text(encoding="utf-8"))
+    sidecar.setdefault(section, {})[key] = math.nan
+    (recording / file).write_text(json.dumps(sidecar), encoding="utf-8")
+    assert main(["qualify", "engine", str(recording), "--out", str(tmp_path / "q")]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1
+    assert f"{file.split('/')[1]}': {section}.{key}: nan is not a finite number" in error
+    assert not (tmp_path / "q").exists()
+
+
 def test_a_missing_setting_is_named(tmp_path: Path) -> None:
     plain = _plain(STP, tmp_path / "plain")
     settings = json.loads((plain / "settings.json").read_text(encoding="utf-8"))
@@ -196,9 +248,6 @@ def test_the_import_command_writes_a_recording(
     assert "wrote" in capsys.readouterr().out
     assert main(["qualify", "engine-import", str(plain), "--out", str(tmp_path / "rec")]) == 2
     assert "already exists" in capsys.readouterr().err
-
-
-EXAMPLE = ROOT / "docs" / "examples" / "engine-recording"
 
 
 def test_the_docs_example_validates_imports_and_scores_as_derived_by_hand(tmp_path: Path) -> None:
