@@ -315,3 +315,28 @@ def test_every_committed_frontend_model_is_what_its_probe_and_grid_give() -> Non
         assert hashlib.sha256(grid.read_bytes()).hexdigest() == source["grid_sha256"], path
         rebuilt = build(path.parent.parent, probe, grid.parent.parent)
         assert rebuilt["terms"] == committed["terms"], path
+
+
+def test_the_host_speed_of_two_grids_is_the_median_ratio_at_common_points() -> None:
+    """Table: p1 timed 2 and 4 ms (a warm-up step of 100 ms left out: median 3), p2 10 ms, p3
+    only here; reference: p1 2 ms, p2 5 ms, p4 only there. Ratios at p1, p2: 1.5 and 2.0 ->
+    median 1.75 over 2 points; tables with no point in common have no ratio."""
+    from qualification.engine.frontend_transfer import host_speed
+
+    def table(rows: list[tuple[str, float, bool]]) -> StepTable:
+        steps = pd.DataFrame(rows, columns=["point_id", "wall_ms", "warmup"])
+        return StepTable(Path("t"), steps, {})
+
+    mine = table(
+        [
+            ("p1", 100.0, True),
+            ("p1", 2.0, False),
+            ("p1", 4.0, False),
+            ("p2", 10.0, False),
+            ("p3", 1.0, False),
+        ]
+    )
+    reference = table([("p1", 2.0, False), ("p2", 5.0, False), ("p4", 7.0, False)])
+    assert host_speed(mine, reference) == (1.75, 2)
+    with pytest.raises(DataIntegrityError, match="no grid point timed in both"):
+        host_speed(table([("p3", 1.0, False)]), reference)
