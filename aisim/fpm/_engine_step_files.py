@@ -68,6 +68,41 @@ def creation_cost_ms(
     return max(0.0, float(statistics.median(differences))) if differences else None
 
 
+def first_decode_creation_ms(
+    rows: Sequence[Mapping[str, Any]], latency_column: str = "wall_ms", scale: float = 1.0
+) -> float | None:
+    """The primitive-creation cost from the table's decode steps, for a table without cached
+    prefill steps: each decode point's warm-up step (a batch's first decode step after its
+    prefill) minus the next timed step of the same point, median over the warm-up steps whose
+    step token count (``scheduled_tokens``) no earlier row of the table ran (the engine created
+    the count's primitives in that step), less the same median over the warm-up steps whose
+    count an earlier row ran (what a batch's first decode step costs over the next one without
+    creation), at least 0; None when either group is empty. ``rows`` in the order the table
+    timed them, warm-up steps included; decode steps and SD rounds (phases ``decode``, ``sd``)
+    both count, one engine process's caches serving both."""
+    seen: set[int] = set()
+    new: list[float] = []
+    again: list[float] = []
+    for index, row in enumerate(rows):
+        tokens = int(row["scheduled_tokens"])
+        if row["warmup"] and row["phase"] in ("decode", "sd"):
+            timed = next(
+                (
+                    later
+                    for later in rows[index + 1 :]
+                    if later["point_id"] == row["point_id"] and not later["warmup"]
+                ),
+                None,
+            )
+            if timed is not None:
+                excess = scale * (float(row[latency_column]) - float(timed[latency_column]))
+                (again if tokens in seen else new).append(excess)
+        seen.add(tokens)
+    if not new or not again:
+        return None
+    return max(0.0, float(statistics.median(new)) - float(statistics.median(again)))
+
+
 def _samples(
     rows: Sequence[Mapping[str, Any]],
     tokens_column: str,
@@ -146,7 +181,20 @@ def served_step_model(
     platform = engine_platform(settings, identity) if engine_model else None
     creation = creation_cost_ms(novel_points, cached_points)
     on_cpu = platform == "cpu"
+    # Measured where the table timed its prefill points cached too; else, on CPU, from the
+    # first decode step at each new token count (first_decode_creation_ms).
+    creation_source = "prefill new - cached" if creation is not None else None
+    if on_cpu and creation is None:
+        creation = first_decode_creation_ms(rows, latency_column, scale)
+        creation_source = "first decode step at a new count" if creation is not None else None
     use_cached = on_cpu and creation is not None
+    if use_cached and not cached_points:
+        # The table's prefill points priced as cached: timed at new counts, less creation.
+        assert creation is not None
+        cached_points = {
+            point: (count, tokens, latency - creation)
+            for point, (count, tokens, latency) in novel_points.items()
+        }
     prefill_points = list((cached_points if use_cached else novel_points).values())
     sizes: list[int] = []
     if platform == "cuda" and not settings.get("enforce_eager", False):
@@ -188,6 +236,7 @@ def served_step_model(
         # intercept on CPU, else the cheapest decode step (or SD round) of the table.
         step_overhead_ms=decode_price.intercept_ms,
         creation_ms=creation if use_cached else None,
+        creation_source=creation_source if use_cached else None,
         cache=cache,
         capture_sizes=sizes,
         coverage=coverage,
@@ -197,9 +246,10 @@ def served_step_model(
     model.platform = platform
     model.frontend = frontend
     if use_cached and wake is not None:
-        # Only over a table with cached prefill steps: without them the prefill price (timed
-        # at new token counts) carries the creation cost on every prompt, and the probe's
-        # reference steps (cached counts) have no price of their own to give the speed ratio.
+        # Only where the creation cost is known (cached prefill steps, or the first decode
+        # steps at new counts): without it the prefill price (timed at new token counts)
+        # carries the creation cost on every prompt, and the probe's reference steps (cached
+        # counts) have no price of their own to give the speed ratio.
         model.wake = wake
         model.wake_ms, model.wake_scale = wake.scaled(prefill_price, {})
     if use_cached and admit is not None:

@@ -16,8 +16,11 @@ of its kind, ``LinearStepCost``; elsewhere the table's per-point medians, interp
   token) goes through the oneDNN cache model; prefill is priced from the table's *cached*
   prefill steps and a step whose M is not cached adds the table's creation cost (its prefill
   steps at a new token count minus the same steps cached: the grid is the only input). Without
-  cached prefill steps in the table, prefill keeps the new-token-count price and decode steps
-  are never charged (the creation cost is unknown; ``describe`` says so). An M that vLLM's LRU
+  cached prefill steps the creation cost is the table's first decode step at each new token
+  count over the next step, less the same at a count run before (``creation_source``; the
+  prefill price is then its new-token-count steps less it); without either, prefill keeps the
+  new-token-count price and decode steps are never charged (the creation cost is unknown;
+  ``describe`` says so). An M that vLLM's LRU
   evicted but the process created before is re-created from oneDNN's global primitive cache
   and not charged (``_engine_steps``: ``PrimitiveCache.lookup``); the cache persists over the
   steps one engine process runs (pass the same ``cache`` to the models of consecutive runs);
@@ -157,6 +160,7 @@ class ServedStepModel:
         draft_length: int,
         step_overhead_ms: float,
         creation_ms: float | None = None,
+        creation_source: str | None = None,
         cache: PrimitiveCache | None = None,
         capture_sizes: list[int] | None = None,
         coverage: dict[str, int] | None = None,
@@ -170,6 +174,8 @@ class ServedStepModel:
         self.draft_length = draft_length
         self.step_overhead_ms = step_overhead_ms
         self.creation_ms = creation_ms
+        #: How the table gave ``creation_ms`` (None: unknown).
+        self.creation_source = creation_source
         self.cache = cache
         self.capture_sizes: list[int] = list(capture_sizes or [])
         self.coverage: dict[str, int] = {} if coverage is None else coverage
@@ -313,6 +319,7 @@ class ServedStepModel:
             "platform": self.platform,
             "primitive_cache": self.cache is not None,
             "creation_ms": self.creation_ms,
+            "creation_source": self.creation_source,
             "cudagraph_capture_sizes": list(self.capture_sizes) or None,
             "frontend": None if self.frontend is None else self.frontend.describe(),
             "admit": None

@@ -36,8 +36,17 @@ def projections(
     }
 
 
-def probe(shape: tuple[int, int, int, int, int], torch: Any, ops: Any) -> tuple[float, float]:
-    """(median ms of one call per projection at a new M, the same at that M again)."""
+#: New token counts timed: prompt-sized (a served prefill step's) and decode-sized (a decode
+#: batch's, what a step table's first decode step at each batch size creates).
+PROMPT_COUNTS = range(41, 241, 13)
+DECODE_COUNTS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 20, 24, 28, 32)
+
+
+def probe(
+    shape: tuple[int, int, int, int, int], torch: Any, ops: Any, counts: Any = PROMPT_COUNTS
+) -> tuple[float, float]:
+    """(median ms of one call per projection at a new M, the same at that M again), over the
+    token counts ``counts`` (none of them used before in the process)."""
     shapes = projections(*shape)
     handlers = {
         name: ops.create_onednn_mm(torch.randn(n, k).t(), 32) for name, (k, n) in shapes.items()
@@ -53,7 +62,7 @@ def probe(shape: tuple[int, int, int, int, int], torch: Any, ops: Any) -> tuple[
     for tokens in (37, 101, 150, 201):  # the allocator's first touches, not measured
         step(tokens)
     new, cached = [], []
-    for tokens in range(41, 241, 13):  # none of them used above
+    for tokens in counts:  # none of them used above
         new.append(step(tokens))
         cached.append(step(tokens))
     return statistics.median(new), statistics.median(cached)
@@ -68,11 +77,13 @@ def main() -> int:
         return 2
     torch.set_num_threads(1)
     for name, shape in SHAPES.items():
-        new, cached = probe(shape, torch, ops)
-        print(
-            f"{name}: one GEMM per projection at a new token count {new:.2f} ms, "
-            f"cached {cached:.2f} ms, difference {new - cached:.2f} ms (x{new / cached:.2f})"
-        )
+        # Decode-sized counts first: prompt-sized ones would not touch them, nor they those.
+        for label, counts in (("decode-sized", DECODE_COUNTS), ("prompt-sized", PROMPT_COUNTS)):
+            new, cached = probe(shape, torch, ops, counts)
+            print(
+                f"{name}: one GEMM per projection at a new {label} token count {new:.2f} ms, "
+                f"cached {cached:.2f} ms, difference {new - cached:.2f} ms (x{new / cached:.2f})"
+            )
     return 0
 
 

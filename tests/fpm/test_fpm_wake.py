@@ -220,3 +220,73 @@ def test_an_admission_model_file_round_trips_and_a_bad_one_names_its_field(tmp_p
     path.write_text(json.dumps({**good, "schema": {"name": "aisim.engine_wake", "version": 1}}))
     with pytest.raises(DataIntegrityError, match="is not 'aisim.engine_admit'"):
         load_admit_cost(path)
+
+
+def _first_decode_rows() -> list[dict[str, object]]:
+    """A CPU step table without cached prefill steps, in the order it was timed: per decode
+    point a warm-up step (the batch's first decode step) then a timed one. B = 1 at contexts 16
+    and 64 (token count 1: new, then run before), B = 2 likewise (count 2), and the prefill
+    steps of ``_rows(False)`` (1 x 100, 1 x 300, 2 x 150 at 6, 8, 8 ms: 5 + 0.01 x tokens)."""
+    rows: list[dict[str, object]] = []
+    # (batch, context, warm-up ms, timed ms): first decode steps at a new count 3.0 and 2.0 ms
+    # dearer than the next step, at a count run before 0.5 and 0.3 ms.
+    for batch, context, warm, timed in (
+        (1, 16, 6.0, 3.0),
+        (1, 64, 3.5, 3.0),
+        (2, 16, 6.0, 4.0),
+        (2, 64, 4.3, 4.0),
+    ):
+        for warmup, latency in ((True, warm), (False, timed)):
+            rows.append(
+                {
+                    "phase": "decode",
+                    "point_id": f"decode-b{batch}-c{context}",
+                    "batch_size": batch,
+                    "total_kv_tokens": context * batch,
+                    "scheduled_tokens": batch,
+                    "num_draft_tokens": 0,
+                    "warmup": warmup,
+                    "wall_ms": latency,
+                }
+            )
+    return rows + [row for row in _rows(False) if row["phase"] == "prefill"]
+
+
+def test_creation_from_the_first_decode_step_at_a_new_count_by_hand() -> None:
+    from aisim.fpm._engine_step_files import first_decode_creation_ms
+
+    rows = _first_decode_rows()
+    # New counts: median(3.0, 2.0) = 2.5; counts run before: median(0.5, 0.3) = 0.4; 2.1 ms.
+    assert first_decode_creation_ms(rows) == pytest.approx(2.1)
+    assert first_decode_creation_ms(rows, scale=2.0) == pytest.approx(4.2)
+    # No warm-up step at a count run before (or none at a new one): unknown.
+    assert first_decode_creation_ms(rows[:2] + rows[4:6]) is None
+    assert first_decode_creation_ms(_rows(False)) is None
+    # Never below 0: first steps at new counts no dearer than the others.
+    cheap = [dict(row, wall_ms=3.0) if row["point_id"] == "decode-b1-c16" else row for row in rows]
+    cheap = [dict(row, wall_ms=4.0) if row["point_id"] == "decode-b2-c16" else row for row in cheap]
+    assert first_decode_creation_ms(cheap) == 0.0
+
+
+def test_a_table_without_cached_prefill_steps_prices_creation_from_its_decode_steps() -> None:
+    wake = WakeCost(1.0, [(1, 100, 2.5)], "hand")
+    model = served_step_model(
+        _first_decode_rows(), {"platform": "cpu"}, {}, 0, where="hand", wake=wake, admit=wake
+    )
+    assert model.creation_ms == pytest.approx(2.1)
+    assert model.describe()["creation_source"] == "first decode step at a new count"
+    # The prefill line through the new-count steps less 2.1 ms: 2.9 + 0.01 x tokens. The
+    # probes are carried to its speed: it prices their 1 x 100 reference at 3.9 ms against
+    # 2.5, so 1.56 x: wake and admission 1.56 ms each.
+    assert (model.wake_ms, model.wake_scale) == pytest.approx((1.56, 1.56))
+    assert (model.admit_ms, model.admit_scale) == pytest.approx((1.56, 1.56))
+    # A prompt of 200 tokens alone at a count new to the process pays creation and the wake
+    # cost (2.9 + 2 + 2.1 + 1.56 = 8.56), the same count again only the wake cost (6.46); with
+    # a decode request beside it no wake cost: decode 2 + 1 = 3, prefill 4.9, less the step
+    # overhead 2, and creation 2.1 at its new count 201 (8.0).
+    assert model.price_step(0, 0, 1, 200) == pytest.approx(8.56)
+    assert model.price_step(0, 0, 1, 200) == pytest.approx(6.46)
+    assert model.price_step(1, 16, 1, 200) == pytest.approx(8.0)
+    # A table that timed its prefill points cached keeps that measure.
+    cached = served_step_model(_rows(True), {"platform": "cpu"}, {}, 0, where="hand")
+    assert cached.describe()["creation_source"] == "prefill new - cached"

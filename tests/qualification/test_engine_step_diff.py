@@ -233,9 +233,14 @@ def test_a_partially_drafted_step_is_priced_by_its_drafts() -> None:
     )
     row = priced_steps(steps, model, 1.0, 3)[0]
     assert row["kind"] == "decode-partial"
-    # No creation cost on this grid (no cached prefill steps): the price is the interpolation.
-    assert model.creation_ms is None
-    assert row["price_ms"] == pytest.approx(plain_ms + (sd_ms - plain_ms) / 3.0)
+    # This grid has no cached prefill steps: its creation cost comes from its first decode
+    # steps, and the step's count 2 + 2 = 4 is new to a fresh engine, so it pays it.
+    assert model.served.creation_source == "first decode step at a new count"
+    assert model.creation_ms is not None and model.creation_ms > 0.0
+    assert row["price_ms"] == pytest.approx(plain_ms + (sd_ms - plain_ms) / 3.0 + model.creation_ms)
+    # The same step again: its count is cached now, no creation.
+    again = priced_steps(steps, model, 1.0, 3)[0]
+    assert again["price_ms"] == pytest.approx(plain_ms + (sd_ms - plain_ms) / 3.0)
 
 
 def test_each_step_s_prompt_chunks_are_reconstructed_by_hand() -> None:
