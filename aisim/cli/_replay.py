@@ -60,7 +60,8 @@ def register(commands: Any) -> None:
         help=(
             "price every pass from an engine step table instead of the config's timing: an "
             "engine recording, its grid/ folder or grid_steps.parquet (decode, prefill, mixed "
-            "steps and SD rounds as `aisim qualify engine` prices them; docs/replay.md)"
+            "steps and SD rounds as `aisim qualify engine` prices them, and a recording "
+            "folder's front-end model per step and per request; docs/replay.md)"
         ),
     )
     parser.set_defaults(handler=replay_command)
