@@ -285,6 +285,46 @@ def price_errors(rows: list[dict[str, Any]]) -> dict[str, list[float]]:
     return out
 
 
+#: Steps either side of a step whose decode steps give the engine's speed at that moment.
+LOCAL_WINDOW = 15
+
+
+def local_speed(rows: list[dict[str, Any]], window: int = LOCAL_WINDOW) -> list[float | None]:
+    """Per row of ``priced_steps``, the engine's speed at that moment relative to the step
+    table: the median measured / price of the decode steps (every ``decode*`` kind) among the
+    ``window`` rows either side of it, itself left out; None where there are none. Read from
+    the served run itself: a diagnostic of how much of a step's price error is the minute's
+    speed, never a price."""
+    ratios = [
+        row["measured_ms"] / row["price_ms"]
+        if row["kind"].startswith("decode") and row["price_ms"] > 0
+        else None
+        for row in rows
+    ]
+    out: list[float | None] = []
+    for index in range(len(rows)):
+        near = [
+            ratio
+            for other, ratio in enumerate(
+                ratios[max(0, index - window) : index + window + 1], max(0, index - window)
+            )
+            if ratio is not None and other != index
+        ]
+        out.append(float(np.median(near)) if near else None)
+    return out
+
+
+def local_price_errors(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Per step kind, the median of (price x the local speed - measured) / measured in percent
+    (``local_speed``): the table's price with the minute's speed taken out."""
+    found: dict[str, list[float]] = {}
+    for row, speed in zip(rows, local_speed(rows), strict=True):
+        if speed is not None and row["measured_ms"] > 0:
+            error = (row["price_ms"] * speed - row["measured_ms"]) / row["measured_ms"] * 100.0
+            found.setdefault(row["kind"], []).append(error)
+    return {kind: float(np.median(values)) for kind, values in found.items()}
+
+
 def _spread(errors: list[float]) -> dict[str, Any]:
     values = np.array(errors, dtype=float) * 100.0
     return {
@@ -407,6 +447,8 @@ def diff_run(
         "kinds": kinds,
         "price_error": errors["summary"],
         "price_error_table_only": errors["table_only"],
+        # The same steps priced at the engine's speed of their moment (a diagnostic).
+        "price_error_local": local_price_errors(rows),
         "cpu_price_error": errors["cpu"],
         "cpu_price_error_table_only": errors["cpu_table_only"],
         "decode_by_composition": decode_by_composition(run.steps, rows),
@@ -491,20 +533,34 @@ def to_markdown(name: str, runs: list[dict[str, Any]]) -> str:
     lines += [
         "",
         "Step price error, (price - measured) / measured with the grid as the only input (no "
-        "drift): median [P10, P90] and median |error|, served-step model / table alone:",
+        "drift): median [P10, P90] and median |error|, served-step model / table alone; and "
+        f"the model's median at the local speed (each price x the median measured / price of "
+        f"the decode steps within {LOCAL_WINDOW} steps of it: the minute's speed, read from the "
+        "run, taken out; a diagnostic):",
         "",
-        "| run | kind | steps | served-step model | median abs | table alone | median abs |",
-        "|---|---|---|---|---|---|---|",
+        "| run | kind | steps | served-step model | median abs | table alone | median abs "
+        "| at the local speed |",
+        "|---|---|---|---|---|---|---|---|",
     ]
+    within = within_local = total = 0
     for run in runs:
         for kind, row in run["price_error"].items():
             alone = run["price_error_table_only"].get(kind, {})
+            local = run["price_error_local"].get(kind)
+            total += 1
+            within += abs(row["median_pct"]) <= 5.0
+            within_local += local is not None and abs(local) <= 5.0
             lines.append(
                 f"| {run['run']} | {kind} | {row['steps']} | {row['median_pct']:+.1f} % "
                 f"[{row['p10_pct']:+.1f}, {row['p90_pct']:+.1f}] | {row['median_abs_pct']:.1f} % "
                 f"| {_fmt(alone.get('median_pct'), '+.1f')} % | "
-                f"{_fmt(alone.get('median_abs_pct'), '.1f')} % |"
+                f"{_fmt(alone.get('median_abs_pct'), '.1f')} % | {_fmt(local, '+.1f')} % |"
             )
+    lines += [
+        "",
+        f"(run, kind) medians within 5 %: {within} of {total} from the grid alone, "
+        f"{within_local} of {total} at the local speed.",
+    ]
     if all(run["cpu_price_error"] for run in runs):
         lines += [
             "",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -263,3 +264,31 @@ def test_each_step_s_prompt_chunks_are_reconstructed_by_hand() -> None:
         None,
         None,
     ]
+
+
+def test_the_local_speed_and_the_price_error_at_it_by_hand() -> None:
+    from qualification.engine.step_diff import local_price_errors, local_speed
+
+    def row(kind: str, measured: float, price: float) -> dict[str, Any]:
+        return {"kind": kind, "measured_ms": measured, "price_ms": price}
+
+    # Decode steps at measured / price 1.0, 1.2, 0.9 around a prefill step of 22 ms priced 20.
+    rows = [row("decode", 10, 10), row("prefill", 22, 20), row("decode", 12, 10)]
+    rows.append(row("decode-drafted", 9, 10))
+    # One step either side, the step itself left out: row 0 sees only the prefill step (no
+    # speed); row 1 the decodes at 1.0 and 1.2 (1.1); row 2 the decode at 0.9; row 3 at 1.2.
+    assert local_speed(rows, window=1) == [None, pytest.approx(1.1), 0.9, 1.2]
+    # Window 15 (the default): every decode step but the row's own.
+    assert local_speed(rows) == [
+        pytest.approx(1.05),
+        pytest.approx(1.0),
+        pytest.approx(0.95),
+        pytest.approx(1.1),
+    ]
+    # Prefill: 20 x 1.0 = 20 against 22 (-9.09 %); decode: 10 x 1.05 = 10.5 against 10
+    # (+5 %), 10 x 0.95 = 9.5 against 12 (-20.83 %); decode-drafted 10 x 1.1 = 11 against 9.
+    assert local_price_errors(rows) == {
+        "decode": pytest.approx((5.0 - 20.833333) / 2),
+        "prefill": pytest.approx(-9.090909),
+        "decode-drafted": pytest.approx(22.222222),
+    }
