@@ -15,6 +15,7 @@ their sources: ``aisim/fpm/_engine_steps.py``; the pricing rules: ``_served_step
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -77,9 +78,13 @@ def first_decode_creation_ms(
     step token count (``scheduled_tokens``) no earlier row of the table ran (the engine created
     the count's primitives in that step), less the same median over the warm-up steps whose
     count an earlier row ran (what a batch's first decode step costs over the next one without
-    creation), at least 0; None when either group is empty. ``rows`` in the order the table
-    timed them, warm-up steps included; decode steps and SD rounds (phases ``decode``, ``sd``)
-    both count, one engine process's caches serving both."""
+    creation), at least 0; None when either group is empty. ``rows``: warm-up steps included,
+    taken in the order of their ``start_ms`` when every row has a finite one, else in the order
+    given (the order the table timed them); decode steps and SD rounds (phases ``decode``,
+    ``sd``) both count, one engine process's caches serving both."""
+    starts = [row.get("start_ms") for row in rows]
+    if all(isinstance(start, (int, float)) and math.isfinite(start) for start in starts):
+        rows = sorted(rows, key=lambda row: float(row["start_ms"]))
     seen: set[int] = set()
     new: list[float] = []
     again: list[float] = []

@@ -259,6 +259,9 @@ def test_creation_from_the_first_decode_step_at_a_new_count_by_hand() -> None:
     # New counts: median(3.0, 2.0) = 2.5; counts run before: median(0.5, 0.3) = 0.4; 2.1 ms.
     assert first_decode_creation_ms(rows) == pytest.approx(2.1)
     assert first_decode_creation_ms(rows, scale=2.0) == pytest.approx(4.2)
+    # Rows given out of order are taken in the order they were timed (``start_ms``).
+    timed = [dict(row, start_ms=float(index)) for index, row in enumerate(rows)]
+    assert first_decode_creation_ms(timed[::-1]) == pytest.approx(2.1)
     # No warm-up step at a count run before (or none at a new one): unknown.
     assert first_decode_creation_ms(rows[:2] + rows[4:6]) is None
     assert first_decode_creation_ms(_rows(False)) is None
