@@ -1,7 +1,7 @@
 """``aisim advise``: should SD be on for this deployment, with which method and depth, and up to
 which load? Ranks SD off and every applicable method x depth by goodput with 90 % intervals,
-the probability each beats SD off, and the load where SD stops helping (docs/advise.md).
-Writes DIR/advice.json, advice.md, advice.html and gain_vs_load.png (the plot needs
+the probability each beats SD off, and the load where SD stops helping
+(docs/uncertainty.md#aisim-advise). Writes DIR/advice.json, advice.md, advice.html and gain_vs_load.png (the plot needs
 ``aisim[qualify]``'s matplotlib; without it the other files are written and a note says so)."""
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ def register(commands: Any) -> None:
         help="should SD be on? rank SD off and each method/depth by goodput, with intervals",
         description=(
             "Replay SD off and every method x depth given an acceptance, at several loads, N "
-            "times each with the uncertain inputs drawn (docs/advise.md); rank them by goodput "
-            "under the SLOs, give the probability each beats SD off and the load where SD "
-            "stops helping. Writes DIR/advice.{json,md,html} and DIR/gain_vs_load.png."
+            "times each with the uncertain inputs drawn (docs/uncertainty.md#aisim-advise); rank "
+            "them by goodput under the SLOs, give the probability each beats SD off and the load "
+            "where SD stops helping. Writes DIR/advice.{json,md,html} and DIR/gain_vs_load.png."
         ),
     )
     parser.add_argument("--model", required=True, help="catalogue name or config.json path")
