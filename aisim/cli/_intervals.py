@@ -210,11 +210,12 @@ def prepare_intervals(args: argparse.Namespace, out: Any) -> Any:
     """Check ``aisim replay``'s interval flags before the run; returns the intervals.json path
     to write, or None without ``--intervals``."""
     from aisim._io import check_writable
-    from aisim.uncertainty import Sources, check_replicas
+    from aisim.uncertainty import Sources, check_replicas, check_seed
 
     if args.intervals is None:
         return None
     check_replicas(args.intervals)
+    check_seed(args.seed)
     Sources.parse(args.sources)
     if args.acceptance_rounds is not None and args.acceptance_rounds < 1:
         raise ConfigError(
@@ -226,13 +227,14 @@ def prepare_intervals(args: argparse.Namespace, out: Any) -> Any:
     return check_writable(out / "intervals.json", args.overwrite)
 
 
-def write_intervals(args: argparse.Namespace, path: Any, out: Any) -> str:
-    """Run the replicas of ``args.config``, write ``intervals.json`` atomically, return the
-    text to print (nothing with ``--json``: the file is the JSON answer)."""
-    from aisim._io import atomic_write_text, canonical_json
+def run_intervals(
+    args: argparse.Namespace, forward_pass_model: object | None = None, admission_ms: float = 0.0
+) -> dict[str, Any]:
+    """The replicas of ``args.config`` (priced by ``forward_pass_model`` when given: a fresh
+    step-table model of ``--step-table``, with its front end's ``admission_ms``)."""
     from aisim.uncertainty import Sources, replay_intervals
 
-    report = replay_intervals(
+    return replay_intervals(
         args.config,
         args.intervals,
         seed=args.seed,
@@ -240,7 +242,16 @@ def write_intervals(args: argparse.Namespace, path: Any, out: Any) -> str:
         acceptance_rounds=args.acceptance_rounds,
         workers=args.workers,
         slos=parse_slos(args.slo),
+        forward_pass_model=forward_pass_model,
+        admission_ms=admission_ms,
     )
+
+
+def write_intervals(args: argparse.Namespace, path: Any, report: dict[str, Any]) -> str:
+    """Write ``report`` (``run_intervals``) to ``intervals.json`` atomically, return the text to
+    print (nothing with ``--json``: the file is the JSON answer)."""
+    from aisim._io import atomic_write_text, canonical_json
+
     atomic_write_text(path, canonical_json(report), overwrite=args.overwrite)
     if args.json:
         return ""

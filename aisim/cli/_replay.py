@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from aisim._io import atomic_write_text, canonical_json, check_output_dir, check_path_text
 from aisim.cli._args import integer
-from aisim.cli._intervals import add_interval_arguments, prepare_intervals, write_intervals
+from aisim.cli._intervals import (
+    add_interval_arguments,
+    prepare_intervals,
+    run_intervals,
+    write_intervals,
+)
 from aisim.errors import SimulationError
 
 if TYPE_CHECKING:
@@ -73,15 +78,23 @@ def replay_command(args: argparse.Namespace) -> int:
     outputs = ("summary.json", "requests.parquet", *(("tokens.parquet",) if args.per_token else ()))
     out = check_output_dir(args.out, args.overwrite, "--out", outputs)
     summary_path = out / "summary.json"
-    intervals = prepare_intervals(args, out)
+    intervals_path = prepare_intervals(args, out)
     model = None
     admission_ms = 0.0
     if args.step_table is not None:
-        model = step_table_model(args.config, check_path_text(args.step_table, "--step-table"))
+        step_table = check_path_text(args.step_table, "--step-table")
+        model = step_table_model(args.config, step_table)
         # The recording's front end: its per-request term delays each request's reach of the
         # engine, as `aisim qualify engine` replays it (run_replay's admission_ms).
         frontend = getattr(model, "frontend", None)
         admission_ms = 0.0 if frontend is None else float(frontend.request_ms)
+    intervals = None
+    if intervals_path is not None:
+        # Before anything is written (a failing replica leaves no half-written folder), and
+        # priced as the replay is: a step-table model is stateful (its primitive caches), so
+        # the replicas get their own, a fresh engine as the replay's is.
+        own = None if args.step_table is None else step_table_model(args.config, step_table)
+        intervals = run_intervals(args, own, admission_ms)
     show = not args.no_progress and sys.stderr.isatty()
     with _progress(show) as callback:
         summary, written = write_replay(
@@ -99,7 +112,7 @@ def replay_command(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_text(summary, *written))
     if intervals is not None:
-        sys.stdout.write(write_intervals(args, intervals, out))
+        sys.stdout.write(write_intervals(args, intervals_path, intervals))
     return 0
 
 

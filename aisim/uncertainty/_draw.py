@@ -146,15 +146,22 @@ def apply_draw(plan: Any, draw: Draw) -> Any:
 
 
 def run_draw(
-    config: dict[str, Any], base_dir: Path, draw: Draw, forward_pass_model: object | None = None
+    config: dict[str, Any],
+    base_dir: Path,
+    draw: Draw,
+    forward_pass_model: object | None = None,
+    admission_ms: float = 0.0,
 ) -> Any:
-    """Replay ``config`` (a mapping) as replica ``draw``; returns the ``ReplayResult``."""
+    """Replay ``config`` (a mapping) as replica ``draw``; returns the ``ReplayResult``.
+    ``forward_pass_model`` and ``admission_ms``: ``aisim.config.run_replay``'s."""
     from aisim.config import build_plan, with_forward_pass_model
     from aisim.replay import run
 
     plan, description = build_plan(with_traffic_seed(config, draw.traffic_seed), base_dir)
     if forward_pass_model is not None:
         plan, description = with_forward_pass_model(plan, description, forward_pass_model)
+    if admission_ms > 0:
+        plan = dataclasses.replace(plan, admission_ms=float(admission_ms))
     swapped = swap_frontends(plan, draw)
     try:
         return run(apply_draw(plan, draw), description)

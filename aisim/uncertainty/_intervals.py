@@ -109,6 +109,7 @@ def replay_intervals(
     base_dir: Path | None = None,
     forward_pass_model: object | None = None,
     frontend_borrowed: bool = False,
+    admission_ms: float = 0.0,
 ) -> dict[str, Any]:
     """Intervals of ``config``'s headline metrics over ``replicas`` Monte Carlo replays.
 
@@ -119,7 +120,9 @@ def replay_intervals(
     (``{"ttft_ms": {"p90": 200}}``, as a sweep's) define goodput. Replicas run on ``backend``
     (``pool``, ``workers`` processes, or ``ray``) unless ``forward_pass_model`` is given (then in
     this process; ``frontend_borrowed``: its front-end terms were measured on another
-    recording than its step table, so the ``frontend`` source draws them). Returns a JSON-ready mapping: ``metrics`` (point, p50, low, high per metric),
+    recording than its step table, so the ``frontend`` source draws them; ``admission_ms``: its
+    front end's per-request term, ``run_replay``'s, so the point is ``aisim replay
+    --step-table``'s). Returns a JSON-ready mapping: ``metrics`` (point, p50, low, high per metric),
     ``sources`` (what each interval includes and what it cannot), ``replicas``, ``seed``,
     ``confidence``.
     """
@@ -136,6 +139,12 @@ def replay_intervals(
             acceptance_rounds,
             forward_pass_model,
             frontend_borrowed,
+            admission_ms,
+        )
+    if admission_ms:
+        raise ConfigError(
+            f"admission_ms: {admission_ms!r}: a front end's per-request term needs the "
+            "forward_pass_model it belongs to"
         )
     (runs,) = run_replicas(
         [mapping],
@@ -341,6 +350,7 @@ def _in_process(
     acceptance_rounds: int | None,
     forward_pass_model: object,
     frontend_borrowed: bool = False,
+    admission_ms: float = 0.0,
 ) -> dict[str, Any]:
     """``replay_intervals`` with a forward-pass model (not sent to other processes)."""
     from aisim.config import run_replay
@@ -360,11 +370,13 @@ def _in_process(
         forward_pass_model=forward_pass_model,
         frontend_borrowed=frontend_borrowed,
     )
-    base = run_replay(mapping, base_dir=folder, forward_pass_model=forward_pass_model)
+    base = run_replay(
+        mapping, base_dir=folder, forward_pass_model=forward_pass_model, admission_ms=admission_ms
+    )
     point = point_metrics(base.run_summary, base.columns, slos)
     rows = []
     for draw in draws:
-        result = run_draw(mapping, folder, draw, forward_pass_model)
+        result = run_draw(mapping, folder, draw, forward_pass_model, admission_ms)
         rows.append(apply_repeat(point_metrics(result.run_summary, result.columns, slos), draw))
     return report(Replicas(point, rows, setup, replicas, seed))
 

@@ -378,3 +378,27 @@ def test_unrecognised_arguments_with_control_characters_stay_on_one_line(
         "aisim speculation explain: error: unrecognized arguments: \\nz\\x0b "
         "(see aisim speculation explain --help)"
     )
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--seed", "-1", "--seed: expected an integer in 0..4611686018427387903, got -1"),
+        ("--workers", "0", "--workers: expected an integer >= 1, got 0"),
+        ("--acceptance-rounds", "0", "--acceptance-rounds: expected an integer >= 1, got 0"),
+    ],
+)
+def test_a_bad_interval_flag_writes_no_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, message: str
+) -> None:
+    """An interval flag is checked before the replay runs: a bad --seed used to be found after
+    summary.json and requests.parquet were written."""
+    config = tmp_path / "replay.yaml"
+    config.write_text(REPLAY, encoding="utf-8")
+    (tmp_path / "t.csv").write_text("arrival_s,prompt_tokens,output_tokens\n0,8,2\n")
+    out = tmp_path / "out"
+    argv = ["replay", str(config), "--out", str(out), "--intervals", "2", flag, value]
+    code, _, err = run_cli(argv, capsys)
+    assert code == 2
+    assert one_error_line(err) == f"aisim: error: {message}"
+    assert not out.exists()

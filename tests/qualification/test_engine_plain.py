@@ -356,6 +356,46 @@ def test_aisim_replay_and_qualify_engine_price_a_front_end_alike(
     assert rows["measured_e2e_ms"] == [26.0, 21.0, 23.0]
 
 
+def test_aisim_replay_intervals_price_with_the_step_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``aisim replay --step-table REC --intervals N`` prices its replicas as the replay is (the
+    intervals used to ignore the step table and price by the config's roofline). The front-end
+    example above (TTFT 11.833, 17.583, 12.667 ms; E2E 29.583, 24.583, 29.167 ms, hand-derived)
+    with every source off: each interval is the point, the replay's own mean figures."""
+    from qualification.engine._replay import replay_config
+
+    recording = import_plain(EXAMPLE, tmp_path / "rec")
+    (recording / "frontend").mkdir()
+    (recording / "frontend" / "frontend_model.json").write_text(
+        json.dumps(
+            {
+                "schema": {"name": "aisim.engine_frontend", "version": 1},
+                "terms": {"step_ms": 1.0, "token_ms": 0.5, "request_ms": 2.0},
+            }
+        ),
+        encoding="utf-8",
+    )
+    loaded = load_recording(recording)
+    assert loaded.grid is not None
+    config = tmp_path / "replay.json"
+    config.write_text(json.dumps(replay_config(loaded.served[0], loaded.grid)), encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["replay", str(config), "--out", str(out), "--step-table", str(recording)]
+    argv += ["--intervals", "2", "--sources", "none", "--json"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    metrics = json.loads((out / "intervals.json").read_text(encoding="utf-8"))["metrics"]
+    ttft = (11 + 5 / 6 + 17 + 7 / 12 + 12 + 2 / 3) / 3
+    e2e = (29 + 7 / 12 + 24 + 7 / 12 + 29 + 1 / 6) / 3
+    for name, value in (("mean_ttft_ms", ttft), ("mean_e2e_ms", e2e)):
+        item = metrics[name]
+        assert item["point"] == pytest.approx(value, rel=1e-12)
+        assert item["low"] == item["high"] == item["p50"] == item["point"]
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert metrics["mean_ttft_ms"]["point"] == summary["mean_ttft_ms"]
+
+
 def test_aisim_replay_refuses_a_step_table_that_is_not_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
