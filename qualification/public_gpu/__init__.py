@@ -31,6 +31,7 @@ from qualification.public_gpu._score import (
     group_stats,
     headline,
     history_ratio_groups,
+    history_ratio_workloads,
     pair_stats,
     score_rows,
     sd_pairs,
@@ -80,7 +81,12 @@ def assemble(
     fitted: dict[str, Any],
 ) -> dict[str, Any]:
     """The report from the predictions (``predict``'s output) and the fitted-terms artefact."""
-    acceptance = {i for v in fitted.get("mtp_acceptance", {}).values() for i in v["mtp_ids"]}
+    acceptance = {
+        i
+        for workloads in fitted.get("mtp_acceptance", {}).values()
+        for v in workloads.values()
+        for i in v["mtp_ids"]
+    }
     hybrid = set(fitted.get("hybrid", {}).get("training_ids", []))
     host = fitted.get("sglang_serial_host_us_per_request", {})
     dspark = fitted.get("dspark", {})
@@ -112,6 +118,7 @@ def assemble(
         "groups": {key: group_stats(rows, key) for key in GROUP_KEYS},
         "pair_stats": pair_stats(pairs),
         "history_ratio_groups": history_ratio_groups(pairs),
+        "history_ratio_workloads": history_ratio_workloads(pairs),
         "pairs": pairs,
         "refused_reasons": dict(sorted(reasons.items())),
         "refused": refused,

@@ -16,7 +16,8 @@ it: conc / mean output length prefills of one prompt per decode step):
   surrogate's TTFT includes the wait for SGLang's receive turn, ``first_token_ms``, which the
   replay models);
 * on the MTP / no-MTP TPOT ratio of the **H200** history pairs (``fit_mtp_acceptance``): the
-  per-engine MTP acceptance rate per draft position (InferenceX records none). Its MTP rows are
+  MTP acceptance rate per draft position per engine and ISL/OSL (InferenceX records none; a
+  workload one engine has no H200 pair of is transferred from the other's). Its MTP rows are
   then seen (``seen_by``); the B200 pairs and every latest row are held out.
 
 On the **HumanEval** no-SD and MTP points of the vLLM Qwen3.8-27B sweep (``fit_hybrid``, full
@@ -175,62 +176,104 @@ def _acceptance_length(rate: float, depth: int) -> float:
     return sum(rate**position for position in range(depth + 1))
 
 
+#: The ISL/OSL each engine's rate is fitted for (InferenceX's three fixed-length workloads).
+ACCEPTANCE_WORKLOADS: Final = ("1024/1024", "8192/1024", "1024/8192")
+#: Where a workload has no training pair on one engine (the H200 SGLang runs have no 1024/8192
+#: MTP row), its rate is transferred from the other engine's (``transferred_rate``).
+ACCEPTANCE_DONOR: Final = {"sglang": "trt", "trt": "sglang"}
+#: The workload a transferred rate is scaled from (both engines have H200 pairs there).
+ACCEPTANCE_REFERENCE_WORKLOAD: Final = "1024/1024"
+
+
+def transferred_rate(base: float, donor_base: float, donor_rate: float) -> float:
+    """A rate for a workload one engine has no pair of: its reference-workload rejection
+    probability ``1 - base`` scaled by the donor engine's rejection ratio between the two
+    workloads, ``(1 - donor_rate) / (1 - donor_base)``."""
+    return 1.0 - (1.0 - base) * (1.0 - donor_rate) / (1.0 - donor_base)
+
+
+def _fit_rate(used: list[tuple[str, int, float, float]]) -> float:
+    """The rate whose median log(predicted / measured) ratio over ``used`` is zero (bisection;
+    a higher rate lowers the predicted ratio)."""
+
+    def median_log_error(a: float) -> float:
+        return statistics.median(
+            math.log(scale / _acceptance_length(a, depth) / measured)
+            for _, depth, scale, measured in used
+        )
+
+    low, high = 0.01, 0.99
+    for _ in range(60):
+        middle = 0.5 * (low + high)
+        if median_log_error(middle) > 0.0:
+            low = middle
+        else:
+            high = middle
+    return 0.5 * (low + high)
+
+
 def fit_mtp_acceptance(evidence: Path) -> dict[str, Any]:
-    """Per engine, the per-position MTP acceptance rate that makes the median predicted MTP /
-    no-MTP TPOT ratio of the H200 history pairs (neither point also a latest row) equal the
-    measured one, from a scored run (``evidence/scored/public_gpu_pairs.csv``). A pair's
-    predicted ratio at rate ``a`` is the scored one times AL(used) / AL(a), AL(a) = 1 + a + ..
-    + a^d (the round's price barely moves with the acceptance; its cost was the replay's)."""
+    """Per engine and ISL/OSL, the per-position MTP acceptance rate that makes the median
+    predicted MTP / no-MTP TPOT ratio of the H200 history pairs (neither point also a latest
+    row) of that workload equal the measured one, from a scored run
+    (``evidence/scored/public_gpu_pairs.csv``). A pair's predicted ratio at rate ``a`` is the
+    scored one times AL(used) / AL(a), AL(a) = 1 + a + .. + a^d (the round's price barely moves
+    with the acceptance; its cost was the replay's). A workload without an H200 pair on one
+    engine takes ``transferred_rate`` from the other (``pairs`` 0, ``transferred_from``)."""
     import csv
 
     points = {p["id"]: p for p in load_points(evidence)}
     pairs_csv = evidence / "scored" / "public_gpu_pairs.csv"
     rows = list(csv.DictReader(pairs_csv.read_text("utf-8").splitlines()))
-    fitted: dict[str, Any] = {}
-    for engine in ("sglang", "trt"):
-        used = []
-        for pair in rows:
-            mtp, base = points[pair["mtp"]], points[pair["none"]]
-            if pair.get("sd", "mtp") != "mtp" or mtp["source"] != "inferencex-history":
-                continue
-            if mtp["engine"] != engine or mtp["hardware"] != ACCEPTANCE_FIT_HARDWARE:
-                continue
-            if mtp["also_in_latest"] or base["also_in_latest"]:
-                continue
-            speculation = replay_config(mtp)[0]["engine"]["speculation"]
-            depth = int(speculation["params"]["depth"])
-            # The rate the scored run replayed (runs before the fit: DeepSeek-V3's 0.875).
-            rate = float(pair.get("acceptance_rate") or DEEPSEEK_MTP_ACCEPTANCE)
-            scale = float(pair["tpot_ratio_predicted"]) * _acceptance_length(rate, depth)
-            used.append((mtp["id"], depth, scale, float(pair["tpot_ratio_measured"])))
-        if not used:
+    used: dict[tuple[str, str], list[tuple[str, int, float, float]]] = {}
+    for pair in rows:
+        if pair.get("sd", "mtp") != "mtp":
             continue
-
-        def median_log_error(a: float, used: list[tuple[str, int, float, float]] = used) -> float:
-            return statistics.median(
-                math.log(scale / _acceptance_length(a, depth) / measured)
-                for _, depth, scale, measured in used
-            )
-
-        low, high = 0.01, 0.99
-        for _ in range(60):
-            middle = 0.5 * (low + high)
-            # A higher rate lowers the predicted ratio.
-            if median_log_error(middle) > 0.0:
-                low = middle
-            else:
-                high = middle
-        rate = 0.5 * (low + high)
+        mtp, base = points[pair["mtp"]], points[pair["none"]]
+        if mtp["source"] != "inferencex-history" or mtp["hardware"] != ACCEPTANCE_FIT_HARDWARE:
+            continue
+        if mtp["also_in_latest"] or base["also_in_latest"]:
+            continue
+        speculation = replay_config(mtp)[0]["engine"]["speculation"]
+        depth = int(speculation["params"]["depth"])
+        # The rate the scored run replayed (runs before the fit: DeepSeek-V3's 0.875).
+        rate = float(pair.get("acceptance_rate") or DEEPSEEK_MTP_ACCEPTANCE)
+        scale = float(pair["tpot_ratio_predicted"]) * _acceptance_length(rate, depth)
+        key = (mtp["engine"], f"{mtp['isl']}/{mtp['osl']}")
+        used.setdefault(key, []).append(
+            (mtp["id"], depth, scale, float(pair["tpot_ratio_measured"]))
+        )
+    fitted: dict[str, dict[str, Any]] = {}
+    for (engine, workload), pairs in sorted(used.items()):
+        rate = _fit_rate(pairs)
         errors = [
             100.0 * (scale / _acceptance_length(rate, depth) / measured - 1.0)
-            for _, depth, scale, measured in used
+            for _, depth, scale, measured in pairs
         ]
-        fitted[engine] = {
+        fitted.setdefault(engine, {})[workload] = {
             "rate": rate,
-            "pairs": len(used),
+            "pairs": len(pairs),
             "in_sample_median_abs_ratio_error_pct": statistics.median(abs(e) for e in errors),
-            "mtp_ids": sorted({mtp_id for mtp_id, _, _, _ in used}),
+            "mtp_ids": sorted({mtp_id for mtp_id, _, _, _ in pairs}),
         }
+    reference = ACCEPTANCE_REFERENCE_WORKLOAD
+    for engine, workloads in fitted.items():
+        donor = fitted.get(ACCEPTANCE_DONOR[engine], {})
+        for workload in ACCEPTANCE_WORKLOADS:
+            if workload in workloads or workload not in donor or reference not in donor:
+                continue
+            if reference not in workloads:
+                continue
+            workloads[workload] = {
+                "rate": transferred_rate(
+                    workloads[reference]["rate"],
+                    donor[reference]["rate"],
+                    donor[workload]["rate"],
+                ),
+                "pairs": 0,
+                "transferred_from": f"{ACCEPTANCE_DONOR[engine]} {reference} -> {workload}",
+                "mtp_ids": [],
+            }
     return fitted
 
 

@@ -47,14 +47,14 @@ def _group_rows(groups: dict[str, dict[str, Any]]) -> list[list[str]]:
     return rows
 
 
-def history_ratio_table(groups: list[dict[str, Any]]) -> str:
-    """The held-out history MTP / no-MTP ratio groups (``_score.history_ratio_groups``) as a
-    markdown table."""
+def history_ratio_table(groups: list[dict[str, Any]], by: str = "conc") -> str:
+    """The held-out history MTP / no-MTP ratio groups (``_score.history_ratio_groups``, or
+    ``history_ratio_workloads`` with ``by="workload"``) as a markdown table."""
     return markdown_table(
         [
             "GPU",
             "engine",
-            "concurrency",
+            "concurrency" if by == "conc" else "ISL/OSL",
             "pairs",
             "median error",
             "median abs error",
@@ -64,7 +64,7 @@ def history_ratio_table(groups: list[dict[str, Any]]) -> str:
             [
                 group["hardware"],
                 group["engine"],
-                str(group["conc"]),
+                str(group[by]),
                 str(group["pairs"]),
                 _pct(group["median_error_pct"]),
                 _pct(group["median_abs_error_pct"]),
@@ -206,6 +206,10 @@ def to_markdown(report: dict[str, Any]) -> str:
         "Signed error: + the MTP round is priced too dear against the plain step, - too cheap.",
         "",
         history_ratio_table(report.get("history_ratio_groups", [])),
+        "",
+        "## History MTP / no-MTP TPOT ratio by GPU, engine and ISL/OSL (held-out pairs)",
+        "",
+        history_ratio_table(report.get("history_ratio_workloads", []), by="workload"),
         "",
         "## Refused points (counted, not scored)",
         "",

@@ -272,6 +272,31 @@ def history_ratio_groups(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def history_ratio_workloads(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same held-out history pairs as ``history_ratio_groups`` by GPU, engine and ISL/OSL
+    (``workload``, e.g. ``1024/8192``), every concurrency together: the view the MTP acceptance
+    is fitted in (per engine and ISL/OSL, ``_fit.fit_mtp_acceptance``)."""
+    groups: dict[tuple[str, str, str], list[float]] = {}
+    for pair in pairs:
+        if pair["source"] != "inferencex-history" or not pair["held_out"]:
+            continue
+        workload = str(pair["regime"]).removeprefix("random ")
+        key = (str(pair["hardware"]), str(pair["engine"]), workload)
+        groups.setdefault(key, []).append(float(pair["tpot_ratio_error_pct"]))
+    return [
+        {
+            "hardware": hardware,
+            "engine": engine,
+            "workload": workload,
+            "pairs": len(errors),
+            "median_error_pct": statistics.median(errors),
+            "median_abs_error_pct": statistics.median(abs(e) for e in errors),
+            "within_10pct": sum(1 for e in errors if abs(e) <= 10.0),
+        }
+        for (hardware, engine, workload), errors in sorted(groups.items())
+    ]
+
+
 def headline(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> dict[str, Any]:
     """The figures the plan judges (held-out rows only): InferenceX single-node median |error|
     of TPOT, throughput and TTFT; MTP/no-MTP TPOT ratio error on the history pairs; the

@@ -33,15 +33,22 @@ DEEPSEEK_MTP_ACCEPTANCE: Final = 0.875
 #: InferenceX records no acceptance, and its prompts are random token ids (under the chat
 #: template for MTP runs; InferenceX's own guide: "Raw random tokens tank spec-decode
 #: acceptance", .claude/commands/add-model-hardware.md @843c6254). The per-position rate each
-#: engine's runs behaved as if they had is **fitted** on the H200 history pairs only
-#: (``qualification/public_gpu/_fit.py``: ``fit_mtp_acceptance``; ``fitted_terms.json``:
-#: ``mtp_acceptance``): the values the committed scored run replayed (refitted on the run with
-#: expert parallelism priced, 0.502 -> 0.520 for SGLang; the refit on the committed run gives
-#: 0.520 / 0.758, within 0.01); B200 and every latest row
-#: are judged on it. It is an
-#: effective rate: what differs between the engines' MTP rounds beyond the modelled cost
-#: (both decode greedily: the client sends temperature 0) lands in it too.
-MTP_ACCEPTANCE: Final[dict[str, float]] = {"sglang": 0.520, "trt": 0.760}
+#: engine's runs behaved as if they had, per engine and ISL/OSL, is **fitted** on the H200
+#: history pairs only (``qualification/public_gpu/_fit.py``: ``fit_mtp_acceptance``;
+#: ``fitted_terms.json``: ``mtp_acceptance``); B200 and every latest row are judged on it. The
+#: H200 SGLang runs have no 1024/8192 MTP pair: that rate is transferred from TensorRT-LLM's
+#: (``transferred_rate``: SGLang's 1024/1024 rejection 1 - a scaled by TensorRT-LLM's 1024/8192
+#: over 1024/1024 rejection ratio). The rates rise with ISL/OSL on both engines' H200 pairs and
+#: the held-out B200 pairs' residual showed the same before the split (1024/8192 pairs priced
+#: +17 % too dear, 1024/1024 -8 %, median signed): a random prompt's 8k-token greedy answer is
+#: more predictable than its 1k-token one. It is an effective rate: what differs between the
+#: engines' MTP rounds beyond the modelled cost (both decode greedily: the client sends
+#: temperature 0) lands in it too. Values: those the committed scored run replayed (a refit
+#: on that run agrees within 0.01, a test checks it).
+MTP_ACCEPTANCE: Final[dict[str, dict[str, float]]] = {
+    "sglang": {"1024/1024": 0.511, "8192/1024": 0.582, "1024/8192": 0.753},
+    "trt": {"1024/1024": 0.703, "8192/1024": 0.758, "1024/8192": 0.850},
+}
 #: SGLang's host time per request per pass without the overlap scheduler, **fitted** on the
 #: B200 SGLang MTP history rows at 1024/1024 and 512 streams (``_fit_host.fit_serial_host``;
 #: ``fitted_terms.json``: ``sglang_serial_host_us_per_request``): the rounded value the committed
@@ -130,6 +137,19 @@ def _gpu_name(hardware: str) -> str:
 
 def _uniform(length: int) -> dict[str, Any]:
     return {"type": "uniform", "min": int(length * 0.8), "max": length}
+
+
+def mtp_acceptance(engine: str, isl: int, osl: int) -> float:
+    """The fitted MTP acceptance rate per draft position of an InferenceX run (``MTP_ACCEPTANCE``);
+    a Refusal for an engine or ISL/OSL no rate was fitted for."""
+    rates = MTP_ACCEPTANCE.get(engine)
+    if rates is None:
+        raise Refusal(f"no fitted MTP acceptance for engine {engine!r} (have: sglang, trt)")
+    key = f"{isl}/{osl}"
+    if key not in rates:
+        allowed = ", ".join(sorted(rates))
+        raise Refusal(f"no fitted MTP acceptance for ISL/OSL {key} (have: {allowed})")
+    return rates[key]
 
 
 def sglang_settings(point: dict[str, Any]) -> dict[str, Any]:
@@ -319,7 +339,7 @@ def inferencex_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
     }
     if point["sd"] == "mtp":
         depth = 2 if engine == "sglang" else settings["mtp_layers"]
-        rate = MTP_ACCEPTANCE[engine]
+        rate = mtp_acceptance(engine, point["isl"], point["osl"])
         engine_block["speculation"] = {
             "kind": "mtp",
             "params": {"depth": depth},
@@ -328,8 +348,8 @@ def inferencex_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
         }
         settings["acceptance_rate"] = rate
         settings["acceptance"] = (
-            f"fitted: {rate} per draft position ({engine}, on the H200 history pairs; not "
-            "recorded by InferenceX)"
+            f"fitted: {rate} per draft position ({engine}, {point['isl']}/{point['osl']}, on "
+            "the H200 history pairs; not recorded by InferenceX)"
         )
     elif point["sd"] != "none":
         raise Refusal(f"unknown SD method {point['sd']!r}")

@@ -1,10 +1,13 @@
-"""``python -m qualification.public_gpu.fit [EVIDENCE] [--out FILE] [--hybrid | --dspark]``: fit the terms,
+"""``python -m qualification.public_gpu.fit [EVIDENCE] [--out FILE] [--hybrid | --dspark |
+--acceptance]``: fit the terms,
 print or write the artefact (``qualification.public_gpu._fit``). ``--hybrid`` fits only the
 hybrid-model terms on the Qwen3.8-27B HumanEval half (``fit_hybrid``, full replays: minutes)
 and writes them as the ``hybrid`` block of the existing artefact ``EVIDENCE/fitted_terms.json``
 (or ``--out``), leaving its other blocks as they are; ``--dspark`` likewise fits only DSpark's
 host time per drafted position on the HumanEval DSpark points (``fit_dspark``, the ``dspark``
-block, with the vLLM request overhead of the ``hybrid`` block); without either the other terms
+block, with the vLLM request overhead of the ``hybrid`` block); ``--acceptance`` refits only the
+MTP acceptance rates (``fit_mtp_acceptance``, the ``mtp_acceptance`` block) on the committed
+scored run's H200 pairs (seconds); without any of them the other terms
 are fitted and existing ``hybrid`` and ``dspark`` blocks are kept."""
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from pathlib import Path
 
 from aisim.files import atomic_write_text, canonical_json
 from qualification.public_gpu import request_overheads
-from qualification.public_gpu._fit import fit, fit_dspark, fit_hybrid
+from qualification.public_gpu._fit import fit, fit_dspark, fit_hybrid, fit_mtp_acceptance
 
 
 def main() -> None:
@@ -25,11 +28,16 @@ def main() -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--hybrid", action="store_true", help="fit the hybrid terms only")
     group.add_argument("--dspark", action="store_true", help="fit the DSpark term only")
+    group.add_argument(
+        "--acceptance", action="store_true", help="fit the MTP acceptance rates only"
+    )
     args = parser.parse_args()
     existing = args.evidence / "fitted_terms.json"
     previous = json.loads(existing.read_text("utf-8")) if existing.is_file() else {}
     if args.hybrid:
         artefact = {**previous, "hybrid": fit_hybrid(args.evidence)}
+    elif args.acceptance:
+        artefact = {**previous, "mtp_acceptance": fit_mtp_acceptance(args.evidence)}
     elif args.dspark:
         fitted = fit_dspark(args.evidence, request_overheads(previous))
         artefact = {**previous, "dspark": fitted}

@@ -317,21 +317,103 @@ def test_cost_constants_are_the_fitted_artefact_rounded() -> None:
     assert all(i.startswith("ix-history-") and "/none/" in i for i in fitted["training_ids"])
 
 
+def test_history_ratio_workloads_by_hand() -> None:
+    """Held-out history pairs grouped by GPU, engine and ISL/OSL over every concurrency."""
+    from qualification.public_gpu._render import history_ratio_table
+    from qualification.public_gpu._score import history_ratio_workloads
+
+    def pair(regime: str, conc: int, error: float, **changes: Any) -> dict[str, Any]:
+        base = {
+            "source": "inferencex-history",
+            "hardware": "b200",
+            "engine": "sglang",
+            "regime": f"random {regime}",
+            "conc": conc,
+            "held_out": True,
+            "tpot_ratio_error_pct": error,
+        }
+        base.update(changes)
+        return base
+
+    groups = history_ratio_workloads(
+        [
+            pair("1024/8192", 4, 25.0),
+            pair("1024/8192", 64, 18.0),
+            pair("1024/8192", 64, -3.0),
+            pair("1024/1024", 4, 6.0),
+            pair("1024/1024", 4, 40.0, held_out=False),  # a training pair
+        ]
+    )
+    assert [(g["workload"], g["pairs"]) for g in groups] == [("1024/1024", 1), ("1024/8192", 3)]
+    # 1024/8192: +25, +18, -3 over two concurrencies: median 18, |median| 18, one within 10 %.
+    assert groups[1]["median_error_pct"] == 18.0 and groups[1]["within_10pct"] == 1
+    text = history_ratio_table(groups, by="workload")
+    assert (
+        "| ISL/OSL |" in text
+        and "| b200 | sglang | 1024/8192 | 3 | 18.0 % | 18.0 % | 1 / 3 |" in text
+    )
+
+
 def test_mtp_acceptance_is_the_artefact_fitted_on_h200_pairs_only() -> None:
     import json
 
     from qualification.public_gpu._workload import MTP_ACCEPTANCE
 
     fitted = json.loads((EVIDENCE / "fitted_terms.json").read_text())["mtp_acceptance"]
-    for engine, rate in MTP_ACCEPTANCE.items():
-        # The artefact is the fit on the committed scored run, which replayed these rates; a
-        # refit moves them by less than 0.01 (the fit rescales the run's predicted ratios by
-        # the acceptance length, the replay's round price moves a little with the acceptance).
-        assert abs(rate - fitted[engine]["rate"]) <= 0.01
-        # Its rows are H200 history MTP rows none of which is also a latest row.
-        assert all(i.startswith("ix-history-") and "/h200/" in i for i in fitted[engine]["mtp_ids"])
+    for engine, rates in MTP_ACCEPTANCE.items():
+        assert sorted(rates) == sorted(fitted[engine]) == ["1024/1024", "1024/8192", "8192/1024"]
+        for workload, rate in rates.items():
+            block = fitted[engine][workload]
+            # The artefact is the fit on the committed scored run, which replayed these rates;
+            # a refit moves them by less than 0.01 (the fit rescales the run's predicted ratios
+            # by the acceptance length, the replay's round price moves a little with it).
+            assert abs(rate - block["rate"]) <= 0.01
+            # Its rows are H200 history MTP rows of this workload, none also a latest row.
+            isl, osl = workload.split("/")
+            assert all(
+                i.startswith("ix-history-") and f"/h200/{engine}/" in i and f"/{isl}-{osl}/" in i
+                for i in block["mtp_ids"]
+            )
+            assert (block["pairs"] == 0) == (block["mtp_ids"] == [])
+    # The H200 SGLang runs have no 1024/8192 MTP row: that one rate is transferred.
+    assert fitted["sglang"]["1024/8192"]["transferred_from"] == "trt 1024/1024 -> 1024/8192"
+    assert all(b["pairs"] > 0 for e in fitted for w, b in fitted[e].items() if w != "1024/8192")
+    assert fitted["trt"]["1024/8192"]["pairs"] > 0
     (row,) = score_rows([_scored("m", "mtp", (10.0, 9.0), (1.0, 1.0))], set(), {"m"})
     assert row["seen_by"] == ["MTP_ACCEPTANCE"] and not row["held_out"]
+
+
+def test_transferred_acceptance_scales_the_rejection_by_the_donor_ratio() -> None:
+    from qualification.public_gpu._fit import transferred_rate
+
+    # Base rate 0.5 (rejection 0.5); the donor rejects 0.3 at the reference workload and 0.15
+    # at the target one, half as often: the transferred rejection is 0.25, the rate 0.75.
+    assert transferred_rate(0.5, 0.7, 0.85) == pytest.approx(0.75)
+    # A donor without a difference leaves the base rate; a donor that never rejects at the
+    # target workload gives 1.
+    assert transferred_rate(0.6, 0.8, 0.8) == pytest.approx(0.6)
+    assert transferred_rate(0.6, 0.8, 1.0) == pytest.approx(1.0)
+
+
+def test_mtp_acceptance_is_per_engine_and_workload_and_refuses_an_unfitted_one() -> None:
+    from qualification.public_gpu._workload import MTP_ACCEPTANCE, mtp_acceptance
+
+    assert mtp_acceptance("trt", 1024, 8192) == MTP_ACCEPTANCE["trt"]["1024/8192"]
+    assert mtp_acceptance("sglang", 8192, 1024) == MTP_ACCEPTANCE["sglang"]["8192/1024"]
+    with pytest.raises(Refusal, match="ISL/OSL 2048/1024 .have: 1024/1024, 1024/8192, 8192/1024"):
+        mtp_acceptance("trt", 2048, 1024)
+    with pytest.raises(Refusal, match="engine 'vllm'"):
+        mtp_acceptance("vllm", 1024, 1024)
+    # Every InferenceX MTP point replays the rate of its engine and workload.
+    for point in load_points(EVIDENCE):
+        if point["sd"] != "mtp" or not point["source"].startswith("inferencex"):
+            continue
+        try:
+            config = replay_config(point)[0]
+        except Refusal:
+            continue
+        rate = config["engine"]["speculation"]["acceptance_rate"]
+        assert rate == MTP_ACCEPTANCE[point["engine"]][f"{point['isl']}/{point['osl']}"]
 
 
 def test_report_section_reads_the_committed_scored_run(tmp_path: Path) -> None:
