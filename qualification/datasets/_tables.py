@@ -227,15 +227,27 @@ def check_values(where: str, frame: pd.DataFrame, expected: TableSchema) -> None
         if column.kind == "int":
             minimum = 1 if column.unit == "requests" or column.name == "draft_length" else 0
             bad = values[values < minimum]
+            allowed = f"an integer >= {minimum}"
         elif column.kind == "float" and column.unit == "ms":
             bad = values[~values.map(lambda x: math.isfinite(x) and x > 0)]
+            allowed = "a finite number > 0 (ms)"
         elif column.kind == "float":
             floor = 0.0 if column.unit == "cpu-ms" else -math.inf
             bad = values[~values.map(lambda x, low=floor: math.isfinite(x) and x >= low)]
+            allowed = "a finite number >= 0" if floor == 0.0 else "a finite number"
         else:
             continue
         if len(bad):
             row = int(bad.index[0])
             raise DataIntegrityError(
-                f"{where}: column {column.name!r} row {row}: impossible value {bad.iloc[0]!r}"
+                f"{where}: row {row}: {column.name}: impossible value "
+                f"{_plain_value(bad.iloc[0], column.kind)}; expected {allowed}"
             )
+
+
+def _plain_value(value: Any, kind: str) -> str:
+    """A cell as the user wrote it (``-4`` or ``-4.0``, not numpy's ``np.float64(-4.0)``)."""
+    item = value.item() if hasattr(value, "item") else value
+    if kind == "int" and isinstance(item, float) and item.is_integer():
+        item = int(item)
+    return repr(item)

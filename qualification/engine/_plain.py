@@ -206,6 +206,8 @@ def read_grid(path: Path) -> dict[str, list[Any]]:
     wall time where the CSV leaves them out."""
     columns = read_csv(path, GRID_STEPS)
     where = repr(str(path))
+    if not columns["phase"]:
+        raise DataIntegrityError(f"{where}: no rows; a step table needs its timed steps")
     for row, phase in enumerate(columns["phase"]):
         if phase not in PHASES:
             raise DataIntegrityError(

@@ -168,11 +168,19 @@ def load_recording(path: str | Path) -> EngineRecording:
 def _check_requests(where: str, frame: pd.DataFrame) -> None:
     seen: set[str] = set()
     records = frame.to_dict("records")
+    if not records:
+        raise DataIntegrityError(f"{where}: no requests; a served run has at least one")
     for row, record in enumerate(records):
         rid = str(record["request_id"])
         if rid in seen:
             raise DataIntegrityError(f"{where}: row {row}: request_id: {rid!r} appears twice")
         seen.add(rid)
+        for name in ("prompt_tokens", "output_tokens"):
+            # An engine refuses an empty prompt and emits at least one token per request.
+            if not int(record[name]) >= 1:
+                raise DataIntegrityError(
+                    f"{where}: row {row}: {name}: {int(record[name])}; expected an integer >= 1"
+                )
         order = ("arrival_ms", "added_ms", "first_token_ms", "finish_ms")
         if not record["arrival_ms"] >= 0:
             raise DataIntegrityError(

@@ -138,7 +138,27 @@ BAD = [
     ("served-1/steps.csv", "start_ms", 5, "1.0", r"steps\.csv': row 5: start_ms: 1\.0 is before"),
     ("served-1/steps.csv", "cpu_ms", 2, "inf", r"steps\.csv': row 2: cpu_ms: expected a finite"),
     ("grid.csv", "start_ms", 4, "0.0", r"grid\.csv': row 4: start_ms: 0\.0 is before"),
-    ("grid.csv", "wall_ms", 0, "-3.0", r"grid\.csv': column 'wall_ms' row 0: impossible value"),
+    (
+        "grid.csv",
+        "wall_ms",
+        0,
+        "-3.0",
+        r"grid\.csv': row 0: wall_ms: impossible value -3\.0; expected a finite number > 0 \(ms\)$",
+    ),
+    (
+        "grid.csv",
+        "batch_size",
+        1,
+        "0",
+        r"grid\.csv': row 1: batch_size: impossible value 0; expected an integer >= 1$",
+    ),
+    (
+        "served-1/requests.csv",
+        "prompt_tokens",
+        2,
+        "0",
+        r"requests\.csv': row 2: prompt_tokens: 0; expected an integer >= 1$",
+    ),
     ("grid.csv", "phase", 0, "decoding", r"grid\.csv': row 0: phase: 'decoding' is not one of"),
 ]
 
@@ -154,6 +174,22 @@ def test_bad_plain_input_is_one_line_and_nothing_is_written(
     assert "\n" not in str(caught.value)
     assert str(plain / file) in str(caught.value)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["plain"]
+
+
+@pytest.mark.parametrize("file", ["grid.csv", "served-1/requests.csv"])
+def test_a_table_with_a_header_and_no_rows_is_refused(tmp_path: Path, file: str) -> None:
+    """A header-only grid or requests file used to import and fail later in `aisim qualify
+    engine` (no decode steps; `traffic.source: the traffic has no requests`)."""
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    path = plain / file
+    path.write_text(path.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    expected = "no rows; a step table" if file == "grid.csv" else "no requests; a served run"
+    with pytest.raises(DataIntegrityError, match=expected) as caught:
+        import_plain(plain, tmp_path / "rec")
+    assert str(caught.value).startswith(repr(str(path)) + ": ")
+    assert "\n" not in str(caught.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]
 
 
 def test_an_unknown_column_is_refused(tmp_path: Path) -> None:
