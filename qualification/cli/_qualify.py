@@ -388,6 +388,12 @@ def public_gpu_command(args: argparse.Namespace) -> int:
         select=(lambda point: all(text in point["id"] for text in only)) if only else None,
         progress=None if args.quiet else stderr_progress,
     )
+    if only and not report["counts"]["points"]:
+        raise ConfigError(
+            f"--only {' '.join(repr(text) for text in only)}: no point id contains every text "
+            "given (an id reads SOURCE/GPU/ENGINE/PRECISION/SD/PARALLELISM/ISL-OSL/cCONC, e.g. "
+            "--only h200/sglang --only /c64); nothing was written"
+        )
     if args.out is not None:
         written = write_outputs(report, args.out, overwrite=args.overwrite)
         print(f"wrote {', '.join(str(path) for path in written)}")

@@ -79,3 +79,17 @@ def test_tensor_parallel_must_divide_the_heads(tp: int, capsys: pytest.CaptureFi
         f"roofline: tensor_parallel: {tp} does not divide the 32 attention heads of Qwen/Qwen3-8B"
         in error
     )
+
+
+def test_public_gpu_only_matching_no_point(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`aisim qualify public-gpu --only zzzz` used to write an empty report (0 points) with
+    exit 0: a misspelt filter read as a scored run."""
+    pytest.importorskip("pandas")
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(root)
+    out = tmp_path / "pg"
+    error = _run(["qualify", "public-gpu", "--only", "zzzz", "--quiet", "--out", str(out)], capsys)
+    assert error.startswith("aisim: error: --only 'zzzz': no point id contains every text given")
+    assert not out.exists()
