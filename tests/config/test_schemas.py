@@ -37,6 +37,9 @@ def test_unknown_kind_is_one_line_rc_2(capsys: pytest.CaptureFixture[str]) -> No
     error = capsys.readouterr().err
     assert error.startswith("aisim: error: schema: unknown config kind 'nonsense'; known: ")
     assert error.count("\n") == 1
+    # docs/schemas.md quotes this line: it lists every kind, engine-recording included.
+    assert "engine-recording, estimator, hardware" in error
+    assert error in (DOCS / "schemas.md").read_text(encoding="utf-8")
 
 
 def _examples_with_schema_comment() -> list[Path]:
