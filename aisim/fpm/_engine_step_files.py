@@ -284,6 +284,21 @@ def load_step_table_model(
     ``aisim.engine_grid_steps`` v1, SHA-256 and size checked). DataIntegrityError naming the
     file when it is missing, modified, or lacks a needed column."""
     given = Path(path)
+    if not given.exists():
+        raise DataIntegrityError(
+            f"{str(given)!r}: not found; expected an engine recording, its grid/ folder or its "
+            "grid_steps.parquet"
+        )
+    if (
+        given.is_dir()
+        and (given / "grid.csv").is_file()
+        and not (given / "grid").is_dir()
+        and not (given / "grid_steps.parquet").exists()
+    ):
+        raise DataIntegrityError(
+            f"{str(given)!r}: a plain engine recording (grid.csv), not an imported one; convert "
+            f"it first: aisim qualify engine-import {given} --out RECORDING"
+        )
     frontend = load_frontend_cost(given / FRONTEND_FILE) if given.is_dir() else None
     if given.suffix == ".parquet":
         data = given
@@ -291,6 +306,11 @@ def load_step_table_model(
         data = given / "grid_steps.parquet"
     else:
         data = given / "grid" / "grid_steps.parquet"
+        if not data.exists():
+            raise DataIntegrityError(
+                f"{str(given)!r}: neither grid/grid_steps.parquet nor grid_steps.parquet here: "
+                "not an engine recording or step table"
+            )
     sidecar = read_sidecar_object(
         data, data.with_name(data.name + ".json"), missing_reason="an engine step table needs one"
     )

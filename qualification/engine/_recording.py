@@ -151,6 +151,7 @@ def load_recording(path: str | Path) -> EngineRecording:
     directory = Path(path)
     if not directory.is_dir():
         raise DataIntegrityError(f"{str(directory)!r}: not an engine recording directory")
+    check_not_plain(directory)
     grid = load_step_table(directory) if (directory / GRID_DIR).is_dir() else None
     served = tuple(
         load_served_run(child)
@@ -163,6 +164,22 @@ def load_recording(path: str | Path) -> EngineRecording:
             "engine recording"
         )
     return EngineRecording(directory, grid, served, load_frontend_cost(directory / FRONTEND_FILE))
+
+
+def check_not_plain(directory: Path) -> None:
+    """A folder in the plain layout (``settings.json``, ``grid.csv``, ``served-N/requests.csv``:
+    docs/evidence.md, "Bring your own engine") that was not imported is named as such, with the
+    command that converts it, instead of as a recording whose parquet sidecars are missing."""
+    runs = [c for c in directory.iterdir() if c.is_dir() and c.name.startswith(SERVED_PREFIX)]
+    plain = (directory / "grid.csv").is_file() or any((c / "requests.csv").is_file() for c in runs)
+    recorded = (directory / GRID_DIR).is_dir() or any(
+        (c / SERVED_REQUESTS.file_name).is_file() for c in runs
+    )
+    if plain and not recorded:
+        raise DataIntegrityError(
+            f"{str(directory)!r}: a plain engine recording (CSV + settings.json), not an imported "
+            f"one; convert it first: aisim qualify engine-import {directory} --out RECORDING"
+        )
 
 
 def _check_requests(where: str, frame: pd.DataFrame) -> None:

@@ -439,8 +439,40 @@ def test_aisim_replay_refuses_a_step_table_that_is_not_one(
     argv = ["replay", str(config), "--out", str(tmp_path / "o"), "--step-table", str(tmp_path)]
     assert main(argv) == 2
     error = capsys.readouterr().err
-    assert "grid_steps.parquet" in error and "sidecar" in error and error.count("\n") == 1
+    assert error == (
+        f"aisim: error: {str(tmp_path)!r}: neither grid/grid_steps.parquet nor "
+        "grid_steps.parquet here: not an engine recording or step table\n"
+    )
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("command", ["replay", "qualify"])
+def test_a_plain_layout_or_missing_path_is_named_with_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """The plain example given where an imported recording is expected used to read as a
+    recording whose parquet sidecars are missing; a missing path likewise."""
+    config = ROOT / "docs" / "examples" / "replay" / "aggregated_mtp.yaml"
+    out = tmp_path / "o"
+    if command == "replay":
+        argv = ["replay", str(config), "--out", str(out), "--step-table"]
+    else:
+        argv = ["qualify", "engine", "--out", str(out)]
+    assert main([*argv, str(EXAMPLE)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"aisim: error: {str(EXAMPLE)!r}: a plain engine recording (")
+    assert error.endswith(
+        f"not an imported one; convert it first: aisim qualify engine-import {EXAMPLE} "
+        "--out RECORDING\n"
+    )
+    if command == "replay":
+        assert main([*argv, str(tmp_path / "nosuch")]) == 2
+        error = capsys.readouterr().err
+        assert error == (
+            f"aisim: error: {str(tmp_path / 'nosuch')!r}: not found; expected an engine "
+            "recording, its grid/ folder or its grid_steps.parquet\n"
+        )
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(
