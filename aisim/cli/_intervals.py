@@ -30,7 +30,7 @@ def add_interval_arguments(
         "--sources",
         default="all",
         help="what the intervals include: all (default), none, or a comma list of "
-        "acceptance, cost, simulation, repeat, drift, frontend",
+        "acceptance, cost, simulation, repeat, drift, frontend, overhead",
     )
     group.add_argument(
         "--seed", type=integer, default=0, help="seed of the replicas' draws (default 0)"
@@ -134,6 +134,8 @@ def _detail(name: str, detail: list[Any]) -> str:
         return "; ".join(_drift_detail(item) for item in detail)
     if name == "frontend":
         return "; ".join(_frontend_detail(item) for item in detail)
+    if name == "overhead":
+        return "; ".join(_overhead_detail(item) for item in detail)
     if name != "cost":
         parts = []
         for item in detail:
@@ -185,6 +187,16 @@ def _frontend_detail(item: Any) -> str:
     return (
         f"{item['worker']}: front-end terms of one of {item['samples']} probed recordings "
         f"(ms 5-95 %: {shown}) instead of the model's (measured on another recording)"
+    )
+
+
+def _overhead_detail(item: Any) -> str:
+    if not isinstance(item, dict):
+        return str(item)
+    spread = item["residual_ms"]
+    return (
+        f"{item['engine']}: the per-request overhead's error on one of {item['samples']} fitted "
+        f"points added to TTFT and E2E (ms 5-95 %: {fmt(spread['p05'])}-{fmt(spread['p95'])})"
     )
 
 

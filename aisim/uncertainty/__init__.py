@@ -1,10 +1,10 @@
 """Prediction intervals (docs/design.md#uncertainty): what a replay's headline figures would be
 across the uncertainty of its inputs, by Monte Carlo over replicas.
 
-``replay_intervals(config, N)`` samples six switchable ``Sources`` (acceptance rates from
+``replay_intervals(config, N)`` samples seven switchable ``Sources`` (acceptance rates from
 engine counters, step-price factors from the cost-error evidence, simulation seeds, the
 engines' run-to-run repeat noise on the replayed figures, the step price's drift in time, a
-serving front end's terms), replays
+serving front end's terms, a caller's per-request overhead before the first token), replays
 each replica on the sweep's backends and reports the point prediction, the p50 and a central
 90 % interval per metric, and what each interval includes. ``load_cost_errors()`` is the
 committed cost-error table with its provenance. Not compiled: sampling uses numpy, outside the
@@ -21,6 +21,7 @@ from aisim.uncertainty._cost_errors import (
     CostFactors,
     ErrorSample,
     FrontEndSample,
+    OverheadSample,
     RepeatSample,
     load_cost_errors,
     repeat_factor,
@@ -50,6 +51,7 @@ __all__ = [
     "Draw",
     "ErrorSample",
     "FrontEndSample",
+    "OverheadSample",
     "Sources",
     "WorkerDraw",
     "check_replicas",

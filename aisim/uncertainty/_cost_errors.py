@@ -139,6 +139,31 @@ class FrontEndSample:
         }
 
 
+@dataclass(frozen=True)
+class OverheadSample:
+    """One served point's error in the per-request overhead before its first token that a
+    caller adds to a replay's TTFT and E2E (the public GPU fit's per-engine request overhead,
+    ``evidence/public-gpu/fitted_terms.json`` ``request_overhead_ms``): measured median TTFT
+    minus the prediction with that overhead, the overhead refitted without the point (leave
+    its own row out), in ms. The ``overhead`` source adds one of ``engine``'s to a replica's
+    TTFT and E2E (``CostErrorTable.sample_overhead``)."""
+
+    engine: str
+    group: str
+    source: str
+    evidence_type: str
+    residual_ms: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "group": self.group,
+            "source": self.source,
+            "evidence_type": self.evidence_type,
+            "residual_ms": self.residual_ms,
+        }
+
+
 def repeat_factor(measured: float, mean: float, repeats: int) -> float:
     """The repeat factor of a run measuring ``measured`` where its ``repeats`` runs (itself
     included) average ``mean`` (``RepeatSample``)."""
@@ -193,6 +218,8 @@ class CostErrorTable:
     repeats: tuple[RepeatSample, ...] = ()
     #: Serving front ends' terms, one per recording with a probe (``FrontEndSample``).
     frontends: tuple[FrontEndSample, ...] = ()
+    #: Per-request overhead errors by engine (``OverheadSample``).
+    overheads: tuple[OverheadSample, ...] = ()
 
     def estimators(self) -> list[str]:
         return sorted({sample.estimator for sample in self.samples})
@@ -217,20 +244,49 @@ class CostErrorTable:
         sources = {k: v for k, v in self.sources.items() if not left_out(k)}
         repeats = tuple(r for r in self.repeats if not left_out(r.source))
         frontends = tuple(f for f in self.frontends if not left_out(f.source))
-        return CostErrorTable(kept, sources, repeats, frontends)
+        overheads = tuple(o for o in self.overheads if not left_out(o.source))
+        return CostErrorTable(kept, sources, repeats, frontends, overheads)
 
     def extended(
         self,
         samples: Iterable[ErrorSample],
         repeats: Iterable[RepeatSample] = (),
         frontends: Iterable[FrontEndSample] = (),
+        overheads: Iterable[OverheadSample] = (),
     ) -> CostErrorTable:
         return CostErrorTable(
             tuple(self.samples) + tuple(samples),
             dict(self.sources),
             tuple(self.repeats) + tuple(repeats),
             tuple(self.frontends) + tuple(frontends),
+            tuple(self.overheads) + tuple(overheads),
         )
+
+    def overheads_for(self, engine: str) -> list[OverheadSample]:
+        return [sample for sample in self.overheads if sample.engine == engine]
+
+    def sample_overhead(self, rng: Any, engine: str) -> float | None:
+        """One replica's per-request overhead error for ``engine`` (ms): one point's, drawn
+        uniformly (``rng``: a numpy Generator); None when the engine has none."""
+        rows = self.overheads_for(engine)
+        if not rows:
+            return None
+        return rows[int(rng.integers(len(rows)))].residual_ms
+
+    def describe_overheads(self, engine: str) -> dict[str, Any]:
+        """The overhead errors a replica of ``engine`` draws from: how many points, their
+        5/50/95 % (nearest rank, ms) and sources."""
+        values = sorted(row.residual_ms for row in self.overheads_for(engine))
+        return {
+            "engine": engine,
+            "samples": len(values),
+            "residual_ms": {
+                "p05": _quantile(values, 0.05),
+                "p50": _quantile(values, 0.5),
+                "p95": _quantile(values, 0.95),
+            },
+            "sources": sorted({row.source for row in self.overheads_for(engine)}),
+        }
 
     def frontends_for(self, estimator: str) -> list[FrontEndSample]:
         return [sample for sample in self.frontends if sample.estimator == estimator]
@@ -387,6 +443,7 @@ class CostErrorTable:
             "samples": [sample.to_dict() for sample in self.samples],
             "repeat_samples": [sample.to_dict() for sample in self.repeats],
             "frontend_samples": [sample.to_dict() for sample in self.frontends],
+            "overhead_samples": [sample.to_dict() for sample in self.overheads],
         }
 
 
@@ -438,7 +495,33 @@ def load_cost_errors(path: str | Path | None = None) -> CostErrorTable:
         _frontend(row, f"{where}.frontend_samples[{index}]")
         for index, row in enumerate(document.get("frontend_samples", []))
     ]
-    return CostErrorTable(tuple(samples), sources, tuple(repeats), tuple(frontends))
+    overheads = [
+        _overhead(row, f"{where}.overhead_samples[{index}]")
+        for index, row in enumerate(document.get("overhead_samples", []))
+    ]
+    return CostErrorTable(
+        tuple(samples), sources, tuple(repeats), tuple(frontends), tuple(overheads)
+    )
+
+
+def _overhead(row: object, where: str) -> OverheadSample:
+    if not isinstance(row, dict):
+        raise DataIntegrityError(f"{where}: expected a mapping, got {type(row).__name__}")
+    value = row.get("residual_ms")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise DataIntegrityError(
+            f"{where}.residual_ms: expected a finite number of ms, got {value!r}"
+        )
+    try:
+        return OverheadSample(
+            engine=str(row["engine"]),
+            group=str(row["group"]),
+            source=str(row["source"]),
+            evidence_type=str(row["evidence_type"]),
+            residual_ms=float(value),
+        )
+    except KeyError as exc:
+        raise DataIntegrityError(f"{where}.{exc.args[0]}: missing") from None
 
 
 def _frontend(row: object, where: str) -> FrontEndSample:

@@ -48,6 +48,10 @@ class Draw:
     #: per-request cost is time before the engine sees a request, which the caller adds to
     #: every request's TTFT and E2E (as the engine scorer adds the model's term).
     admission_ms: float = 0.0
+    #: The drawn error of the caller's per-request overhead before the first token
+    #: (``overhead`` source, ms): added to the replica's TTFT and E2E figures after its replay
+    #: (``apply_repeat``), as the caller adds the overhead itself to every request's.
+    overhead_ms: float = 0.0
 
     def run(self, config: dict[str, Any], base_dir: Path) -> Any:
         """Replay ``config`` as this replica (``run_draw``): what a sweep point's task calls,
@@ -61,17 +65,19 @@ ADMITTED: Final = ("mean_ttft_ms", "p90_ttft_ms", "mean_e2e_ms", "p90_e2e_ms")
 
 
 def apply_repeat(row: dict[str, Any], draw: Draw | None) -> dict[str, Any]:
-    """A replica's figures (a sweep row) with its draw's front-end admission shift added
-    (``Draw.admission_ms``) and then its repeat factors multiplied in: a copy, or ``row``
-    itself when the draw has neither. A figure that is not a number stays as it is."""
-    if draw is None or (not draw.repeat and not draw.admission_ms):
+    """A replica's figures (a sweep row) with its draw's front-end admission shift and its
+    overhead error added (``Draw.admission_ms``, ``Draw.overhead_ms``) and then its repeat
+    factors multiplied in: a copy, or ``row`` itself when the draw has none of them. A figure
+    that is not a number stays as it is."""
+    shift = 0.0 if draw is None else draw.admission_ms + draw.overhead_ms
+    if draw is None or (not draw.repeat and not draw.admission_ms and not draw.overhead_ms):
         return row
     changed = dict(row)
-    if draw.admission_ms:
+    if draw.admission_ms or draw.overhead_ms:
         for name in ADMITTED:
             value = changed.get(name)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                changed[name] = float(value) + draw.admission_ms
+                changed[name] = float(value) + shift
     for name, factor in draw.repeat:
         value = changed.get(name)
         if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -110,6 +110,7 @@ def replay_intervals(
     forward_pass_model: object | None = None,
     frontend_borrowed: bool = False,
     admission_ms: float = 0.0,
+    request_overhead: str | None = None,
 ) -> dict[str, Any]:
     """Intervals of ``config``'s headline metrics over ``replicas`` Monte Carlo replays.
 
@@ -122,7 +123,10 @@ def replay_intervals(
     this process; ``frontend_borrowed``: its front-end terms were measured on another
     recording than its step table, so the ``frontend`` source draws them; ``admission_ms``: its
     front end's per-request term, ``run_replay``'s, so the point is ``aisim replay
-    --step-table``'s). Returns a JSON-ready mapping: ``metrics`` (point, p50, low, high per metric),
+    --step-table``'s). ``request_overhead``: the engine whose fitted per-request overhead before
+    the first token the caller adds to every request's TTFT and E2E (as ``aisim qualify
+    public-gpu`` does): the ``overhead`` source adds its drawn error to each replica's. Returns a
+    JSON-ready mapping: ``metrics`` (point, p50, low, high per metric),
     ``sources`` (what each interval includes and what it cannot), ``replicas``, ``seed``,
     ``confidence``.
     """
@@ -140,6 +144,7 @@ def replay_intervals(
             forward_pass_model,
             frontend_borrowed,
             admission_ms,
+            request_overhead,
         )
     if admission_ms:
         raise ConfigError(
@@ -158,6 +163,7 @@ def replay_intervals(
         backend=backend,
         workers=workers,
         address=address,
+        request_overhead=request_overhead,
     )
     return report(runs)
 
@@ -212,6 +218,7 @@ def run_replicas(
     backend: str = "pool",
     workers: int | None = 1,
     address: str | None = None,
+    request_overhead: str | None = None,
 ) -> list[Replicas]:
     """The point run and ``replicas`` replicas of every config (mappings whose relative paths
     resolve against ``folder``), all as tasks of one sweep-backend run. Every config draws with
@@ -229,6 +236,7 @@ def run_replicas(
         backend=backend,
         workers=workers,
         address=address,
+        request_overhead=request_overhead,
     )
     runner.run({index: replicas for index in range(len(configs))})
     return [runner.replicas(index) for index in range(len(configs))]
@@ -254,6 +262,7 @@ class ReplicaRunner:
         backend: str = "pool",
         workers: int | None = 1,
         address: str | None = None,
+        request_overhead: str | None = None,
     ) -> None:
         check_replicas(replicas)
         check_seed(seed)
@@ -278,6 +287,7 @@ class ReplicaRunner:
                 sources=chosen,
                 table=evidence,
                 acceptance_rounds=acceptance_rounds,
+                request_overhead=request_overhead,
             )
             self.draws.append(draws)
             self.setups.append(setup)
@@ -351,6 +361,7 @@ def _in_process(
     forward_pass_model: object,
     frontend_borrowed: bool = False,
     admission_ms: float = 0.0,
+    request_overhead: str | None = None,
 ) -> dict[str, Any]:
     """``replay_intervals`` with a forward-pass model (not sent to other processes)."""
     from aisim.config import run_replay
@@ -369,6 +380,7 @@ def _in_process(
         acceptance_rounds=acceptance_rounds,
         forward_pass_model=forward_pass_model,
         frontend_borrowed=frontend_borrowed,
+        request_overhead=request_overhead,
     )
     base = run_replay(
         mapping, base_dir=folder, forward_pass_model=forward_pass_model, admission_ms=admission_ms

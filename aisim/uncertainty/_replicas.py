@@ -17,7 +17,14 @@ from aisim.uncertainty._sources import Sources
 #: Seeds a replica draws are below this (aisim's config seeds go to 2**63 - 1).
 SEED_LIMIT: Final = 1 << 62
 #: Stream of each source (numpy SeedSequence entropy [seed, stream]).
-STREAMS: Final = {"simulation": 0, "acceptance": 1, "cost": 2, "repeat": 3, "frontend": 4}
+STREAMS: Final = {
+    "simulation": 0,
+    "acceptance": 1,
+    "cost": 2,
+    "repeat": 3,
+    "frontend": 4,
+    "overhead": 5,
+}
 #: The estimator whose evidence prices an SD round when an STP estimator applies the
 #: STP->SD scaling rule (docs/design.md#the-stp-sd-scaling-rule).
 RULE_EVIDENCE: Final = "stp_rule"
@@ -124,6 +131,7 @@ def describe_sources(
     table: CostErrorTable,
     config: dict[str, Any],
     frontend_borrowed: bool = False,
+    request_overhead: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Per source: switched ``on``, ``included`` (on and something to sample) and ``detail``."""
     traffic = _mapping_at(config, "traffic")
@@ -255,6 +263,35 @@ def describe_sources(
         "included": sources.frontend and frontend_borrowed and bool(drawable),
         "detail": frontend_detail,
     }
+    overhead_detail: list[Any]
+    drawn_overhead = request_overhead is not None and bool(table.overheads_for(request_overhead))
+    if request_overhead is None:
+        overhead_detail = [
+            "no per-request overhead priced: the replay's TTFT starts when the engine sees the "
+            "request (a caller that adds an engine's fitted overhead before the first token "
+            "names the engine: request_overhead)"
+        ]
+    elif not drawn_overhead:
+        overhead_detail = [
+            f"no overhead evidence for engine {request_overhead!r} (the per-request overheads "
+            "fitted on public GPU serving points: "
+            + (", ".join(sorted({o.engine for o in table.overheads})) or "none")
+            + ")"
+        ]
+    else:
+        overhead_detail = [
+            {
+                "drawn": "each replica adds one fitted point's error of the per-request overhead "
+                "(measured minus predicted median TTFT, the overhead refitted without the point) "
+                "to its TTFT and E2E",
+                **table.describe_overheads(request_overhead),
+            }
+        ]
+    described["overhead"] = {
+        "on": sources.overhead,
+        "included": sources.overhead and drawn_overhead,
+        "detail": overhead_detail,
+    }
     return described
 
 
@@ -287,11 +324,14 @@ def plan_draws(
     acceptance_rounds: int | None = None,
     forward_pass_model: object | None = None,
     frontend_borrowed: bool = False,
+    request_overhead: str | None = None,
 ) -> tuple[list[Draw], Setup]:
     """The ``replicas`` draws of ``config`` (deterministic for ``seed``) and what they include.
     ``frontend_borrowed``: the front-end model's terms were measured on another recording than
     the step table's (then the ``frontend`` source draws them; terms measured on the table's
-    own recording are not drawn)."""
+    own recording are not drawn). ``request_overhead``: the engine whose fitted per-request
+    overhead before the first token the caller adds to every request's TTFT and E2E (then the
+    ``overhead`` source draws its error, ``Draw.overhead_ms``)."""
     import numpy as np
 
     from aisim.config import build_plan, with_forward_pass_model
@@ -331,6 +371,14 @@ def plan_draws(
                     admission = front[2] - worker.frontend[2]
             sampled.append(WorkerDraw(rates, worker_seed, factors, front))
         repeat = () if repeating is None else table.sample_repeat(streams["repeat"], repeating)
-        draws.append(Draw(replica, traffic_seed, tuple(sampled), repeat, admission or 0.0))
-    setup = Setup(workers, describe_sources(sources, workers, table, config, frontend_borrowed))
+        overhead = None
+        if sources.overhead and request_overhead is not None:
+            overhead = table.sample_overhead(streams["overhead"], request_overhead)
+        draws.append(
+            Draw(replica, traffic_seed, tuple(sampled), repeat, admission or 0.0, overhead or 0.0)
+        )
+    setup = Setup(
+        workers,
+        describe_sources(sources, workers, table, config, frontend_borrowed, request_overhead),
+    )
     return draws, setup

@@ -1,4 +1,4 @@
-"""The six sources of uncertainty a prediction interval can include, each switchable.
+"""The seven sources of uncertainty a prediction interval can include, each switchable.
 
 * ``acceptance``: the acceptance rates are uncertain (binomial counts from an engine's metrics,
   or rates observed over a stated number of rounds); each replica samples its rates.
@@ -19,6 +19,12 @@
   replay's step table are those of another hour (``cost_errors.v1.json``
   ``frontend_samples``: the probed recordings' terms); each replica of such a replay takes
   one probed recording's terms.
+* ``overhead``: the per-request overhead before the first token that a caller prices on top of
+  the replay (the public GPU fit's per-engine ``request_overhead_ms``: client and server work
+  before the engine's first step) is off by as much as it was on the served points it was
+  fitted on (``cost_errors.v1.json`` ``overhead_samples``: measured minus predicted median
+  TTFT, the overhead refitted without the point); each replica adds one point's error to its
+  TTFT and E2E.
 """
 
 from __future__ import annotations
@@ -28,7 +34,15 @@ from typing import Final
 
 from aisim.errors import ConfigError
 
-SOURCE_NAMES: Final = ("acceptance", "cost", "simulation", "repeat", "drift", "frontend")
+SOURCE_NAMES: Final = (
+    "acceptance",
+    "cost",
+    "simulation",
+    "repeat",
+    "drift",
+    "frontend",
+    "overhead",
+)
 
 
 @dataclass(frozen=True)
@@ -41,16 +55,17 @@ class Sources:
     repeat: bool = True
     drift: bool = True
     frontend: bool = True
+    overhead: bool = True
 
     @staticmethod
     def parse(text: str, path: str = "--sources") -> Sources:
         """``all``, ``none`` or a comma list of ``acceptance``, ``cost``, ``simulation``,
-        ``repeat``, ``drift``, ``frontend``."""
+        ``repeat``, ``drift``, ``frontend``, ``overhead``."""
         spelled = text.strip()
         if spelled == "all":
             return Sources()
         if spelled == "none":
-            return Sources(False, False, False, False, False, False)
+            return Sources(False, False, False, False, False, False, False)
         names = [name.strip() for name in spelled.split(",") if name.strip()]
         unknown = [name for name in names if name not in SOURCE_NAMES]
         if unknown or not names:
@@ -65,6 +80,7 @@ class Sources:
             "repeat" in names,
             "drift" in names,
             "frontend" in names,
+            "overhead" in names,
         )
 
     def names(self) -> list[str]:

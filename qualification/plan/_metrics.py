@@ -146,6 +146,16 @@ CHECKS: Final[dict[str, dict[str, Metric]]] = {
         "public_step_max_coverage": Metric(
             "error", False, "highest per-quantity coverage of the 90 % intervals, public step rows"
         ),
+        "public_replayed_min_coverage": Metric(
+            "fraction",
+            False,
+            "lowest per-figure coverage of the replayed 90 % intervals, public GPU serving points",
+        ),
+        "public_replayed_max_coverage": Metric(
+            "error",
+            False,
+            "highest per-figure coverage of the replayed 90 % intervals, public GPU serving points",
+        ),
     },
     # The committed scored run of the public GPU measurements (`aisim qualify public-gpu --out
     # evidence/public-gpu/scored`): median |relative error| over held-out points.

@@ -33,18 +33,36 @@ def main(argv: list[str] | None = None) -> int:
         "--source", default="all", help="inferencex-latest, speculators or all (held out)"
     )
     gpu.add_argument("--workers", type=int, default=1, help="processes (1)")
+    gpu.add_argument("--sources", default="all", help="the sources drawn (all; as --sources)")
+    gpu.add_argument("--max-conc", type=int, help="only points at this concurrency or below (all)")
     gpu.add_argument("--out", help="write the JSON here (atomic) instead of printing it")
     args = parser.parse_args(argv)
     if args.command == "coverage-public-gpu":
+        from aisim.errors import AisimError
+        from aisim.uncertainty import Sources
         from qualification.uncertainty._coverage import public_gpu_coverage
 
-        chosen = args.source
+        try:
+            sources = Sources.parse(args.sources)
+        except AisimError as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            return 2
+
+        chosen, most = args.source, args.max_conc
+
+        def select(point: dict[str, object]) -> bool:
+            source_ok = chosen == "all" or point["source"] == chosen
+            return source_ok and (most is None or int(str(point["conc"])) <= most)
+
         result = public_gpu_coverage(
             ROOT / "evidence",
             args.replicas,
             args.seed,
-            None if chosen == "all" else (lambda point: point["source"] == chosen),
+            select,
             workers=args.workers,
+            sources=sources,
+            command="python -m qualification.uncertainty "
+            + " ".join(argv if argv is not None else sys.argv[1:]),
         )
         if args.out:
             atomic_write_text(Path(args.out), canonical_json(result), overwrite=True)

@@ -243,10 +243,15 @@ def prediction_interval(ratios: list[float], confidence: float = CONFIDENCE) -> 
     return math.exp(mean - half), math.exp(mean + half)
 
 
-def public_coverage(table: CostErrorTable | None = None) -> dict[str, Any]:
+def public_coverage(
+    table: CostErrorTable | None = None, root: Path | None = None
+) -> dict[str, Any]:
     """Held-out intervals for every public step row (roofline; module doc): each row against
     the 90 % prediction interval from the other step rows of its kind (its regime's samples,
-    its own left out); decode rows also against the pooled GPU serving decode samples."""
+    its own left out); decode rows also against the pooled GPU serving decode samples. With
+    the repository ``root``, the round / STP quantity also judges the round / plain-step
+    ratios of the public serving sweep's held-out SD points (``serving_round_ratios``) against
+    the interval of every round / STP step row."""
     from qualification.public import load_measurements, score
 
     evidence = table if table is not None else load_cost_errors()
@@ -286,6 +291,18 @@ def public_coverage(table: CostErrorTable | None = None) -> dict[str, Any]:
             continue
         others = siblings("sd_round", row["id"])
         rows.append(_judged(row["id"], "round_over_stp", result, others, setup["role"]))
+    # The public serving sweep's round / plain-step ratios, held out from every fitted term,
+    # against what a replay draws: all the step rows' round / STP samples.
+    step_rounds = [
+        s.ratio for s in roofline if s.step_kind == "sd_round" and s.source.startswith(STEP_ROWS)
+    ]
+    if root is not None and len(step_rounds) >= 2:
+        for derived in serving_round_ratios(root):
+            judged = _judged(
+                derived["id"], "round_over_stp", derived, step_rounds, "held-out serving point"
+            )
+            judged["derived_from"] = derived["derived_from"]
+            rows.append(judged)
     per_quantity: dict[str, Any] = {}
     for quantity in ("decode_ms", "round_over_stp"):
         flags = [row["inside"] for row in rows if row["quantity"] == quantity]
@@ -306,7 +323,8 @@ def public_coverage(table: CostErrorTable | None = None) -> dict[str, Any]:
             ),
             "round_over_stp": (
                 f"{STEP_ROWS}: the other EAGLE-3 round / STP rows (H100, batch 1) the vLLM "
-                "mid-2025 version term did not see (k = 4..7), priced with that term"
+                "mid-2025 version term did not see (k = 4..7), priced with that term; for the "
+                "serving sweep's round / plain-step ratios (serving_round_ratios), all of them"
             ),
         },
         "decode_against_pooled_serving": {
@@ -315,6 +333,59 @@ def public_coverage(table: CostErrorTable | None = None) -> dict[str, Any]:
             **_share(pooled_flags),
         },
     }
+
+
+def serving_round_ratios(root: Path) -> list[dict[str, Any]]:
+    """Round / plain-step ratios of the public serving sweep (``evidence/public-gpu``, the
+    speculators Qwen3.8-27B sweep on one B200 under vLLM, as ``aisim qualify public-gpu`` scored
+    it): per SD point (MTP, DSpark) whose point and no-SD partner (same dataset and number of
+    streams) no fitted term saw (``fitted_terms.json``: the main fit's, the ``hybrid`` and the
+    ``dspark`` blocks' ``training_ids``), measured round / plain step = TPOT x acceptance
+    length / the partner's TPOT (a round emits the acceptance length's tokens per request, a
+    plain step one, at the same batch of streams), and the replay's the same way (its
+    acceptance is configured at the measured length, which cancels): ``measured`` and
+    ``predicted``, so measured / predicted is the ratio of the two points' TPOT errors."""
+    import csv
+    import json
+
+    from qualification.public_gpu import load_points
+
+    with (root / PUBLIC_GPU_ROWS).open(encoding="utf-8", newline="") as handle:
+        scored = {row["id"]: row for row in csv.DictReader(handle)}
+    fitted = json.loads((root / "evidence/public-gpu/fitted_terms.json").read_text("utf-8"))
+    seen = set(fitted["training_ids"])
+    for block in ("hybrid", "dspark"):
+        seen |= set(fitted.get(block, {}).get("training_ids", []))
+    points = [
+        p
+        for p in load_points(root / "evidence/public-gpu")
+        if p["source"] == "speculators" and not p["diagnostic"]
+    ]
+    plain = {(p["dataset"], p["conc"]): p for p in points if p["sd"] == "none"}
+    found = []
+    for point in sorted(points, key=lambda p: (p["sd"], p["dataset"], p["conc"])):
+        partner = plain.get((point["dataset"], point["conc"]))
+        if point["sd"] == "none" or partner is None or point["acceptance_length"] is None:
+            continue
+        if point["id"] in seen or partner["id"] in seen:
+            continue
+        sd_row, plain_row = scored.get(point["id"]), scored.get(partner["id"])
+        if sd_row is None or plain_row is None:
+            continue
+        length = float(point["acceptance_length"])
+        found.append(
+            {
+                "id": point["id"],
+                "measured": float(sd_row["mean_tpot_ms_measured"])
+                * length
+                / float(plain_row["mean_tpot_ms_measured"]),
+                "predicted": float(sd_row["mean_tpot_ms_predicted"])
+                * length
+                / float(plain_row["mean_tpot_ms_predicted"]),
+                "derived_from": f"{point['id']} over {partner['id']} ({PUBLIC_GPU_ROWS})",
+            }
+        )
+    return found
 
 
 #: The scored public GPU rows and the figures judged on them (measured / predicted columns).
@@ -341,9 +412,10 @@ def serving_coverage(root: Path) -> dict[str, Any]:
         rows = list(csv.DictReader(handle))
     artefact = json.loads((root / "evidence/public-gpu/fitted_terms.json").read_text("utf-8"))
     training = set(artefact["training_ids"])
-    # The hybrid terms' training points (the Qwen3.8-27B HumanEval no-SD and MTP points) are
-    # not held out either.
+    # The hybrid terms' training points (the Qwen3.8-27B HumanEval no-SD and MTP points) and
+    # the DSpark term's (its HumanEval DSpark points at 1..64 streams) are not held out either.
     hybrid_training = set(artefact.get("hybrid", {}).get("training_ids", []))
+    hybrid_training |= set(artefact.get("dspark", {}).get("training_ids", []))
 
     def figures(row: dict[str, str], name: str) -> tuple[float, float] | None:
         for column in (name, FALLBACK.get(name)):
@@ -500,10 +572,17 @@ def coverage(evidence_dir: Path, replicas: int = 20, seed: int = 0) -> dict[str,
     """Coverage on the engine recordings under ``evidence_dir/engine`` and the public rows,
     with the plan's figures: the lowest and highest per-metric coverage of each."""
     engine = engine_coverage(evidence_dir, replicas, seed)
-    public = public_coverage()
+    public = public_coverage(root=evidence_dir.parent)
     serving = serving_coverage(evidence_dir.parent)
+    replayed = replayed_coverage(evidence_dir)
     figures: dict[str, float] = {}
-    for name, part in (("engine", engine), ("public", serving), ("public_step", public)):
+    parts = (
+        ("engine", engine),
+        ("public", serving),
+        ("public_step", public),
+        ("public_replayed", replayed),
+    )
+    for name, part in parts:
         shares = [item["coverage"] for item in part["coverage"].values()]
         if shares and all(share is not None for share in shares):
             figures[f"{name}_min_coverage"] = min(shares)
@@ -515,7 +594,54 @@ def coverage(evidence_dir: Path, replicas: int = 20, seed: int = 0) -> dict[str,
         "engine": engine,
         "public": public,
         "public_gpu_serving": serving,
+        "public_gpu_replayed": replayed,
         "figures": figures,
+    }
+
+
+#: The committed runs of ``coverage-public-gpu`` (one JSON file per run, ``--out``).
+REPLAYED_DIR: Final = "public-gpu/replayed-intervals"
+
+
+def replayed_coverage(evidence_dir: Path) -> dict[str, Any]:
+    """The committed replayed-interval coverage of the public GPU serving points
+    (``evidence/public-gpu/replayed-intervals/*.json``, each written by ``python -m
+    qualification.uncertainty coverage-public-gpu --out``: too slow for the report to rerun),
+    pooled per figure over the points each run counts in the plan's figure
+    (``judged_for_plan``), with and without the ``overhead`` source's draw."""
+    import json
+
+    folder = evidence_dir / REPLAYED_DIR
+    runs = []
+    judged: list[dict[str, Any]] = []
+    for file in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        document = json.loads(file.read_text(encoding="utf-8"))
+        runs.append(
+            {
+                "file": f"evidence/{REPLAYED_DIR}/{file.name}",
+                "command": document["command"],
+                "replicas": document["replicas"],
+                "seed": document["seed"],
+                "points": len(document["judged"]),
+            }
+        )
+        judged.extend(document["judged"])
+    by_group, per_metric = _shares(judged, SERVING_METRICS)
+    ablated = [
+        {**row, "metrics": {k: v["without_overhead"] for k, v in row["metrics"].items()}}
+        for row in judged
+    ]
+    plain_group, plain_metric = _shares(ablated, SERVING_METRICS)
+    return {
+        "runs": runs,
+        "plan_figure": (
+            "every judged point except the InferenceX MTP points (an assumed acceptance, fitted "
+            "on history pairs, that no interval carries)"
+        ),
+        "coverage": per_metric if judged else {},
+        "coverage_by_group": by_group,
+        "coverage_without_overhead": plain_metric if judged else {},
+        "coverage_by_group_without_overhead": plain_group,
     }
 
 
@@ -540,6 +666,7 @@ def to_markdown(result: dict[str, Any]) -> str:
         ("engine", "engine", ENGINE_METRICS),
         ("public GPU serving, no SD", "public_gpu_serving", SERVING_FIGURES),
         ("public GPU step rows", "public", None),
+        ("public GPU serving, replayed", "public_gpu_replayed", SERVING_FIGURES),
     )
     for label_part, part, labels in parts:
         for name, share in result[part]["coverage"].items():
@@ -581,7 +708,8 @@ def to_markdown(result: dict[str, Any]) -> str:
 SERVING_METRICS: Final = ("median_ttft_ms", "mean_tpot_ms", "output_tput_per_gpu")
 #: Held out from every fitted term and every cost-error sample: the InferenceX latest file and
 #: the speculators sweep (the samples come from InferenceX history rows only), less the
-#: speculators points the hybrid terms were fitted on (``fitted_terms.json``, ``hybrid``).
+#: speculators points the hybrid and DSpark terms were fitted on (``fitted_terms.json``, ``hybrid``,
+#: ``dspark``).
 HELD_OUT_SOURCES: Final = ("inferencex-latest", "speculators")
 
 
@@ -596,7 +724,15 @@ def _replica_figures(job: tuple[dict[str, Any], Any, dict[str, Any], float]) -> 
         result = run_replay(config) if draw is None else draw.run(config, Path("."))
     except AisimError as exc:
         return {"error": str(exc)}
-    return replay_figures(result, point, int(point["gpus"]), overhead)
+    # The ``overhead`` source's draw: the replica's per-request overhead is the fitted one plus
+    # one fitted point's error (in every TTFT and, for InferenceX, in the run's length).
+    # The same replica figured with the fitted overhead alone is kept beside it, so one run
+    # shows what the source adds (``coverage_without_overhead``).
+    drawn = overhead if draw is None else overhead + draw.overhead_ms
+    figures = replay_figures(result, point, int(point["gpus"]), drawn)
+    if drawn != overhead:
+        figures["without_overhead"] = replay_figures(result, point, int(point["gpus"]), overhead)
+    return figures
 
 
 def public_gpu_coverage(
@@ -606,6 +742,8 @@ def public_gpu_coverage(
     select: Any = None,
     workers: int = 1,
     table: CostErrorTable | None = None,
+    sources: Sources | None = None,
+    command: str | None = None,
 ) -> dict[str, Any]:
     """Every held-out public GPU serving point (``evidence/public-gpu``: the InferenceX latest
     file and the speculators sweep, those ``select`` keeps) that ``qualification.public_gpu``
@@ -629,8 +767,10 @@ def public_gpu_coverage(
 
     folder = evidence_dir / "public-gpu"
     fitted = load_fitted(folder)
-    # The hybrid terms' training points (Qwen3.8-27B HumanEval, no SD and MTP) are not held out.
+    # The hybrid terms' training points (Qwen3.8-27B HumanEval, no SD and MTP) and the DSpark
+    # term's (HumanEval DSpark at 1..64 streams) are not held out.
     seen = set(fitted.get("hybrid", {}).get("training_ids", []))
+    seen |= set(fitted.get("dspark", {}).get("training_ids", []))
     points = [
         p for p in load_points(folder) if p["source"] in HELD_OUT_SOURCES and p["id"] not in seen
     ]
@@ -638,6 +778,7 @@ def public_gpu_coverage(
         points = [point for point in points if select(point)]
     overheads = request_overheads(fitted)
     evidence = table if table is not None else load_cost_errors()
+    sources = sources if sources is not None else Sources()
     refused: list[dict[str, str]] = []
     jobs: list[tuple[dict[str, Any], Any, dict[str, Any], float]] = []
     keys: list[tuple[str, int]] = []
@@ -655,7 +796,13 @@ def public_gpu_coverage(
         if key in setups:
             continue
         draws, setup = plan_draws(
-            config, Path("."), replicas, seed=seed, sources=Sources(), table=evidence
+            config,
+            Path("."),
+            replicas,
+            seed=seed,
+            sources=sources,
+            table=evidence,
+            request_overhead=point["engine"] if point["engine"] in overheads else None,
         )
         setups[key] = setup
         point = {**point, "gpus": settings["gpus"]}
@@ -685,6 +832,9 @@ def public_gpu_coverage(
             continue
         rows = [runs[i] for i in range(replicas)]
         reduced = reduce(runs[-1], rows, SERVING_METRICS)
+        plain = reduce(
+            runs[-1], [row.get("without_overhead", row) for row in rows], SERVING_METRICS
+        )
         metrics = {}
         for name in SERVING_METRICS:
             value = point["measured"].get(name)
@@ -697,6 +847,11 @@ def public_gpu_coverage(
                 "low": interval["low"],
                 "high": interval["high"],
                 "inside": interval["low"] <= float(value) <= interval["high"],
+                "without_overhead": {
+                    "low": plain[name]["low"],
+                    "high": plain[name]["high"],
+                    "inside": plain[name]["low"] <= float(value) <= plain[name]["high"],
+                },
             }
         assumed = point["source"] != "speculators" and point["sd"] != "none"
         judged.append(
@@ -709,9 +864,18 @@ def public_gpu_coverage(
             }
         )
     per_group, per_metric = _shares(judged, SERVING_METRICS)
+    ablated = [
+        {
+            **row,
+            "metrics": {name: item["without_overhead"] for name, item in row["metrics"].items()},
+        }
+        for row in judged
+    ]
+    plain_group, plain_metric = _shares(ablated, SERVING_METRICS)
     return {
         "schema": {"name": "aisim.public_gpu_interval_coverage", "version": 1},
-        "command": (
+        "command": command
+        or (
             f"python -m qualification.uncertainty coverage-public-gpu --replicas {replicas} "
             f"--seed {seed}"
         ),
@@ -732,6 +896,15 @@ def public_gpu_coverage(
         "judged": judged,
         "coverage": per_metric,
         "coverage_by_group": per_group,
+        "coverage_without_overhead": {
+            "what": (
+                "the same replicas with the fitted per-request overhead only (the overhead "
+                "source's draw left out of the figures): what the interval held before the "
+                "source"
+            ),
+            "coverage": plain_metric,
+            "coverage_by_group": plain_group,
+        },
         "replicas": replicas,
         "seed": seed,
     }

@@ -32,6 +32,16 @@ evidence: one sample per measured / predicted step-price ratio, with its provena
   (``frontend/frontend_model.json``, ``qualification.engine.frontend``: all its probe passes
   against its own grid): what the front end cost beyond the step table in that recording's
   hour. Measured apart from the served runs.
+* overhead samples (``overhead_samples``): per engine, the error of the per-request overhead
+  before the first token that ``aisim qualify public-gpu`` adds to every replayed TTFT
+  (``evidence/public-gpu/fitted_terms.json`` ``request_overhead_ms``: SGLang and TensorRT-LLM
+  from the InferenceX history rows, vLLM from the ``hybrid`` block's Qwen3.8-27B HumanEval
+  points), on the very rows it was fitted on (no SD for InferenceX; concurrency <= 8): measured
+  minus predicted median TTFT (``scored/public_gpu_rows.csv``), with the overhead refitted
+  without the row (leave its own row out: the overhead is the median of the rows' gaps, so the
+  row's residual moves by the median of the others' gaps minus the median of all; for
+  InferenceX, whose overhead was fitted on the surrogate's gaps, by the replayed gaps' median
+  shift, ``overhead_samples``).
 * repeat samples (``repeat_samples``): per served run of an engine recording whose runs are
   repeats, each measured figure's deviation from the mean of the recording's runs, less the part
   the run's step-price level explains (``repeat_samples``).
@@ -50,6 +60,7 @@ from aisim.uncertainty import (
     CostErrorTable,
     ErrorSample,
     FrontEndSample,
+    OverheadSample,
     RepeatSample,
     repeat_factor,
 )
@@ -186,6 +197,64 @@ def public_gpu_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[st
             )
     sources = {PUBLIC_GPU_ROWS: {"sha256": _sha256(file), "evidence_type": "public-measurement"}}
     return samples, sources
+
+
+def overhead_samples(root: Path) -> list[OverheadSample]:
+    """The per-request overhead's errors by engine on the rows it was fitted on (module doc):
+    per row, measured - predicted median TTFT - (median of the other rows' gaps - median of
+    all), a gap being measured - (predicted - the fitted overhead): the row's residual had the
+    overhead been fitted without it."""
+    import csv
+    import json
+
+    from qualification.public_gpu._fit import TTFT_MAX_CONC
+
+    fitted = json.loads((root / "evidence/public-gpu/fitted_terms.json").read_text("utf-8"))
+    engines: dict[str, tuple[float, set[str], bool]] = {
+        engine: (float(term["ms"]), set(fitted["training_ids"]), True)
+        for engine, term in sorted(fitted.get("request_overhead_ms", {}).items())
+    }
+    hybrid = fitted.get("hybrid", {})
+    if "request_overhead_ms" in hybrid:
+        engines["vllm"] = (
+            float(hybrid["request_overhead_ms"]["ms"]),
+            set(hybrid["training_ids"]),
+            False,
+        )
+    with (root / PUBLIC_GPU_ROWS).open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    samples = []
+    for engine, (overhead, training, no_sd_only) in engines.items():
+        chosen = [
+            (
+                row["id"],
+                float(row["median_ttft_ms_measured"]),
+                float(row["median_ttft_ms_predicted"]),
+            )
+            for row in rows
+            if row["id"] in training
+            and row["engine"] == engine
+            and int(row["conc"]) <= TTFT_MAX_CONC
+            and (row["sd"] == "none" or not no_sd_only)
+            and row.get("median_ttft_ms_measured")
+            and row.get("median_ttft_ms_predicted")
+        ]
+        if len(chosen) < 2:
+            continue
+        gaps = [measured - (predicted - overhead) for _, measured, predicted in chosen]
+        middle = statistics.median(gaps)
+        for index, (point_id, measured, predicted) in enumerate(chosen):
+            others = statistics.median(gaps[:index] + gaps[index + 1 :])
+            samples.append(
+                OverheadSample(
+                    engine,
+                    f"public-gpu/{point_id}",
+                    f"{PUBLIC_GPU_ROWS}#{point_id}",
+                    "public-measurement",
+                    round(measured - predicted - (others - middle), 6),
+                )
+            )
+    return samples
 
 
 def _ratio(row: dict[str, str], name: str) -> float | None:
@@ -497,4 +566,10 @@ def build_table(root: Path) -> CostErrorTable:
         sources.update(where)
     frontends, where = frontend_samples(root)
     sources.update(where)
-    return CostErrorTable(tuple(samples), sources, tuple(repeat_samples(root)), tuple(frontends))
+    return CostErrorTable(
+        tuple(samples),
+        sources,
+        tuple(repeat_samples(root)),
+        tuple(frontends),
+        tuple(overhead_samples(root)),
+    )

@@ -109,6 +109,13 @@ def test_public_gpu_points_are_judged_against_their_intervals() -> None:
         ROOT / "evidence", replicas=2, select=lambda point: point["id"] == "spec/mtp/HumanEval/c1"
     )
     assert seen["points"] == 0
+    # nor one the DSpark term was fitted on (HumanEval DSpark at 1..64 streams)
+    seen = public_gpu_coverage(
+        ROOT / "evidence",
+        replicas=2,
+        select=lambda point: point["id"] == "spec/dspark/HumanEval/c1",
+    )
+    assert seen["points"] == 0
     result = public_gpu_coverage(
         ROOT / "evidence",
         replicas=2,
@@ -120,6 +127,40 @@ def test_public_gpu_points_are_judged_against_their_intervals() -> None:
     for item in point["metrics"].values():
         assert item["low"] <= item["high"]
         assert item["inside"] == (item["low"] <= item["measured"] <= item["high"])
+    # vLLM's per-request overhead is drawn (the overhead source) and shifts TTFT only
+    assert "overhead" in point["includes"]
+    tpot = point["metrics"]["mean_tpot_ms"]
+    assert tpot["without_overhead"]["low"] == tpot["low"]
+
+
+def test_the_replayed_coverage_pools_the_committed_runs_plan_points(tmp_path: Path) -> None:
+    # Two committed runs: an InferenceX MTP point (assumed acceptance: shown, not in the plan's
+    # figure) and two points in it, one inside only with the overhead source's draw.
+    from qualification.uncertainty._coverage import REPLAYED_DIR, replayed_coverage
+
+    def point(group: str, plan: bool, inside: bool, plain: bool) -> dict[str, Any]:
+        item = {"inside": inside, "without_overhead": {"inside": plain}}
+        return {
+            "id": group,
+            "group": group,
+            "judged_for_plan": plan,
+            "metrics": {"median_ttft_ms": item},
+        }
+
+    folder = tmp_path / REPLAYED_DIR
+    folder.mkdir(parents=True)
+    runs = (
+        [point("ix/mtp", False, False, False), point("ix/none", True, True, False)],
+        [point("spec/none", True, False, False)],
+    )
+    for index, judged in enumerate(runs):
+        document = {"command": "c", "replicas": 20, "seed": 0, "judged": judged}
+        (folder / f"run{index}.json").write_text(json.dumps(document), encoding="utf-8")
+    result = replayed_coverage(tmp_path)
+    assert result["coverage"]["median_ttft_ms"] == {"inside": 1, "judged": 2, "coverage": 0.5}
+    assert result["coverage_without_overhead"]["median_ttft_ms"]["inside"] == 0
+    assert result["coverage_by_group"]["ix/mtp"]["median_ttft_ms"]["judged"] == 1
+    assert [run["points"] for run in result["runs"]] == [2, 1]
 
 
 def test_the_committed_cost_error_table_is_built_from_the_committed_evidence() -> None:
@@ -271,6 +312,12 @@ def test_the_plan_figures_come_from_serving_points_and_step_rows_apart() -> None
     assert all(row["pooled_serving"]["samples"] > 100 for row in decode)
     rounds = [row for row in step["rows"] if row["quantity"] == "round_over_stp"]
     assert rounds and all(row["samples"] == len(rounds) - 1 for row in rounds)
+    # with the repository, the serving sweep's held-out round / plain-step ratios (MTP and
+    # DSpark math_reasoning, 8 concurrencies each) are judged on all the step rows' samples
+    served = public_coverage(root=ROOT)["rows"]
+    derived = [row for row in served if "derived_from" in row]
+    assert len(derived) == 16 and all(row["samples"] == len(rounds) for row in derived)
+    assert all("math_reasoning" in row["id"] for row in derived)
 
 
 def test_a_step_row_is_judged_on_a_t_prediction_interval_of_the_others() -> None:

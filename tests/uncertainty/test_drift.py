@@ -121,8 +121,8 @@ def test_the_drift_switch_keeps_every_other_draw() -> None:
     )
     assert not setup.sources["drift"]["included"]
     assert all(d.workers[0].factors.step_correlation is None for d in plain)
-    assert Sources.parse("drift") == Sources(False, False, False, False, True, False)
-    assert Sources.parse("none") == Sources(False, False, False, False, False, False)
+    assert Sources.parse("drift") == Sources(False, False, False, False, True, False, False)
+    assert Sources.parse("none") == Sources(False, False, False, False, False, False, False)
 
 
 def test_a_malformed_step_correlation_is_a_one_line_error(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from aisim.uncertainty import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-ONLY_FRONTEND = Sources(False, False, False, False, False, True)
+ONLY_FRONTEND = Sources(False, False, False, False, False, True, False)
 
 
 class Fronted:
@@ -130,7 +130,7 @@ def test_own_terms_switched_off_or_without_evidence_is_the_point() -> None:
     assert plain["includes"] == []
     assert "no front-end model" in plain["sources"]["frontend"]["detail"][0]
     assert Sources.parse("frontend") == ONLY_FRONTEND
-    assert Sources.parse("none") == Sources(False, False, False, False, False, False)
+    assert Sources.parse("none") == Sources(False, False, False, False, False, False, False)
 
 
 def test_a_malformed_frontend_sample_is_a_one_line_error(tmp_path: Path) -> None:

@@ -82,7 +82,7 @@ def test_repeat_switched_off_or_without_evidence_is_the_point() -> None:
         e2e = report["metrics"]["mean_e2e_ms"]
         assert e2e["low"] == e2e["high"] == e2e["point"] == 40.0
         assert "repeat" not in report["includes"]
-    assert Sources.parse("repeat") == Sources(False, False, False, True, False, False)
+    assert Sources.parse("repeat") == Sources(False, False, False, True, False, False, False)
 
 
 def test_leaving_a_recording_out_drops_its_repeat_runs() -> None:

@@ -1,0 +1,195 @@
+"""The per-request overhead before the first token (source ``overhead``): the interval a
+two-point error distribution gives, switching it off, an engine without evidence, the
+leave-own-row-out residuals of the table builder, a malformed sample, the committed samples."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from single_request import single_request
+
+from aisim.errors import DataIntegrityError
+from aisim.uncertainty import (
+    CostErrorTable,
+    OverheadSample,
+    Sources,
+    load_cost_errors,
+    replay_intervals,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+ONLY_OVERHEAD = Sources(False, False, False, False, False, False, True)
+
+
+def two_points() -> CostErrorTable:
+    # SGLang's overhead was 4 ms too high on one fitted point, 6 ms too low on another.
+    return CostErrorTable(
+        (),
+        overheads=(
+            OverheadSample("sglang", "p/a", "rows.csv#a", "t", -4.0),
+            OverheadSample("sglang", "p/b", "rows.csv#b", "t", 6.0),
+        ),
+    )
+
+
+def intervals(table: CostErrorTable, **kwargs: Any) -> dict[str, Any]:
+    return replay_intervals(
+        single_request(),
+        20,
+        seed=3,
+        sources=kwargs.get("sources", ONLY_OVERHEAD),
+        table=table,
+        request_overhead=kwargs.get("engine", "sglang"),
+    )
+
+
+def test_a_two_point_overhead_error_gives_the_exact_interval() -> None:
+    # One request, every draft accepted: TTFT 10 ms, E2E 40 ms, TPOT 30 / 12 = 2.5 ms in every
+    # replay. Each replica adds -4 or +6 ms to its TTFT and E2E (time before the first token):
+    # TTFT [6, 16], E2E [36, 46]; TPOT and throughput are not moved (the replay is the same).
+    report = intervals(two_points())
+    metrics = report["metrics"]
+    assert (metrics["mean_ttft_ms"]["low"], metrics["mean_ttft_ms"]["high"]) == (6.0, 16.0)
+    assert (metrics["p90_ttft_ms"]["low"], metrics["p90_ttft_ms"]["high"]) == (6.0, 16.0)
+    assert (metrics["mean_e2e_ms"]["low"], metrics["mean_e2e_ms"]["high"]) == (36.0, 46.0)
+    assert metrics["mean_ttft_ms"]["point"] == 10.0 and metrics["mean_e2e_ms"]["point"] == 40.0
+    tpot = metrics["mean_tpot_ms"]
+    assert tpot["low"] == tpot["high"] == tpot["point"] == 2.5
+    rps = metrics["request_throughput_rps"]
+    assert rps["low"] == rps["high"] == rps["point"]
+    assert report["includes"] == ["overhead"]
+    detail = report["sources"]["overhead"]["detail"][0]
+    assert detail["samples"] == 2 and detail["residual_ms"] == {
+        "p05": -4.0,
+        "p50": -4.0,
+        "p95": 6.0,
+    }
+    # the same seed, the same bounds and the same p50
+    assert intervals(two_points())["metrics"] == metrics
+
+
+def test_switched_off_without_an_engine_or_evidence_is_the_point() -> None:
+    for table, engine, sources in (
+        (two_points(), "sglang", Sources(True, True, True, True, True, True, False)),
+        (two_points(), "sglang", Sources.parse("none")),
+        (two_points(), "trt", ONLY_OVERHEAD),  # no samples for that engine
+        (CostErrorTable(()), "sglang", ONLY_OVERHEAD),
+        (two_points(), None, ONLY_OVERHEAD),  # no overhead priced by the caller
+    ):
+        report = intervals(table, engine=engine, sources=sources)
+        for name in ("mean_ttft_ms", "mean_e2e_ms"):
+            item = report["metrics"][name]
+            assert item["low"] == item["p50"] == item["high"] == item["point"]
+        assert "overhead" not in report["includes"]
+    report = intervals(two_points(), engine="trt")
+    assert "no overhead evidence for engine 'trt'" in report["sources"]["overhead"]["detail"][0]
+    report = intervals(two_points(), engine=None)
+    assert "no per-request overhead priced" in report["sources"]["overhead"]["detail"][0]
+    assert Sources.parse("overhead") == ONLY_OVERHEAD
+    assert Sources.parse("none") == Sources(False, False, False, False, False, False, False)
+
+
+def test_leaving_a_row_out_drops_its_error() -> None:
+    held_out = two_points().excluding("rows.csv#a")
+    assert [s.group for s in held_out.overheads] == ["p/b"]
+    metrics = intervals(held_out)["metrics"]
+    assert metrics["mean_ttft_ms"]["low"] == metrics["mean_ttft_ms"]["high"] == 16.0
+
+
+def test_the_builder_refits_the_overhead_without_each_row(tmp_path: Path) -> None:
+    # A fitted overhead of 20 ms on three rows; a row's gap is measured - (predicted - 20):
+    # a: 50 - 30 = 20, b: 40 - 30 = 10, c: 80 - 30 = 50; the median of all is 20.
+    # Without a: median(10, 50) = 30, so a's residual is (50 - 50) - (30 - 20) = -10;
+    # without b: median(20, 50) = 35: (40 - 50) - 15 = -25; without c: median(20, 10) = 15:
+    # (80 - 50) - (15 - 20) = 35. A row above concurrency 8 or with SD gives none.
+    from qualification.uncertainty._table import overhead_samples
+
+    folder = tmp_path / "evidence/public-gpu"
+    (folder / "scored").mkdir(parents=True)
+    fitted = {
+        "training_ids": ["a", "b", "c", "d", "e"],
+        "request_overhead_ms": {"sglang": {"ms": 20.0, "rows": 3}},
+    }
+    (folder / "fitted_terms.json").write_text(json.dumps(fitted), encoding="utf-8")
+    fields = ["id", "engine", "conc", "sd", "median_ttft_ms_measured", "median_ttft_ms_predicted"]
+    rows = [
+        ("a", "sglang", 4, "none", 50, 50),
+        ("b", "sglang", 1, "none", 40, 50),
+        ("c", "sglang", 8, "none", 80, 50),
+        ("d", "sglang", 16, "none", 500, 50),
+        ("e", "sglang", 4, "mtp", 500, 50),
+    ]
+    with (folder / "scored/public_gpu_rows.csv").open("w", encoding="utf-8", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(fields)
+        writer.writerows(rows)
+    found = overhead_samples(tmp_path)
+    assert [(s.engine, s.group, s.residual_ms) for s in found] == [
+        ("sglang", "public-gpu/a", -10.0),
+        ("sglang", "public-gpu/b", -25.0),
+        ("sglang", "public-gpu/c", 35.0),
+    ]
+
+
+def test_a_malformed_overhead_sample_is_a_one_line_error(tmp_path: Path) -> None:
+    document = two_points().to_dict()
+    document["overhead_samples"][1]["residual_ms"] = "six"
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(DataIntegrityError, match=r"overhead_samples\[1\]\.residual_ms: expected"):
+        load_cost_errors(path)
+    document["overhead_samples"][1]["residual_ms"] = 6.0
+    del document["overhead_samples"][1]["engine"]
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(DataIntegrityError, match=r"overhead_samples\[1\]\.engine: missing"):
+        load_cost_errors(path)
+
+
+def test_the_committed_overhead_samples_are_the_fitted_rows() -> None:
+    # SGLang's and TensorRT-LLM's overheads were fitted on the InferenceX history rows without
+    # SD at concurrency <= 8 (80 and 69 rows), vLLM's on the 8 HumanEval points of the hybrid
+    # fit at concurrency <= 8 (fitted_terms.json): one sample per row, none of them held out.
+    fitted = json.loads((ROOT / "evidence/public-gpu/fitted_terms.json").read_text("utf-8"))
+    table = load_cost_errors()
+    counts = {engine: len(table.overheads_for(engine)) for engine in ("sglang", "trt", "vllm")}
+    assert counts == {
+        "sglang": fitted["request_overhead_ms"]["sglang"]["rows"],
+        "trt": fitted["request_overhead_ms"]["trt"]["rows"],
+        "vllm": fitted["hybrid"]["request_overhead_ms"]["rows"],
+    }
+    seen = set(fitted["training_ids"]) | set(fitted["hybrid"]["training_ids"])
+    assert all(s.source.split("#", 1)[1] in seen for s in table.overheads)
+
+
+def test_serving_round_ratios_are_the_sd_and_plain_tpot_errors_ratio(tmp_path: Path) -> None:
+    # The sweep's raw files, with a hand-made scored table: the no-SD point at 1 stream measured
+    # 10 ms (replayed 8), the MTP point 5 ms (replayed 5): measured round / plain step =
+    # 5 x AL / 10 = AL / 2, replayed 5 x AL / 8, so measured / replayed = 8 / 10 = 0.8 whatever
+    # the acceptance length AL. The DSpark point is a fitted term's training row: left out.
+    from qualification.uncertainty._coverage import serving_round_ratios
+
+    folder = tmp_path / "evidence/public-gpu"
+    (folder / "scored").mkdir(parents=True)
+    for name in (
+        "inferencex_dsr1_h100_h200_b200.json",
+        "speculators_qwen3_8_27b_b200_vllm_sd.json",
+    ):
+        (folder / name).symlink_to(ROOT / "evidence/public-gpu" / name)
+    fitted = {"training_ids": [], "dspark": {"training_ids": ["spec/dspark/math_reasoning/c1"]}}
+    (folder / "fitted_terms.json").write_text(json.dumps(fitted), encoding="utf-8")
+    with (folder / "scored/public_gpu_rows.csv").open("w", encoding="utf-8", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["id", "mean_tpot_ms_measured", "mean_tpot_ms_predicted"])
+        writer.writerow(["spec/baseline/math_reasoning/c1", 10, 8])
+        writer.writerow(["spec/mtp/math_reasoning/c1", 5, 5])
+        writer.writerow(["spec/dspark/math_reasoning/c1", 4, 3])
+    (found,) = serving_round_ratios(tmp_path)
+    assert found["id"] == "spec/mtp/math_reasoning/c1"
+    assert found["measured"] / found["predicted"] == pytest.approx(0.8)
+    length = found["measured"] * 2.0  # AL / 2
+    assert found["predicted"] == pytest.approx(5.0 * length / 8.0)
+    assert 1.0 < length <= 3.0  # MTP with 2 drafts: between 1 and 3 tokens per round
