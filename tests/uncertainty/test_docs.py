@@ -29,7 +29,7 @@ def test_the_worked_example_prints_the_documented_intervals(
     assert main([*argv, "--intervals", "20", "--acceptance-rounds", "2000"]) == 0
     printed = capsys.readouterr().out.splitlines()
     documented = documented_table()
-    assert len(documented) == 16
+    assert len(documented) == 17
     for line in documented:
         assert line in printed, line
     assert any(re.match(r"wrote .*intervals\.json$", line) for line in printed)
