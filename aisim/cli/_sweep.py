@@ -124,7 +124,7 @@ def sweep_command(args: argparse.Namespace) -> int:
         from aisim.uncertainty import Sources, check_replicas, check_seed
 
         check_replicas(args.intervals)
-        check_seed(args.interval_seed)
+        check_seed(args.interval_seed, "--interval-seed")
         Sources.parse(args.sources)
     show = not args.no_progress and sys.stderr.isatty()
     with _progress(show) as callback:

@@ -199,9 +199,10 @@ def report(runs: Replicas) -> dict[str, Any]:
     }
 
 
-def check_seed(seed: object) -> int:
+def check_seed(seed: object, flag: str = "--seed") -> int:
+    """``seed`` as an int in 0..SEED_LIMIT - 1; else a one-line error naming ``flag``."""
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEED_LIMIT:
-        raise ConfigError(f"--seed: expected an integer in 0..{SEED_LIMIT - 1}, got {seed!r}")
+        raise ConfigError(f"{flag}: expected an integer in 0..{SEED_LIMIT - 1}, got {seed!r}")
     return seed
 
 

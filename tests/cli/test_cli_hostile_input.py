@@ -402,3 +402,18 @@ def test_a_bad_interval_flag_writes_no_replay(
     assert code == 2
     assert one_error_line(err) == f"aisim: error: {message}"
     assert not out.exists()
+
+
+def test_sweep_interval_seed_is_named_as_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`aisim sweep --interval-seed -1` used to blame `--seed`, a flag sweep does not have."""
+    sweep = Path(__file__).resolve().parents[2] / "docs" / "examples" / "sweep" / "sd_vs_load.yaml"
+    out = tmp_path / "out"
+    argv = ["sweep", str(sweep), "--out", str(out), "--intervals", "2", "--interval-seed", "-1"]
+    code, _, err = run_cli(argv, capsys)
+    assert code == 2
+    assert one_error_line(err) == (
+        "aisim: error: --interval-seed: expected an integer in 0..4611686018427387903, got -1"
+    )
+    assert not out.exists()
