@@ -120,7 +120,8 @@ def test_ep8_prices_the_busiest_groups_experts_in_a_deepseek_decode_step() -> No
 
 
 def test_allreduce_latency_regime_reads_the_measured_curve() -> None:
-    # SGLang #2904, TP 8 on H100: 16.7 us at 256 KiB, 22.1 us at 512 KiB; halfway 19.45 us.
+    # SGLang #2904, TP 8 on H100: 16.7 us at 256 KiB, 22.1 us at 512 KiB; halfway (384 KiB)
+    # 16.7 + (22.1 - 16.7) / 2 = 19.4 us.
     points = ALLREDUCE_CURVE[8]
     bus = allreduce_bus_bytes_per_s(MEASURED_TERMS, _gpu("h100_sxm"))
     assert allreduce_seconds(points, bus, 8, 262_144.0) == pytest.approx(16.7e-6, rel=1e-12)

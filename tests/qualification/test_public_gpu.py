@@ -524,3 +524,37 @@ def test_serial_host_time_is_the_artefact_fitted_on_history_rows_only() -> None:
         [_scored("h", "mtp", (10.0, 9.0), (1.0, 1.0))], set(), set(), other_seen={HOST_TERM: {"h"}}
     )
     assert row["seen_by"] == [HOST_TERM] and not row["held_out"]
+
+
+def test_a_refused_point_is_counted_in_the_report_not_dropped(tmp_path: Path) -> None:
+    """One replayable point and one disaggregated one: the report counts 2 points, 1 predicted,
+    1 refused under its one-line reason (JSON and markdown), and draws the predicted point's
+    GPU only."""
+    import json
+
+    from qualification.public_gpu import run, write_outputs
+
+    kept = "ix-latest-15/b200/trt/fp8/none/tp8-ep1/1024-1024/c4"
+    refused = "ix-latest-235/h200/dynamo-trt/fp8/none/tp8-ep8/8192-1024/c9"
+    report = run(EVIDENCE, select=lambda point: point["id"] in (kept, refused))
+    assert report["counts"] == {"points": 2, "predicted": 1, "refused": 1, "distinct_replays": 1}
+    (reason,) = report["refused_reasons"]
+    assert reason.startswith("dynamo-trt: disaggregated multi-node serving")
+    assert report["refused_reasons"][reason] == 1
+    assert [entry["id"] for entry in report["refused"]] == [refused]
+    assert [row["id"] for row in report["rows"]] == [kept]
+    written = write_outputs(report, tmp_path)
+    assert sorted(path.name for path in written) == [
+        "curves_b200.png",
+        "public_gpu.json",
+        "public_gpu.md",
+        "public_gpu_pairs.csv",
+        "public_gpu_rows.csv",
+    ]
+    stored = json.loads((tmp_path / "public_gpu.json").read_text())
+    assert stored["counts"]["refused"] == 1 and stored["refused_reasons"] == {reason: 1}
+    assert stored["evidence_type"] == "public-measurement"
+    markdown = (tmp_path / "public_gpu.md").read_text()
+    assert "points: 2, predicted: 1, refused: 1" in markdown
+    assert f"| {reason} | 1 |" in markdown
+    assert (tmp_path / "curves_b200.png").read_bytes()[:4] == b"\x89PNG"

@@ -67,6 +67,23 @@ def test_a_chain_that_accepts_everything_halves_tpot_at_every_load() -> None:
     assert answer["configurations_searched"] == 6
 
 
+def test_goodput_ranks_first_and_decides_p_beats_sd_off() -> None:
+    # SLO p90 TPOT <= 4 ms: SD off's requests (TPOT 5 ms) all miss it, goodput 0; mtp d=1's
+    # (TPOT 2.5 ms) all meet it. At the nominal load the 5 requests arrive at 0, 1, .., 4 s and
+    # each takes 10 + 6 x 5 = 40 ms, so the run lasts 4.040 s: goodput 5 / 4.04 req/s in every
+    # replica, and mtp d=1 beats SD off in each on goodput alone.
+    question = fixed_question([1.0])
+    question.slos = {"tpot_ms": {"p90": 4.0}}
+    answer = advise(question)
+    sd, off = answer["ranking"]
+    assert (sd["configuration"], off["configuration"]) == ("mtp d=1", "SD off")
+    assert sd["goodput_rps"]["low"] == pytest.approx(5 / 4.04, rel=1e-12)
+    assert sd["goodput_rps"]["high"] == pytest.approx(5 / 4.04, rel=1e-12)
+    assert off["goodput_rps"]["p50"] == off["goodput_rps"]["high"] == 0.0
+    assert sd["p_beats_sd_off"] == 1.0 and off["p_beats_sd_off"] is None
+    assert answer["headline_latency"] == "p90_tpot_ms"
+
+
 def test_crossover_is_interpolated_where_the_median_gain_reaches_zero() -> None:
     # Between load 2 (gain +0.1) and 4 (gain -0.1): 2 + 2 x 0.1 / 0.2 = 3.
     series = [

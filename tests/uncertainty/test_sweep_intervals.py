@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -56,6 +57,14 @@ def test_the_seeds_widen_the_intervals_and_the_cli_writes_them(tmp_path: Path) -
     argv = ["sweep", str(path), "--out", str(tmp_path / "out"), "--workers", "1", "--no-progress"]
     assert main([*argv, "--intervals", "8", "--sources", "simulation"]) == 0
     frame = pd.read_parquet(tmp_path / "out/points.parquet")
+    # p50 and the central 90 % for mean and p90 TTFT, TPOT, E2E, both throughputs and goodput.
+    metrics = [f"{s}_{m}_ms" for m in ("ttft", "tpot", "e2e") for s in ("mean", "p90")]
+    metrics += ["request_throughput_rps", "output_throughput_tok_s", "goodput_rps"]
+    added = [c for c in frame.columns if c.endswith(("_p50", "_low", "_high"))]
+    assert sorted(added) == sorted(f"{m}_{s}" for m in metrics for s in ("p50", "low", "high"))
+    summary = json.loads((tmp_path / "out/summary.json").read_text())
+    assert summary["intervals"]["includes"] == ["simulation"]
+    assert summary["intervals"]["replicas"] == 8
     assert (frame["mean_e2e_ms_low"] <= frame["mean_e2e_ms_p50"]).all()
     assert (frame["mean_e2e_ms_p50"] <= frame["mean_e2e_ms_high"]).all()
     assert (frame["mean_e2e_ms_low"] < frame["mean_e2e_ms_high"]).all()
