@@ -275,6 +275,7 @@ def engine_import_command(args: argparse.Namespace) -> int:
     # it must still build its parser (tests/test_base_install.py)
     from qualification.engine import import_plain
 
+    check_output_dir(args.out, args.overwrite, "--out")
     written = import_plain(args.plain, args.out, overwrite=args.overwrite)
     print(f"wrote {written}")
     return 0

@@ -353,6 +353,8 @@ def import_plain(source: str | Path, out: str | Path, *, overwrite: bool = False
     src, target = Path(source), Path(out)
     if not src.is_dir():
         raise ConfigError(f"qualify.engine_import.source: {str(src)!r} is not a folder")
+    if os.path.lexists(target) and not target.is_dir():
+        raise ConfigError(f"{str(target)!r}: exists and is not a folder")
     if target.exists() and not overwrite:
         raise ConfigError(f"{str(target)!r} already exists; pass --overwrite to replace it")
     settings = read_settings(src / SETTINGS_FILE)
@@ -420,12 +422,37 @@ def import_plain(source: str | Path, out: str | Path, *, overwrite: bool = False
             shutil.copyfile(path, staging / part / METRICS_FILE)
         load_recording(staging)  # the whole recording loads as a recorded one would
         if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
+            _replace_recording(target, staging)
+        else:
+            staging.rename(target)
     finally:
         if staging.exists():
             shutil.rmtree(staging)
     return target
+
+
+def _replace_recording(target: Path, staging: Path) -> None:
+    """``--overwrite``: the recording parts of ``target`` (``grid/``, ``served-N/``) give way to
+    ``staging``'s; anything else there (a score folder, the user's notes, a front-end model) is
+    kept, moved into the new folder, which then takes ``target``'s place in two renames."""
+    retired = target.with_name(f".{target.name}.replaced-{os.getpid()}")
+    moved: list[str] = []
+    try:
+        for child in sorted(target.iterdir()):
+            if child.name != GRID_DIR and not child.name.startswith(SERVED_PREFIX):
+                child.rename(staging / child.name)
+                moved.append(child.name)
+        target.rename(retired)
+        try:
+            staging.rename(target)
+        except BaseException:
+            retired.rename(target)
+            raise
+    except BaseException:
+        for name in moved:  # the user's files go back before the staging folder is dropped
+            (staging / name).rename(target / name)
+        raise
+    shutil.rmtree(retired)
 
 
 def _text(value: Any) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from aisim.cli import main
-from aisim.errors import DataIntegrityError
+from aisim.errors import ConfigError, DataIntegrityError
 from qualification.engine import load_recording, score_recording
 from qualification.engine._plain import OPTIONAL, export_plain, import_plain
 from qualification.engine._schema import PLAIN_DEFAULTS
@@ -492,3 +492,33 @@ def test_a_bad_setting_is_named(tmp_path: Path, key: str, value: Any, message: s
     with pytest.raises(DataIntegrityError, match=message):
         import_plain(plain, tmp_path / "rec")
     assert not (tmp_path / "rec").exists()
+
+
+def test_overwrite_replaces_the_recording_parts_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`engine-import --overwrite` used to delete the whole --out folder (a user's notes, a
+    score folder, anything): now grid/ and served-N/ are replaced (a stale served-9 included)
+    and the rest is kept; --out naming a file is one line (was a NotADirectoryError traceback)."""
+    target = tmp_path / "rec"
+    (target / "served-9").mkdir(parents=True)
+    (target / "score").mkdir()
+    (target / "score" / "engine.md").write_text("old score\n", encoding="utf-8")
+    (target / "notes.txt").write_text("precious\n", encoding="utf-8")
+    argv = ["qualify", "engine-import", str(EXAMPLE), "--out", str(target), "--overwrite"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert sorted(p.name for p in target.iterdir()) == ["grid", "notes.txt", "score", "served-1"]
+    assert (target / "notes.txt").read_text(encoding="utf-8") == "precious\n"
+    assert (target / "score" / "engine.md").read_text(encoding="utf-8") == "old score\n"
+    assert len(load_recording(target).served) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rec"]
+    a_file = tmp_path / "a-file"
+    a_file.write_text("", encoding="utf-8")
+    argv = ["qualify", "engine-import", str(EXAMPLE), "--out", str(a_file), "--overwrite"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"aisim: error: --out {str(a_file)!r}: exists and is not a folder\n"
+    )
+    with pytest.raises(ConfigError, match="exists and is not a folder"):
+        import_plain(EXAMPLE, a_file, overwrite=True)
