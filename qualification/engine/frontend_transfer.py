@@ -1,8 +1,7 @@
 """Does a front-end model carry to another recording? Leave-own-probe-out, with and without a
 host-speed factor from the grids (``python -m qualification.engine.frontend_transfer``).
 
-A recording without a probe of its own (``frontend/frontend_model.json`` derived from another
-recording's probe, ``derived_from.probe``) is priced with terms measured at another hour. The
+A recording without a probe of its own is priced with terms measured at another hour. The
 hypothesis tested here: the front end's cost is CPU time on the engine's core, so it scales
 with the host's speed as the engine's own step time does, and the ratio of the two recordings'
 grids gives that speed (``host_speed``: the median over the grid points both tables timed of
@@ -10,7 +9,8 @@ the ratio of their median non-warm-up step times, pooled over the grid's passes;
 the only input, never a served run). It is judged where the answer is known: every recording
 with its own probe is scored again with the terms of every other probed recording of the same
 target model (``identity.target``), as they are and times the factor, beside its own terms;
-and every recording that borrows its terms, as it is and times the factor. The figures are
+and every recording without a probe of its own, with the terms of every probed recording of
+the same target model, as they are and times the factor. The figures are
 ``aisim qualify engine``'s (median and P90 per-request E2E |error|, mean TTFT error, mean TPOT
 error: the mean over the served runs). docs/evidence.md, "The front end of vllm serve", keeps
 the table and what it says.
@@ -103,16 +103,11 @@ def evaluate(root: Path) -> list[dict[str, Any]]:
     terms = {name: probe_terms(rec) for name, rec in probed.items()}
     rows = []
     for name, recording in recordings.items():
-        model = json.loads((recording.directory / FRONTEND_FILE).read_text(encoding="utf-8"))
-        own_source = str(model["derived_from"]["probe"]).split("/", 1)[0]
-        if name in probed:
-            sources = [
-                other
-                for other in probed
-                if other != name and _target(probed[other]) == _target(recording)
-            ]
-        else:
-            sources = [own_source]
+        sources = [
+            other
+            for other in probed
+            if other != name and _target(probed[other]) == _target(recording)
+        ]
         own = figures(recording, terms[name]) if name in probed else None
         for source in sources:
             grid, reference = recording.grid, probed[source].grid

@@ -164,17 +164,18 @@ def engine_coverage(
 
 def frontend_borrowed(folder: Path) -> bool:
     """Whether the recording's front-end model (``frontend/frontend_model.json``) was derived
-    from another recording's probe (``derived_from.probe`` names the recording first): the
-    older ``vllm serve`` recordings, which have no probe of their own. False without a model."""
+    from other recordings' probes (``derived_from.probe``, or each ``derived_from.probes[]``
+    of a pooled model, names the recording first): the older ``vllm serve`` recordings, which
+    have no probe of their own. False without a model."""
     import json
 
     from aisim.fpm import FRONTEND_FILE
+    from qualification.engine.frontend_cpu import model_probes
 
     file = folder / FRONTEND_FILE
     if not file.is_file():
         return False
-    probe = str(json.loads(file.read_text(encoding="utf-8"))["derived_from"]["probe"])
-    return probe.split("/", 1)[0] != folder.name
+    return folder.name not in model_probes(json.loads(file.read_text(encoding="utf-8")))
 
 
 def admitted(

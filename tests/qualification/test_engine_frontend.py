@@ -299,9 +299,12 @@ def test_a_served_recording_is_scored_with_its_frontend_model_by_hand(tmp_path: 
 
 def test_every_committed_frontend_model_is_what_its_probe_and_grid_give() -> None:
     """The committed terms are re-derived from the committed probe and grid they name (never
-    edited by hand, never from the served runs), and the files are the ones hashed."""
+    edited by hand, never from the served runs), and the files are the ones hashed; a pooled
+    model (``derived_from.probes``, ``qualification.engine.frontend_cpu``) from the probes'
+    CPU accounting it names, none of them the recording's own."""
     import hashlib
 
+    from qualification.engine import frontend_cpu
     from qualification.engine.frontend import build
 
     engine = Path(__file__).resolve().parents[2] / "evidence" / "engine"
@@ -310,6 +313,17 @@ def test_every_committed_frontend_model_is_what_its_probe_and_grid_give() -> Non
     for path in models:
         committed = json.loads(path.read_text(encoding="utf-8"))
         source = committed["derived_from"]
+        if "probes" in source:
+            recording = path.parent.parent
+            names = frontend_cpu.model_probes(committed)
+            assert recording.name not in names, path
+            for entry in source["probes"]:
+                for key in ("probe", "probe_cpu"):
+                    digest = hashlib.sha256((engine / entry[key]).read_bytes()).hexdigest()
+                    assert digest == entry[f"{key}_sha256"], path
+            rebuilt = frontend_cpu.build(recording, [engine / name for name in names])
+            assert rebuilt["terms"] == committed["terms"], path
+            continue
         probe, grid = engine / source["probe"], engine / source["grid"]
         assert hashlib.sha256(probe.read_bytes()).hexdigest() == source["probe_sha256"], path
         assert hashlib.sha256(grid.read_bytes()).hexdigest() == source["grid_sha256"], path
