@@ -101,6 +101,13 @@ class EngineRecording:
 def load_step_table(path: str | Path) -> StepTable:
     """``path``: a recording, its ``grid/`` folder, or ``grid_steps.parquet``."""
     given = Path(path)
+    if not given.exists():
+        raise DataIntegrityError(
+            f"{str(given)!r}: not found; expected an engine recording, its grid/ folder or its "
+            "grid_steps.parquet"
+        )
+    if given.is_dir():
+        check_not_plain(given)
     if given.suffix == ".parquet":
         data = given
     elif (given / GRID_STEPS.file_name).exists() or given.name == GRID_DIR:

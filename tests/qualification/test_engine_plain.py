@@ -522,3 +522,20 @@ def test_overwrite_replaces_the_recording_parts_only(
     )
     with pytest.raises(ConfigError, match="exists and is not a folder"):
         import_plain(EXAMPLE, a_file, overwrite=True)
+
+
+def test_qualify_engine_names_a_missing_or_plain_step_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`qualify engine REC --step-table nosuch` used to say 'nosuch/grid/grid_steps.parquet':
+    sidecar ... is missing."""
+    recording = import_plain(EXAMPLE, tmp_path / "rec")
+    out = tmp_path / "o"
+    for table, expected in (
+        (tmp_path / "nosuch", "not found; expected an engine recording, its grid/ folder"),
+        (EXAMPLE, "a plain engine recording (CSV + settings.json), not an imported one"),
+    ):
+        argv = ["qualify", "engine", str(recording), "--step-table", str(table), "--out", str(out)]
+        assert main(argv) == 2
+        assert capsys.readouterr().err.startswith(f"aisim: error: {str(table)!r}: {expected}")
+    assert not out.exists()
