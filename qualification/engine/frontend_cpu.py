@@ -245,10 +245,28 @@ def model_probes(model: dict[str, Any]) -> list[str]:
     """The recordings whose probes a ``frontend_model.json`` object was derived from (the
     first path component of ``derived_from.probe``, or of each ``derived_from.probes[].probe``
     of a pooled model)."""
-    derived = model.get("derived_from") or {}
+    derived = model.get("derived_from")
+    if not isinstance(derived, dict):
+        raise DataIntegrityError("derived_from: missing (an object naming the probe)")
     if "probes" in derived:
-        return [str(entry["probe"]).split("/", 1)[0] for entry in derived["probes"]]
-    return [str(derived["probe"]).split("/", 1)[0]]
+        entries = derived["probes"]
+        if not isinstance(entries, list) or not entries:
+            raise DataIntegrityError(
+                f"derived_from.probes: {entries!r} is not a non-empty list of probes"
+            )
+        names = []
+        for index, entry in enumerate(entries):
+            probe = entry.get("probe") if isinstance(entry, dict) else None
+            if not isinstance(probe, str) or not probe:
+                raise DataIntegrityError(
+                    f"derived_from.probes[{index}].probe: {probe!r} is not a probe path"
+                )
+            names.append(probe.split("/", 1)[0])
+        return names
+    probe = derived.get("probe")
+    if not isinstance(probe, str) or not probe:
+        raise DataIntegrityError(f"derived_from.probe: {probe!r} is not a probe path")
+    return [probe.split("/", 1)[0]]
 
 
 # --- the held-out judgement -------------------------------------------------------------------

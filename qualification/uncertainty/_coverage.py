@@ -175,7 +175,13 @@ def frontend_borrowed(folder: Path) -> bool:
     file = folder / FRONTEND_FILE
     if not file.is_file():
         return False
-    return folder.name not in model_probes(json.loads(file.read_text(encoding="utf-8")))
+    from aisim.errors import DataIntegrityError
+
+    try:
+        probes = model_probes(json.loads(file.read_text(encoding="utf-8")))
+    except DataIntegrityError as exc:
+        raise DataIntegrityError(f"{str(file)!r}: {exc}") from None
+    return folder.name not in probes
 
 
 def admitted(

@@ -155,3 +155,31 @@ def test_a_cpu_batch_the_probe_lacks_or_an_unknown_column_is_refused(tmp_path: P
     )
     with pytest.raises(DataIntegrityError, match=r"unknown column 'extra'"):
         read_probe_cpu(path)
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        ({}, r"derived_from: missing"),
+        ({"derived_from": {"probes": []}}, r"derived_from.probes: \[\] is not a non-empty list"),
+        ({"derived_from": {"probes": [{"probe": 3}]}}, r"derived_from.probes\[0\].probe: 3 is"),
+        ({"derived_from": {"grid": "g"}}, r"derived_from.probe: None is not a probe path"),
+    ],
+)
+def test_a_model_without_its_probes_named_is_refused(
+    model: dict[str, object], message: str
+) -> None:
+    with pytest.raises(DataIntegrityError, match=message):
+        model_probes(model)
+    assert model_probes({"derived_from": {"probe": "rec/frontend/probe.csv.gz"}}) == ["rec"]
+
+
+def test_the_command_needs_a_recording_and_a_probe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([]) == 2
+    assert capsys.readouterr().err == "error: RECORDING: required unless --evaluate\n"
+    assert main([str(tmp_path / "rec")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --from: name at least one recording") and err.count("\n") == 1
+    assert not (tmp_path / "rec").exists()
