@@ -140,7 +140,7 @@ def read_csv(path: Path, schema: TableSchema) -> dict[str, list[Any]]:
     """``path`` parsed as ``schema``'s columns (left-out optional ones filled in)."""
     where = repr(str(path))
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
+        with path.open(encoding="utf-8-sig", newline="") as handle:  # Excel writes a BOM
             reader = csv.reader(handle)
             header = next(reader, None)
             lines = list(reader)

@@ -539,3 +539,17 @@ def test_qualify_engine_names_a_missing_or_plain_step_table(
         assert main(argv) == 2
         assert capsys.readouterr().err.startswith(f"aisim: error: {str(table)!r}: {expected}")
     assert not out.exists()
+
+
+def test_a_csv_with_a_byte_order_mark_imports_as_without(tmp_path: Path) -> None:
+    """Excel's "CSV UTF-8" starts the file with a BOM: the header's first column used to read
+    as '\\ufeffphase', an unknown column."""
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    for path in (plain / "grid.csv", plain / "served-1" / "requests.csv"):
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    with_bom = load_recording(import_plain(plain, tmp_path / "bom"))
+    plain_rec = load_recording(import_plain(EXAMPLE, tmp_path / "plain-rec"))
+    assert with_bom.grid is not None and plain_rec.grid is not None
+    assert with_bom.grid.steps.equals(plain_rec.grid.steps)
+    assert with_bom.served[0].requests.equals(plain_rec.served[0].requests)
