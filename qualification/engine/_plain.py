@@ -253,7 +253,7 @@ def read_settings(path: Path) -> dict[str, Any]:
     runs, and how); ConfigError naming the field."""
     where = repr(str(path))
     try:
-        loaded = json.loads(path.read_text(encoding="utf-8"))
+        loaded = json.loads(path.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise DataIntegrityError(f"{where}: missing") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:

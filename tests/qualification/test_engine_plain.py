@@ -542,11 +542,12 @@ def test_qualify_engine_names_a_missing_or_plain_step_table(
 
 
 def test_a_csv_with_a_byte_order_mark_imports_as_without(tmp_path: Path) -> None:
-    """Excel's "CSV UTF-8" starts the file with a BOM: the header's first column used to read
-    as '\\ufeffphase', an unknown column."""
+    """Excel's "CSV UTF-8" (and some Windows editors' JSON) starts the file with a BOM: the
+    header's first column used to read as '\\ufeffphase', an unknown column, and settings.json
+    as not JSON."""
     plain = tmp_path / "plain"
     shutil.copytree(EXAMPLE, plain)
-    for path in (plain / "grid.csv", plain / "served-1" / "requests.csv"):
+    for path in (plain / "grid.csv", plain / "served-1" / "requests.csv", plain / "settings.json"):
         path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
     with_bom = load_recording(import_plain(plain, tmp_path / "bom"))
     plain_rec = load_recording(import_plain(EXAMPLE, tmp_path / "plain-rec"))
