@@ -187,16 +187,17 @@ def load_config_file(path: str | os.PathLike[str], field: str = "") -> Any:
 
 
 def parse_json_text(text: str, source: str) -> Any:
-    """One JSON document; errors are ``ConfigError('<source>: ...')`` on one line.
+    """One JSON document (a leading BOM ignored); errors are ``ConfigError('<source>: ...')`` on
+    one line.
 
     Nesting is bounded before parsing (Python's parser would raise ``RecursionError``), and a
     key repeated in one object is refused (the parser would keep the last value silently).
     """
     _check_json_nesting(text, source)
+    # A leading byte-order mark (Windows editors, Excel exports) is not part of the document:
+    # RFC 8259 section 8.1 lets a parser ignore it, as the YAML and CSV readers do.
+    text = text.removeprefix("\ufeff")
     try:
-        if text.startswith("\ufeff"):
-            # As json.loads says it (the decoder object below does not check).
-            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
         return _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(

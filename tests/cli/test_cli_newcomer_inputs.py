@@ -93,3 +93,20 @@ def test_public_gpu_only_matching_no_point(
     error = _run(["qualify", "public-gpu", "--only", "zzzz", "--quiet", "--out", str(out)], capsys)
     assert error.startswith("aisim: error: --only 'zzzz': no point id contains every text given")
     assert not out.exists()
+
+
+def test_json_files_with_a_byte_order_mark_read_as_without(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A model config.json saved by a Windows editor (UTF-8 with BOM) used to be 'not valid
+    JSON: Unexpected UTF-8 BOM'; YAML files and CSV traces already read the same with one."""
+    root = Path(__file__).resolve().parents[2]
+    config = root / "docs" / "examples" / "model" / "config.json"
+    with_bom = tmp_path / "config.json"
+    with_bom.write_bytes(b"\xef\xbb\xbf" + config.read_bytes())
+    answers = []
+    for model in (config, with_bom):
+        argv = ["estimate", "--model", str(model), "--hardware", "h100", "--json"]
+        assert main(argv) == 0
+        answers.append(capsys.readouterr().out.replace(str(with_bom), str(config)))
+    assert answers[0] == answers[1]
