@@ -15,6 +15,7 @@ from aisim.uncertainty._intervals import (
     estimator_name,
     quantile,
 )
+from aisim.uncertainty._replicas import RULE_EVIDENCE
 
 #: Draws of the step's factor (no replay: each draw is one table lookup).
 DRAWS: Final = 2000
@@ -63,6 +64,17 @@ def estimate_interval(
         values.append(latency_ms * factors.of(kind))
     low = (1.0 - CONFIDENCE) / 2.0
     described = evidence.describe(estimator)
+    kinds = dict(described["kinds"])
+    sources = list(described["sources"])
+    if speculating and not native and estimator != "fixed":
+        # An SD round priced by the STP->SD scaling rule draws the rule's own errors (times
+        # the estimator's decode factor: ``_cost_factors``); say so, as describe_sources does.
+        rule = evidence.describe(RULE_EVIDENCE)
+        if "sd_round" in rule["kinds"]:
+            kinds["sd_round"] = {**rule["kinds"]["sd_round"], "estimator": RULE_EVIDENCE}
+            if "decode" not in kinds:
+                kinds["sd_round"].pop("relative_to", None)
+            sources.extend(rule["sources"])
     return {
         "estimator": estimator,
         "step_kind": kind,
@@ -74,8 +86,8 @@ def estimate_interval(
         "p50_ms": quantile(values, 0.5),
         "low_ms": quantile(values, low),
         "high_ms": quantile(values, 1.0 - low),
-        "evidence": described["kinds"].get(kind),
-        "sources": sorted({source.split("#")[0] for source in described["sources"]}),
+        "evidence": kinds.get(kind),
+        "sources": sorted({source.split("#")[0] for source in sources}),
     }
 
 
@@ -88,9 +100,10 @@ def render_interval(interval: dict[str, Any]) -> str:
     evidence = interval["evidence"] or {}
     relative = evidence.get("relative_to")
     of = f" (x the {relative} factor)" if relative else ""
+    errors = evidence.get("estimator", interval["estimator"])
     return (
         f"interval: p50 {interval['p50_ms']:.4f} ms, central {interval['confidence']:.0%} "
         f"[{interval['low_ms']:.4f}, {interval['high_ms']:.4f}] ms ({interval['draws']} draws "
-        f"of the {interval['estimator']} {interval['step_kind']} cost errors: "
+        f"of the {errors} {interval['step_kind']} cost errors: "
         f"{evidence.get('samples', 0)} samples{of} from {', '.join(interval['sources'])})\n"
     )

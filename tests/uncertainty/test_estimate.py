@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -10,7 +11,9 @@ from aisim.cli import main
 from aisim.config import best_available
 from aisim.fpm import ForwardPassMetrics
 from aisim.uncertainty import CostErrorTable, ErrorSample
-from aisim.uncertainty._estimate import estimate_interval
+from aisim.uncertainty._estimate import estimate_interval, render_interval
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_two_decode_samples_bound_the_interval() -> None:
@@ -49,3 +52,27 @@ def test_cli_json_carries_the_interval(capsys: pytest.CaptureFixture[str]) -> No
     ]
     assert main(["estimate", *flags, "--json"]) == 0
     assert "interval" not in json.loads(capsys.readouterr().out)
+
+
+def test_a_rule_priced_round_names_the_rule_evidence_it_draws() -> None:
+    """`aisim estimate --estimator table --draft-length 3 --intervals` drew the STP->SD rule's
+    round errors but said '0 samples from ' (the table estimator's own, empty, evidence).
+    Two rule samples, 0.8 and 1.2, and no table evidence: the round's interval is [8, 12] ms
+    around a 10 ms price, drawn from the rule's two samples of source 'ds'."""
+    table_csv = ROOT / "docs" / "examples" / "estimators" / "stp_qwen3_8b_h100.csv"
+    model = best_available(
+        {"model": "Qwen/Qwen3-8B", "tables": [str(table_csv)], "estimator": "table"}
+    )
+    evidence = CostErrorTable(
+        (
+            ErrorSample("stp_rule", "sd_round", "r", "a", 0.8, "ds", "t", relative_to="decode"),
+            ErrorSample("stp_rule", "sd_round", "r", "b", 1.2, "ds", "t", relative_to="decode"),
+        )
+    )
+    interval = estimate_interval(model, ForwardPassMetrics(2, 8192), 10.0, 3, table=evidence)
+    assert interval["step_kind"] == "sd_round" and interval["included"]
+    assert (interval["low_ms"], interval["high_ms"]) == (8.0, 12.0)
+    assert interval["sources"] == ["ds"]
+    assert interval["evidence"]["samples"] == 2
+    text = render_interval(interval)
+    assert "of the stp_rule sd_round cost errors: 2 samples from ds)" in text
