@@ -73,7 +73,8 @@ def to_markdown(report: dict[str, Any], images: list[str]) -> str:
         f"# Engine comparison: {report['recording']} (evidence type `engine-measurement`)",
         "",
         f"Engine {_engine_name(report)} {report['engine']} "
-        f"({report.get('weights') or 'weights not stated'}, {report['target_shape']}); "
+        f"({report.get('weights') or 'weights not stated'}, "
+        f"{report['target_shape'] or 'shape not stated'}); "
         f"{report['requests']} requests; {len(report['runs'])} served runs; step table "
         f"`{report['step_table']}` (a separate recording). Settings read back from the engine: "
         + ", ".join(f"{key}={settings[key]}" for key in sorted(settings)),
@@ -103,8 +104,8 @@ def to_markdown(report: dict[str, Any], images: list[str]) -> str:
     ]
     for run in report["runs"]:
         load = run.get("host_load") or {}
-        before = (load.get("before") or {}).get("load_average", ["?"])[0]
-        after = (load.get("after") or {}).get("load_average", ["?"])[0]
+        before = (load.get("before") or {}).get("load_average", ["n/a"])[0]
+        after = (load.get("after") or {}).get("load_average", ["n/a"])[0]
         accept = run["acceptance_length"]
         lines.append(
             f"| {run['run']} | {_pct(run['e2e'].get('median_abs_error_pct'))} | "
@@ -135,7 +136,9 @@ def to_markdown(report: dict[str, Any], images: list[str]) -> str:
             if model.get("plain_decode_points")
             else ""
         )
-        + f"{model['prefill_points']} prefill points; platform {model.get('platform')}, "
+        + f"{model['prefill_points']} prefill points; platform "
+        + (model.get("platform") or "not stated (the table's prices alone)")
+        + ", "
         + f"primitive creation {_num(model.get('creation_ms'))} ms; pass coverage "
         + ", ".join(f"{k}: {v}" for k, v in model["coverage"].items()),
         "",

@@ -554,3 +554,18 @@ def test_a_csv_with_a_byte_order_mark_imports_as_without(tmp_path: Path) -> None
     assert with_bom.grid is not None and plain_rec.grid is not None
     assert with_bom.grid.steps.equals(plain_rec.grid.steps)
     assert with_bom.served[0].requests.equals(plain_rec.served[0].requests)
+
+
+def test_engine_md_of_another_drivers_recording_says_what_is_not_stated(tmp_path: Path) -> None:
+    """The plain example states no target shape, platform or host load: engine.md used to
+    print 'None' and '? -> ?' for them."""
+    from qualification.engine._render import to_markdown
+
+    recording = load_recording(import_plain(EXAMPLE, tmp_path / "rec"))
+    assert recording.grid is not None
+    report, _ = score_recording(recording, recording.grid)
+    text = to_markdown(report, [])
+    assert "?" not in text and ", None)" not in text and "platform None" not in text
+    assert "(weights not stated, shape not stated)" in text
+    assert "platform not stated (the table's prices alone)" in text
+    assert "| n/a -> n/a |" in text
