@@ -31,7 +31,6 @@ from qualification.engine._measured import (
 )
 from qualification.engine._recording import EngineRecording, ServedRun, StepTable
 from qualification.engine._replay import observed_acceptance, replay_run
-from qualification.engine.step_diff import step_price_errors
 
 Metric = Literal["ttft", "tpot", "e2e"]
 METRICS: tuple[Metric, ...] = ("ttft", "tpot", "e2e")
@@ -214,7 +213,11 @@ def score_recording(
         figures["step_model"] = model.describe()
         figures["requests"] = request_rows(measured, predicted)
         # Per step kind, every served step's price error from the grid alone (no drift), for
-        # error distributions; the same with the table alone beside it (step_diff).
+        # error distributions; the same with the table alone beside it (step_diff, imported
+        # here: the package imports this module, and `python -m ...step_diff` warns when the
+        # package has imported step_diff before running it).
+        from qualification.engine.step_diff import step_price_errors
+
         figures["step_errors"] = step_price_errors(run, table, recording.served[:index])
         runs.append(figures)
         per_request["runs"][run.name] = measured

@@ -292,3 +292,27 @@ def test_the_local_speed_and_the_price_error_at_it_by_hand() -> None:
         "prefill": pytest.approx(-9.090909),
         "decode-drafted": pytest.approx(22.222222),
     }
+
+
+def test_every_engine_command_module_runs_without_a_runpy_warning() -> None:
+    # `python -m qualification.engine.NAME` warns ("found in sys.modules after import of
+    # package ... unpredictable behaviour") when importing the package already imported NAME:
+    # no module the docs run that way may be in the package's import closure.
+    import subprocess
+    import sys
+
+    engine = ROOT / "qualification" / "engine"
+    commands = sorted(
+        path.stem
+        for path in engine.glob("*.py")
+        if not path.stem.startswith("_") and 'if __name__ == "__main__":' in path.read_text()
+    )
+    assert "step_diff" in commands
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, qualification.engine; print(*sorted(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout.split()
+    assert [name for name in commands if f"qualification.engine.{name}" in loaded] == []
