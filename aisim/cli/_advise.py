@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import base64
+import copy
 import html
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from aisim.cli._args import integer, number
 from aisim.errors import ConfigError
@@ -199,7 +200,24 @@ def build_question(args: argparse.Namespace) -> Any:
         "backend": args.backend,
         "workers": {"aggregated": _worker(args)},
     }
-    plan, _ = build_plan({"traffic": traffic, "engine": engine}, base_dir)
+    try:
+        plan, _ = build_plan({"traffic": traffic, "engine": engine}, base_dir)
+        # The loads searched scale the traffic (``aisim.uncertainty``'s ``config_for``): the
+        # extreme ones must be valid too, before any replay runs.
+        for load in sorted({min(loads), max(loads)}):
+            scaled = copy.deepcopy(traffic)
+            if kind == "rate":
+                scaled["load"]["rate_rps"] = args.rate * load
+            elif kind == "trace":
+                scaled["load"]["time_scale"] = 1.0 / load
+            else:
+                scaled["load"]["users"] = max(1, round(args.concurrency * load))
+            try:
+                build_plan({"traffic": scaled, "engine": engine}, base_dir)
+            except ConfigError as exc:
+                raise ConfigError(f"--loads {load:g}: {exc}") from None
+    except ConfigError as exc:
+        raise ConfigError(_named_by_flag(str(exc))) from None
     if args.kv_blocks is None:
         blocks = plan.workers[0].kv.blocks
         notes.append(
@@ -230,6 +248,37 @@ def build_question(args: argparse.Namespace) -> Any:
         notes,
         args.screen,
     )
+
+
+#: The config fields ``aisim advise`` builds from its flags: an error in one names the flag.
+FLAG_OF_FIELD: Final = (
+    ("traffic.source.num_requests", "--requests"),
+    ("traffic.source.prompt_tokens", "--prompt-tokens"),
+    ("traffic.source.output_tokens", "--output-tokens"),
+    ("traffic.source.path", "--trace"),
+    ("traffic.max_requests", "--requests"),
+    ("traffic.load.rate_rps", "--rate"),
+    ("traffic.load.users", "--concurrency"),
+    ("engine.model", "--model"),
+    ("engine.hardware", "--hardware"),
+    ("engine.workers.aggregated.parallelism.tensor", "--tp"),
+    ("engine.workers.aggregated.scheduler.max_sequences", "--max-sequences"),
+    ("engine.workers.aggregated.scheduler.max_batched_tokens", "--max-batched-tokens"),
+    ("engine.workers.aggregated.kv_cache.capacity.blocks", "--kv-blocks"),
+    ("engine.workers.aggregated.kv_cache.capacity", "--kv-blocks"),
+)
+
+
+def _named_by_flag(message: str) -> str:
+    """``message`` with the config field it starts with (after an optional ``--loads L: ``)
+    named as the flag that set it: ``--output-tokens (traffic.source.output_tokens): ...``."""
+    head, sep, rest = message.partition(": ") if message.startswith("--loads ") else ("", "", "")
+    body = rest if sep else message
+    for field, flag in FLAG_OF_FIELD:
+        if body.startswith(field) and body[len(field) : len(field) + 1] in (":", " ", "["):
+            body = f"{flag} ({field}){body[len(field) :]}"
+            break
+    return f"{head}{sep}{body}"
 
 
 def _synthetic(args: argparse.Namespace) -> dict[str, Any]:
@@ -287,7 +336,10 @@ def advise_command(args: argparse.Namespace) -> int:
     out = check_output_dir(args.out, args.overwrite, "--out", tuple(OUTPUTS))
     paths = {name: out / name for name in OUTPUTS}
     question = build_question(args)
-    answer = advise(question, workers=args.workers)
+    try:
+        answer = advise(question, workers=args.workers)
+    except ConfigError as exc:  # e.g. a request that can never fit the --kv-blocks given
+        raise ConfigError(_named_by_flag(str(exc))) from None
     plot = gain_plot(answer)
     if plot is None:
         answer["notes"].append("gain_vs_load.png not drawn: install aisim[qualify] (matplotlib)")

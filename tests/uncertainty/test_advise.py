@@ -123,6 +123,28 @@ def run_cli(tmp_path: Path, *flags: str) -> int:
         (("--acceptance", "mtp=0.7", "--screen", "1"), "--screen: expected an integer >= 2"),
         (("--acceptance", "mtp=1.7"), "--acceptance 'mtp=1.7': expected a per-draft"),
         (("--acceptance", "eagle3=0.5"), "eagle3 left out: it needs --draft-config"),
+        # A value checked by the replay config names the flag it came from (it used to name
+        # the config field alone, e.g. 'traffic.source.output_tokens: ...').
+        (
+            ("--acceptance", "mtp=0.7", "--output-tokens", "100000000"),
+            "aisim: error: --output-tokens (traffic.source.output_tokens): expected an integer "
+            "in 1..16777216, got 100000000\n",
+        ),
+        (
+            ("--acceptance", "mtp=0.7", "--model", "nosuch"),
+            "aisim: error: --model (engine.model): unknown model 'nosuch'; built-in models: ",
+        ),
+        # Every load searched is checked before a replay: 1e9 req/s x 4 (the default loads'
+        # largest) is above the replay's limit of 1e9 req/s.
+        (
+            ("--acceptance", "mtp=0.7", "--rate", "1e9"),
+            "aisim: error: --loads 4: --rate (traffic.load.rate_rps): expected a finite number "
+            "in 1e-06..1000000000.0, got 4000000000.0\n",
+        ),
+        (
+            ("--acceptance", "mtp=0.7", "--kv-blocks", "1"),
+            "aisim: error: --kv-blocks (engine.workers.aggregated.kv_cache.capacity): request ",
+        ),
     ],
 )
 def test_bad_input_is_one_line(tmp_path: Path, capsys, flags, message) -> None:
