@@ -119,8 +119,12 @@ def run_cli(tmp_path: Path, *flags: str) -> int:
     [
         ((), "search space: no SD configuration to compare with SD off"),
         (("--acceptance", "mtp=0.7", "--slo", "ttfb_ms:p90=5"), "unknown metric 'ttfb_ms'"),
-        (("--acceptance", "mtp=0.7", "--replicas", "1"), "--replicas: expected an integer >= 2"),
-        (("--acceptance", "mtp=0.7", "--screen", "1"), "--screen: expected an integer >= 2"),
+        (
+            ("--acceptance", "mtp=0.7", "--replicas", "1"),
+            "--replicas: expected an integer in 2..10000",
+        ),
+        (("--acceptance", "mtp=0.7", "--screen", "1"), "--screen: expected an integer in 2..10000"),
+        (("--acceptance", "mtp=0.7", "--replicas", "10001"), "in 2..10000 (replicas), got 10001"),
         (("--acceptance", "mtp=1.7"), "--acceptance 'mtp=1.7': expected a per-draft"),
         (("--acceptance", "eagle3=0.5"), "eagle3 left out: it needs --draft-config"),
         # A value checked by the replay config names the flag it came from (it used to name

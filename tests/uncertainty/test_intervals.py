@@ -166,7 +166,12 @@ def test_cli_summary_is_byte_identical_with_intervals(tmp_path: Path, capsys) ->
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--intervals", "1"], "--intervals: expected an integer >= 2 (replicas), got 1"),
+        (["--intervals", "1"], "--intervals: expected an integer in 2..10000 (replicas), got 1"),
+        # Planned up front, 10^8 replicas grew past 2 GB before the first replay finished.
+        (
+            ["--intervals", "100000000"],
+            "--intervals: expected an integer in 2..10000 (replicas), got 100000000",
+        ),
         (["--intervals", "3", "--sources", "cost,nope"], "--sources: expected all, none"),
         (["--intervals", "3", "--slo", "ttfb_ms:p90=5"], "--slo 'ttfb_ms:p90=5': unknown metric"),
     ],
