@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
-from aisim.cli._args import integer, number
+from aisim.cli._args import integer, named_by_flag, number
 from aisim.errors import ConfigError
 
 DEFAULT_REQUESTS = 400
@@ -217,7 +217,7 @@ def build_question(args: argparse.Namespace) -> Any:
             except ConfigError as exc:
                 raise ConfigError(f"--loads {load:g}: {exc}") from None
     except ConfigError as exc:
-        raise ConfigError(_named_by_flag(str(exc))) from None
+        raise ConfigError(named_by_flag(str(exc), FLAG_OF_FIELD)) from None
     if args.kv_blocks is None:
         blocks = plan.workers[0].kv.blocks
         notes.append(
@@ -267,18 +267,6 @@ FLAG_OF_FIELD: Final = (
     ("engine.workers.aggregated.kv_cache.capacity.blocks", "--kv-blocks"),
     ("engine.workers.aggregated.kv_cache.capacity", "--kv-blocks"),
 )
-
-
-def _named_by_flag(message: str) -> str:
-    """``message`` with the config field it starts with (after an optional ``--loads L: ``)
-    named as the flag that set it: ``--output-tokens (traffic.source.output_tokens): ...``."""
-    head, sep, rest = message.partition(": ") if message.startswith("--loads ") else ("", "", "")
-    body = rest if sep else message
-    for field, flag in FLAG_OF_FIELD:
-        if body.startswith(field) and body[len(field) : len(field) + 1] in (":", " ", "["):
-            body = f"{flag} ({field}){body[len(field) :]}"
-            break
-    return f"{head}{sep}{body}"
 
 
 def _synthetic(args: argparse.Namespace) -> dict[str, Any]:
@@ -339,7 +327,7 @@ def advise_command(args: argparse.Namespace) -> int:
     try:
         answer = advise(question, workers=args.workers)
     except ConfigError as exc:  # e.g. a request that can never fit the --kv-blocks given
-        raise ConfigError(_named_by_flag(str(exc))) from None
+        raise ConfigError(named_by_flag(str(exc), FLAG_OF_FIELD)) from None
     plot = gain_plot(answer)
     if plot is None:
         answer["notes"].append("gain_vs_load.png not drawn: install aisim[qualify] (matplotlib)")

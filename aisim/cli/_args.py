@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import NoReturn
 
@@ -63,3 +64,25 @@ def number(text: str) -> float:
     if problem is not None:
         raise argparse.ArgumentTypeError(problem)
     return float(text)
+
+
+def named_by_flag(message: str, fields: tuple[tuple[str, str], ...]) -> str:
+    """``message`` (a ConfigError's) with the config field path it starts with named as the
+    flag that set it, from ``fields`` ((field, flag); a path under a field counts):
+    ``--output-tokens (traffic.source.output_tokens): ...``, ``--depth
+    (speculation.params.depth, kind mtp): ...``. A leading ``--loads L: `` (a searched load)
+    stays in front; a message naming no listed field is returned as is."""
+    head, sep, rest = message.partition(": ") if message.startswith("--loads ") else ("", "", "")
+    body = rest if sep else message
+    match = re.match(r"[A-Za-z_][\w.\[\]]*", body)
+    path = match.group(0) if match else ""
+    for field, flag in fields:
+        if path == field or path.startswith((field + ".", field + "[")):
+            after = body[len(path) :]
+            if after.startswith(" (") and ")" in after:
+                inner, _, after = after[2:].partition(")")
+                body = f"{flag} ({path}, {inner}){after}"
+            else:
+                body = f"{flag} ({path}){after}"
+            break
+    return f"{head}{sep}{body}"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import Any, Final
 
 from aisim._io import canonical_json, load_config_file
-from aisim.cli._args import integer
+from aisim.cli._args import integer, named_by_flag
 from aisim.errors import ConfigError
 
 #: The params key that carries the draft count, per speculation kind (``--depth``).
@@ -120,6 +120,22 @@ def _speculation(args: argparse.Namespace) -> object:
     return block
 
 
+#: The config fields ``aisim estimate`` builds from its flags: an error in one names the flag.
+#: (``model``, ``hardware`` and ``tables`` already read as their flags.)
+FLAG_OF_FIELD: Final = (
+    ("tensor_parallel", "--tp"),
+    ("draft_length", "--draft-length"),
+)
+#: ... and those of the speculation block ``--scheme`` builds.
+SCHEME_FIELDS: Final = (
+    ("speculation.params.depth", "--depth"),
+    ("speculation.params.num_speculative_tokens", "--depth"),
+    ("speculation.params.num_draft_tokens", "--depth"),
+    ("speculation.draft_config", "--draft-config"),
+    ("speculation.draft_model_path", "--draft-model"),
+)
+
+
 def estimate_command(args: argparse.Namespace) -> int:
     """Handler of ``aisim estimate``; user errors raise ``AisimError`` subclasses."""
     from aisim._fields import as_int
@@ -157,7 +173,6 @@ def estimate_command(args: argparse.Namespace) -> int:
     speculation = _speculation(args)
     if speculation is not None:
         config["speculation"] = speculation
-    model = best_available(config)
     prefill = args.prefill_tokens
     metrics = ForwardPassMetrics(
         num_decode_requests=args.batch,
@@ -165,7 +180,14 @@ def estimate_command(args: argparse.Namespace) -> int:
         num_prefill_requests=1 if prefill else 0,
         sum_prefill_tokens=prefill,
     )
-    result = model.estimate_forward_pass_detailed(metrics, draft_length=args.draft_length)
+    fields = FLAG_OF_FIELD + (
+        (("speculation", "--speculation"),) if args.speculation is not None else SCHEME_FIELDS
+    )
+    try:
+        model = best_available(config)
+        result = model.estimate_forward_pass_detailed(metrics, draft_length=args.draft_length)
+    except ConfigError as exc:
+        raise ConfigError(named_by_flag(str(exc), fields)) from None
     capacity = capacity_note(args, total_kv + prefill)
     payload = {
         "query": {**metrics.to_dict(), "draft_length": args.draft_length},

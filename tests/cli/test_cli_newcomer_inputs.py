@@ -110,3 +110,43 @@ def test_json_files_with_a_byte_order_mark_read_as_without(
         assert main(argv) == 0
         answers.append(capsys.readouterr().out.replace(str(with_bom), str(config)))
     assert answers[0] == answers[1]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--tp", "0"], "--tp (tensor_parallel): expected an integer in 1..1024, got 0"),
+        (
+            ["--draft-length", "0"],
+            "--draft-length (draft_length): expected an integer in 1..4611686018427387903, got 0",
+        ),
+        (
+            ["--scheme", "mtp", "--depth", "99"],
+            "--depth (speculation.params.depth, kind mtp): expected an integer in 1..64, got 99",
+        ),
+        (
+            ["--scheme", "eagle3", "--depth", "3"],
+            "--draft-config (speculation.draft_config): kind eagle3 needs the draft's config.json",
+        ),
+    ],
+)
+def test_estimate_names_the_flag_a_bad_value_came_from(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """These used to name only the config field the flag became (``tensor_parallel: ...``,
+    ``speculation.draft_config: ...``), which a newcomer never wrote."""
+    error = _run(["estimate", "--model", "Qwen/Qwen3-8B", "--hardware", "h100", *flags], capsys)
+    assert error.startswith(f"aisim: error: {message}")
+
+
+def test_estimate_names_the_speculation_file_for_an_error_inside_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    block = tmp_path / "spec.yaml"
+    block.write_text("kind: mtp\nparams: {depth: 3}\nacceptance_rates: [1.5, 0.5, 0.3]\n")
+    argv = ["estimate", "--model", "Qwen/Qwen3-8B", "--hardware", "h100", "--speculation"]
+    error = _run([*argv, str(block)], capsys)
+    assert error == (
+        "aisim: error: --speculation (speculation.acceptance_rates[0]): expected a finite "
+        "number in 0.0..1.0, got 1.5\n"
+    )
