@@ -9,7 +9,14 @@ import pytest
 
 from aisim.cli import main
 from aisim.uncertainty import Sources
-from aisim.uncertainty._advise import Question, Variant, _crossover, advise
+from aisim.uncertainty._advise import (
+    Question,
+    Variant,
+    _crossover,
+    advise,
+    config_for,
+    load_label,
+)
 
 
 def fixed_question(loads: list[float]) -> Question:
@@ -82,6 +89,31 @@ def test_goodput_ranks_first_and_decides_p_beats_sd_off() -> None:
     assert off["goodput_rps"]["p50"] == off["goodput_rps"]["high"] == 0.0
     assert sd["p_beats_sd_off"] == 1.0 and off["p_beats_sd_off"] is None
     assert answer["headline_latency"] == "p90_tpot_ms"
+
+
+def test_each_traffic_kind_scales_with_the_load() -> None:
+    # A load is a multiplier of the nominal traffic: a Poisson rate of 1 req/s at 0.5 is
+    # 0.5 req/s; a trace at 2 x its rate replays its timestamps at time_scale 1/2; a closed loop
+    # of 4 users at 0.5 is 2 users, at 0.1 round(0.4) = 0, kept at 1 user. The SD variant's
+    # block carries its depth under its kind's key.
+    question = fixed_question([0.5, 1.0, 2.0])
+    sd = question.variants[1]
+    config = config_for(question, sd, 0.5)
+    assert config["traffic"]["load"] == {"type": "constant", "rate_rps": 0.5}
+    assert config["engine"]["speculation"]["params"] == {"depth": 1}
+    assert "speculation" not in config_for(question, question.variants[0], 0.5)["engine"]
+    assert load_label(question, 2.0) == 2.0
+    question.load_kind = "trace"
+    question.traffic["load"] = {"type": "trace_timestamps", "time_scale": 1.0}
+    assert config_for(question, sd, 2.0)["traffic"]["load"]["time_scale"] == 0.5
+    assert load_label(question, 2.0) == 2.0  # nominal 1 req/s x 2
+    question.load_kind = "concurrency"
+    question.traffic["load"] = {"type": "concurrency", "users": 4}
+    assert config_for(question, sd, 0.5)["traffic"]["load"]["users"] == 2
+    assert config_for(question, sd, 0.1)["traffic"]["load"]["users"] == 1
+    assert (load_label(question, 0.5), load_label(question, 3.0)) == (2.0, 12.0)
+    # The question itself is left as it was.
+    assert question.traffic["load"] == {"type": "concurrency", "users": 4}
 
 
 def test_crossover_is_interpolated_where_the_median_gain_reaches_zero() -> None:
