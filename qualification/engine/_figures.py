@@ -17,9 +17,12 @@ from typing import Any
 import numpy as np
 
 # the issue's targets (docs/evidence.md): median / P90 per-request E2E |error|, mean TTFT error
-TARGET_E2E_MEDIAN_PCT = 5.0
-TARGET_E2E_P90_PCT = 15.0
-TARGET_TTFT_MEAN_PCT = 15.0
+#: Issue 23's targets per recording (the plan's ``e2e-median-8pct``, ``e2e-p90-20pct``,
+#: ``ttft-mean-10pct`` and ``e2e-vs-noise`` criteria): median per-request E2E |error| no larger
+#: than the engine's own repeat noise and <= 8 %, P90 <= 20 %, mean TTFT within 10 %.
+TARGET_E2E_MEDIAN_PCT = 8.0
+TARGET_E2E_P90_PCT = 20.0
+TARGET_TTFT_MEAN_PCT = 10.0
 WIDTH = 100
 _WORDS = ("none", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 
@@ -185,12 +188,22 @@ def _bullets(items: Sequence[str]) -> str:
 # --- sentences ------------------------------------------------------------------------------
 
 
+def _median_met(fig: RecordingFigures) -> bool:
+    """Median E2E error <= the target and <= the repeat noise (when the noise is known)."""
+    noise = fig.noise_e2e_median
+    return fig.e2e_median <= TARGET_E2E_MEDIAN_PCT and (noise is None or fig.e2e_median <= noise)
+
+
+def _p90_met(fig: RecordingFigures) -> bool:
+    return fig.e2e_p90 <= TARGET_E2E_P90_PCT
+
+
+def _ttft_met(fig: RecordingFigures) -> bool:
+    return abs(fig.ttft_mean_error) <= TARGET_TTFT_MEAN_PCT
+
+
 def _meets_targets(fig: RecordingFigures) -> bool:
-    return (
-        fig.e2e_median <= TARGET_E2E_MEDIAN_PCT
-        and fig.e2e_p90 <= TARGET_E2E_P90_PCT
-        and abs(fig.ttft_mean_error) <= TARGET_TTFT_MEAN_PCT
-    )
+    return _median_met(fig) and _p90_met(fig) and _ttft_met(fig)
 
 
 def _with_noise(figures: Sequence[RecordingFigures]) -> list[RecordingFigures]:
@@ -211,10 +224,13 @@ def noise_sentences(figures: Sequence[RecordingFigures]) -> list[str]:
     """The headline: targets, noise, raw error against the noise (worst and mean pair)."""
     noisy = _with_noise(figures)
     met = [f"`{fig.name}`" for fig in figures if _meets_targets(fig)]
+    total = len(figures)
     out = [
-        f"The targets (median per-request E2E |error| <= {TARGET_E2E_MEDIAN_PCT:g} %, P90 <= "
-        f"{TARGET_E2E_P90_PCT:g} %, mean TTFT within {TARGET_TTFT_MEAN_PCT:g} %) are met on "
-        f"{', '.join(met) if met else 'none'} of the {_word(len(figures))} recordings."
+        f"The targets (median per-request E2E |error| no larger than the engine's repeat noise "
+        f"and <= {TARGET_E2E_MEDIAN_PCT:g} %, P90 <= {TARGET_E2E_P90_PCT:g} %, mean TTFT within "
+        f"{TARGET_TTFT_MEAN_PCT:g} %) are met on {', '.join(met) if met else 'none'} of the "
+        f"{_word(total)} recordings (the median on {sum(map(_median_met, figures))}, the P90 on "
+        f"{sum(map(_p90_met, figures))}, the mean TTFT on {sum(map(_ttft_met, figures))})."
     ]
     if not noisy:
         return out
