@@ -54,12 +54,54 @@ def test_cumulative_binomial_oracle_matches_the_comment() -> None:
 def test_every_source_off_is_a_zero_width_interval_at_the_point() -> None:
     config = single_request(13, 0.5)
     point = run_replay(config).summary
-    report = replay_intervals(config, 4, sources=Sources(False, False, False, False))
+    report = replay_intervals(config, 4, sources=Sources.parse("none"))
     assert report["includes"] == []
+    assert not any(source["included"] for source in report["sources"].values())
     e2e = report["metrics"]["mean_e2e_ms"]
     assert e2e["low"] == e2e["p50"] == e2e["high"] == e2e["point"] == point["mean_e2e_latency_ms"]
     throughput = report["metrics"]["request_throughput_rps"]
     assert throughput["low"] == throughput["high"] == point["request_throughput_rps"]
+
+
+SUMMARY_NAME = {
+    "mean_ttft_ms": "mean_ttft_ms",
+    "p90_ttft_ms": "p90_ttft_ms",
+    "mean_tpot_ms": "mean_tpot_ms",
+    "p90_tpot_ms": "p90_tpot_ms",
+    "mean_e2e_ms": "mean_e2e_latency_ms",
+    "p90_e2e_ms": "p90_e2e_latency_ms",
+    "request_throughput_rps": "request_throughput_rps",
+    "output_throughput_tok_s": "output_throughput_tok_s",
+}
+
+
+def test_sources_none_on_the_worked_example_is_the_point_on_every_metric(
+    tmp_path: Path,
+) -> None:
+    # docs/examples/replay/aggregated_mtp.yaml is priced by the roofline, which has cost
+    # evidence, and draws Poisson arrivals: with every source on its intervals have width; with
+    # --sources none every metric's p50 and bounds are the point, which is summary.json's
+    # figure, and summary.json is the bytes of a run without --intervals.
+    config = str(Path(__file__).resolve().parents[2] / "docs/examples/replay/aggregated_mtp.yaml")
+    assert main(["replay", config, "--out", str(tmp_path / "plain"), "--no-progress"]) == 0
+    argv = ["replay", config, "--intervals", "3", "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "none"), "--sources", "none"]) == 0
+    assert main([*argv, "--out", str(tmp_path / "all")]) == 0
+    summary = (tmp_path / "plain/summary.json").read_bytes()
+    assert (tmp_path / "none/summary.json").read_bytes() == summary
+    assert (tmp_path / "all/summary.json").read_bytes() == summary
+    point = json.loads(summary)
+    off = json.loads((tmp_path / "none/intervals.json").read_text())
+    assert off["includes"] == []
+    assert len(off["metrics"]) == 9
+    for name, figures in off["metrics"].items():
+        assert figures["low"] == figures["p50"] == figures["high"] == figures["point"], name
+        if name in SUMMARY_NAME:
+            assert figures["point"] == point[SUMMARY_NAME[name]], name
+    on = json.loads((tmp_path / "all/intervals.json").read_text())
+    assert "cost" in on["includes"]
+    tpot = on["metrics"]["mean_tpot_ms"]
+    assert tpot["low"] < tpot["high"] and tpot["point"] == point["mean_tpot_ms"]
 
 
 def test_cost_factors_multiply_each_step_kind() -> None:

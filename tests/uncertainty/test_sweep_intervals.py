@@ -42,9 +42,7 @@ SWEEP = {
 
 def test_every_source_off_puts_each_interval_at_its_point() -> None:
     frame = run(SWEEP, workers=1)
-    with_intervals = add_sweep_intervals(
-        frame, SWEEP, 3, sources=Sources(False, False, False, False)
-    )
+    with_intervals = add_sweep_intervals(frame, SWEEP, 3, sources=Sources.parse("none"))
     for name in ("mean_e2e_ms", "p90_tpot_ms", "goodput_rps"):
         for stat in ("p50", "low", "high"):
             assert with_intervals[f"{name}_{stat}"].tolist() == frame[name].tolist()
