@@ -85,7 +85,17 @@ def to_markdown(report: dict[str, Any], images: list[str]) -> str:
         markdown_table(HEADERS, headline_rows(report)),
         "",
     ]
-    if "drift_adjusted" in report["summary"]:
+    drifts = [run.get("step_cost_drift") for run in report["runs"]]
+    drift_measured = any(
+        isinstance(drift, (int, float)) and math.isfinite(drift) for drift in drifts
+    )
+    if "drift_adjusted" in report["summary"] and not drift_measured:
+        lines += [
+            "Drift-adjusted diagnostic: n/a (no served run has engine steps to measure a "
+            "step-cost drift on: that replay is the headline's).",
+            "",
+        ]
+    elif "drift_adjusted" in report["summary"]:
         lines += [
             "Diagnostic, not the headline (it borrows one number from each served run): the "
             "same replay with the step table's prices multiplied by the run's step-cost drift "
@@ -160,6 +170,12 @@ def _step_error_lines(runs: list[dict[str, Any]]) -> list[str]:
         "| run | kind | steps | wall time | process CPU time |",
         "|---|---|---|---|---|",
     ]
+    if not any(run["step_errors"].get("summary") for run in runs):
+        return [
+            "Step price error per kind: n/a (no served run recorded engine steps: steps.csv "
+            "is optional for a driver that sees only requests).",
+            "",
+        ]
     for run in runs:
         errors = run["step_errors"]
         cpu = errors.get("cpu") or {}

@@ -569,3 +569,26 @@ def test_engine_md_of_another_drivers_recording_says_what_is_not_stated(tmp_path
     assert "(weights not stated, shape not stated)" in text
     assert "platform not stated (the table's prices alone)" in text
     assert "| n/a -> n/a |" in text
+
+
+def test_engine_md_without_engine_steps_says_n_a_once(tmp_path: Path) -> None:
+    """A driver that sees only requests (no steps.csv): engine.md used to print the
+    drift-adjusted diagnostic (drift n/a, so a copy of the headline) and an empty step-error
+    table; each is now one n/a line."""
+    from qualification.engine._render import to_markdown
+
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    (plain / "served-1" / "steps.csv").unlink()
+    recording = load_recording(import_plain(plain, tmp_path / "rec"))
+    assert recording.grid is not None
+    report, _ = score_recording(recording, recording.grid)
+    text = to_markdown(report, [])
+    assert "Diagnostic, not the headline" not in text
+    assert "Drift-adjusted diagnostic: n/a (no served run has engine steps" in text
+    assert "| run | kind | steps |" not in text
+    assert "Step price error per kind: n/a (no served run recorded engine steps" in text
+    with_steps = load_recording(import_plain(EXAMPLE, tmp_path / "rec2"))
+    assert with_steps.grid is not None
+    text = to_markdown(score_recording(with_steps, with_steps.grid)[0], [])
+    assert "Diagnostic, not the headline" in text and "| run | kind | steps |" in text
