@@ -131,6 +131,14 @@ class Refusal(Exception):
     """A point the builder cannot reproduce; the message is the one-line reason."""
 
 
+def _require_count(point: dict[str, Any], name: str) -> None:
+    """Refuse a point whose ``name`` (a parallelism, a length or the concurrency) is not a
+    positive integer: the workload cannot be rebuilt without it."""
+    value = point.get(name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise Refusal(f"{name}: expected a positive integer as run, got {value!r}")
+
+
 def _gpu_name(hardware: str) -> str:
     return f"{hardware}_sxm"
 
@@ -265,8 +273,12 @@ def inferencex_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
         raise Refusal(f"unknown engine {engine!r}: replay models sglang and trt (vLLM-like)")
     if point["tp"] is None or point["ep"] is None:
         raise Refusal("parallelism not recorded (decode_tp / decode_ep missing)")
+    for name in ("tp", "ep", "isl", "osl", "conc"):
+        _require_count(point, name)
     if point["hardware"] not in ("h100", "h200", "b200"):
         raise Refusal(f"hardware {point['hardware']!r} is not in the catalogue")
+    if builtin_model(point["model"]) is None:
+        raise Refusal(f"model {point['model']!r} is not in the catalogue")
     tp, ep, dpa = point["tp"], point["ep"], point["dp_attention"]
     ranks = tp if dpa else 1
     tensor = 1 if dpa else tp
@@ -378,6 +390,7 @@ def speculators_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
         raise Refusal("diagnostic rerun (dspark pinned limits, gauges sampled): not a sweep point")
     if point["sd"] not in ("none", "mtp", "dspark"):
         raise Refusal(f"unknown SD method {point['sd']!r}")
+    _require_count(point, "conc")
     conc = point["conc"]
     # README: vLLM's KV cache held 1.36M token slots without a drafter and 544k with the DSpark
     # drafter loaded (16-token blocks).

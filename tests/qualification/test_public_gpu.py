@@ -136,11 +136,20 @@ def test_sglang_b200_scheduler_recv_interval(changes: dict[str, Any], interval: 
         ({"engine": "dynamo-sglang", "disaggregated": True, "multinode": True}, "disaggregated"),
         ({"engine": "atom"}, "unknown engine 'atom'"),
         ({"tp": None}, "parallelism not recorded"),
+        # These raised TypeError / AssertionError from deep in the builder.
+        ({"isl": None}, "^isl: expected a positive integer as run, got None$"),
+        ({"conc": None}, "^conc: expected a positive integer as run, got None$"),
+        ({"conc": 0}, "^conc: expected a positive integer as run, got 0$"),
+        ({"tp": 0}, "^tp: expected a positive integer as run, got 0$"),
+        ({"model": "x/y"}, "^model 'x/y' is not in the catalogue$"),
+        ({"hardware": "mi300x"}, "^hardware 'mi300x' is not in the catalogue$"),
+        ({"source": "speculators", "sd": "mtp", "conc": None}, "^conc: expected a positive"),
     ],
 )
 def test_unreproducible_rows_are_refused_in_one_line(changes: dict[str, Any], needle: str) -> None:
-    with pytest.raises(Refusal, match=needle):
+    with pytest.raises(Refusal, match=needle) as refused:
         replay_config(_point(**changes))
+    assert "\n" not in str(refused.value)
 
 
 def _scored(point_id: str, sd: str, tpot: tuple[float, float], tput: tuple[float, float]) -> Any:
