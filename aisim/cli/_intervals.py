@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from typing import Any, Final
 
 from aisim.errors import ConfigError
@@ -240,10 +241,12 @@ def prepare_intervals(args: argparse.Namespace, out: Any) -> Any:
 
 
 def run_intervals(
-    args: argparse.Namespace, forward_pass_model: object | None = None, admission_ms: float = 0.0
+    args: argparse.Namespace,
+    model_factory: Callable[[], object] | None = None,
+    admission_ms: float = 0.0,
 ) -> dict[str, Any]:
-    """The replicas of ``args.config`` (priced by ``forward_pass_model`` when given: a fresh
-    step-table model of ``--step-table``, with its front end's ``admission_ms``)."""
+    """The replicas of ``args.config`` (priced by a fresh ``model_factory()`` each when given:
+    the ``--step-table`` model, stateful, with its front end's ``admission_ms``)."""
     from aisim.uncertainty import Sources, replay_intervals
 
     return replay_intervals(
@@ -254,7 +257,7 @@ def run_intervals(
         acceptance_rounds=args.acceptance_rounds,
         workers=args.workers,
         slos=parse_slos(args.slo),
-        forward_pass_model=forward_pass_model,
+        model_factory=model_factory,
         admission_ms=admission_ms,
     )
 

@@ -92,9 +92,15 @@ def replay_command(args: argparse.Namespace) -> int:
     if intervals_path is not None:
         # Before anything is written (a failing replica leaves no half-written folder), and
         # priced as the replay is: a step-table model is stateful (its primitive caches), so
-        # the replicas get their own, a fresh engine as the replay's is.
-        own = None if args.step_table is None else step_table_model(args.config, step_table)
-        intervals = run_intervals(args, own, admission_ms)
+        # the point and each replica get their own, a fresh engine as the replay's is.
+        factory = None
+        if args.step_table is not None:
+            config = args.config
+
+            def factory() -> object:
+                return step_table_model(config, step_table)
+
+        intervals = run_intervals(args, factory, admission_ms)
     show = not args.no_progress and sys.stderr.isatty()
     with _progress(show) as callback:
         summary, written = write_replay(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -124,6 +125,7 @@ def replay_intervals(
     frontend_borrowed: bool = False,
     admission_ms: float = 0.0,
     request_overhead: str | None = None,
+    model_factory: Callable[[], object] | None = None,
 ) -> dict[str, Any]:
     """Intervals of ``config``'s headline metrics over ``replicas`` Monte Carlo replays.
 
@@ -138,12 +140,21 @@ def replay_intervals(
     front end's per-request term, ``run_replay``'s, so the point is ``aisim replay
     --step-table``'s). ``request_overhead``: the engine whose fitted per-request overhead before
     the first token the caller adds to every request's TTFT and E2E (as ``aisim qualify
-    public-gpu`` does): the ``overhead`` source adds its drawn error to each replica's. Returns a
+    public-gpu`` does): the ``overhead`` source adds its drawn error to each replica's.
+    ``model_factory`` (instead of ``forward_pass_model``): builds a fresh model for the point and
+    for each replica, for a stateful model (an engine step table's primitive caches: one model
+    shared by the replays would hand each the caches the previous one left). Returns a
     JSON-ready mapping: ``metrics`` (point, p50, low, high per metric),
     ``sources`` (what each interval includes and what it cannot), ``replicas``, ``seed``,
     ``confidence``.
     """
     mapping, folder = _mapping(config, base_dir)
+    if model_factory is not None:
+        if forward_pass_model is not None:
+            raise ConfigError(
+                "replay_intervals: give forward_pass_model or model_factory, not both"
+            )
+        forward_pass_model = model_factory()
     if forward_pass_model is not None:
         return _in_process(
             mapping,
@@ -158,6 +169,7 @@ def replay_intervals(
             frontend_borrowed,
             admission_ms,
             request_overhead,
+            model_factory,
         )
     if admission_ms:
         raise ConfigError(
@@ -376,8 +388,11 @@ def _in_process(
     frontend_borrowed: bool = False,
     admission_ms: float = 0.0,
     request_overhead: str | None = None,
+    model_factory: Callable[[], object] | None = None,
 ) -> dict[str, Any]:
-    """``replay_intervals`` with a forward-pass model (not sent to other processes)."""
+    """``replay_intervals`` with a forward-pass model (not sent to other processes): the point
+    on ``forward_pass_model``, each replica on ``model_factory()`` when given, else on the same
+    model."""
     from aisim.config import run_replay
     from aisim.sweep import point_metrics
     from aisim.uncertainty._draw import run_draw
@@ -402,7 +417,8 @@ def _in_process(
     point = point_metrics(base.run_summary, base.columns, slos)
     rows = []
     for draw in draws:
-        result = run_draw(mapping, folder, draw, forward_pass_model, admission_ms)
+        model = forward_pass_model if model_factory is None else model_factory()
+        result = run_draw(mapping, folder, draw, model, admission_ms)
         rows.append(apply_repeat(point_metrics(result.run_summary, result.columns, slos), draw))
     return report(Replicas(point, rows, setup, replicas, seed))
 
