@@ -61,8 +61,11 @@ def main(argv: list[str] | None = None) -> int:
             select,
             workers=args.workers,
             sources=sources,
-            command="python -m qualification.uncertainty "
-            + " ".join(argv if argv is not None else sys.argv[1:]),
+            command=(
+                "python -m qualification.uncertainty coverage-public-gpu "
+                f"--replicas {args.replicas} --seed {args.seed} --source {chosen} "
+                f"--sources {args.sources}" + ("" if most is None else f" --max-conc {most}")
+            ),
         )
         if args.out:
             atomic_write_text(Path(args.out), canonical_json(result), overwrite=True)
