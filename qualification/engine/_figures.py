@@ -478,10 +478,91 @@ def replay_figures(figures: Sequence[RecordingFigures]) -> str:
     return f"Figures on the committed recordings ({SOURCE}):\n\n" + _bullets(items)
 
 
+def _group(
+    figures: Sequence[RecordingFigures], test: Callable[[str], bool]
+) -> list[RecordingFigures]:
+    return [fig for fig in figures if test(fig.name)]
+
+
+def _pinned_sentences(pinned: Sequence[RecordingFigures]) -> list[str]:
+    """The in-process recordings with the engine alone on one core (``vllm-cpu-pinned-*``)."""
+    noisy = _with_noise(pinned)
+    p90_met = [fig for fig in pinned if _p90_met(fig)]
+    p90_missed = [fig.e2e_p90 for fig in pinned if not _p90_met(fig)]
+    out = [
+        f"On the {_word(len(pinned))} pinned recordings (`vllm-cpu-pinned-*`, the engine alone on "
+        f"one core): replay's median per-request E2E error is "
+        f"{span([fig.e2e_median for fig in pinned])} % against the engine's own repeat noise of "
+        f"{span([fig.noise_e2e_median or 0.0 for fig in noisy])} %, no larger on "
+        f"{_holds(noisy, lambda f: f.e2e_median <= (f.noise_e2e_median or 0))}, and within "
+        f"{TARGET_E2E_MEDIAN_PCT:g} % on {_holds(pinned, _median_met)}; mean TTFT within "
+        f"{TARGET_TTFT_MEAN_PCT:g} % on {_holds(pinned, _ttft_met)} "
+        f"({span([fig.ttft_mean_error for fig in pinned], '+.1f')} %); the P90 target "
+        f"({TARGET_E2E_P90_PCT:g} %) is met on "
+        + (", ".join(f"`{fig.name}` ({fig.e2e_p90:.1f} %)" for fig in p90_met) or "none")
+        + (f" and missed on the others ({span(p90_missed)} %)" if p90_missed else "")
+        + f", where the engine's own P90 repeat noise is "
+        f"{span([fig.noise_e2e_p90 or 0.0 for fig in noisy])} %."
+    ]
+    pair = {fig.name: fig for fig in pinned}
+    on, off = (
+        pair.get("vllm-cpu-pinned-llama-12x384-b128-high"),
+        pair.get("vllm-cpu-pinned-llama-12x384-b128-high-nopc"),
+    )
+    if on is not None and off is not None:
+        overlap = max(min(on.mean_e2e_ms), min(off.mean_e2e_ms)) <= min(
+            max(on.mean_e2e_ms), max(off.mean_e2e_ms)
+        )
+        out.append(
+            f"The prefix-caching pair (`-b128-high` / `-b128-high-nopc`, one trace): mean E2E per "
+            f"run {span(on.mean_e2e_ms, '.0f')} ms on, {span(off.mean_e2e_ms, '.0f')} ms off (the "
+            f"ranges {'overlap' if overlap else 'do not overlap'}); replay's median E2E error "
+            f"{on.e2e_median:.1f} / {off.e2e_median:.1f} %."
+        )
+    return out
+
+
+def _driver_sentences(probed: Sequence[RecordingFigures], older: Sequence[RecordingFigures]) -> str:
+    """The recordings made by `vllm serve` + `vllm bench serve`: with and without a probe."""
+    noisy = _with_noise(probed)
+    text = ""
+    if probed:
+        text = (
+            f"On the {_word(len(probed))} recordings by another driver with their own front-end "
+            f"probe (`vllm-bench-*-probed`) the median E2E error is "
+            f"{span([fig.e2e_median for fig in probed])} % (no larger than the engine's repeat "
+            f"noise of {span([fig.noise_e2e_median or 0.0 for fig in noisy])} % on "
+            f"{_holds(noisy, lambda f: f.e2e_median <= (f.noise_e2e_median or 0))}), mean TTFT "
+            f"{span([fig.ttft_mean_error for fig in probed], '+.1f')} %, P90 "
+            f"{span([fig.e2e_p90 for fig in probed])} % (the {TARGET_E2E_P90_PCT:g} % target met "
+            f"on {_holds(probed, _p90_met)})."
+        )
+    if older:
+        above = sum(fig.e2e_median > (fig.noise_e2e_median or 0) for fig in _with_noise(older))
+        text += (
+            f" The {_word(len(older))} without a probe come out at "
+            f"{span([fig.e2e_median for fig in older])} % ({count_of(above, len(older))} above "
+            f"their noise)."
+        )
+    return text.strip()
+
+
+def proves_figures(figures: Sequence[RecordingFigures]) -> str:
+    pinned = _group(figures, lambda name: name.startswith("vllm-cpu-pinned-"))
+    bench = _group(figures, lambda name: name.startswith("vllm-bench-"))
+    probed = [fig for fig in bench if fig.name.endswith("-probed")]
+    older = [fig for fig in bench if not fig.name.endswith("-probed")]
+    sentences = [f"Figures ({SOURCE}).", *(_pinned_sentences(pinned) if pinned else [])]
+    if bench:
+        sentences.append(_driver_sentences(probed, older))
+    return _paragraph(" ".join(sentences))
+
+
 # (file relative to the repository root, block name) -> its text from the figures
 BLOCKS: dict[tuple[str, str], Callable[[Sequence[RecordingFigures]], str]] = {
     ("evidence/README.md", "engine-host"): readme_host,
     ("evidence/README.md", "engine-figures"): readme_figures,
     ("qualification/plan.yaml", "engine-figures"): plan_figures,
     ("docs/replay.md", "engine-figures"): replay_figures,
+    ("docs/evidence.md", "engine-proves"): proves_figures,
 }

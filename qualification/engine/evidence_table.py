@@ -1,7 +1,8 @@
 """Re-score every committed engine recording and rewrite what the text says about them
 (``python -m qualification.engine.evidence_table``): the "Engine recordings" table rows of
 ``evidence/README.md`` and every generated block (``_figures.BLOCKS``: the README's host and
-reading paragraphs, the plan's comment above the engine criteria, docs/replay.md's figures).
+reading paragraphs, the plan's comment above the engine criteria, docs/replay.md's figures,
+docs/evidence.md's "What it proves and what it does not").
 
 One command after a re-recording (``evidence/engine/record-all.sh``): each recording under
 ``evidence/engine/`` is replayed and scored exactly as ``aisim qualify engine DIR`` does (and
