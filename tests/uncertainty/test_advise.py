@@ -225,6 +225,10 @@ def test_the_race_stops_a_clearly_dominated_configuration_after_the_screen() -> 
     assert by_name["mtp d=2"]["replicas"] == 2
     assert by_name["mtp d=1"]["replicas"] == by_name["SD off"]["replicas"] == 4
     assert by_name["mtp d=2"]["latency"]["p50"] == 5.0
+    # A tie is no win: mtp d=2 has SD off's goodput and headline latency in every replica, so
+    # it beats SD off in none of its 2; mtp d=1 (TPOT 2.5 ms, same goodput) in all 4.
+    assert by_name["mtp d=2"]["p_beats_sd_off"] == 0.0
+    assert by_name["mtp d=1"]["p_beats_sd_off"] == 1.0
     dropped = answer["gain_vs_load"]["mtp d=2"]
     assert [g["replicas"] for g in dropped] == [0, 2, 0]
     assert [g["p50"] for g in dropped] == [None, 0.0, None]
