@@ -136,6 +136,11 @@ def test_allreduce_bandwidth_regime_uses_nccl_bus_bandwidth_per_nvlink_generatio
     assert h100 == 480e9
     message = 1_048_576.0 + 67_108_864.0
     assert allreduce_seconds(points, h100, 8, message) == pytest.approx(278.4677e-6, rel=1e-6)
+    # A second size on the same GPU, 16 MiB past: 33.8 + 1.75 x 16,777,216 / 480e9 us =
+    # 33.8 + 61.1669 = 94.9669 us; at the last measured point the regimes meet (33.8 us).
+    message = 1_048_576.0 + 16_777_216.0
+    assert allreduce_seconds(points, h100, 8, message) == pytest.approx(94.9669e-6, rel=1e-6)
+    assert allreduce_seconds(points, h100, 8, 1_048_576.0) == pytest.approx(33.8e-6, rel=1e-12)
     # B200 (NVLink5): 830 GB/s. 83 MB past 1 MiB: 33.8 us + 1.75 x 83e6 / 830e9 = 208.8 us.
     b200 = allreduce_bus_bytes_per_s(MEASURED_TERMS, _gpu("b200_sxm"))
     assert b200 == 830e9
