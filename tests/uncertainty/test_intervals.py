@@ -205,6 +205,17 @@ def test_cli_summary_is_byte_identical_with_intervals(tmp_path: Path, capsys) ->
     assert "90 % interval" in capsys.readouterr().out
 
 
+def test_cli_json_with_intervals_prints_the_summary_alone(tmp_path: Path, capsys) -> None:
+    # docs/uncertainty.md: with --json stdout is one JSON document, the summary; the intervals
+    # are in DIR/intervals.json only.
+    path = write(tmp_path, single_request(13, 0.5))
+    argv = ["replay", str(path), "--out", str(tmp_path / "o"), "--intervals", "2", "--json"]
+    assert main([*argv, "--no-progress"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads((tmp_path / "o/summary.json").read_text())
+    assert json.loads((tmp_path / "o/intervals.json").read_text())["replicas"] == 2
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
