@@ -129,7 +129,11 @@ def _samples(
 def engine_platform(settings: Mapping[str, Any], identity: Mapping[str, Any]) -> str | None:
     """``cpu``, ``cuda`` or None (unknown: no engine behaviour is modelled):
     ``engine_settings.platform``, else ``cpu`` for our recorder's ``identity.engine``
-    ``vllm-cpu``."""
+    ``vllm-cpu``. None for an SGLang recording (``identity.engine`` ``sglang...``) whatever its
+    platform: the behaviours modelled are vLLM's (its oneDNN handler's cache, its CUDA-graph
+    dispatcher and capture sizes), and SGLang's are not modelled."""
+    if str(identity.get("engine") or "").lower().startswith("sglang"):
+        return None
     platform = settings.get("platform")
     if platform in ("cpu", "cuda"):
         return str(platform)

@@ -127,10 +127,20 @@ def observed_acceptance(run: ServedRun) -> dict[str, Any] | None:
     return engine_counters(path)
 
 
+def replay_backend(run: ServedRun) -> str:
+    """The scheduler replay runs for a recording: ``sglang`` when ``identity.engine`` names
+    SGLang (``sglang``, ``sglang-cpu``, ...: SGLang's scheduler, docs/replay.md), else ``vllm``
+    (vLLM, and engines replayed as vLLM-like such as TensorRT-LLM). The plain layout states
+    SGLang's settings in vLLM's names: ``max_num_batched_tokens`` is its
+    ``--chunked-prefill-size``, ``max_num_seqs`` its ``--max-running-requests``."""
+    engine = str((run.sidecar.get("identity") or {}).get("engine") or "")
+    return "sglang" if engine.lower().startswith("sglang") else "vllm"
+
+
 def replay_config(run: ServedRun, table: StepTable, *, admission_ms: float = 0.0) -> dict[str, Any]:
     """The replay mapping for ``run``: traffic = the served trace's arrivals (each
     ``admission_ms`` later: a front end's cost before the engine sees a request) and lengths,
-    scheduler and KV = the recorded engine settings, speculation = the recorded method and d
+    scheduler (``replay_backend``) and KV = the recorded engine settings, speculation = the recorded method and d
     with the acceptance observed on the grid's engine counters."""
     settings = recorded_settings(run)
     requests = [
@@ -142,12 +152,16 @@ def replay_config(run: ServedRun, table: StepTable, *, admission_ms: float = 0.0
         }
         for row in run.requests.to_dict("records")
     ]
+    backend = replay_backend(run)
+    budget, sequences = int(settings["max_num_batched_tokens"]), int(settings["max_num_seqs"])
+    scheduler: dict[str, Any] = (
+        {"chunked_prefill_size": budget, "max_running_requests": sequences}
+        if backend == "sglang"
+        else {"max_batched_tokens": budget, "max_sequences": sequences}
+    )
+    scheduler["chunked_prefill"] = bool(settings["chunked_prefill"])
     worker: dict[str, Any] = {
-        "scheduler": {
-            "max_batched_tokens": int(settings["max_num_batched_tokens"]),
-            "max_sequences": int(settings["max_num_seqs"]),
-            "chunked_prefill": bool(settings["chunked_prefill"]),
-        },
+        "scheduler": scheduler,
         "kv_cache": {
             "block_size": int(settings["block_size"]),
             "prefix_caching": bool(settings["prefix_caching"]),
@@ -155,7 +169,7 @@ def replay_config(run: ServedRun, table: StepTable, *, admission_ms: float = 0.0
         },
         "timing": {"type": "fixed", "prefill_ms": 0.0, "decode_ms": 0.0},
     }
-    engine: dict[str, Any] = {"backend": "vllm", "workers": {"aggregated": worker}}
+    engine: dict[str, Any] = {"backend": backend, "workers": {"aggregated": worker}}
     method = settings["speculative_method"]
     if method is not None:
         kind = SPECULATION_KINDS.get(str(method))

@@ -311,6 +311,31 @@ def test_the_docs_example_validates_imports_and_scores_as_derived_by_hand(tmp_pa
     assert rows["measured_e2e_ms"] == [26.0, 21.0, 23.0]
 
 
+def test_an_sglang_recording_is_replayed_with_sglang_s_scheduler(tmp_path: Path) -> None:
+    """The docs example with ``identity.engine`` ``sglang``: SGLang runs a pass as prefill or
+    decode, never both, so r1's prefill (8.75 ms, ending at 17.083) is a pass of its own and r0
+    decodes its tokens 2 and 3 after it: a decode pass of two requests (5.0 ms, the B = 2 row at
+    the 64 recorded; r1 finishes: E2E 22.083 - 5 = 17.083), then one of r0 alone (4.0): r0's E2E
+    26.083, where vLLM's mixed step gives 22.083. TTFTs and r2 are as under vLLM."""
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    settings = json.loads((plain / "settings.json").read_text(encoding="utf-8"))
+    settings["identity"]["engine"] = "sglang"
+    (plain / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+    recording = load_recording(import_plain(plain, tmp_path / "rec"))
+    assert recording.grid is not None
+    report, _ = score_recording(recording, recording.grid)
+    assert report["replay_config_settings"]["backend"] == "sglang"
+    assert report["replay_config_settings"]["worker"]["scheduler"] == {
+        "chunked_prefill_size": 512,
+        "max_running_requests": 8,
+        "chunked_prefill": True,
+    }
+    rows = report["runs"][0]["requests"]
+    assert rows["predicted_ttft_ms"] == pytest.approx([8 + 1 / 3, 12 + 1 / 12, 9 + 1 / 6])
+    assert rows["predicted_e2e_ms"] == pytest.approx([26 + 1 / 12, 17 + 1 / 12, 21 + 1 / 6])
+
+
 @pytest.mark.parametrize("recording", [EXAMPLE, NGRAM], ids=["example", "ngram"])
 def test_aisim_replay_prices_with_a_step_table_as_qualify_engine_does(
     tmp_path: Path, recording: Path, capsys: pytest.CaptureFixture[str]

@@ -160,3 +160,21 @@ def test_a_cuda_table_pads_decode_batches_to_the_captured_sizes(tmp_path: Path) 
     assert model.capture_sizes == [1, 2, 4, 8]
     # 3 requests at 200 tokens each run the graph of 4: row B = 4 at 150 each -> 16 + 0.25 x 24.
     assert model.estimate_forward_pass_time_ms(ForwardPassMetrics(3, 600)) == pytest.approx(22.0)
+
+
+def test_an_sglang_table_gets_none_of_vllm_s_engine_behaviours(tmp_path: Path) -> None:
+    # The CUDA table above, recorded on SGLang: vLLM's capture sizes and padding do not apply,
+    # so 3 requests at 200 tokens each are priced at B = 3 itself: row B = 1 at 200 gives 15,
+    # row B = 4 gives 16 + 0.5 x 24 = 28, two thirds of the way: 15 + 2/3 x 13 = 23.667 (padded
+    # to the graph of 4 at 150 each: 16 + 0.25 x 24 = 22).
+    base = _table(tmp_path)
+    settings = {"platform": "cuda", "enforce_eager": False, "max_num_seqs": 4}
+    settings["max_num_batched_tokens"] = 512
+    sidecar = {"engine_settings": settings, "identity": {"engine": "sglang"}}
+    sglang = EngineStepModel(StepTable(tmp_path, base.steps, sidecar), 0)
+    assert sglang.platform is None and sglang.capture_sizes == []
+    vllm = {"engine_settings": settings, "identity": {"engine": "vllm"}}
+    padded = EngineStepModel(StepTable(tmp_path, base.steps, vllm), 0)
+    three = ForwardPassMetrics(3, 600)
+    assert padded.estimate_forward_pass_time_ms(three) == pytest.approx(22.0)
+    assert sglang.estimate_forward_pass_time_ms(three) == pytest.approx(15 + 2 / 3 * 13)
