@@ -218,19 +218,29 @@ def _check_requests(where: str, frame: pd.DataFrame) -> None:
                 )
         times = [float(value) for value in record["token_times_ms"]]
         wanted = int(record["output_tokens"])
-        if len(times) != wanted:
+        if len(times) < wanted:
             raise DataIntegrityError(
                 f"{where}: row {row}: token_times_ms: request {rid!r} never finished (emitted "
                 f"{len(times)} of its {wanted} output tokens)"
             )
-        if any(not math.isfinite(value) for value in times):
-            raise DataIntegrityError(f"{where}: row {row}: token_times_ms: a time is missing")
-        _non_decreasing(where, times, "token_times_ms", row)
-        if times[0] != float(record["first_token_ms"]) or times[-1] != float(record["finish_ms"]):
+        if len(times) > wanted:
             raise DataIntegrityError(
-                f"{where}: row {row}: token_times_ms: first/last token times disagree with "
-                "first_token_ms/finish_ms"
+                f"{where}: row {row}: token_times_ms: {len(times)} times for the {wanted} output "
+                f"tokens of request {rid!r} (output_tokens); expected one time per output token"
             )
+        for index, value in enumerate(times):
+            if not math.isfinite(value):
+                raise DataIntegrityError(
+                    f"{where}: row {row}: token_times_ms[{index}]: {value!r}; expected a finite "
+                    "time (ms)"
+                )
+        _non_decreasing(where, times, "token_times_ms", row)
+        for index, field in ((0, "first_token_ms"), (len(times) - 1, "finish_ms")):
+            if times[index] != float(record[field]):
+                raise DataIntegrityError(
+                    f"{where}: row {row}: token_times_ms[{index}]: {times[index]!r} differs from "
+                    f"{field} {float(record[field])!r}; expected the same time"
+                )
 
 
 def _check_steps(where: str, frame: pd.DataFrame) -> None:

@@ -135,6 +135,14 @@ BAD = [
         "999",
         r"requests\.csv': row 1: token_times_ms: request 'r0001' never finished",
     ),
+    (
+        "served-1/requests.csv",
+        "output_tokens",
+        1,
+        "1",
+        r"requests\.csv': row 1: token_times_ms: \d+ times for the 1 output tokens of request "
+        r"'r0001' \(output_tokens\); expected one time per output token$",
+    ),
     ("served-1/steps.csv", "start_ms", 5, "1.0", r"steps\.csv': row 5: start_ms: 1\.0 is before"),
     ("served-1/steps.csv", "cpu_ms", 2, "inf", r"steps\.csv': row 2: cpu_ms: expected a finite"),
     ("grid.csv", "start_ms", 4, "0.0", r"grid\.csv': row 4: start_ms: 0\.0 is before"),

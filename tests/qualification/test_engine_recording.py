@@ -103,6 +103,24 @@ def _with(column: str, row: int, value: Any) -> dict[str, list[Any]]:
             _with("request_id", 1, "r0"),
             r"requests\.parquet': row 1: request_id: 'r0' appears twice",
         ),
+        (
+            _with("token_times_ms", 1, [20.0, 30.0, 35.0, 40.0]),
+            r"requests\.parquet': row 1: token_times_ms: 4 times for the 3 output tokens of "
+            r"request 'r1' \(output_tokens\); expected one time per output token$",
+        ),
+        (
+            _with("token_times_ms", 1, [20.0, math.nan, 40.0]),
+            r"requests\.parquet': row 1: token_times_ms\[1\]: nan; expected a finite time \(ms\)$",
+        ),
+        (
+            _with("token_times_ms", 1, [21.0, 30.0, 40.0]),
+            r"requests\.parquet': row 1: token_times_ms\[0\]: 21\.0 differs from first_token_ms "
+            r"20\.0; expected the same time$",
+        ),
+        (
+            _with("token_times_ms", 0, [10.0, 19.0]),
+            r"requests\.parquet': row 0: token_times_ms\[1\]: 19\.0 differs from finish_ms 20\.0",
+        ),
     ],
     ids=[
         "missing-timestamp",
@@ -111,6 +129,10 @@ def _with(column: str, row: int, value: Any) -> dict[str, list[Any]]:
         "unfinished",
         "token-times-backwards",
         "duplicate",
+        "more-times-than-tokens",
+        "nan-token-time",
+        "first-token-time",
+        "last-token-time",
     ],
 )
 def test_bad_requests_are_refused_naming_file_row_field(
