@@ -252,22 +252,34 @@ def _point_row(row: dict[str, Any]) -> list[str]:
     ]
 
 
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2.0
+
+
 def curve_plots(report: dict[str, Any]) -> dict[str, bytes]:
     """One PNG per hardware: throughput per GPU against interactivity (1000 / mean TPOT,
-    tokens/s per user), measured (filled) and predicted (hollow), one panel per workload."""
+    tokens/s per user), one panel per workload, one curve per deployment through its
+    concurrencies: measured (solid line, filled markers) and predicted (dashed line, hollow
+    markers, the same colour)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     plots: dict[str, bytes] = {}
     by_hw: dict[str, list[dict[str, Any]]] = {}
     for row in report["rows"]:
         by_hw.setdefault(row["hardware"], []).append(row)
+    palette = plt.get_cmap("tab20")
     for hardware, rows in sorted(by_hw.items()):
         regimes = sorted({row["regime"] for row in rows})
         figure, axes = plt.subplots(
-            1, len(regimes), figsize=(5.0 * len(regimes), 4.2), squeeze=False
+            1, len(regimes), figsize=(6.0 * len(regimes), 5.0), squeeze=False
         )
         for axis, regime in zip(axes[0], regimes, strict=True):
             series: dict[str, list[dict[str, Any]]] = {}
@@ -286,30 +298,60 @@ def curve_plots(report: dict[str, Any]) -> dict[str, bytes]:
                     if members[0]["source"] == "speculators"
                     else "tput_per_gpu"
                 )
-                members.sort(key=lambda r: r["conc"])
-                colour = f"C{index % 10}"
+                members.sort(key=lambda r: (r["conc"], r["id"]))
+                colour = palette(index % 20)
                 tpot = (
                     "mean_tpot_ms"
                     if members[0]["measured"].get("mean_tpot_ms")
                     else "median_tpot_ms"
                 )
-                mx = [1000.0 / r["measured"][tpot] for r in members]
-                my = [r["measured"][metric] for r in members]
-                px = [1000.0 / r["predicted"][tpot] for r in members]
-                py = [r["predicted"][metric] for r in members]
-                axis.plot(mx, my, "o", color=colour, label=f"{label} measured", markersize=4)
-                axis.plot(
-                    px, py, "o", color=colour, mfc="none", label=f"{label} predicted", markersize=5
-                )
+                for kind, filled, line in (("measured", True, "-"), ("predicted", False, "--")):
+                    xs = [1000.0 / r[kind][tpot] for r in members]
+                    ys = [r[kind][metric] for r in members]
+                    face = colour if filled else "none"
+                    axis.plot(xs, ys, "o", color=colour, mfc=face, markersize=3 if filled else 4)
+                    # The curve runs through each concurrency's median (repeated runs of one
+                    # setting, in the history file, are the markers around it).
+                    concs = sorted({r["conc"] for r in members})
+                    mid_x = [
+                        _median([x for x, r in zip(xs, members, strict=True) if r["conc"] == c])
+                        for c in concs
+                    ]
+                    mid_y = [
+                        _median([y for y, r in zip(ys, members, strict=True) if r["conc"] == c])
+                        for c in concs
+                    ]
+                    axis.plot(
+                        mid_x,
+                        mid_y,
+                        line,
+                        color=colour,
+                        linewidth=0.8,
+                        label=label if filled else None,
+                    )
             axis.set_xscale("log")
             axis.set_yscale("log")
             axis.set_xlabel("interactivity (tokens/s per user = 1000 / TPOT)")
             axis.set_ylabel("throughput (tokens/s per GPU)")
             axis.set_title(f"{hardware}: {regime}")
-            axis.legend(fontsize=5, ncol=1)
+            style = [
+                Line2D([], [], color="black", marker="o", markersize=3, label="measured"),
+                Line2D(
+                    [],
+                    [],
+                    color="black",
+                    marker="o",
+                    mfc="none",
+                    linestyle="--",
+                    markersize=4,
+                    label="predicted",
+                ),
+            ]
+            handles, _ = axis.get_legend_handles_labels()
+            axis.legend(handles=style + handles, fontsize=5, ncol=1)
         figure.tight_layout()
         buffer = io.BytesIO()
-        figure.savefig(buffer, format="png", dpi=60, metadata={"Software": None})
+        figure.savefig(buffer, format="png", dpi=72, metadata={"Software": None})
         plt.close(figure)
         plots[f"curves_{hardware}.png"] = buffer.getvalue()
     return plots
