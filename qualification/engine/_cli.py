@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--draft-shape", default="llama-1x512", help="draft shape (draft_model)")
     add("--num-speculative-tokens", type=int, default=3, help="d (SD on)")
     add("--part", default="all", choices=("all", "grid", "served"))
-    add("--served-runs", type=int, default=2, help="served repeats of the trace (noise)")
+    add("--served-runs", type=int, default=3, help="served repeats of the trace (noise)")
     add(
         "--no-interleave",
         action="store_true",
@@ -41,12 +41,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--max-model-len", type=int, default=1024)
     add("--no-prefix-caching", action="store_true")
     add("--batch", default="1,2,4,8", help="grid: decode batch sizes")
-    add("--context", default="64,256,512", help="grid: per-request contexts")
-    add("--prefill-batch", default="1,4", help="grid: prefill requests per step")
-    add("--prefill", default="32,128,384", help="grid: prompt lengths")
+    add(
+        "--context",
+        default="16,64,256,512",
+        help="grid: per-request contexts (the smallest at or below the shortest served prompt)",
+    )
+    add("--prefill-batch", default="1,2,4", help="grid: prefill requests per step")
+    add("--prefill", default="16,64,128,384", help="grid: prompt lengths")
     add("--reps", type=int, default=5, help="grid: timed steps per point")
     add("--warmup", type=int, default=2, help="grid: warm-up steps per point (kept, flagged)")
-    add("--requests", type=int, default=24, help="served: requests in the trace")
+    add("--requests", type=int, default=100, help="served: requests in the trace")
     add("--rate", type=float, default=2.0, help="served: Poisson arrival rate (requests/s)")
     add("--prompt", default="32:256", help="served: prompt length range MIN:MAX")
     add("--output", default="16:64", help="served: output length range MIN:MAX")

@@ -226,3 +226,20 @@ def test_an_empty_host_note_is_left_out_of_the_command() -> None:
     assert "--host-note" not in plain
     noted = command_line(parser.parse_args(["--out", "x", "--host-note", "pinned to CPU 1"]))
     assert "--host-note 'pinned to CPU 1'" in noted
+
+
+def test_the_default_recording_times_what_the_served_runs_need(tmp_path: Path) -> None:
+    # Issue 23: decode below the shortest prompt's context (16 <= 32), prefill steps of one, two
+    # and four prompts, 100 requests per served run, three served runs.
+    import argparse
+
+    from qualification.engine._cli import add_arguments, check_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--out", str(tmp_path / "rec")])
+    _, _, _, grid, trace = check_arguments(args)
+    assert grid.contexts == (16, 64, 256, 512) and trace.prompt_min == 32
+    assert grid.prefill_batches == (1, 2, 4)
+    assert grid.prefill_lengths == (16, 64, 128, 384)
+    assert (trace.num_requests, args.served_runs) == (100, 3)
