@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -199,7 +200,10 @@ def test_cli_writes_every_answer(tmp_path: Path, capsys) -> None:
     assert [item["configuration"] for item in answer["ranking"]] != []
     assert {"SD off", "ngram d=2"} == {item["configuration"] for item in answer["ranking"]}
     assert (tmp_path / "out/advice.md").read_text().startswith("# aisim advise")
-    assert (tmp_path / "out/advice.html").read_text().startswith("<!doctype html>")
+    html = (tmp_path / "out/advice.html").read_text()
+    assert html.startswith("<!doctype html>")
+    # The HTML answer carries the gain-vs-load plot (with its bands) inline.
+    assert html.count("data:image/png;base64,") == 1
     assert (tmp_path / "out/gain_vs_load.png").read_bytes()[:4] == b"\x89PNG"
     assert "Recommendation" in capsys.readouterr().out
 
@@ -276,3 +280,47 @@ def test_a_refined_interval_is_the_full_search_one_and_the_answer_is_determinist
     for item in refined:
         assert item == full_items[item["configuration"]]
     assert race["gain_vs_load"][race["best_sd"]] == full["gain_vs_load"][race["best_sd"]]
+
+
+def test_the_gain_plot_draws_each_configurations_band(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two SD configurations: the first with a band at loads 1, 2 and 4; the second a point
+    # only at load 4 (no interval there), so its band spans loads 1 and 2. The median gain of
+    # the first crosses zero at 3 req/s: a vertical line there.
+    from matplotlib.axes import Axes
+
+    from aisim.cli._advise import gain_plot
+
+    bands: list[tuple[list[float], list[float], list[float]]] = []
+    lines: list[float] = []
+    fill, vline = Axes.fill_between, Axes.axvline
+
+    def record_band(self: Axes, xs: Any, low: Any, high: Any, **kwargs: Any) -> Any:
+        bands.append((list(xs), list(low), list(high)))
+        return fill(self, xs, low, high, **kwargs)
+
+    def record_line(self: Axes, x: float = 0, **kwargs: Any) -> Any:
+        lines.append(x)
+        return vline(self, x, **kwargs)
+
+    monkeypatch.setattr(Axes, "fill_between", record_band)
+    monkeypatch.setattr(Axes, "axvline", record_line)
+
+    def gain(load: float, p50: float | None, low: float | None, high: float | None) -> Any:
+        return {"load": load, "point": p50, "p50": p50, "low": low, "high": high, "replicas": 3}
+
+    answer = {
+        "gain_vs_load": {
+            "a": [gain(1, 0.2, 0.1, 0.3), gain(2, 0.1, 0.0, 0.2), gain(4, -0.1, -0.2, 0.0)],
+            "b": [gain(1, 0.4, 0.35, 0.45), gain(2, 0.3, 0.2, 0.4), gain(4, None, None, None)],
+        },
+        "sd_stops_helping_at": 3.0,
+        "load_unit": "req/s",
+        "headline_latency": "p90_tpot_ms",
+    }
+    plot = gain_plot(answer)
+    assert plot is not None and plot[:4] == b"\x89PNG"
+    assert bands == [
+        ([1, 2, 4], [0.1, 0.0, -0.2], [0.3, 0.2, 0.0]),
+        ([1, 2], [0.35, 0.2], [0.45, 0.4]),
+    ]
+    assert lines == [3.0]
