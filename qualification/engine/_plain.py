@@ -45,6 +45,7 @@ from qualification.engine._recording import (
     _check_steps,
     _non_decreasing,
     load_recording,
+    served_order,
 )
 from qualification.engine._schema import (
     ENGINE_SETTINGS,
@@ -366,8 +367,15 @@ def import_plain(source: str | Path, out: str | Path, *, overwrite: bool = False
             for child in src.iterdir()
             if child.is_dir() and child.name.startswith(SERVED_PREFIX)
         ),
-        key=lambda child: child.name,
+        key=served_order,
     )
+    for child in sorted(src.iterdir()):
+        if child.is_dir() and child not in runs and (child / REQUESTS_FILE).exists():
+            raise DataIntegrityError(
+                f"{str(child)!r}: holds {REQUESTS_FILE} but is not named {SERVED_PREFIX}N; name "
+                f"the served runs {SERVED_PREFIX}1, {SERVED_PREFIX}2, ... in the order they were "
+                "served"
+            )
     if grid is None and not runs:
         raise DataIntegrityError(
             f"{str(src)!r}: no {GRID_FILE} and no {SERVED_PREFIX}N/ folders: nothing to import"

@@ -162,7 +162,7 @@ def load_recording(path: str | Path) -> EngineRecording:
     grid = load_step_table(directory) if (directory / GRID_DIR).is_dir() else None
     served = tuple(
         load_served_run(child)
-        for child in sorted(directory.iterdir())
+        for child in sorted(directory.iterdir(), key=served_order)
         if child.is_dir() and child.name.startswith(SERVED_PREFIX)
     )
     if not served and grid is None:
@@ -171,6 +171,16 @@ def load_recording(path: str | Path) -> EngineRecording:
             "engine recording"
         )
     return EngineRecording(directory, grid, served, load_frontend_cost(directory / FRONTEND_FILE))
+
+
+def served_order(folder: Path) -> tuple[int, int, str]:
+    """The order served runs were served in: ``served-2`` before ``served-10`` (by number; a
+    name with no number after the prefix after every numbered one, by name). The engine's
+    caches carry from one run's replay to the next, so the order is part of the score."""
+    suffix = folder.name[len(SERVED_PREFIX) :]
+    if folder.name.startswith(SERVED_PREFIX) and suffix.isdigit():
+        return (0, int(suffix), folder.name)
+    return (1, 0, folder.name)
 
 
 def check_not_plain(directory: Path) -> None:

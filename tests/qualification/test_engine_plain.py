@@ -648,3 +648,23 @@ def test_engine_md_without_engine_steps_says_n_a_once(tmp_path: Path) -> None:
     assert with_steps.grid is not None
     text = to_markdown(score_recording(with_steps, with_steps.grid)[0], [])
     assert "Diagnostic, not the headline" in text and "| run | kind | steps |" in text
+
+
+def test_served_runs_keep_the_order_they_were_served_in(tmp_path: Path) -> None:
+    """Runs were taken in name order, so served-10 came before served-2 (the engine's caches
+    carry from one run's replay to the next: the order is part of the score); a folder of
+    requests not named served-N was dropped without a word."""
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    (plain / "served-1").rename(plain / "served-2")
+    shutil.copytree(plain / "served-2", plain / "served-10")
+    recording = load_recording(import_plain(plain, tmp_path / "rec"))
+    assert [run.directory.name for run in recording.served] == ["served-2", "served-10"]
+    (plain / "served-10").rename(plain / "served_10")
+    with pytest.raises(DataIntegrityError) as caught:
+        import_plain(plain, tmp_path / "rec2")
+    assert str(caught.value) == (
+        f"{str(plain / 'served_10')!r}: holds requests.csv but is not named served-N; name the "
+        "served runs served-1, served-2, ... in the order they were served"
+    )
+    assert not (tmp_path / "rec2").exists()
