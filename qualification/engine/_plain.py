@@ -11,6 +11,9 @@ PLAIN/
   served-N/requests.csv  # one row per request
   served-N/steps.csv     # one row per engine step (optional: a client-side driver has none)
   served-N/metrics.prom  # the run's Prometheus counters (needed with SD on)
+  wake_model.json        # optional, probed apart: the grid's wake model (grid/ in a recording)
+  admit_model.json       # optional, probed apart: the grid's admission model (grid/)
+  frontend_model.json    # optional, probed apart: the serving front end's model (frontend/)
 ```
 
 CSV columns are the engine-recording schemas' (``aisim schema engine-recording``); some may be
@@ -38,6 +41,14 @@ import pandas as pd
 
 from aisim.errors import ConfigError, DataIntegrityError
 from aisim.files import atomic_write_text, canonical_json
+from aisim.fpm import (
+    ADMIT_FILE,
+    FRONTEND_FILE,
+    WAKE_FILE,
+    load_admit_cost,
+    load_frontend_cost,
+    load_wake_cost,
+)
 from qualification.datasets import TableSchema, check_values, non_finite_field, write_table
 from qualification.engine._recording import (
     PHASES,
@@ -62,6 +73,13 @@ GRID_FILE: Final = "grid.csv"
 GRID_METRICS_FILE: Final = "grid-metrics.prom"
 REQUESTS_FILE: Final = "requests.csv"
 STEPS_FILE: Final = "steps.csv"
+#: The plain layout's optional model files (each measured apart from the runs it prices): the
+#: plain name -> (where a recording keeps it, its loader, whether it belongs to the grid).
+MODEL_FILES: Final[dict[str, tuple[str, Callable[[Path], Any], bool]]] = {
+    "wake_model.json": (f"{GRID_DIR}/{WAKE_FILE}", load_wake_cost, True),
+    "admit_model.json": (f"{GRID_DIR}/{ADMIT_FILE}", load_admit_cost, True),
+    "frontend_model.json": (FRONTEND_FILE, load_frontend_cost, False),
+}
 
 #: Columns a plain CSV may leave out, and the value each then takes (documented in
 #: docs/evidence.md): a function of the row's parsed values and its index.
@@ -396,9 +414,20 @@ def import_plain(source: str | Path, out: str | Path, *, overwrite: bool = False
                     f"{str(src / name)!r}: missing; with speculative decoding on, the engine's "
                     "SD counters are needed (vllm:spec_decode_num_drafts, ...)"
                 )
+    models: dict[str, Path] = {}
+    for name, (place, load, of_grid) in MODEL_FILES.items():
+        path = src / name
+        if not path.exists():
+            continue
+        load(path)  # one line naming the file and the field when it is not such a model
+        if of_grid and grid is None:
+            raise DataIntegrityError(
+                f"{str(path)!r}: a model of the step table; it needs {GRID_FILE} beside it"
+            )
+        models[place] = path
     files = sorted(
         path
-        for path in [src / SETTINGS_FILE, src / GRID_FILE, *metrics.values()]
+        for path in [src / SETTINGS_FILE, src / GRID_FILE, *metrics.values(), *models.values()]
         + [run / name for run in runs for name in (REQUESTS_FILE, STEPS_FILE)]
         if path.exists()
     )
@@ -428,6 +457,9 @@ def import_plain(source: str | Path, out: str | Path, *, overwrite: bool = False
             write_table(staging / name, SERVED_STEPS, steps, {**common, **extra})
         for part, path in metrics.items():
             shutil.copyfile(path, staging / part / METRICS_FILE)
+        for place, path in models.items():
+            (staging / place).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, staging / place)
         load_recording(staging)  # the whole recording loads as a recorded one would
         if target.exists():
             _replace_recording(target, staging)
@@ -442,12 +474,21 @@ def import_plain(source: str | Path, out: str | Path, *, overwrite: bool = False
 def _replace_recording(target: Path, staging: Path) -> None:
     """``--overwrite``: the recording parts of ``target`` (``grid/``, ``served-N/``) give way to
     ``staging``'s; anything else there (a score folder, the user's notes, a front-end model) is
-    kept, moved into the new folder, which then takes ``target``'s place in two renames."""
+    kept, moved into the new folder, which then takes ``target``'s place in two renames. A
+    folder the import also writes (``frontend/`` with a front-end model) keeps the files the
+    import does not replace (the probe beside the model)."""
     retired = target.with_name(f".{target.name}.replaced-{os.getpid()}")
     moved: list[str] = []
     try:
         for child in sorted(target.iterdir()):
-            if child.name != GRID_DIR and not child.name.startswith(SERVED_PREFIX):
+            if child.name == GRID_DIR or child.name.startswith(SERVED_PREFIX):
+                continue
+            if child.is_dir() and (staging / child.name).is_dir():
+                for entry in sorted(child.iterdir()):
+                    if not os.path.lexists(staging / child.name / entry.name):
+                        entry.rename(staging / child.name / entry.name)
+                        moved.append(f"{child.name}/{entry.name}")
+            else:
                 child.rename(staging / child.name)
                 moved.append(child.name)
         target.rename(retired)
@@ -518,8 +559,9 @@ def write_plain_grid(path: str | Path, steps: pd.DataFrame) -> Path:
 
 
 def export_plain(recording: str | Path, out: str | Path) -> Path:
-    """Write an engine recording in the plain layout (every column, floats exact); importing
-    the result gives a recording that scores the same. ``out`` must not exist."""
+    """Write an engine recording in the plain layout (every column, floats exact, the grid's
+    wake and admission models and the front-end model when it has them); importing the result
+    gives a recording that scores the same. ``out`` must not exist."""
     loaded = load_recording(recording)
     target = Path(out)
     if target.exists():
@@ -535,6 +577,9 @@ def export_plain(recording: str | Path, out: str | Path) -> Path:
         _write_csv(target / GRID_FILE, loaded.grid.steps, GRID_STEPS)
         if (loaded.grid.directory / METRICS_FILE).exists():
             shutil.copyfile(loaded.grid.directory / METRICS_FILE, target / GRID_METRICS_FILE)
+    for name, (place, _, _) in MODEL_FILES.items():
+        if (loaded.directory / place).exists():
+            shutil.copyfile(loaded.directory / place, target / name)
     for run in loaded.served:
         _write_csv(target / run.name / REQUESTS_FILE, run.requests, SERVED_REQUESTS)
         _write_csv(target / run.name / STEPS_FILE, run.steps, SERVED_STEPS)

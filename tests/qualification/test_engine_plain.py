@@ -67,12 +67,67 @@ def test_plain_import_round_trips_to_the_same_scores(tmp_path: Path, recording: 
     report_one, _ = score_recording(first, first.grid)
     report_two, _ = score_recording(second, second.grid)
     assert _figures(report_one) == _figures(report_two)
+    # ... and the committed recording's own first run (its grid's wake and admission models
+    # travel in the plain layout: before they did not, and the import scored differently).
+    whole = load_recording(recording)
+    assert whole.grid is not None and whole.grid.wake is not None
+    report_committed, _ = score_recording(whole, whole.grid)
+    assert _figures({"runs": report_committed["runs"][:1]})["runs"] == _figures(report_one)["runs"]
     # The served run's rows are the committed recording's, value for value.
     committed = load_recording(recording).served[0]
     assert second.served[0].steps.equals(committed.steps)
     assert (
         second.served[0].requests["finish_ms"].tolist() == committed.requests["finish_ms"].tolist()
     )
+
+
+FRONTEND = {
+    "schema": {"name": "aisim.engine_frontend", "version": 1},
+    "terms": {"step_ms": 1.0, "token_ms": 0.5, "request_ms": 2.0},
+}
+
+
+def test_a_front_end_model_in_the_plain_layout_prices_the_import(tmp_path: Path) -> None:
+    """The docs example with ``frontend_model.json`` beside its CSVs: imported into
+    ``frontend/``, it prices the runs as in the front-end test below (hand-derived there: TTFT
+    11.833, 17.583, 12.667 ms); exported again, it comes back byte for byte."""
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    (plain / "frontend_model.json").write_text(json.dumps(FRONTEND), encoding="utf-8")
+    recording = load_recording(import_plain(plain, tmp_path / "rec"))
+    assert recording.grid is not None and recording.frontend is not None
+    report, _ = score_recording(recording, recording.grid)
+    rows = report["runs"][0]["requests"]
+    assert rows["predicted_ttft_ms"] == pytest.approx([11 + 5 / 6, 17 + 7 / 12, 12 + 2 / 3])
+    again = export_plain(tmp_path / "rec", tmp_path / "plain2")
+    assert (again / "frontend_model.json").read_bytes() == (
+        plain / "frontend_model.json"
+    ).read_bytes()
+
+
+def test_a_bad_or_misplaced_model_file_is_one_line_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    bad = {**FRONTEND, "terms": {"step_ms": -1.0, "token_ms": 0.5, "request_ms": 2.0}}
+    (plain / "frontend_model.json").write_text(json.dumps(bad), encoding="utf-8")
+    with pytest.raises(DataIntegrityError, match=r"frontend_model\.json': terms\.step_ms") as e:
+        import_plain(plain, tmp_path / "rec")
+    assert "\n" not in str(e.value)
+    (plain / "frontend_model.json").unlink()
+    wake = {
+        "schema": {"name": "aisim.engine_wake", "version": 1},
+        "terms": {"wake_ms": 1.0, "reference_prefill": [[1, 32, 8.0]]},
+    }
+    (plain / "wake_model.json").write_text(json.dumps(wake), encoding="utf-8")
+    (plain / "grid.csv").unlink()
+    with pytest.raises(
+        DataIntegrityError,
+        match=r"wake_model\.json': a model of the step table; it needs grid\.csv beside it$",
+    ):
+        import_plain(plain, tmp_path / "rec")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["plain"]
 
 
 def test_a_recording_without_cpu_times_or_metrics_scores_cleanly(tmp_path: Path) -> None:
@@ -569,6 +624,19 @@ def test_overwrite_replaces_the_recording_parts_only(
     assert (target / "score" / "engine.md").read_text(encoding="utf-8") == "old score\n"
     assert len(load_recording(target).served) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rec"]
+    # A front-end model imported over a recording's frontend/ replaces the model and keeps the
+    # probe beside it.
+    (target / "frontend").mkdir()
+    (target / "frontend" / "probe.csv.gz").write_bytes(b"probe")
+    (target / "frontend" / "frontend_model.json").write_text("{}", encoding="utf-8")
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    (plain / "frontend_model.json").write_text(json.dumps(FRONTEND), encoding="utf-8")
+    assert main(["qualify", "engine-import", str(plain), "--out", str(target), "--overwrite"]) == 0
+    capsys.readouterr()
+    assert (target / "frontend" / "probe.csv.gz").read_bytes() == b"probe"
+    assert load_recording(target).frontend is not None
+    shutil.rmtree(plain)
     a_file = tmp_path / "a-file"
     a_file.write_text("", encoding="utf-8")
     argv = ["qualify", "engine-import", str(EXAMPLE), "--out", str(a_file), "--overwrite"]
