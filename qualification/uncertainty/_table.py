@@ -207,7 +207,7 @@ def overhead_samples(root: Path) -> list[OverheadSample]:
     import csv
     import json
 
-    from qualification.public_gpu._fit import TTFT_MAX_CONC
+    from qualification.public_gpu import TTFT_MAX_CONC
 
     fitted = json.loads((root / "evidence/public-gpu/fitted_terms.json").read_text("utf-8"))
     engines: dict[str, tuple[float, set[str], bool]] = {
