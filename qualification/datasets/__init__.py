@@ -9,6 +9,7 @@ from qualification.datasets._dataset import (
 from qualification.datasets._schema import SD_ROUNDS, STP_POINTS, Column, TableSchema
 from qualification.datasets._tables import (
     check_values,
+    column_bound,
     non_finite_field,
     read_table,
     sidecar_path,
@@ -29,4 +30,5 @@ __all__ = [
     "write_dataset",
     "write_table",
     "check_values",
+    "column_bound",
 ]

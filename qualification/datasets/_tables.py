@@ -215,8 +215,23 @@ def _type_matches(column: Column, arrow_type: pa.DataType) -> bool:
     return bool(pa.types.is_list(arrow_type) and pa.types.is_floating(arrow_type.value_type))
 
 
+def column_bound(column: Column) -> tuple[float, bool] | None:
+    """The physically possible values of a numeric column: (bound, exclusive) for ``value >=
+    bound`` (or ``> bound`` when exclusive), None without one. Integers: counts of requests
+    and draft lengths >= 1, other counts >= 0; times in ms > 0; CPU times >= 0. The one rule
+    ``check_values`` applies and published schemas state (``minimum`` / ``exclusiveMinimum``)."""
+    if column.kind == "int":
+        return (1 if column.unit == "requests" or column.name == "draft_length" else 0, False)
+    if column.kind == "float" and column.unit == "ms":
+        return (0.0, True)
+    if column.kind == "float" and column.unit == "cpu-ms":
+        return (0.0, False)
+    return None
+
+
 def check_values(where: str, frame: pd.DataFrame, expected: TableSchema) -> None:
-    """Physically impossible values (negative sizes, non-positive or non-finite times)."""
+    """Physically impossible values (negative sizes, non-positive or non-finite times:
+    ``column_bound``)."""
     for column in expected.columns:
         values = frame[column.name]
         if column.optional:
@@ -224,15 +239,16 @@ def check_values(where: str, frame: pd.DataFrame, expected: TableSchema) -> None
         elif column.kind in ("int", "float") and bool(values.isna().any()):
             row = int(values[values.isna()].index[0])
             raise DataIntegrityError(f"{where}: row {row}: column {column.name!r} is missing")
-        if column.kind == "int":
-            minimum = 1 if column.unit == "requests" or column.name == "draft_length" else 0
+        bound = column_bound(column)
+        if column.kind == "int" and bound is not None:
+            minimum = int(bound[0])
             bad = values[values < minimum]
             allowed = f"an integer >= {minimum}"
-        elif column.kind == "float" and column.unit == "ms":
+        elif column.kind == "float" and bound is not None and bound[1]:
             bad = values[~values.map(lambda x: math.isfinite(x) and x > 0)]
             allowed = "a finite number > 0 (ms)"
         elif column.kind == "float":
-            floor = 0.0 if column.unit == "cpu-ms" else -math.inf
+            floor = 0.0 if bound is not None else -math.inf
             bad = values[~values.map(lambda x, low=floor: math.isfinite(x) and x >= low)]
             allowed = "a finite number >= 0" if floor == 0.0 else "a finite number"
         else:

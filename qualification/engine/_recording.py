@@ -210,7 +210,8 @@ def _check_requests(where: str, frame: pd.DataFrame) -> None:
             raise DataIntegrityError(f"{where}: row {row}: request_id: {rid!r} appears twice")
         seen.add(rid)
         for name in ("prompt_tokens", "output_tokens"):
-            # An engine refuses an empty prompt and emits at least one token per request.
+            # An engine refuses an empty prompt and emits at least one token per request (the
+            # published schema says so: ``_schema.AT_LEAST_ONE``).
             if not int(record[name]) >= 1:
                 raise DataIntegrityError(
                     f"{where}: row {row}: {name}: {int(record[name])}; expected an integer >= 1"

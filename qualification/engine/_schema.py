@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from qualification.datasets import Column, TableSchema
+from qualification.datasets import Column, TableSchema, column_bound
 
 #: Unit of a time stamp measured from the start of the run (may be 0).
 SINCE_START: Final = "ms-since-start"
@@ -131,12 +131,25 @@ _JSON_TYPES: Final[dict[str, dict[str, object]]] = {
 }
 
 
+#: Counts a served request has at least one of (an engine refuses an empty prompt and emits at
+#: least one token: ``_recording._check_requests``), beyond ``column_bound``'s rule.
+AT_LEAST_ONE: Final = {
+    ("aisim.engine_requests", "prompt_tokens"),
+    ("aisim.engine_requests", "output_tokens"),
+}
+
+
 def _row_schema(schema: TableSchema, defaults: dict[str, str]) -> dict[str, object]:
     """One table row as a JSON Schema object: a property per column (type, unit, meaning, and
     the plain layout's default where a CSV may leave the column out)."""
     properties: dict[str, object] = {}
     for column in schema.columns:
         entry: dict[str, object] = dict(_JSON_TYPES[column.kind])
+        bound = column_bound(column)
+        if (schema.name, column.name) in AT_LEAST_ONE:
+            bound = (1, False)
+        if bound is not None:
+            entry["exclusiveMinimum" if bound[1] else "minimum"] = bound[0]
         if column.optional:
             entry = {"anyOf": [entry, {"type": "null"}]}
         entry["description"] = column.meaning

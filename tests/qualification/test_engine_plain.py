@@ -736,3 +736,23 @@ def test_served_runs_keep_the_order_they_were_served_in(tmp_path: Path) -> None:
         "served runs served-1, served-2, ... in the order they were served"
     )
     assert not (tmp_path / "rec2").exists()
+
+
+def test_the_published_row_schemas_state_the_ranges_import_enforces() -> None:
+    """`aisim schema engine-recording` gave each column a type but no range, so a row the
+    import refuses (wall_ms -3, prompt_tokens 0, batch_size 0) validated against it."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from aisim.config import json_schema
+
+    rows = json_schema("engine-recording")["$defs"]
+    grid, requests = rows["grid_steps"], rows["requests"]
+    assert grid["properties"]["wall_ms"]["exclusiveMinimum"] == 0.0
+    assert grid["properties"]["batch_size"]["minimum"] == 1
+    assert requests["properties"]["prompt_tokens"]["minimum"] == 1
+    assert requests["properties"]["output_tokens"]["minimum"] == 1
+    row = {"phase": "decode", "batch_size": 1, "context_tokens": 64, "total_kv_tokens": 64}
+    row |= {"scheduled_tokens": 1, "wall_ms": 4.0}
+    jsonschema.validate(row, grid)
+    for column, bad in (("wall_ms", -3.0), ("wall_ms", 0.0), ("batch_size", 0)):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({**row, column: bad}, grid)
