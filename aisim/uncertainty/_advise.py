@@ -412,11 +412,18 @@ def _dominated(mine: Replicas, leader: Replicas, latency: str) -> bool:
 
 def _sources_over(runs: list[Replicas]) -> dict[str, dict[str, Any]]:
     """Per source, its description in the first configuration that includes it (else in the
-    first configuration): what the answer's intervals include, over every configuration."""
+    first that speculates, else the first): what the answer's intervals include, over every
+    configuration. (SD off's "no speculation" would misdescribe a search whose SD
+    configurations have a point acceptance: their "no counts" is the reason.)"""
     described: dict[str, dict[str, Any]] = {}
     for name in runs[0].setup.sources:
         including = [r.setup.sources[name] for r in runs if r.setup.sources[name]["included"]]
-        described[name] = including[0] if including else runs[0].setup.sources[name]
+        speculating = [
+            r.setup.sources[name]
+            for r in runs
+            if r.setup.sources[name].get("detail") != ["no speculation"]
+        ]
+        described[name] = (including or speculating or [runs[0].setup.sources[name]])[0]
     return described
 
 

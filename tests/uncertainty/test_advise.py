@@ -324,3 +324,17 @@ def test_the_gain_plot_draws_each_configurations_band(monkeypatch: pytest.Monkey
         ([1, 2], [0.35, 0.2], [0.45, 0.4]),
     ]
     assert lines == [3.0]
+
+
+def test_a_point_acceptance_is_described_as_such_not_as_no_speculation(
+    tmp_path: Path, capsys
+) -> None:
+    """SD configurations with an i.i.d. rate (no counts) and SD off: the answer's acceptance
+    line used to be SD off's "no speculation", though the search was all about SD."""
+    flags = ("--acceptance", "ngram=0.5", "--depths", "1", "--loads", "1", "--replicas", "2")
+    assert run_cli(tmp_path, *flags) == 0
+    capsys.readouterr()
+    answer = json.loads((tmp_path / "out" / "advice.json").read_text(encoding="utf-8"))
+    acceptance = answer["sources"]["acceptance"]
+    assert not acceptance["included"]
+    assert acceptance["detail"][0].startswith("no counts: the acceptance is a point value")
