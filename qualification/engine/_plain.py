@@ -50,6 +50,7 @@ from aisim.fpm import (
     load_wake_cost,
 )
 from qualification.datasets import TableSchema, check_values, non_finite_field, write_table
+from qualification.engine._prometheus import read_samples
 from qualification.engine._recording import (
     PHASES,
     _check_requests,
@@ -405,6 +406,8 @@ def import_plain(source: str | Path, out: str | Path, *, overwrite: bool = False
     for run in runs:
         if (run / METRICS_FILE).exists():
             metrics[run.name] = run / METRICS_FILE
+    for path in metrics.values():
+        read_samples(path)  # parses, every sample finite: one line naming the file and sample
     if sd_on:
         needed = ([GRID_DIR] if grid is not None else []) + [run.name for run in runs]
         for part in needed:

@@ -88,7 +88,8 @@ def _format(value: float) -> str:
 def read_samples(path: Path) -> dict[str, float]:
     """Sample ``name{labels}`` -> value of a text-exposition file, read by ``prometheus_client``'s
     parser (counters keep their ``_total`` name; ``_created`` timestamps are left out);
-    DataIntegrityError naming the file when it is missing or does not parse."""
+    DataIntegrityError naming the file when it is missing or does not parse, and the file and
+    the sample when a value is NaN or infinite."""
     from prometheus_client.parser import text_string_to_metric_families
 
     try:
@@ -108,4 +109,10 @@ def read_samples(path: Path) -> dict[str, float]:
         raise DataIntegrityError(
             f"{str(path)!r}: not Prometheus text exposition format ({detail})"
         ) from None
+    for key, value in samples.items():
+        if not math.isfinite(value):
+            raise DataIntegrityError(
+                f"{str(path)!r}: {key}: {value!r}; expected a finite number (an engine's "
+                "counters and gauges are never NaN or infinite)"
+            )
     return samples

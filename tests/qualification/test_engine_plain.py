@@ -165,6 +165,30 @@ def test_sd_without_metrics_is_refused_naming_the_file(tmp_path: Path) -> None:
     assert not (tmp_path / "rec").exists()
 
 
+@pytest.mark.parametrize(
+    ("file", "value"), [("grid-metrics.prom", "NaN"), ("served-1/metrics.prom", "+Inf")]
+)
+def test_a_non_finite_counter_is_one_line_and_nothing_is_written(
+    tmp_path: Path, file: str, value: str
+) -> None:
+    # Prometheus text allows NaN and +Inf as values; an engine's counter never is either.
+    plain = _plain(NGRAM, tmp_path / "plain")
+    metrics = plain / file
+    lines = metrics.read_text(encoding="utf-8").splitlines()
+    (index,) = [i for i, line in enumerate(lines) if line.startswith("vllm:spec_decode_num_drafts")]
+    name = lines[index].rsplit(" ", 1)[0]
+    lines[index] = f"{name} {value}"
+    metrics.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    shown = "nan" if value == "NaN" else "inf"
+    with pytest.raises(DataIntegrityError) as caught:
+        import_plain(plain, tmp_path / "rec")
+    assert str(caught.value) == (
+        f"{str(metrics)!r}: {name}: {shown}; expected a finite number (an engine's counters and "
+        "gauges are never NaN or infinite)"
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["plain"]
+
+
 def test_a_missing_counter_is_named_as_missing(tmp_path: Path) -> None:
     plain = _plain(NGRAM, tmp_path / "plain")
     metrics = plain / "grid-metrics.prom"
