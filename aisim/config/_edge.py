@@ -463,12 +463,17 @@ class EdgeModel(BaseModel):
     edge_unknown_note: ClassVar[str] = ""
     edge_ignores_unknown: ClassVar[bool] = False
     edge_null_is_absent: ClassVar[bool] = False
+    #: The mapping's shape, said when something else is given (``{path: FILE, ...}``): for a
+    #: block a user may write as a bare value (a file name where a mapping goes).
+    edge_shape: ClassVar[str] = ""
 
     @model_validator(mode="before")
     @classmethod
     def _edge_mapping(cls, data: Any) -> Any:
         if isinstance(data, BaseModel):
             return data
+        if cls.edge_shape and not isinstance(data, Mapping):
+            raise edge_error(f"expected a mapping {cls.edge_shape}, got {describe(data)}")
         mapping = check_mapping(data)
         allowed = _ALLOWED_FIELDS.get(cls)
         if allowed is None:

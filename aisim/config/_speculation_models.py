@@ -211,6 +211,8 @@ class AcceptanceTraceConfig(EdgeModel):
     """``acceptance_trace``: a file of measured accepted drafts per request and round
     (docs/speculation.md, "Acceptance from traces")."""
 
+    edge_shape: ClassVar[str] = "{path: FILE, format: jsonl (default) | vllm-request-metrics}"
+
     path: str
     format: Annotated[str, Choice("jsonl", "vllm-request-metrics")] = "jsonl"
 
@@ -231,6 +233,10 @@ class LabelValue(BeforeCheck):
 class AcceptanceFromConfig(EdgeModel):
     """``acceptance_from``: acceptance read from an engine's metrics file when the block is
     resolved (docs/speculation.md, "Acceptance from engine metrics")."""
+
+    edge_shape: ClassVar[str] = (
+        "{path: FILE, format: " + " | ".join(ENGINE_METRICS_FORMATS) + "[, labels, baseline]}"
+    )
 
     path: str
     format: Annotated[str, Choice(*ENGINE_METRICS_FORMATS)]

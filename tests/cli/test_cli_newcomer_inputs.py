@@ -150,3 +150,27 @@ def test_estimate_names_the_speculation_file_for_an_error_inside_it(
         "aisim: error: --speculation (speculation.acceptance_rates[0]): expected a finite "
         "number in 0.0..1.0, got 1.5\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("key", "shape"),
+    [
+        ("acceptance_trace", "{path: FILE, format: jsonl (default) | vllm-request-metrics}"),
+        (
+            "acceptance_from",
+            "{path: FILE, format: vllm-prometheus | sglang-prometheus | sglang-log | "
+            "sglang-requests[, labels, baseline]}",
+        ),
+    ],
+)
+def test_a_file_name_where_a_file_block_goes_says_the_shape(
+    key: str, shape: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`acceptance_trace: trace.jsonl` used to be 'expected a mapping, got ...' with no word
+    of which mapping."""
+    block = tmp_path / "spec.yaml"
+    block.write_text(f"speculation:\n  kind: mtp\n  params: {{depth: 3}}\n  {key}: t.jsonl\n")
+    error = _run(["speculation", "explain", str(block)], capsys)
+    assert error == (
+        f"aisim: error: speculation.{key}: expected a mapping {shape}, got 't.jsonl' (str)\n"
+    )
