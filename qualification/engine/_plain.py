@@ -40,7 +40,7 @@ from typing import Any, Final
 import pandas as pd
 
 from aisim.errors import ConfigError, DataIntegrityError
-from aisim.files import atomic_write_text, canonical_json
+from aisim.files import MAX_TRACE_BYTES, atomic_write_text, canonical_json, input_file_problem
 from aisim.fpm import (
     ADMIT_FILE,
     FRONTEND_FILE,
@@ -156,9 +156,20 @@ def _cell(where: str, row: int, column: Any, text: str) -> Any:
     return values if column.kind == "list[float]" else values[0]
 
 
+def _check_input(path: Path, where: str) -> None:
+    """``path`` is a regular file of at most ``MAX_TRACE_BYTES`` (a FIFO named ``grid.csv``
+    would block the import forever); ``'<where>: missing'`` when it does not exist."""
+    problem = input_file_problem(path, MAX_TRACE_BYTES)
+    if problem == "file not found":
+        raise DataIntegrityError(f"{where}: missing")
+    if problem is not None:
+        raise DataIntegrityError(f"{where}: {problem}")
+
+
 def read_csv(path: Path, schema: TableSchema) -> dict[str, list[Any]]:
     """``path`` parsed as ``schema``'s columns (left-out optional ones filled in)."""
     where = repr(str(path))
+    _check_input(path, where)
     try:
         with path.open(encoding="utf-8-sig", newline="") as handle:  # Excel writes a BOM
             reader = csv.reader(handle)
@@ -272,6 +283,7 @@ def read_settings(path: Path) -> dict[str, Any]:
     optional host, grid (how the step table was recorded) and driver (what made the served
     runs, and how); ConfigError naming the field."""
     where = repr(str(path))
+    _check_input(path, where)
     try:
         loaded = json.loads(path.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
@@ -406,6 +418,8 @@ def import_plain(source: str | Path, out: str | Path, *, overwrite: bool = False
     for run in runs:
         if (run / METRICS_FILE).exists():
             metrics[run.name] = run / METRICS_FILE
+    for path in metrics.values():
+        _check_input(path, repr(str(path)))
     for path in metrics.values():
         read_samples(path)  # parses, every sample finite: one line naming the file and sample
     if sd_on:

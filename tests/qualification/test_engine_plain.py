@@ -780,3 +780,23 @@ def test_the_published_row_schemas_state_the_ranges_import_enforces() -> None:
     for column, bad in (("wall_ms", -3.0), ("wall_ms", 0.0), ("batch_size", 0)):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate({**row, column: bad}, grid)
+
+
+@pytest.mark.parametrize("file", ["grid.csv", "settings.json", "served-1/metrics.prom"])
+def test_a_fifo_in_the_plain_layout_is_refused_without_blocking(tmp_path: Path, file: str) -> None:
+    """A named pipe where grid.csv goes used to block the import forever (opened and read
+    until a writer closes it); settings.json and metrics.prom likewise."""
+    import os
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no named pipes here")
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    (plain / file).unlink(missing_ok=True)
+    os.mkfifo(plain / file)
+    with pytest.raises(DataIntegrityError) as caught:
+        import_plain(plain, tmp_path / "rec")
+    assert str(caught.value) == (
+        f"{str(plain / file)!r}: is not a regular file (a FIFO, socket or device)"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]
