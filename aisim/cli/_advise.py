@@ -128,7 +128,7 @@ def _loads(text: str) -> list[float]:
 
 def build_question(args: argparse.Namespace) -> Any:
     """The checked question of ``aisim advise``'s flags."""
-    from aisim._io import load_config_file
+    from aisim._io import MAX_TRACE_BYTES, input_file_problem, load_config_file
     from aisim.cli._intervals import parse_slos
     from aisim.config import build_plan
     from aisim.uncertainty import (
@@ -185,8 +185,9 @@ def build_question(args: argparse.Namespace) -> Any:
         kind = "concurrency"
     else:
         path = Path(args.trace)
-        if not path.is_file():
-            raise ConfigError(f"--trace {args.trace!r}: file not found")
+        problem = input_file_problem(path, MAX_TRACE_BYTES)
+        if problem is not None:
+            raise ConfigError(f"--trace {args.trace!r}: {problem}")
         traffic = {
             "source": {"type": "trace", "path": str(path.resolve())},
             "load": {"type": "trace_timestamps", "time_scale": 1.0},

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from aisim.errors import AisimError, ConfigError, DataIntegrityError
-from aisim.files import atomic_write_text
+from aisim.files import MAX_TRACE_BYTES, atomic_write_text, input_file_problem
 
 _LISTS = ("start_times", "ttfts", "itls", "input_lens", "output_lens", "errors")
 
@@ -150,6 +150,9 @@ def convert(source: str | Path, out: str | Path, *, overwrite: bool = False) -> 
     name: gzip-compressed); returns counts (requests, coalesced)."""
     path = Path(source)
     where = repr(str(path))
+    problem = input_file_problem(path, MAX_TRACE_BYTES)  # a FIFO would block the read
+    if problem is not None and problem != "file not found":
+        raise DataIntegrityError(f"{where}: {problem}")
     try:
         raw = path.read_bytes()
         result = json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)

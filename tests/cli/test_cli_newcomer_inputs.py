@@ -174,3 +174,21 @@ def test_a_file_name_where_a_file_block_goes_says_the_shape(
     assert error == (
         f"aisim: error: speculation.{key}: expected a mapping {shape}, got 't.jsonl' (str)\n"
     )
+
+
+def test_advise_trace_that_is_a_named_pipe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`aisim advise --trace PIPE` said 'file not found' of a file that exists."""
+    import os
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no named pipes here")
+    trace = tmp_path / "trace.csv"
+    os.mkfifo(trace)
+    argv = ["advise", "--model", "Qwen/Qwen3-8B", "--hardware", "h100", "--trace", str(trace)]
+    error = _run([*argv, "--acceptance", "ngram=0.5", "--out", str(tmp_path / "o")], capsys)
+    assert error == (
+        f"aisim: error: --trace {str(trace)!r}: is not a regular file (a FIFO, socket or device)\n"
+    )
+    assert not (tmp_path / "o").exists()

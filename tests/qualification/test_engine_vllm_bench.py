@@ -132,3 +132,19 @@ def test_a_driver_block_is_carried_into_every_sidecar(tmp_path: Path) -> None:
     (plain / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
     with pytest.raises(DataIntegrityError, match=r"settings\.json': driver: expected an object"):
         import_plain(plain, tmp_path / "rec2")
+
+
+def test_a_named_pipe_is_refused_without_blocking(tmp_path: Path) -> None:
+    """A FIFO given as RESULT.json used to block the converter forever."""
+    import os
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no named pipes here")
+    source = tmp_path / "result.json"
+    os.mkfifo(source)
+    with pytest.raises(DataIntegrityError) as caught:
+        convert(source, tmp_path / "served-1")
+    assert str(caught.value) == (
+        f"{str(source)!r}: is not a regular file (a FIFO, socket or device)"
+    )
+    assert not (tmp_path / "served-1").exists()
