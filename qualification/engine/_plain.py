@@ -387,6 +387,12 @@ def import_plain(source: str | Path, out: str | Path, *, overwrite: bool = False
         raise ConfigError(f"qualify.engine_import.source: {str(src)!r} is not a folder")
     if os.path.lexists(target) and not target.is_dir():
         raise ConfigError(f"{str(target)!r}: exists and is not a folder")
+    source_at, target_at = src.resolve(), target.resolve()
+    if target_at == source_at or target_at in source_at.parents:
+        raise ConfigError(
+            f"{str(target)!r}: is the plain recording {str(src)!r} or a folder above it; the "
+            "import would write over its own input: give another --out"
+        )
     if target.exists() and not overwrite:
         raise ConfigError(f"{str(target)!r} already exists; pass --overwrite to replace it")
     settings = read_settings(src / SETTINGS_FILE)

@@ -800,3 +800,20 @@ def test_a_fifo_in_the_plain_layout_is_refused_without_blocking(tmp_path: Path, 
         f"{str(plain / file)!r}: is not a regular file (a FIFO, socket or device)"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]
+
+
+def test_import_over_its_own_source_is_refused(tmp_path: Path) -> None:
+    """`engine-import PLAIN --out PLAIN --overwrite` replaced the plain files with the
+    recording (before: deleted the whole folder); a folder above the source likewise."""
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    before = sorted(str(p.relative_to(plain)) for p in plain.rglob("*"))
+    for out in (plain, tmp_path):
+        with pytest.raises(ConfigError) as caught:
+            import_plain(plain, out, overwrite=True)
+        assert str(caught.value) == (
+            f"{str(out)!r}: is the plain recording {str(plain)!r} or a folder above it; the "
+            "import would write over its own input: give another --out"
+        )
+    assert sorted(str(p.relative_to(plain)) for p in plain.rglob("*")) == before
+    assert len(load_recording(import_plain(plain, plain / "rec")).served) == 1
