@@ -606,6 +606,28 @@ def coverage(evidence_dir: Path, replicas: int = 20, seed: int = 0) -> dict[str,
     }
 
 
+#: What a replayed coverage run depends on beyond the code (``replay_inputs``): the points, the
+#: fitted terms, the scored run (rewritten whenever the GPU pricing changes) and the cost errors.
+REPLAY_INPUTS: Final = (
+    "evidence/public-gpu/inferencex_dsr1_h100_h200_b200.json",
+    "evidence/public-gpu/speculators_qwen3_8_27b_b200_vllm_sd.json",
+    "evidence/public-gpu/fitted_terms.json",
+    PUBLIC_GPU_ROWS,
+    "aisim/uncertainty/cost_errors.v1.json",
+)
+
+
+def replay_inputs(root: Path) -> dict[str, str]:
+    """SHA-256 of each of ``REPLAY_INPUTS`` under the repository ``root``."""
+    import hashlib
+
+    return {
+        name: hashlib.sha256((root / name).read_bytes()).hexdigest()
+        for name in REPLAY_INPUTS
+        if (root / name).is_file()
+    }
+
+
 #: The committed runs of ``coverage-public-gpu`` (one JSON file per run, ``--out``).
 REPLAYED_DIR: Final = "public-gpu/replayed-intervals"
 
@@ -615,10 +637,12 @@ def replayed_coverage(evidence_dir: Path) -> dict[str, Any]:
     (``evidence/public-gpu/replayed-intervals/*.json``, each written by ``python -m
     qualification.uncertainty coverage-public-gpu --out``: too slow for the report to rerun),
     pooled per figure over the points each run counts in the plan's figure
-    (``judged_for_plan``), with and without the ``overhead`` source's draw."""
+    (``judged_for_plan``), with and without the ``overhead`` source's draw; each run says
+    whether the inputs it was replayed from are still the committed ones (``current``)."""
     import json
 
     folder = evidence_dir / REPLAYED_DIR
+    now = replay_inputs(evidence_dir.parent)
     runs = []
     judged: list[dict[str, Any]] = []
     for file in sorted(folder.glob("*.json")) if folder.is_dir() else []:
@@ -630,6 +654,9 @@ def replayed_coverage(evidence_dir: Path) -> dict[str, Any]:
                 "replicas": document["replicas"],
                 "seed": document["seed"],
                 "points": len(document["judged"]),
+                # False: an input changed since the run (the GPU pricing was refitted, the
+                # cost errors rebuilt): rerun its command.
+                "current": document.get("inputs") == now,
             }
         )
         judged.extend(document["judged"])
@@ -897,6 +924,7 @@ def public_gpu_coverage(
             "acceptance (InferenceX records none) that no interval can carry"
         ),
         "cost_samples": evidence.describe("roofline"),
+        "inputs": replay_inputs(evidence_dir.parent),
         "points": len(points),
         "refused": refused,
         "distinct_replays": len(setups),

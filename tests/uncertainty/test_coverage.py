@@ -161,6 +161,22 @@ def test_the_replayed_coverage_pools_the_committed_runs_plan_points(tmp_path: Pa
     assert result["coverage_without_overhead"]["median_ttft_ms"]["inside"] == 0
     assert result["coverage_by_group"]["ix/mtp"]["median_ttft_ms"]["judged"] == 1
     assert [run["points"] for run in result["runs"]] == [2, 1]
+    # runs that name no inputs (or other ones than the committed files) are not current
+    assert [run["current"] for run in result["runs"]] == [False, False]
+
+
+def test_the_committed_replayed_runs_name_their_inputs() -> None:
+    from qualification.uncertainty._coverage import REPLAY_INPUTS, replayed_coverage
+
+    result = replayed_coverage(ROOT / "evidence")
+    assert {Path(run["file"]).name for run in result["runs"]} == {
+        "inferencex-latest.json",
+        "speculators.json",
+    }
+    for run in result["runs"]:
+        document = json.loads((ROOT / run["file"]).read_text(encoding="utf-8"))
+        assert sorted(document["inputs"]) == sorted(REPLAY_INPUTS)
+        assert run["replicas"] == 20
 
 
 def test_the_committed_cost_error_table_is_built_from_the_committed_evidence() -> None:
