@@ -193,3 +193,13 @@ def test_serving_round_ratios_are_the_sd_and_plain_tpot_errors_ratio(tmp_path: P
     length = found["measured"] * 2.0  # AL / 2
     assert found["predicted"] == pytest.approx(5.0 * length / 8.0)
     assert 1.0 < length <= 3.0  # MTP with 2 drafts: between 1 and 3 tokens per round
+
+
+def test_a_bad_sources_list_for_the_public_gpu_run_is_a_one_line_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from qualification.uncertainty.__main__ import main
+
+    assert main(["coverage-public-gpu", "--sources", "cost,overheads"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and "--sources" in error and "'cost,overheads'" in error
