@@ -31,6 +31,8 @@ error distribution fitted on the other evidence only.
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
 from collections.abc import Collection
 from pathlib import Path
@@ -85,9 +87,14 @@ def measured_figures(run: Any) -> dict[str, float]:
 
 
 def engine_coverage(
-    evidence_dir: Path, replicas: int = 20, seed: int = 0, table: CostErrorTable | None = None
+    evidence_dir: Path,
+    replicas: int = 20,
+    seed: int = 0,
+    table: CostErrorTable | None = None,
+    sources: Sources | None = None,
 ) -> dict[str, Any]:
-    """Per served run of every engine recording: the intervals and the measured figures."""
+    """Per served run of every engine recording: the intervals and the measured figures
+    (``sources``: what the replicas draw, default all)."""
     from qualification.engine import (
         EngineStepModel,
         check_same_engine,
@@ -111,26 +118,33 @@ def engine_coverage(
         frontend = recording.frontend
         admission = 0.0 if frontend is None else float(frontend.request_ms)
         borrowed = frontend_borrowed(folder)
-        # One engine process served the runs in turn: each replay starts with the primitive
-        # caches the previous run's replay left (as ``aisim qualify engine`` replays them).
-        cache = None
+        # One engine process served the runs in turn: the point and every replica of a run
+        # start with the primitive caches the previous run's point replay left (as ``aisim
+        # qualify engine`` replays them), each on its own copy: a model shared by the replays
+        # would hand each replica the caches the one before it left, warmer than the engine's.
+        cache: Any = None
         for run in recording.served:
             check_same_engine(run, recording.grid)
             depth = int(recorded_settings(run)["num_speculative_tokens"] or 0)
             rounds = grid_counts(recording.grid, depth)[1] if depth else None
-            model = EngineStepModel(recording.grid, depth, frontend=frontend, cache=cache)
+            models: list[Any] = []
+            fresh = functools.partial(
+                _fresh_model, models, EngineStepModel, recording.grid, depth, frontend, cache
+            )
             report = replay_intervals(
                 replay_config(run, recording.grid, admission_ms=admission),
                 replicas,
                 seed=seed,
-                sources=Sources(),
+                sources=Sources() if sources is None else sources,
                 table=held_out,
                 acceptance_rounds=rounds,
                 base_dir=Path("."),
-                forward_pass_model=model,
+                model_factory=fresh,
                 frontend_borrowed=borrowed,
             )
-            cache = model.cache
+            # The first model built prices the point (``replay_intervals``): its caches are
+            # the engine's after this run.
+            cache = models[0].cache
             measured = measured_figures(run)
             judged = {}
             for name in ENGINE_METRICS:
@@ -160,6 +174,16 @@ def engine_coverage(
         name: _share([run["metrics"][name]["inside"] for run in runs]) for name in ENGINE_METRICS
     }
     return {"runs": runs, "coverage": per_metric, "replicas": replicas, "seed": seed}
+
+
+def _fresh_model(
+    built: list[Any], kind: Any, grid: Any, depth: int, frontend: Any, cache: Any
+) -> object:
+    """A step-table model (``kind``: ``EngineStepModel``) of ``grid`` at ``depth`` starting
+    with its own copy of ``cache`` (None: empty), appended to ``built``."""
+    model = kind(grid, depth, frontend=frontend, cache=copy.deepcopy(cache))
+    built.append(model)
+    return model
 
 
 def frontend_borrowed(folder: Path) -> bool:

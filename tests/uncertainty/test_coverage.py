@@ -410,3 +410,39 @@ def test_ttft_of_an_engine_without_fitted_rows_is_judged_on_its_other_groups(
     ranges = result["ttft_ranges_by_engine"]
     assert ranges["fitted_engines"] == ["sglang"]
     assert ranges["ranges"]["vllm"]["speculators/none"]["rows"] == 4
+
+
+@pytest.mark.parametrize(
+    "name", ["vllm-cpu-quiet-llama-4x256", "vllm-bench-llama-4x256-b32-high-probed"]
+)
+def test_every_source_off_each_run_is_the_point_aisim_qualify_engine_replays(
+    tmp_path: Path, name: str
+) -> None:
+    """Every source off: each served run's interval is zero-width at the point ``aisim qualify
+    engine`` replays for that run (``score_recording``: one engine process's primitive caches
+    carried from run to run). Before the fix the replicas shared the point's model and started
+    with the caches it left, so served-1 of the quiet CPU recording sat at 21.73 ms mean TTFT
+    (the caches after served-1) against its point of 24.28 ms."""
+    from aisim.uncertainty import Sources
+    from qualification.engine import load_recording
+    from qualification.engine._score import score_recording
+    from qualification.uncertainty._coverage import engine_coverage
+
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "engine" / name).symlink_to(ROOT / "evidence" / "engine" / name)
+    result = engine_coverage(tmp_path, replicas=2, seed=0, sources=Sources.parse("none"))
+    recording = load_recording(ROOT / "evidence" / "engine" / name)
+    assert recording.grid is not None
+    scored, _ = score_recording(recording, recording.grid)
+    assert [run["run"] for run in result["runs"]] == [run["run"] for run in scored["runs"]]
+    assert len(result["runs"]) == 3
+    for run, figures in zip(result["runs"], scored["runs"], strict=True):
+        for metric, item in run["metrics"].items():
+            assert item["low"] == item["high"] == item["point"], (run["run"], metric)
+        for figure in ("ttft", "tpot", "e2e"):
+            point = run["metrics"][f"mean_{figure}_ms"]["point"]
+            assert point == pytest.approx(figures[figure]["mean_predicted_ms"], rel=1e-9)
+    if name == "vllm-cpu-quiet-llama-4x256":
+        # served-1 starts with empty caches, served-2 and served-3 with the warm ones
+        ttft = [run["metrics"]["mean_ttft_ms"]["point"] for run in result["runs"]]
+        assert ttft == pytest.approx([24.28, 21.73, 21.73], abs=0.005)
