@@ -9,6 +9,7 @@ from __future__ import annotations
 from aisim.catalogue._costs import COST_SOURCES, IDEAL_TERMS, MEASURED_TERMS, CostSource, CostTerms
 from aisim.catalogue._data import GPUS, MODELS
 from aisim.catalogue._deployment import (
+    ACTIVATION_SCALES,
     CHECKPOINT,
     KV_PRECISIONS,
     WEIGHT_PRECISIONS,
@@ -79,6 +80,7 @@ __all__ = [
     "CHECKPOINT",
     "Deployment",
     "alltoall_bytes_per_rank",
+    "ACTIVATION_SCALES",
     "KV_PRECISIONS",
     "WEIGHT_PRECISIONS",
     "deployed_weight_bytes",

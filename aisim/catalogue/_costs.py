@@ -56,7 +56,11 @@ class CostTerms:
       one iteration per position);
     * ``draft_step_host_s``: host time each sequential draft step adds beyond its GPU work
       (0 in both sets: the 2026 engines of the public GPU runs hide it; an engine version that
-      does not, vLLM mid-2025, is priced by replacing it, ``qualification.public``).
+      does not, vLLM mid-2025, is priced by replacing it, ``qualification.public``);
+    * ``scaled_mm_fp8_efficiency``: fraction of the dense FP8 peak a compute-bound fp8 GEMM with
+      per-tensor / per-channel scales (vLLM's ``cutlass_scaled_mm``: fp8 deployments with
+      ``token``, ``static`` or ``tensor`` activation scales) reaches, by the GPU's SM version;
+      an SM version not listed takes ``gemm_compute_efficiency``.
     """
 
     name: str
@@ -78,6 +82,7 @@ class CostTerms:
     eager_linear_layer_s: float
     dspark_markov_step_s: float
     draft_step_host_s: float
+    scaled_mm_fp8_efficiency: dict[int, float]
 
 
 def _non_decreasing(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -117,20 +122,31 @@ LINK_PROTOCOL_EFFICIENCY: Final = 370.0 / 450.0
 #: GEMMs that are compute-bound reach ~70 % of the dense BF16 peak (the unchanged ideal value,
 #: consistent with FlashAttention-3's GEMM-like kernels at 75 % and cuBLAS large GEMMs).
 GEMM_COMPUTE_EFFICIENCY: Final = 0.7
+#: vLLM's CUTLASS fp8 GEMM on Blackwell (``cutlass_scaled_mm``, SM100 kernels of
+#: ``csrc/quantization/w8a8/cutlass/c3x/scaled_mm_sm100_fp8_dispatch.cuh``: one 256 x 128 x 128
+#: tile, 2 x 2 cluster config for every M > 256) reaches 2545 TFLOP/s of B200's 4500 dense FP8
+#: without the activation quantization (vllm-project/vllm#19566, ``bench_fp8_gemm.py`` on B200,
+#: Llama-3.1-8B shapes, batch 16384: BF16 1513, fp8 per-tensor 2226 with the quantization, 2545
+#: without), where the BF16 GEMM reaches 1513 of 2250 (0.67, about ``GEMM_COMPUTE_EFFICIENCY``).
+#: Hopper keeps ``GEMM_COMPUTE_EFFICIENCY``: row-scaled fp8 GEMMs run 1.9..2.1 x the BF16 GEMM's
+#: TFLOP/s on H100 (pytorch/FBGEMM#2546: 1125 / 585 at 8192^3, 1083 / 575 and 1141 / 546 at
+#: 65536-row shapes), the doubled peak at the BF16 efficiency.
+SCALED_MM_FP8_EFFICIENCY: Final[dict[int, float]] = {100: 2545.0 / 4500.0}
 #: FlashAttention-3 reaches 740 TFLOP/s of H100's 989 (75 %) in BF16/FP16 forward attention.
 ATTENTION_COMPUTE_EFFICIENCY: Final = 0.75
 #: The next four are fitted on public GPU serving runs (evidence/public-gpu/fitted_terms.json,
 #: ``python -m qualification.public_gpu.fit``): 432 InferenceX history rows (DeepSeek-R1, SGLang
 #: and TensorRT-LLM, H200 and B200, no SD, not also in the latest file); held out: the latest
 #: file, the Qwen3.8-27B sweep, every MTP row and ``aisim qualify public``'s figures.
-#: Streaming kernels reach 0.824 of peak HBM: the H100 profile's 0.78 (mikamirai.com, "MLP
-#: weight load") times the fitted factor 1.057 (1.050 before the norms were priced as fused
-#: add-RMSNorms).
-WEIGHT_BANDWIDTH_EFFICIENCY: Final = 0.824
+#: Streaming kernels reach 0.826 of peak HBM: the H100 profile's 0.78 (mikamirai.com, "MLP
+#: weight load") times the fitted factor 1.059 (1.057 before the quantized GEMMs' activation
+#: quantization was priced, 1.050 before the norms were priced as fused add-RMSNorms).
+WEIGHT_BANDWIDTH_EFFICIENCY: Final = 0.826
 #: Attention's KV reads: the same profile's 0.57 ("attention K/V access") times the same factor.
-KV_BANDWIDTH_EFFICIENCY: Final = 0.602
+KV_BANDWIDTH_EFFICIENCY: Final = 0.604
 #: Time each kernel adds beyond its roofline time (launch gaps, tails, small-kernel floors):
-#: fitted, 3.48 us (3.47 us before the fused add-RMSNorms, 3.87 us before expert parallelism
+#: fitted, 3.48 us (unchanged by the activation quantization's traffic; 3.47 us before the fused
+#: add-RMSNorms, 3.87 us before expert parallelism
 #: priced the busiest expert group; the laptop CUDA-graph replay figure, 0.58 us, was the first
 #: value).
 KERNEL_OVERHEAD_S: Final = 3.48e-6
@@ -146,13 +162,15 @@ NGRAM_PROPOSAL_S_PER_REQUEST: Final = 2.7e-6
 #: The next two are fitted on the HumanEval half of the vLLM Qwen3.8-27B sweep on one B200
 #: (evidence/public-gpu/fitted_terms.json, ``hybrid``); the math_reasoning half is held out.
 #: The Gated DeltaNet kernels' recurrent-state traffic (fp32, read and written per request and
-#: layer by ``fused_sigmoid_gating_delta_rule_update``) reaches this fraction of peak HBM.
-LINEAR_STATE_BANDWIDTH_EFFICIENCY: Final = 0.46
+#: layer by ``fused_sigmoid_gating_delta_rule_update``) reaches this fraction of peak HBM (0.46
+#: before the refit with the streaming efficiency 0.826, a grid step away).
+LINEAR_STATE_BANDWIDTH_EFFICIENCY: Final = 0.44
 #: Host time per Gated DeltaNet layer of a pass with prefill tokens: vLLM splits its piecewise
 #: CUDA graphs at the GDN core op (``CompilationConfig._attention_ops``), and a batch that is
 #: not uniform decode replays the piecewise graphs, so the core (conv, the chunked delta-rule
-#: kernels, state gather / scatter, the decode kernel) is launched from the host layer by layer.
-EAGER_LINEAR_LAYER_S: Final = 260e-6
+#: kernels, state gather / scatter, the decode kernel) is launched from the host layer by layer
+#: (260 us before the same refit).
+EAGER_LINEAR_LAYER_S: Final = 200e-6
 #: Host time per drafted position of a DSpark round: vLLM's ``DSparkProposer._sample_draft_tokens``
 #: (``vllm/v1/spec_decode/dspark.py``) runs ``sample_dspark_markov_block``
 #: (``dspark_sampling.py``), a Python loop over the block's positions, each the Markov bias
@@ -160,7 +178,7 @@ EAGER_LINEAR_LAYER_S: Final = 260e-6
 #: variant's docstring counts them), outside any CUDA graph. Fitted on the HumanEval DSpark points
 #: of the same sweep at 1..64 streams (evidence/public-gpu/fitted_terms.json, ``dspark``); the
 #: math_reasoning DSpark points are held out.
-DSPARK_MARKOV_STEP_S: Final = 323.5e-6
+DSPARK_MARKOV_STEP_S: Final = 319e-6
 
 MEASURED_TERMS: Final = CostTerms(
     name="roofline",
@@ -182,6 +200,7 @@ MEASURED_TERMS: Final = CostTerms(
     eager_linear_layer_s=EAGER_LINEAR_LAYER_S,
     dspark_markov_step_s=DSPARK_MARKOV_STEP_S,
     draft_step_host_s=0.0,
+    scaled_mm_fp8_efficiency=SCALED_MM_FP8_EFFICIENCY,
 )
 
 #: The pure roofline: the round efficiencies it always had, no overheads (a bound, not a forecast).
@@ -205,6 +224,7 @@ IDEAL_TERMS: Final = CostTerms(
     eager_linear_layer_s=0.0,
     dspark_markov_step_s=0.0,
     draft_step_host_s=0.0,
+    scaled_mm_fp8_efficiency={},
 )
 
 COST_SOURCES: Final = (
@@ -217,6 +237,17 @@ COST_SOURCES: Final = (
         "compute-bound GEMMs only (prefill); kept at the historical 0.7, below the FA-3 figure",
     ),
     CostSource(
+        "SCALED_MM_FP8_EFFICIENCY",
+        "0.566 (SM100)",
+        "of dense FP8 peak",
+        "https://github.com/vllm-project/vllm/pull/19566 (bench_fp8_gemm.py on B200, Llama-3.1-8B "
+        "shapes, batch 16384: fp8 per-tensor without the quantization 2545 TFLOP/s, BF16 1513); "
+        "Hopper: https://github.com/pytorch/FBGEMM/pull/2546 (H100 row-scaled fp8 1.9..2.1 x BF16)",
+        "2545 / 4500: fp8 GEMMs with per-tensor / per-channel scales (vLLM cutlass_scaled_mm; "
+        "activation_scales token, static or tensor) on SM100; other GPUs and block-scaled fp8 "
+        "keep GEMM_COMPUTE_EFFICIENCY",
+    ),
+    CostSource(
         "ATTENTION_COMPUTE_EFFICIENCY",
         "0.75",
         "of dense BF16 peak",
@@ -225,16 +256,16 @@ COST_SOURCES: Final = (
     ),
     CostSource(
         "WEIGHT_BANDWIDTH_EFFICIENCY",
-        "0.824",
+        "0.826",
         "of peak HBM bandwidth",
         "https://github.com/SemiAnalysisAI/InferenceX-app (history fixture at 528c4146: fitted "
-        "factor 1.057 on the profile's 0.78, https://mikamirai.com/blog/gpu-memory-bandwidth/)",
+        "factor 1.059 on the profile's 0.78, https://mikamirai.com/blog/gpu-memory-bandwidth/)",
         "fitted (evidence/public-gpu/fitted_terms.json, 432 training rows); memory-bound GEMMs, "
         "norms, logits",
     ),
     CostSource(
         "KV_BANDWIDTH_EFFICIENCY",
-        "0.602",
+        "0.604",
         "of peak HBM bandwidth",
         "https://github.com/SemiAnalysisAI/InferenceX-app (history fixture at 528c4146: the same "
         "factor on the profile's 0.57)",
@@ -297,7 +328,7 @@ COST_SOURCES: Final = (
     ),
     CostSource(
         "LINEAR_STATE_BANDWIDTH_EFFICIENCY",
-        "0.46",
+        "0.44",
         "of peak HBM bandwidth",
         "https://github.com/vllm-project/speculators (examples/evaluate/results/"
         "qwen3_8_27b_dspark: the HumanEval no-SD and MTP points, vLLM 0.30 on one B200)",
@@ -307,24 +338,24 @@ COST_SOURCES: Final = (
     ),
     CostSource(
         "EAGER_LINEAR_LAYER_S",
-        "260e-6",
+        "200e-6",
         "s per Gated DeltaNet layer of a pass with prefill tokens",
         "https://github.com/vllm-project/speculators (the same 16 HumanEval points); the "
         "mechanism: vllm-project/vllm vllm/config/compilation.py CompilationConfig._attention_ops "
         "(piecewise graphs split at the GDN core) and docs/design/cuda_graphs.md (non-uniform "
         "batches replay the piecewise graphs)",
         "fitted with LINEAR_STATE_BANDWIDTH_EFFICIENCY; x the linear-attention layers of a pass "
-        "that carries prefill tokens (48 on Qwen3.5/3.6-27B: 12.5 ms)",
+        "that carries prefill tokens (48 on Qwen3.5/3.6-27B: 9.6 ms)",
     ),
     CostSource(
         "DSPARK_MARKOV_STEP_S",
-        "323.5e-6",
+        "319e-6",
         "s per drafted position of a DSpark round",
         "https://github.com/vllm-project/speculators (the 7 HumanEval DSpark points at 1..64 "
         "streams); the mechanism: vllm-project/vllm vllm/v1/spec_decode/dspark.py "
         "DSparkProposer._sample_draft_tokens and dspark_sampling.py sample_dspark_markov_block "
         "(a Python loop over the block's positions, eager kernels, no CUDA graph)",
         "fitted on median output throughput (the math_reasoning DSpark points held out); x the "
-        "drafted positions of a DSpark round (7: 2.3 ms), on every pass with decode requests",
+        "drafted positions of a DSpark round (7: 2.2 ms), on every pass with decode requests",
     ),
 )

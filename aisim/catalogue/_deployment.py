@@ -19,6 +19,30 @@ Only the linear layers inside the decoder blocks take the deployment's precision
 checkpoints quantize those and keep embeddings, norms and the LM head at the checkpoint dtype:
 the config's ``modules_to_not_convert`` / ``exclude_modules``); activations stay at the
 checkpoint dtype. GEMMs of a quantized layer run at the GPU's fp8 (or fp4) tensor-core peak.
+
+A quantized GEMM multiplies quantized activations too: before each one a separate memory-bound
+kernel reads the checkpoint-dtype activations and writes them at the GEMM's precision with their
+scales, and the GEMM reads those (its epilogue applies the activation and weight scales while
+writing the checkpoint-dtype output: vLLM ``CutlassFP8ScaledMMLinearKernel.apply_scaled_mm``,
+"Fused GEMM_DQ"). ``activation_scales`` says how the fp8 scales are computed, which sets the
+kernel's traffic (vLLM ``csrc/quantization/w8a8/fp8/common.cu`` and ``per_token_group_quant.cu``,
+called from ``QuantFP8.forward_cuda``, ``layers/quantization/input_quant_fp8.py``):
+
+* ``group`` (the fp8 default, DeepSeek-V3/R1's block fp8): one dynamic scale per token and 128
+  elements, one kernel (``per_token_group_quant_fp8``): read 2, write 1 + 4 / 128 bytes per
+  element (bf16 checkpoint);
+* ``token``: one dynamic scale per token, one kernel (``dynamic_per_token_scaled_fp8_quant``: a
+  block per token reduces the row's absmax and quantizes it, the second read from cache): read
+  2, write 1;
+* ``static``: a calibrated per-tensor scale, one kernel (``static_scaled_fp8_quant``): read 2,
+  write 1;
+* ``tensor``: one dynamic scale for the whole tensor (``dynamic_scaled_fp8_quant``): a memset of
+  the scale, ``segmented_max_reduction_strided`` over every element (read 2), then
+  ``scaled_fp8_quant_kernel_strided_dynamic`` (read 2, write 1): 5 bytes, three launches.
+
+With ``token``, ``static`` and ``tensor`` the weights carry one scale per tensor (or channel), 1
+byte per weight. NVFP4 (``fp4``) quantizes activations in blocks of 16 (``scaled_fp4_quant``): read
+2, write 0.5 + 1 / 16 bytes per element, one kernel.
 """
 
 from __future__ import annotations
@@ -40,6 +64,13 @@ KV_BYTES_PER_ELEMENT: Final[dict[str, float]] = {"bf16": 2.0, "fp16": 2.0, "fp8"
 #: Precision names a deployment may give ("" = the checkpoint's dtype).
 WEIGHT_PRECISIONS: Final = ("bf16", "fp16", "fp8", "fp4")
 KV_PRECISIONS: Final = ("bf16", "fp16", "fp8")
+#: How fp8 activation scales are computed ("" = the precision's default: ``group`` for fp8).
+ACTIVATION_SCALES: Final = ("group", "token", "static", "tensor")
+#: Bytes per element a quantized GEMM reads of its quantized input (scales included).
+ACTIVATION_BYTES_PER_ELEMENT: Final[dict[str, float]] = {
+    "fp8": 1.0,
+    "fp4": 0.5 + 1.0 / 16.0,
+}
 
 
 @dataclass(frozen=True)
@@ -53,19 +84,65 @@ class Deployment:
       expert is split over the tensor-parallel GPUs instead);
     * ``attention_data_parallel``: data-parallel attention ranks of one replica (each holds its
       own requests and a full copy of the attention weights; the MoE layers span all of the
-      replica's GPUs and tokens reach their experts through an all-to-all).
+      replica's GPUs and tokens reach their experts through an all-to-all);
+    * ``activation_scales``: how fp8 activations are scaled (``ACTIVATION_SCALES``; "" = ``group``,
+      the module docstring says what each costs).
     """
 
     weights: str = ""
     kv_cache: str = ""
     expert_parallel: int = 1
     attention_data_parallel: int = 1
+    activation_scales: str = ""
 
     def weight_bytes_per_parameter(self, spec: ModelSpec) -> float:
         """Bytes per weight of the decoder blocks' linear layers."""
         if self.weights == "":
             return float(spec.dtype_bytes)
+        if self.scaled_mm:
+            return 1.0  # one scale per tensor or channel: a few bytes per matrix
         return WEIGHT_BYTES_PER_PARAMETER[self.weights]
+
+    @property
+    def scaled_mm(self) -> bool:
+        """Whether the fp8 GEMMs carry per-tensor / per-channel scales (vLLM's
+        ``cutlass_scaled_mm``) rather than 128 x 128 block scales."""
+        return self.weights == "fp8" and self.activation_scales not in ("", "group")
+
+    @property
+    def quantized(self) -> bool:
+        """Whether the blocks' GEMMs take quantized activations (fp8 or fp4 weights)."""
+        return self.weights in ACTIVATION_BYTES_PER_ELEMENT
+
+    def activation_bytes_per_element(self, spec: ModelSpec) -> float:
+        """Bytes per input element a block GEMM reads: the quantized activation (with its
+        scales) for fp8 / fp4, else the checkpoint dtype."""
+        if self.weights in ACTIVATION_BYTES_PER_ELEMENT:
+            return ACTIVATION_BYTES_PER_ELEMENT[self.weights]
+        return float(spec.dtype_bytes)
+
+    def quantization_bytes_per_element(self, spec: ModelSpec) -> float:
+        """Bytes the activation-quantization kernels move per input element of a quantized
+        GEMM (0 when the GEMMs are not quantized): read the checkpoint-dtype activation, write
+        the quantized one with its scales (fp8 ``group``: one fp32 scale per 128 elements), and
+        for a dynamic per-tensor scale read every element once more for the absmax first."""
+        if not self.quantized:
+            return 0.0
+        dtype = float(spec.dtype_bytes)
+        written = ACTIVATION_BYTES_PER_ELEMENT[self.weights]
+        if self.weights == "fp8":
+            if self.activation_scales in ("", "group"):
+                written += 4.0 / 128.0
+            elif self.activation_scales == "tensor":
+                return 2.0 * dtype + written
+        return dtype + written
+
+    def quantization_kernels(self) -> float:
+        """Launches of one quantized GEMM's activation quantization (0 when not quantized):
+        three for a dynamic per-tensor scale (memset, absmax reduction, quantize), else one."""
+        if not self.quantized:
+            return 0.0
+        return 3.0 if self.weights == "fp8" and self.activation_scales == "tensor" else 1.0
 
     def kv_bytes_per_element(self, spec: ModelSpec) -> float:
         if self.kv_cache == "":
@@ -91,6 +168,8 @@ class Deployment:
             parts.append(f"EP {self.expert_parallel}")
         if self.attention_data_parallel > 1:
             parts.append(f"attention DP {self.attention_data_parallel}")
+        if self.activation_scales:
+            parts.append(f"{self.activation_scales} activation scales")
         return ", ".join(parts) if parts else "checkpoint dtype, no EP, no attention DP"
 
 

@@ -14,8 +14,9 @@ Keys (the same appear under a replay worker's ``timing``):
 * ``role`` (``aggregated``/``prefill``/``decode``, default ``aggregated``) and ``timing_scope``
   (default ``round``): part of the identity measured rounds must match;
 * ``deployment``: ``weights`` (``bf16``/``fp16``/``fp8``/``fp4``), ``kv_cache``
-  (``bf16``/``fp16``/``fp8``), ``expert_parallel``, ``attention_data_parallel`` (default: the
-  checkpoint's dtype, no EP, no attention DP); the roofline prices them
+  (``bf16``/``fp16``/``fp8``), ``expert_parallel``, ``attention_data_parallel``,
+  ``activation_scales`` (fp8 only: ``group``/``token``/``static``/``tensor``; default: the
+  checkpoint's dtype, no EP, no attention DP, ``group``); the roofline prices them
   (``aisim.catalogue._deployment``).
 
 The choice itself (measured_round > table > regression > roofline) is the core's
@@ -33,6 +34,7 @@ from pydantic import BeforeValidator, WithJsonSchema
 
 from aisim._io import check_path_text
 from aisim.catalogue import (
+    ACTIVATION_SCALES,
     CHECKPOINT,
     KV_PRECISIONS,
     WEIGHT_PRECISIONS,
@@ -77,6 +79,7 @@ class DeploymentConfig(EdgeModel):
     kv_cache: Annotated[str | None, OrNone(Choice(*KV_PRECISIONS))] = None
     expert_parallel: Annotated[int, Integer(1, 1024)] = 1
     attention_data_parallel: Annotated[int, Integer(1, 1024)] = 1
+    activation_scales: Annotated[str | None, OrNone(Choice(*ACTIVATION_SCALES))] = None
 
     def to_deployment(self) -> Deployment:
         return Deployment(
@@ -84,6 +87,7 @@ class DeploymentConfig(EdgeModel):
             self.kv_cache or "",
             self.expert_parallel,
             self.attention_data_parallel,
+            self.activation_scales or "",
         )
 
 
@@ -301,8 +305,20 @@ def _select(
         stp,
         measured,
         path,
-        block.deployment.to_deployment() if block.deployment is not None else CHECKPOINT,
+        _deployment(block.deployment, path),
     )
+
+
+def _deployment(config: DeploymentConfig | None, path: str) -> Deployment:
+    if config is None:
+        return CHECKPOINT
+    if config.activation_scales and config.weights != "fp8":
+        raise ConfigError(
+            f"{_join(path, 'deployment.activation_scales')}: {config.activation_scales!r} needs "
+            f"weights 'fp8' (got {config.weights or 'the checkpoint dtype'!r}); the fp8 "
+            "activation scales are one of " + ", ".join(ACTIVATION_SCALES)
+        )
+    return config.to_deployment()
 
 
 def _join(base: str, name: str) -> str:

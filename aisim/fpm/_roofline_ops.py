@@ -12,7 +12,12 @@ reads the input and the residual and writes both back (vLLM ``fused_add_rms_norm
 ``fused_add_rmsnorm``), 4 elements per token and hidden unit, except the first layer's input
 norm, which has no residual yet (read and write, 2). After the layers: the final norm (fused with
 the last residual, over every token of the pass) and the LM head for the tokens that need logits. Weights and heads are sharded over tensor parallel; MLA's
-compressed KV is replicated. The efficiencies are a ``CostTerms`` (``aisim.catalogue._costs``);
+compressed KV is replicated. A quantized deployment (fp8 / fp4 weights) quantizes each block
+GEMM's input first: a memory-bound kernel per quantized GEMM reads the checkpoint-dtype
+activations and writes the quantized ones (``Deployment.quantization_bytes_per_element``: 3 bytes
+per element for fp8 with group, token or static scales, 5 with a dynamic per-tensor scale, whose
+absmax reduction reads the input once more), and the GEMM reads the quantized input; its
+epilogue applies the scales while writing its output (no separate dequantization). The efficiencies are a ``CostTerms`` (``aisim.catalogue._costs``);
 ``kernels`` counts the kernels a pass launches (one per priced operation, attention two).
 """
 
@@ -156,8 +161,15 @@ class LayerStack:
         self.tensor_parallel = tensor_parallel
         self.dtype = dtype
         self.weight_bytes = deployment.weight_bytes_per_parameter(spec)
+        # A block GEMM's input as it reads it (quantized on a quantized deployment) and the bytes
+        # its activation-quantization kernels move per input element (0 when not quantized).
+        self.gemm_input_bytes = deployment.activation_bytes_per_element(spec)
+        self.quantize_bytes = deployment.quantization_bytes_per_element(spec)
         self.hidden = hidden
-        self.gemm_flops_per_s = deployment.gemm_peak_flops(gpu) * terms.gemm_compute_efficiency
+        efficiency = terms.gemm_compute_efficiency
+        if deployment.scaled_mm:
+            efficiency = terms.scaled_mm_fp8_efficiency.get(gpu.sm_version, efficiency)
+        self.gemm_flops_per_s = deployment.gemm_peak_flops(gpu) * efficiency
         self.head_flops_per_s = gpu.bf16_flops * terms.gemm_compute_efficiency
         self.attention_flops_per_s = gpu.bf16_flops * terms.attention_compute_efficiency
         self.bytes_per_s = gpu.hbm_bytes_per_s * terms.weight_bandwidth_efficiency
@@ -185,6 +197,9 @@ class LayerStack:
         self.qkv_out = (float(spec.attention_parameters_per_layer) - o_params) / hidden / tp
         self.o_params = o_params / tp
         self.o_in = heads * value_dim / tp
+        # Quantized inputs of the attention block beyond the QKV GEMM's and the output
+        # projection's: MLA's q_b projection reads the compressed query (q_lora_rank, replicated).
+        self.extra_attention_inputs = float(spec.q_lora_rank) if spec.uses_mla else 0.0
         kv_element = deployment.kv_bytes_per_element(spec)
         if spec.uses_mla:
             latent = float(spec.kv_lora_rank + spec.qk_rope_head_dim)
@@ -239,8 +254,9 @@ class LayerStack:
         self.fused_params = float(fused_feature_inputs) * hidden / tp
         self.fused_inputs = float(fused_feature_inputs)
         self.lm_head_vocab = float(lm_head_vocab)
+        quantize_kernels = deployment.quantization_kernels()
         self.kernels_per_pass = _kernels_per_pass(
-            spec, self.dense_layers, self.moe_layers, self.alltoall_ranks > 1, deployment.weights
+            spec, self.dense_layers, self.moe_layers, self.alltoall_ranks > 1, quantize_kernels
         )
         # A Gated DeltaNet layer launches in_proj_qkvz, in_proj_ba, the causal conv1d update, the
         # fused gating + delta-rule kernel, the gated RMSNorm, out_proj and the two norms (8; vLLM
@@ -248,20 +264,29 @@ class LayerStack:
         # quantized GEMMs' activation quantization).
         if self.linear_layers > 0.0:
             attention = 7.0 + (5.0 if spec.uses_mla else 0.0)
-            quantized = deployment.weights in ("fp8", "fp4")
-            linear = 8.0 + (3.0 if quantized else 0.0)
-            attention += (3.0 if spec.uses_mla else 2.0) if quantized else 0.0
+            linear = 8.0 + 3.0 * quantize_kernels
+            attention += (3.0 if spec.uses_mla else 2.0) * quantize_kernels
             self.kernels_per_pass += self.linear_layers * (linear - attention)
         if self.fused_params > 0.0:
-            self.kernels_per_pass += 1.0
+            self.kernels_per_pass += 1.0 + quantize_kernels
         # The final norm and LM head (counted when a pass needs logits).
         self.head_kernels = 2.0 if self.lm_head_params > 0.0 else 0.0
 
     def _gemm(self, tokens: float, params: float, in_features: float, out_features: float) -> float:
-        """A linear layer of the decoder blocks (weights at the deployment's precision)."""
+        """A linear layer of the decoder blocks (weights at the deployment's precision, the
+        input as the GEMM reads it, the output at the checkpoint dtype), after its input's
+        quantization on a quantized deployment (``_quantize``)."""
         flops = 2.0 * tokens * params
-        moved = params * self.weight_bytes + tokens * (in_features + out_features) * self.dtype
-        return op_seconds(flops, moved, self.gemm_flops_per_s, self.bytes_per_s)
+        moved = params * self.weight_bytes + tokens * (
+            in_features * self.gemm_input_bytes + out_features * self.dtype
+        )
+        seconds = op_seconds(flops, moved, self.gemm_flops_per_s, self.bytes_per_s)
+        return seconds + self._quantize(tokens * in_features)
+
+    def _quantize(self, elements: float) -> float:
+        """The activation quantization of ``elements`` GEMM input elements (memory-bound; 0 on
+        an unquantized deployment)."""
+        return elements * self.quantize_bytes / self.bytes_per_s
 
     def _head_gemm(self, tokens: float, params: float, out_features: float) -> float:
         """The LM head (checkpoint dtype, BF16 peak)."""
@@ -297,6 +322,7 @@ class LayerStack:
         """Everything in a layer except the MLP and its activation."""
         t = shape.tokens
         seconds = self._gemm(t, self.qkv_params, self.hidden, self.qkv_out)
+        seconds += self._quantize(t * self.extra_attention_inputs)
         attention_bytes = shape.kv_tokens_read * self.kv_bytes_per_token * self.kv_byte_scale + (
             2.0 * t * (self.o_in * self.dtype)
         )
@@ -318,6 +344,7 @@ class LayerStack:
         traffic's time, at the attention peak), the gated norm, the output projection and the all-reduces."""
         t = shape.tokens
         seconds = self._gemm(t, self.linear_in_params, self.hidden, self.linear_in_out)
+        seconds += self._quantize(t * self.hidden)  # in_proj_ba quantizes its own input
         state_bytes = shape.recurrent_states * self.linear_state_bytes * self.state_byte_scale + (
             2.0 * t * self.linear_in_out * self.dtype
         )
@@ -337,6 +364,9 @@ class LayerStack:
         activation = 3.0 * tokens * self.dense_intermediate * self.dtype / self.bytes_per_s
         up = self._gemm(tokens, 2.0 * self.hidden * self.dense_intermediate, self.hidden, 0.0)
         down = self._gemm(tokens, self.hidden * self.dense_intermediate, 0.0, self.hidden)
+        # The intermediate's traffic is the activation's (read gate and up, write the product);
+        # the down GEMM's input quantization reads that product again.
+        down += self._quantize(tokens * self.dense_intermediate)
         return up + activation + down
 
     def _moe_mlp(self, tokens: float) -> float:
@@ -361,9 +391,20 @@ class LayerStack:
         active = chosen + self.shared_experts
         flops = 2.0 * routed * active * self.expert_params
         moved = (touched + self.shared_experts) * self.expert_params * self.weight_bytes + (
-            routed * active * (2.0 * self.hidden) * self.dtype / self.attention_ranks
+            routed
+            * active
+            * self.hidden
+            * (self.gemm_input_bytes + self.dtype)
+            / self.attention_ranks
         )
         seconds = op_seconds(flops, moved, self.gemm_flops_per_s, self.bytes_per_s)
+        # Quantized inputs: each token's hidden state once for the routed experts' up GEMM
+        # (once more for the shared experts'), and every (token, expert) intermediate row for
+        # the down GEMMs (the kernels ``_kernels_per_pass`` counts).
+        shared_inputs = 1.0 if self.shared_experts > 0.0 else 0.0
+        seconds += self._quantize(
+            routed * (self.hidden * (1.0 + shared_inputs) + active * self.expert_intermediate)
+        )
         seconds += self._head_gemm(tokens, self.router_params, experts)
         seconds += 3.0 * routed * active * self.expert_intermediate * self.dtype / self.bytes_per_s
         seconds += self._alltoall(tokens)
@@ -404,7 +445,9 @@ class LayerStack:
         GEMMs, activation and the weighted combine (MoE, 7; ``DeepseekV2MoE.forward``), three
         more for shared experts, two more for an all-to-all's dispatch and combine; a quantized
         deployment adds one activation-quantization kernel per quantized GEMM (fp8 / NVFP4 GEMMs
-        take quantized inputs); a fused-feature projection; the final norm and LM head.
+        take quantized inputs; three with a dynamic per-tensor fp8 scale: memset, absmax
+        reduction, quantize); a fused-feature projection (and its input's quantization); the
+        final norm and LM head.
         All-reduce kernels are inside the measured all-reduce latency."""
         if shape.tokens <= 0.0:
             return 0.0
@@ -465,18 +508,16 @@ def _allreduce_points(
 
 
 def _kernels_per_pass(
-    spec: ModelSpec, dense_layers: float, moe_layers: float, alltoall: bool, weights: str
+    spec: ModelSpec, dense_layers: float, moe_layers: float, alltoall: bool, quantize: float
 ) -> float:
-    """Kernels of the decoder layers (``LayerStack.kernels`` says which)."""
-    quantized = weights in ("fp8", "fp4")
+    """Kernels of the decoder layers (``LayerStack.kernels`` says which); ``quantize``: the
+    launches of one quantized GEMM's activation quantization (0 when not quantized)."""
     attention = 7.0 + (5.0 if spec.uses_mla else 0.0)
     attention_gemms = 3.0 if spec.uses_mla else 2.0
-    dense = 3.0 + (2.0 if quantized else 0.0)
+    dense = 3.0 + 2.0 * quantize
     moe = 7.0 + (3.0 if spec.num_shared_experts > 0 else 0.0) + (2.0 if alltoall else 0.0)
-    if quantized:
-        moe += 2.0 + (2.0 if spec.num_shared_experts > 0 else 0.0)
-    if quantized:
-        attention += attention_gemms
+    moe += (2.0 + (2.0 if spec.num_shared_experts > 0 else 0.0)) * quantize
+    attention += attention_gemms * quantize
     return dense_layers * (attention + dense) + moe_layers * (attention + moe)
 
 

@@ -38,6 +38,10 @@ def _config(model: str, row: dict[str, Any], estimator: str) -> dict[str, Any]:
     }
     if row["weights"] != "bf16":
         config["deployment"] = {"weights": row["weights"]}
+        if row["weights"] == "fp8":
+            # The reference's fp8 GEMM mode: dynamic per-tensor fp8 activations (its
+            # CutlassFP8ScaledMMLinearKernel rows); vLLM's dynamic_scaled_fp8_quant.
+            config["deployment"]["activation_scales"] = "tensor"
     return config
 
 

@@ -15,7 +15,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "estimators.md"
 
 def test_each_source_is_a_public_address_listed_in_the_docs_next_to_its_value() -> None:
     text = DOC.read_text()
-    assert len(COST_SOURCES) == 13
+    assert len(COST_SOURCES) == 14
     for source in COST_SOURCES:
         assert source.source.startswith("https://"), source.name
         row = re.search(rf"^\| `{source.name}` \|(.*)$", text, re.M)
@@ -26,7 +26,11 @@ def test_each_source_is_a_public_address_listed_in_the_docs_next_to_its_value() 
 
 def test_scalar_values_in_the_sources_are_the_constants_the_model_uses() -> None:
     for source in COST_SOURCES:
-        if source.name in ("ALLREDUCE_CURVE", "ALLREDUCE_BUS_BYTES_PER_S"):
+        if source.name in (
+            "ALLREDUCE_CURVE",
+            "ALLREDUCE_BUS_BYTES_PER_S",
+            "SCALED_MM_FP8_EFFICIENCY",
+        ):
             continue
         assert float(source.value) == getattr(_costs, source.name), source.name
     assert MEASURED_TERMS.weight_bandwidth_efficiency == _costs.WEIGHT_BANDWIDTH_EFFICIENCY
@@ -36,6 +40,8 @@ def test_scalar_values_in_the_sources_are_the_constants_the_model_uses() -> None
     assert MEASURED_TERMS.ngram_proposal_s_per_request == _costs.NGRAM_PROPOSAL_S_PER_REQUEST
     assert MEASURED_TERMS.attention_compute_efficiency == _costs.ATTENTION_COMPUTE_EFFICIENCY
     assert MEASURED_TERMS.gemm_compute_efficiency == _costs.GEMM_COMPUTE_EFFICIENCY
+    # vllm#19566: 2545 of B200's 4500 dense FP8 TFLOP/s, SM100 only.
+    assert MEASURED_TERMS.scaled_mm_fp8_efficiency == {100: 2545.0 / 4500.0}
     assert (
         MEASURED_TERMS.linear_state_bandwidth_efficiency == _costs.LINEAR_STATE_BANDWIDTH_EFFICIENCY
     )

@@ -23,6 +23,7 @@ from aisim.fpm._roofline_ops import (
     allreduce_seconds,
     decode_shape,
     expert_parallel_load,
+    prefill_shape,
 )
 
 # Qwen3-8B per layer: attention 2 x 4096 x 32 x 128 + 2 x 4096 x 8 x 128 = 41,943,040,
@@ -55,6 +56,62 @@ def test_fp4_weight_bytes_add_one_fp8_scale_per_16_weights() -> None:
     assert fp4 == pytest.approx(3_906_994_176 + QWEN3_8B_REST_BYTES, rel=1e-12)
     # The checkpoint deployment is the checkpoint's own weight bytes.
     assert deployed_weight_bytes(spec, Deployment()) == spec.weight_bytes
+
+
+def test_activation_quantization_bytes_and_launches_by_scale_scheme() -> None:
+    # bf16 checkpoint (2 bytes). fp8 group (DeepSeek's 1 x 128): read 2, write 1 + one fp32
+    # scale per 128 elements; token and static: read 2, write 1; tensor: the absmax reduction
+    # reads every element first (2 + 2 + 1); NVFP4: read 2, write 0.5 + one fp8 scale per 16.
+    spec = builtin_model("Qwen/Qwen3-8B")
+    assert spec is not None
+    cases = {
+        Deployment(): (0.0, 0.0, 2.0),
+        Deployment(weights="fp8"): (3.0 + 4.0 / 128.0, 1.0, 1.0),
+        Deployment(weights="fp8", activation_scales="group"): (3.03125, 1.0, 1.0),
+        Deployment(weights="fp8", activation_scales="token"): (3.0, 1.0, 1.0),
+        Deployment(weights="fp8", activation_scales="static"): (3.0, 1.0, 1.0),
+        Deployment(weights="fp8", activation_scales="tensor"): (5.0, 3.0, 1.0),
+        Deployment(weights="fp4"): (2.5625, 1.0, 0.5625),
+    }
+    for deployment, (moved, launches, read) in cases.items():
+        assert deployment.quantization_bytes_per_element(spec) == moved, deployment
+        assert deployment.quantization_kernels() == launches, deployment
+        assert deployment.activation_bytes_per_element(spec) == read, deployment
+    # Per-tensor / per-channel weight scales: 1 byte per weight, no 128 x 128 block scales.
+    assert (
+        Deployment(weights="fp8", activation_scales="tensor").weight_bytes_per_parameter(spec)
+        == 1.0
+    )
+    assert Deployment(weights="fp8").weight_bytes_per_parameter(spec) == 1.0 + 4.0 / 16384.0
+
+
+def test_per_tensor_fp8_prefill_pays_the_absmax_pass_and_two_launches_per_gemm() -> None:
+    # Qwen3-8B on one H100, a 4096-token prefill, fp8 with per-tensor dynamic against group
+    # scales: the GEMMs are compute-bound (the same time), so the passes differ by the
+    # quantization's extra bytes and launches. Quantized inputs per token and layer: QKV 4096,
+    # O 4096, gate/up 4096, down 12288 = 24576; 36 layers x 4096 tokens: 3.624 G elements x
+    # (5 - 3.03125) bytes / (3.35 TB/s x 0.826) = 2.5783 ms; plus 2 more launches per
+    # quantized GEMM: 36 x 4 x 2 x 3.48 us = 1.0022 ms.
+    spec = builtin_model("Qwen/Qwen3-8B")
+    gpu = builtin_gpu("h100_sxm")
+    assert spec is not None and gpu is not None
+    shape = prefill_shape(1, 4096, None, None)
+    prices = {}
+    for scales in ("group", "tensor"):
+        stack = LayerStack(
+            spec,
+            gpu,
+            1,
+            36,
+            spec.vocab_size,
+            MEASURED_TERMS,
+            deployment=Deployment(weights="fp8", activation_scales=scales),
+        )
+        prices[scales] = stack.seconds(shape) + stack.kernels(shape) * 3.48e-6
+    elements = 24576.0 * 36 * 4096
+    expected = elements * (5.0 - 3.03125) / (3.35e12 * 0.826) + 36 * 4 * 2 * 3.48e-6
+    assert expected == pytest.approx(3.5806e-3, abs=1e-7)
+    assert prices["tensor"] - prices["group"] == pytest.approx(expected, rel=1e-9)
 
 
 def test_alltoall_volume_of_one_deepseek_moe_layer_at_ep8() -> None:
@@ -94,7 +151,7 @@ def test_ep8_prices_the_busiest_groups_experts_in_a_deepseek_decode_step() -> No
     # the 8 GPUs; EP 8 holds 32 whole experts per GPU and waits for the busiest GPU, 8 x
     # E[max of 8 Binomial(32, p)] experts' worth. Everything else is equal, and the MoE layers
     # are memory-bound at 4 tokens, so the 58 MoE layers differ by
-    # (EP8 load - EP1 touched) x 3 x 7168 x 2048 / 8 weights x fp8 bytes / (7.7 TB/s x 0.824, catalogue b200_sxm).
+    # (EP8 load - EP1 touched) x 3 x 7168 x 2048 / 8 weights x fp8 bytes / (7.7 TB/s x 0.826, catalogue b200_sxm).
     spec = builtin_model("deepseek-ai/DeepSeek-R1")
     gpu = builtin_gpu("b200_sxm")
     assert spec is not None and gpu is not None
@@ -111,7 +168,7 @@ def test_ep8_prices_the_busiest_groups_experts_in_a_deepseek_decode_step() -> No
     shape = decode_shape(4, 4000, 1)
     weight_bytes = Deployment("fp8").weight_bytes_per_parameter(spec)
     expert_weights = 3.0 * 7168.0 * 2048.0 / 8.0
-    expected = 58 * (load - touched) * expert_weights * weight_bytes / (7.7e12 * 0.824)
+    expected = 58 * (load - touched) * expert_weights * weight_bytes / (7.7e12 * 0.826)
     assert stacks[1].seconds(shape) - stacks[0].seconds(shape) == pytest.approx(expected, rel=1e-9)
     assert expected == pytest.approx(1.11e-3, abs=0.01e-3)  # about 1.1 ms a step
     # Once the batch touches (nearly: p = 1 - 8e-8) every expert the groups are equal.
@@ -175,7 +232,7 @@ def test_mla_verify_attention_of_three_query_tokens_on_h200_tp8() -> None:
     assert shape.attention_pairs == 288_384.0
     assert shape.kv_tokens_read == 96_192.0
     # Per layer: 10.04 GFLOP at 989 TFLOP/s x 0.75 is 13.5 us; 110.8 MB at 4.8 TB/s x the KV
-    # efficiency 0.602 is 38.3 us: memory-bound, so the 3-token verification reads the KV once
+    # efficiency 0.604 is 38.2 us: memory-bound, so the 3-token verification reads the KV once
     # and its attention costs what a 1-token step's does (0.2 % more KV for the new tokens).
     one = decode_shape(64, 96_000, 1)
     assert shape.kv_tokens_read / one.kv_tokens_read == pytest.approx(96_192.0 / 96_064.0)

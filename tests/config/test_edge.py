@@ -111,3 +111,27 @@ def test_json_schema_carries_bounds_choices_and_no_extra_fields() -> None:
     )
     widths = schema["properties"]["widths"]["items"]
     assert (widths["type"], widths["minimum"], widths["maximum"]) == ("integer", 1, 3)
+
+
+def test_activation_scales_need_fp8_weights_and_a_known_scheme() -> None:
+    from aisim.config import best_available
+
+    base = {"model": "Qwen/Qwen3-8B", "hardware": "h100_sxm", "estimator": "roofline"}
+    with pytest.raises(
+        ConfigError,
+        match=r"^deployment\.activation_scales: 'tensor' needs weights 'fp8' \(got 'fp4'\)",
+    ):
+        best_available({**base, "deployment": {"weights": "fp4", "activation_scales": "tensor"}})
+    with pytest.raises(ConfigError, match=r"^deployment\.activation_scales: .*'block'"):
+        best_available({**base, "deployment": {"weights": "fp8", "activation_scales": "block"}})
+    from aisim.fpm import ForwardPassMetrics
+
+    prefill = ForwardPassMetrics(num_prefill_requests=1, sum_prefill_tokens=4096)
+    price = {
+        scales: best_available(
+            {**base, "deployment": {"weights": "fp8", "activation_scales": scales}}
+        ).estimate_forward_pass_time_ms(prefill)
+        for scales in ("token", "static", "tensor")
+    }
+    # token and static move the same 3 bytes per element in one launch; tensor reads once more.
+    assert price["token"] == price["static"] < price["tensor"]

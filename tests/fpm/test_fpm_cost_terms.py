@@ -3,7 +3,7 @@ parts, and its monotonicity (the pure bound ``roofline_ideal`` is covered by tes
 
 Hand derivations use the published Qwen3-8B geometry (36 layers, hidden 4096, FFN 12288, 32 / 8
 heads of 128, vocab 151936, bf16) and the terms of docs/estimators.md: weight streaming at
-82.4 % and KV reads at 60.2 % of 3.35 TB/s, 3.48 us per kernel, no per-pass host time (the last
+82.6 % and KV reads at 60.4 % of 3.35 TB/s, 3.48 us per kernel, no per-pass host time (the last
 three fitted on public GPU runs, evidence/public-gpu/fitted_terms.json).
 """
 
@@ -21,8 +21,8 @@ from aisim.fpm import ForwardPassMetrics, SelectedModel
 from aisim.fpm._roofline_ops import interpolate_latency
 from qualification.cases._drafts import draft_config
 
-WEIGHT_BYTES_PER_S = 3.35e12 * 0.824
-KV_BYTES_PER_S = 3.35e12 * 0.602
+WEIGHT_BYTES_PER_S = 3.35e12 * 0.826
+KV_BYTES_PER_S = 3.35e12 * 0.604
 KERNEL_S = 3.48e-6
 STEP_S = 0.0
 LAYER = 2 * 4096 * 32 * 128 + 2 * 4096 * 8 * 128 + 3 * 4096 * 12288  # attention + MLP weights
@@ -105,7 +105,7 @@ def test_mtp_first_draft_pass_covers_the_verified_window_with_one_logit_per_requ
     block_ms = 2.0 * 1024 * (LAYER + 2 * 4096 * 4096) / gemm_flops_per_s * 1000.0  # 0.670 ms
     head_ms = 2.0 * 512 * HEAD / gemm_flops_per_s * 1000.0  # 0.920 ms
     kernels_ms = (10 + 1 + 2) * KERNEL_S * 1000.0
-    # Memory-bound parts: the layer's KV read (64 past + 2 new tokens per request, 60.2 %),
+    # Memory-bound parts: the layer's KV read (64 past + 2 new tokens per request, 60.4 %),
     # the SwiGLU activation (3 x 1024 x 12288 bf16) and the norms: the block's input norm
     # (no residual: read and write, 2 x 1024 x 4096 bf16), its post-attention norm and the final
     # norm, both fused with the residual add (read input and residual, write both: 4 x 1024 x
