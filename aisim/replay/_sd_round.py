@@ -54,14 +54,20 @@ def round_width(
     """Verification slots of the request's next round: its drafts + 1, clamped to its remaining
     output when ``clamp`` (SGLang-like; vLLM verifies every draft, see the module docstring);
     1 in an undrafted round."""
+    # Called for every decode round planned: ``round_drafts`` is inlined for the common case
+    # (no trace), and a request with no output left (width 1 at least) gets ``remaining``.
     remaining = request.remaining_output
-    drafts = round_drafts(speculation, request, rank_drafts) if remaining > 0 else 0
-    if remaining > 0 and drafts == 0:
+    if remaining <= 0:
+        return remaining
+    if request.rounds < speculation.undrafted_rounds:
         return 1
-    width = speculation.verify_width
-    if drafts != speculation.draft_length:
-        width = drafts + 1
-    if width < remaining or (not clamp and remaining > 0):
+    drafts = rank_drafts
+    if speculation.trace_drafted is not None:
+        drafts = round_drafts(speculation, request, rank_drafts)
+    if drafts == 0:
+        return 1
+    width = speculation.verify_width if drafts == speculation.draft_length else drafts + 1
+    if width < remaining or not clamp:
         return width
     return remaining
 
