@@ -69,59 +69,80 @@ KINDS = ("decode", "ttft")
 _INTEGER = ("rep", "batch", "prompt_tokens", "max_tokens", "request", "chunk")
 
 
-def read_probe(path: str | Path) -> pd.DataFrame:
-    """The probe's rows, checked: exactly ``PROBE_COLUMNS``, known kinds, integer counts >= 0
-    (batch, prompt and max tokens >= 1), finite times >= 0, each request's chunks numbered 0..
-    max_tokens - 1 with non-decreasing times, ``ttft`` rows of batch 1. DataIntegrityError
-    naming the file, row (0-based data row) and field otherwise."""
+def read_probe_table(
+    path: str | Path, columns: tuple[str, ...], needed_by: str
+) -> tuple[pd.DataFrame, str]:
+    """A probe CSV read as text, with exactly ``columns``, at least one row and every ``kind``
+    in ``KINDS``; the frame and the file's quoted name for messages. DataIntegrityError naming
+    the file (and the 0-based data row and field) otherwise; ``needed_by`` says why a missing
+    file matters."""
     file = Path(path)
     where = repr(str(file))
     try:
         frame = pd.read_csv(file, dtype=str, keep_default_na=False)
     except FileNotFoundError:
-        raise DataIntegrityError(f"{where}: missing; the front-end model needs the probe") from None
+        raise DataIntegrityError(f"{where}: missing; {needed_by}") from None
     except (OSError, EOFError, UnicodeDecodeError, pd.errors.ParserError) as exc:
         raise DataIntegrityError(f"{where}: unreadable ({exc})") from None
-    if tuple(frame.columns) != PROBE_COLUMNS:
-        extra = [c for c in frame.columns if c not in PROBE_COLUMNS]
-        missing = [c for c in PROBE_COLUMNS if c not in frame.columns]
+    if tuple(frame.columns) != columns:
+        extra = [c for c in frame.columns if c not in columns]
+        missing = [c for c in columns if c not in frame.columns]
         what = f"unknown column {extra[0]!r}" if extra else f"missing column {missing[0]!r}"
-        raise DataIntegrityError(f"{where}: {what}; columns are {', '.join(PROBE_COLUMNS)}")
+        raise DataIntegrityError(f"{where}: {what}; columns are {', '.join(columns)}")
     if frame.empty:
         raise DataIntegrityError(f"{where}: no rows")
-    out = frame.copy()
     for row, kind in enumerate(frame["kind"]):
         if kind not in KINDS:
             raise DataIntegrityError(
                 f"{where}: row {row}: kind: {kind!r} is not one of {', '.join(KINDS)}"
             )
+    return frame, where
+
+
+def integer_column(frame: pd.DataFrame, column: str, low: int, where: str) -> list[int]:
+    """``frame[column]`` as integers >= ``low``; DataIntegrityError naming the row otherwise."""
+    values = []
+    for row, text in enumerate(frame[column]):
+        try:
+            value = int(text)
+        except ValueError:
+            value = -1
+        if value < low:
+            raise DataIntegrityError(
+                f"{where}: row {row}: {column}: {text!r} is not an integer >= {low}"
+            )
+        values.append(value)
+    return values
+
+
+def ms_column(frame: pd.DataFrame, column: str, where: str) -> list[float]:
+    """``frame[column]`` as finite milliseconds >= 0; DataIntegrityError naming the row otherwise."""
+    numbers = []
+    for row, text in enumerate(frame[column]):
+        try:
+            number = float(text)
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number) or number < 0:
+            raise DataIntegrityError(
+                f"{where}: row {row}: {column}: {text!r} is not a finite number of ms >= 0"
+            )
+        numbers.append(number)
+    return numbers
+
+
+def read_probe(path: str | Path) -> pd.DataFrame:
+    """The probe's rows, checked: exactly ``PROBE_COLUMNS``, known kinds, integer counts >= 0
+    (batch, prompt and max tokens >= 1), finite times >= 0, each request's chunks numbered 0..
+    max_tokens - 1 with non-decreasing times, ``ttft`` rows of batch 1. DataIntegrityError
+    naming the file, row (0-based data row) and field otherwise."""
+    frame, where = read_probe_table(path, PROBE_COLUMNS, "the front-end model needs the probe")
+    out = frame.copy()
     for column in _INTEGER:
-        values = []
-        for row, text in enumerate(frame[column]):
-            try:
-                value = int(text)
-            except ValueError:
-                value = -1
-            low = 1 if column in ("batch", "prompt_tokens", "max_tokens") else 0
-            if value < low:
-                raise DataIntegrityError(
-                    f"{where}: row {row}: {column}: {text!r} is not an integer >= {low}"
-                )
-            values.append(value)
-        out[column] = values
+        low = 1 if column in ("batch", "prompt_tokens", "max_tokens") else 0
+        out[column] = integer_column(frame, column, low, where)
     for column in ("t_ms", "send_ms"):
-        values_f = []
-        for row, text in enumerate(frame[column]):
-            try:
-                number = float(text)
-            except ValueError:
-                number = math.nan
-            if not math.isfinite(number) or number < 0:
-                raise DataIntegrityError(
-                    f"{where}: row {row}: {column}: {text!r} is not a finite number of ms >= 0"
-                )
-            values_f.append(number)
-        out[column] = values_f
+        out[column] = ms_column(frame, column, where)
     bad = out[(out["kind"] == "ttft") & (out["batch"] != 1)]
     if not bad.empty:
         raise DataIntegrityError(f"{where}: row {int(bad.index[0])}: batch: a ttft row of batch 1")

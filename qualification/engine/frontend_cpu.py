@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import statistics
 import sys
 from collections.abc import Sequence
@@ -51,7 +50,14 @@ import pandas as pd
 
 from aisim.errors import DataIntegrityError
 from aisim.fpm import FRONTEND_FILE, FRONTEND_SCHEMA
-from qualification.engine.frontend import KINDS, PROBE_FILE, fit_step_token, read_probe
+from qualification.engine.frontend import (
+    PROBE_FILE,
+    fit_step_token,
+    integer_column,
+    ms_column,
+    read_probe,
+    read_probe_table,
+)
 
 CPU_FILE = "frontend/probe-cpu.csv.gz"
 CPU_COLUMNS = (
@@ -75,54 +81,12 @@ def read_probe_cpu(path: str | Path) -> pd.DataFrame:
     """The probe's CPU rows, checked: exactly ``CPU_COLUMNS``, known kinds, integer rep >= 0,
     batch, prompt tokens and pid >= 1, finite cpu_ms and wall_ms >= 0, one worker row per
     batch. DataIntegrityError naming the file, row (0-based data row) and field otherwise."""
-    file = Path(path)
-    where = repr(str(file))
-    try:
-        frame = pd.read_csv(file, dtype=str, keep_default_na=False)
-    except FileNotFoundError:
-        raise DataIntegrityError(f"{where}: missing; the CPU accounting needs it") from None
-    except (OSError, EOFError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-        raise DataIntegrityError(f"{where}: unreadable ({exc})") from None
-    if tuple(frame.columns) != CPU_COLUMNS:
-        extra = [c for c in frame.columns if c not in CPU_COLUMNS]
-        missing = [c for c in CPU_COLUMNS if c not in frame.columns]
-        what = f"unknown column {extra[0]!r}" if extra else f"missing column {missing[0]!r}"
-        raise DataIntegrityError(f"{where}: {what}; columns are {', '.join(CPU_COLUMNS)}")
-    if frame.empty:
-        raise DataIntegrityError(f"{where}: no rows")
+    frame, where = read_probe_table(path, CPU_COLUMNS, "the CPU accounting needs it")
     out = frame.copy()
-    for row, kind in enumerate(frame["kind"]):
-        if kind not in KINDS:
-            raise DataIntegrityError(
-                f"{where}: row {row}: kind: {kind!r} is not one of {', '.join(KINDS)}"
-            )
     for column in ("rep", "batch", "prompt_tokens", "pid"):
-        low = 0 if column == "rep" else 1
-        values = []
-        for row, text in enumerate(frame[column]):
-            try:
-                value = int(text)
-            except ValueError:
-                value = -1
-            if value < low:
-                raise DataIntegrityError(
-                    f"{where}: row {row}: {column}: {text!r} is not an integer >= {low}"
-                )
-            values.append(value)
-        out[column] = values
+        out[column] = integer_column(frame, column, 0 if column == "rep" else 1, where)
     for column in ("cpu_ms", "wall_ms"):
-        numbers = []
-        for row, text in enumerate(frame[column]):
-            try:
-                number = float(text)
-            except ValueError:
-                number = math.nan
-            if not math.isfinite(number) or number < 0:
-                raise DataIntegrityError(
-                    f"{where}: row {row}: {column}: {text!r} is not a finite number of ms >= 0"
-                )
-            numbers.append(number)
-        out[column] = numbers
+        out[column] = ms_column(frame, column, where)
     for _, group in out.groupby(_BATCH_KEYS, sort=True):
         if int((group["process"] == WORKER).sum()) != 1:
             raise DataIntegrityError(
