@@ -61,6 +61,7 @@ from qualification.engine._recording import (
 )
 from qualification.engine._schema import (
     ENGINE_SETTINGS,
+    ENGINE_SETTINGS_SCHEMA,
     GRID_DIR,
     GRID_STEPS,
     METRICS_FILE,
@@ -114,6 +115,28 @@ OPTIONAL: Final[dict[str, dict[str, Default]]] = {
 _POSITIVE = ("max_num_seqs", "max_num_batched_tokens", "block_size", "num_kv_blocks")
 _FLAGS = ("chunked_prefill", "prefix_caching")
 _METHODS = (None, "draft_model", "ngram")
+
+
+#: The settings recorded for the record only (reported, never priced), checked by their schema.
+_REPORTED: Final = {
+    key: rule
+    for key, rule in ENGINE_SETTINGS_SCHEMA.items()
+    if key not in (*ENGINE_SETTINGS, "platform", "enforce_eager", "cudagraph_capture_sizes")
+}
+
+
+def _expected(value: Any, rule: dict[str, object]) -> str | None:
+    """None when ``value`` is of ``rule``'s JSON type (``string``, ``boolean``, ``integer`` at
+    least ``minimum``), else what was expected, in words."""
+    kind, minimum = rule["type"], rule.get("minimum")
+    if kind == "string":
+        return None if isinstance(value, str) else "a string"
+    if kind == "boolean":
+        return None if isinstance(value, bool) else "true or false"
+    integer = isinstance(value, int) and not isinstance(value, bool)
+    if integer and (minimum is None or value >= minimum):
+        return None
+    return "an integer" if minimum is None else f"an integer >= {minimum}"
 
 
 def _point_id(row: dict[str, Any]) -> str:
@@ -279,8 +302,8 @@ def read_served(directory: Path) -> tuple[dict[str, list[Any]], dict[str, list[A
 
 def read_settings(path: Path) -> dict[str, Any]:
     """``settings.json``: identity (engine, engine_version, target, optional draft and
-    target_shape), engine_settings (every one of ``ENGINE_SETTINGS``; others are kept), an
-    optional host, grid (how the step table was recorded) and driver (what made the served
+    target_shape), engine_settings (every one of ``ENGINE_SETTINGS``, optionally the others
+    ``ENGINE_SETTINGS_SCHEMA`` lists; any other key is refused), an optional host, grid (how the step table was recorded) and driver (what made the served
     runs, and how); ConfigError naming the field."""
     where = repr(str(path))
     _check_input(path, where)
@@ -319,6 +342,12 @@ def read_settings(path: Path) -> dict[str, Any]:
     settings = loaded.get("engine_settings")
     if not isinstance(settings, dict):
         raise DataIntegrityError(f"{where}: engine_settings: expected an object")
+    unknown = sorted(set(settings) - set(ENGINE_SETTINGS_SCHEMA))
+    if unknown:
+        raise DataIntegrityError(
+            f"{where}: engine_settings.{unknown[0]}: unknown setting; allowed: "
+            f"{', '.join(ENGINE_SETTINGS_SCHEMA)}"
+        )
     for key in ENGINE_SETTINGS:
         if key not in settings:
             raise DataIntegrityError(
@@ -367,6 +396,12 @@ def read_settings(path: Path) -> dict[str, Any]:
             f"{where}: engine_settings.cudagraph_capture_sizes: expected a non-empty list of "
             f"positive integers, got {sizes!r}"
         )
+    for key, rule in _REPORTED.items():
+        kind = _expected(settings[key], rule) if key in settings else None
+        if kind is not None:
+            raise DataIntegrityError(
+                f"{where}: engine_settings.{key}: expected {kind}, got {settings[key]!r}"
+            )
     if (method is None) != (depth == 0):
         raise DataIntegrityError(
             f"{where}: engine_settings.num_speculative_tokens: {depth} with speculative_method "

@@ -192,31 +192,63 @@ PLAIN_DEFAULTS: Final = {
 }
 
 
+#: ``settings.json``'s ``engine_settings``, every key it may hold, as JSON Schema: those the replay
+#: is built from (``ENGINE_SETTINGS``, required), those the served-step model reads (``platform``,
+#: ``enforce_eager``, ``cudagraph_capture_sizes``) and those our recorders read back from the
+#: engine for the record (``qualification.engine._vllm``, ``evidence/vllm-bench-driver``), which
+#: are reported and never priced. Any other key is refused (a misspelt ``enforce_eagre`` would
+#: otherwise leave ``enforce_eager`` at its default and change the price silently).
+ENGINE_SETTINGS_SCHEMA: Final[dict[str, dict[str, object]]] = {
+    "max_num_seqs": {"type": "integer", "minimum": 1},
+    "max_num_batched_tokens": {"type": "integer", "minimum": 1},
+    "block_size": {"type": "integer", "minimum": 1},
+    "num_kv_blocks": {"type": "integer", "minimum": 1},
+    "chunked_prefill": {"type": "boolean"},
+    "prefix_caching": {"type": "boolean"},
+    "speculative_method": {"enum": [None, "draft_model", "ngram"]},
+    "num_speculative_tokens": {"type": "integer", "minimum": 0, "maximum": 16},
+    "platform": {
+        "enum": ["cpu", "cuda"],
+        "description": "which engine behaviours the served-step model applies "
+        "(docs/replay.md, 'Served steps as the engine runs them'); absent: none",
+    },
+    "enforce_eager": {"type": "boolean", "description": "cuda: true when graphs are off"},
+    "cudagraph_capture_sizes": {
+        "type": "array",
+        "items": {"type": "integer", "minimum": 1},
+        "description": "cuda: the captured sizes (default: vLLM's from max_num_seqs)",
+    },
+    "max_model_len": {"type": "integer", "minimum": 1, "description": "reported, not priced"},
+    "dtype": {"type": "string", "description": "reported, not priced"},
+    "scheduling_policy": {"type": "string", "description": "reported, not priced"},
+    "long_prefill_token_threshold": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "reported, not priced",
+    },
+    "max_num_partial_prefills": {
+        "type": "integer",
+        "minimum": 1,
+        "description": "reported, not priced",
+    },
+    "async_scheduling": {"type": "boolean", "description": "reported, not priced"},
+    "kv_cache_memory_bytes": {
+        "type": "integer",
+        "minimum": 1,
+        "description": "reported, not priced",
+    },
+    "load_format": {"type": "string", "description": "reported, not priced"},
+    "frontend": {
+        "type": "string",
+        "description": "the serving front end the runs went through, in words; reported",
+    },
+}
+
+
 def engine_recording_schema() -> dict[str, object]:
     """``aisim schema engine-recording``: the plain layout's ``settings.json`` as a JSON Schema,
     with every table's row schema under ``$defs`` and the folder layout in ``x-layout``
     (docs/evidence.md, "Bring your own engine")."""
-    settings: dict[str, object] = {
-        "max_num_seqs": {"type": "integer", "minimum": 1},
-        "max_num_batched_tokens": {"type": "integer", "minimum": 1},
-        "block_size": {"type": "integer", "minimum": 1},
-        "num_kv_blocks": {"type": "integer", "minimum": 1},
-        "chunked_prefill": {"type": "boolean"},
-        "prefix_caching": {"type": "boolean"},
-        "speculative_method": {"enum": [None, "draft_model", "ngram"]},
-        "num_speculative_tokens": {"type": "integer", "minimum": 0, "maximum": 16},
-        "platform": {
-            "enum": ["cpu", "cuda"],
-            "description": "which engine behaviours the served-step model applies "
-            "(docs/replay.md, 'Served steps as the engine runs them'); absent: none",
-        },
-        "enforce_eager": {"type": "boolean", "description": "cuda: true when graphs are off"},
-        "cudagraph_capture_sizes": {
-            "type": "array",
-            "items": {"type": "integer", "minimum": 1},
-            "description": "cuda: the captured sizes (default: vLLM's from max_num_seqs)",
-        },
-    }
     return {
         "description": (
             "An engine recording from any driver, in the plain layout that `aisim qualify "
@@ -240,9 +272,10 @@ def engine_recording_schema() -> dict[str, object]:
             },
             "engine_settings": {
                 "type": "object",
-                "description": "read back from the engine; other settings are kept as given",
-                "properties": settings,
+                "description": "read back from the engine; a key not listed is refused",
+                "properties": ENGINE_SETTINGS_SCHEMA,
                 "required": list(ENGINE_SETTINGS),
+                "additionalProperties": False,
             },
             "host": {"type": "object", "description": "where it ran (CPU, load); reported"},
             "grid": {"type": "object", "description": "how the step table was recorded"},

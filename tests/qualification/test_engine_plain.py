@@ -629,6 +629,69 @@ def test_a_bad_setting_is_named(tmp_path: Path, key: str, value: Any, message: s
     assert not (tmp_path / "rec").exists()
 
 
+def test_an_unknown_setting_is_refused_naming_it_and_the_allowed_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A misspelt setting used to be kept as given: ``enforce_eagre: true`` left
+    ``enforce_eager`` at its default (graphs on, on cuda) and changed the price silently."""
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    settings = json.loads((plain / "settings.json").read_text(encoding="utf-8"))
+    settings["engine_settings"]["enforce_eagre"] = True
+    (plain / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+    out = tmp_path / "rec"
+    assert main(["qualify", "engine-import", str(plain), "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(
+        f"aisim: error: {str(plain / 'settings.json')!r}: engine_settings.enforce_eagre: unknown "
+        "setting; allowed: max_num_seqs, max_num_batched_tokens, block_size, num_kv_blocks, "
+        "chunked_prefill, prefix_caching, speculative_method, num_speculative_tokens, platform, "
+        "enforce_eager, cudagraph_capture_sizes, max_model_len, "
+    )
+    assert error.count("\n") == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("max_model_len", "long", "expected an integer >= 1, got 'long'"),
+        ("long_prefill_token_threshold", -1, "expected an integer >= 0, got -1"),
+        ("async_scheduling", 1, "expected true or false, got 1"),
+        ("dtype", 32, "expected a string, got 32"),
+    ],
+)
+def test_a_reported_setting_of_the_wrong_type_is_named(
+    tmp_path: Path, key: str, value: Any, message: str
+) -> None:
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    settings = json.loads((plain / "settings.json").read_text(encoding="utf-8"))
+    settings["engine_settings"][key] = value
+    (plain / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+    with pytest.raises(DataIntegrityError, match=rf"engine_settings\.{key}: {message}$"):
+        import_plain(plain, tmp_path / "rec")
+    assert not (tmp_path / "rec").exists()
+
+
+def test_every_committed_recording_states_only_published_settings() -> None:
+    """What our recorders write (``_vllm.VllmEngine.settings``, the vllm-bench driver) is what
+    the published schema allows, so every committed recording's plain export imports back."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from aisim.config import json_schema
+
+    engine_settings = json_schema("engine-recording")["properties"]["engine_settings"]
+    sidecars = sorted(
+        path
+        for path in (ROOT / "evidence" / "engine").glob("*/*/*.parquet.json")
+        if path.name in ("grid_steps.parquet.json", "requests.parquet.json", "steps.parquet.json")
+    )
+    assert len(sidecars) > 20
+    for sidecar in sidecars:
+        settings = json.loads(sidecar.read_text(encoding="utf-8"))["engine_settings"]
+        jsonschema.validate(settings, engine_settings)
+
+
 def test_overwrite_replaces_the_recording_parts_only(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
