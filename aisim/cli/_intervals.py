@@ -57,6 +57,33 @@ def add_interval_arguments(
         )
 
 
+#: ``add_interval_arguments``'s flags for the replicas: attribute and default. Given without
+#: ``--intervals`` they would do nothing, silently (``aisim replay --slo latency_ms:p90=1`` wrote
+#: a replay and exit 0), so ``refuse_without_intervals`` refuses them.
+REPLICA_FLAGS: Final = {
+    "--slo": ("slo", []),
+    "--sources": ("sources", "all"),
+    "--seed": ("seed", 0),
+    "--acceptance-rounds": ("acceptance_rounds", None),
+    "--workers": ("workers", 1),
+}
+
+
+def refuse_without_intervals(
+    args: argparse.Namespace, flags: dict[str, tuple[str, object]] = REPLICA_FLAGS
+) -> None:
+    """Without ``--intervals``: ConfigError naming the first of ``flags`` (flag -> attribute,
+    default) given a value other than its default, which only the replicas would use."""
+    for flag, (attribute, default) in flags.items():
+        value = getattr(args, attribute)
+        if value != default:
+            shown = value[0] if isinstance(value, list) else value
+            raise ConfigError(
+                f"{flag} {shown!r}: only used with --intervals N (the replicas); add "
+                f"--intervals N or leave {flag} out"
+            )
+
+
 def parse_slos(texts: list[str], flag: str = "--slo") -> dict[str, dict[str, float]]:
     """``METRIC:STAT=MS`` (``tpot_ms:p90=50``) -> ``{"tpot_ms": {"p90": 50.0}}``; one line
     naming the flag, the value and what is allowed when malformed."""
@@ -226,6 +253,7 @@ def prepare_intervals(args: argparse.Namespace, out: Any) -> Any:
     from aisim.uncertainty import Sources, check_replicas, check_seed
 
     if args.intervals is None:
+        refuse_without_intervals(args)
         return None
     check_replicas(args.intervals)
     check_seed(args.seed)

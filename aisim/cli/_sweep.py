@@ -120,7 +120,12 @@ def sweep_command(args: argparse.Namespace) -> int:
 
         # Before any point runs, and under the option's own name.
         check_merge_over(args.merge_over, load_sweep(args.sweep).axis_paths, "--merge-over")
-    if args.intervals is not None:
+    if args.intervals is None:
+        from aisim.cli._intervals import refuse_without_intervals
+
+        flags = {"--interval-seed": ("interval_seed", 0), "--sources": ("sources", "all")}
+        refuse_without_intervals(args, flags)
+    else:
         from aisim.uncertainty import Sources, check_replicas, check_seed
 
         check_replicas(args.intervals)

@@ -417,3 +417,62 @@ def test_sweep_interval_seed_is_named_as_given(
         "aisim: error: --interval-seed: expected an integer in 0..4611686018427387903, got -1"
     )
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--slo", "latency_ms:p90=10"], "--slo 'latency_ms:p90=10'"),
+        (["--slo", "tpot_ms:p90=50"], "--slo 'tpot_ms:p90=50'"),
+        (["--sources", "bogus"], "--sources 'bogus'"),
+        (["--seed", "7"], "--seed 7"),
+        (["--acceptance-rounds", "0"], "--acceptance-rounds 0"),
+        (["--workers", "4"], "--workers 4"),
+    ],
+)
+def test_a_replica_flag_without_intervals_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    """`aisim replay CONFIG --slo latency_ms:p90=10` (an unknown metric) used to replay, exit 0
+    and say nothing: the replica flags were read only with --intervals, so a valid SLO was
+    ignored just as silently."""
+    config = tmp_path / "replay.yaml"
+    config.write_text(REPLAY, encoding="utf-8")
+    (tmp_path / "t.csv").write_text("arrival_s,prompt_tokens,output_tokens\n0,8,2\n")
+    out = tmp_path / "out"
+    code, _, err = run_cli(["replay", str(config), "--out", str(out), *flags], capsys)
+    assert code == 2
+    assert one_error_line(err) == (
+        f"aisim: error: {message}: only used with --intervals N (the replicas); add "
+        f"--intervals N or leave {flags[0]} out"
+    )
+    assert not out.exists()
+
+
+def test_replica_flags_at_their_defaults_need_no_intervals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "replay.yaml"
+    config.write_text(REPLAY, encoding="utf-8")
+    (tmp_path / "t.csv").write_text("arrival_s,prompt_tokens,output_tokens\n0,8,2\n")
+    argv = ["replay", str(config), "--out", str(tmp_path / "out"), "--seed", "0", "--workers"]
+    code, _, err = run_cli([*argv, "1", "--sources", "all"], capsys)
+    assert (code, err) == (0, "")
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [(["--interval-seed", "3"], "--interval-seed 3"), (["--sources", "cost"], "--sources 'cost'")],
+)
+def test_a_sweep_interval_flag_without_intervals_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    sweep = Path(__file__).resolve().parents[2] / "docs" / "examples" / "sweep" / "sd_vs_load.yaml"
+    out = tmp_path / "out"
+    code, _, err = run_cli(["sweep", str(sweep), "--out", str(out), *flags], capsys)
+    assert code == 2
+    assert one_error_line(err) == (
+        f"aisim: error: {message}: only used with --intervals N (the replicas); add "
+        f"--intervals N or leave {flags[0]} out"
+    )
+    assert not out.exists()
