@@ -199,17 +199,25 @@ def _read_rows(
     table = verified_columns(data_file, sidecar, columns)
     rows: list[tuple[int, int, float]] = []
     for index in range(len(table["batch_size"])):
-        try:
-            batch = integral(table["batch_size"][index])
-            kv = integral(table["total_kv_tokens"][index])
-            latency = float(table[latency_column][index])
-        except (TypeError, ValueError):
-            raise DataIntegrityError(
-                f"{where}: row {index}: batch_size/total_kv_tokens must be integers and "
-                f"{latency_column} a number"
-            ) from None
-        rows.append((batch, kv, latency))
+        batch = _cell(table, index, "batch_size", where)
+        kv = _cell(table, index, "total_kv_tokens", where)
+        latency = _cell(table, index, latency_column, where)
+        rows.append((int(batch), int(kv), float(latency)))
     return rows
+
+
+def _cell(table: Mapping[str, list[Any]], index: int, column: str, where: str) -> int | float:
+    """Row ``index`` of ``column``: an integer for the two count columns, else a number (its
+    range is checked with the points); DataIntegrityError naming file, row, column and value."""
+    value = table[column][index]
+    counted = column in ("batch_size", "total_kv_tokens")
+    try:
+        return integral(value) if counted else float(value)
+    except (TypeError, ValueError):
+        expected = "an integer" if counted else "a number"
+        raise DataIntegrityError(
+            f"{where}: row {index}: {column}: expected {expected}, got {value!r}"
+        ) from None
 
 
 def verified_columns(
@@ -242,6 +250,15 @@ def _csv_columns(data: bytes, where: str, columns: Sequence[str]) -> dict[str, l
     missing = [name for name in columns if name not in (reader.fieldnames or [])]
     if missing:
         raise DataIntegrityError(f"{where}: missing column(s) {', '.join(missing)}")
+    width = len(reader.fieldnames or [])
+    for index, record in enumerate(records):
+        # DictReader files a short row's missing cells as None and a long row's extra cells
+        # under the key None: either way the cells are not where the header says.
+        if None in record or None in record.values():
+            count = width + len(record.get(None) or []) - list(record.values()).count(None)
+            raise DataIntegrityError(
+                f"{where}: row {index}: {count} fields, the header has {width}"
+            )
     return {name: [record[name] for record in records] for name in columns}
 
 

@@ -158,3 +158,38 @@ def test_tampered_truncated_and_unlabelled_files_are_refused(tmp_path: Path) -> 
     side.unlink()
     with pytest.raises(DataIntegrityError, match="sidecar"):
         load_table_file(target)
+
+
+def _resealed_csv(path: Path, text: str, rows: int) -> None:
+    """``path`` rewritten as ``text`` with its sidecar's size, digest and row count to match
+    (a user's hand-edited table that passes the integrity checks)."""
+    data = text.encode()
+    path.write_bytes(data)
+    side = path.with_name(path.name + ".json")
+    sidecar = json.loads(side.read_text())
+    sidecar.update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest(), row_count=rows)
+    side.write_text(json.dumps(sidecar))
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("1.5,0,2.0", "row 1: batch_size: expected an integer, got '1.5'"),
+        ("2,many,2.0", "row 1: total_kv_tokens: expected an integer, got 'many'"),
+        ("2,0,fast", "row 1: latency_ms: expected a number, got 'fast'"),
+        ("2,0", "row 1: 2 fields, the header has 3"),
+        ("2,0,2.0,9", "row 1: 4 fields, the header has 3"),
+    ],
+)
+def test_a_bad_csv_cell_is_named_by_row_column_and_value(
+    tmp_path: Path, row: str, message: str
+) -> None:
+    """Each used to be one message for every case, naming neither the column nor the value
+    ('row 1: batch_size/total_kv_tokens must be integers and latency_ms a number'), a short
+    or long row included."""
+    target = tmp_path / "stp.csv"
+    write_table_file(target, GRID)
+    _resealed_csv(target, f"batch_size,total_kv_tokens,latency_ms\n1,0,1.0\n{row}\n", 2)
+    with pytest.raises(DataIntegrityError) as caught:
+        load_table_file(target)
+    assert str(caught.value) == f"{str(target)!r}: {message}"
