@@ -100,6 +100,7 @@ def parse_acceptance(texts: list[str]) -> dict[str, dict[str, Any]]:
     from aisim.speculation import profile_names
 
     given: dict[str, dict[str, Any]] = {}
+    first: dict[str, str] = {}
     for text in texts:
         method, _, value = text.partition("=")
         if method not in DEPTH_PARAM:
@@ -107,6 +108,12 @@ def parse_acceptance(texts: list[str]) -> dict[str, dict[str, Any]]:
                 f"--acceptance {text!r}: unknown method {method!r}; expected METHOD=RATE or "
                 f"METHOD=PROFILE with METHOD one of {', '.join(DEPTH_PARAM)}"
             )
+        if method in first:  # the later one used to replace the earlier, silently
+            raise ConfigError(
+                f"--acceptance {text!r}: {method} is already given ({first[method]!r}); give "
+                "each method once"
+            )
+        first[method] = text
         if value in profile_names():
             given[method] = {"acceptance_profile": value}
             continue

@@ -160,6 +160,16 @@ def run_cli(tmp_path: Path, *flags: str) -> int:
         (("--acceptance", "mtp=0.7", "--replicas", "10001"), "in 2..10000 (replicas), got 10001"),
         (("--acceptance", "mtp=1.7"), "--acceptance 'mtp=1.7': expected a per-draft"),
         (("--acceptance", "eagle3=0.5"), "eagle3 left out: it needs --draft-config"),
+        # The second used to replace the first silently (and the advice ran on it alone).
+        (
+            ("--acceptance", "mtp=0.7", "--acceptance", "mtp=0.6"),
+            "aisim: error: --acceptance 'mtp=0.6': mtp is already given ('mtp=0.7'); give each "
+            "method once\n",
+        ),
+        (
+            ("--acceptance", "mtp=0.7", "--kv-blocks", "0"),
+            "aisim: error: --kv-blocks",
+        ),
         # A value checked by the replay config names the flag it came from (it used to name
         # the config field alone, e.g. 'traffic.source.output_tokens: ...').
         (
