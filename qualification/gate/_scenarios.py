@@ -72,9 +72,10 @@ def parse_scenarios(document: object, path: str = "scenarios") -> list[Scenario]
         kind = as_str(entry.get("kind"), join_path(where, "kind"), KINDS)
         reject_unknown(entry, _FIELDS[kind], where)
         scenario_id = as_str(entry.get("id"), join_path(where, "id"))
-        if not scenario_id or scenario_id in seen:
+        if not scenario_id or scenario_id in seen or not scenario_id.isprintable():
             raise ConfigError(
-                f"{join_path(where, 'id')}: expected a unique non-empty id, got {scenario_id!r}"
+                f"{join_path(where, 'id')}: expected a unique non-empty id of printable "
+                f"characters, got {scenario_id!r}"
             )
         seen.add(scenario_id)
         as_mapping(entry.get("config"), join_path(where, "config"))
@@ -84,6 +85,10 @@ def parse_scenarios(document: object, path: str = "scenarios") -> list[Scenario]
             for position, name in enumerate(as_list(entry["outputs"], join_path(where, "outputs"))):
                 as_str(name, f"{where}.outputs[{position}]")
         scenarios.append(Scenario(scenario_id, kind, entry))
+    if not scenarios:
+        # A snapshot of nothing compares equal to any other snapshot of nothing: a gate that
+        # can never fail.
+        raise ConfigError(f"{join_path(path, 'scenarios')}: empty; expected at least one scenario")
     return scenarios
 
 

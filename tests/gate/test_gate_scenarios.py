@@ -59,8 +59,17 @@ def test_a_valid_document_parses_in_order() -> None:
                     {"id": "x", "kind": "replay", "config": {}},
                 ]
             },
-            "scenarios.scenarios[1].id: expected a unique non-empty id, got 'x'",
+            "scenarios.scenarios[1].id: expected a unique non-empty id of printable "
+            "characters, got 'x'",
         ),
+        # An id with a line break split `aisim compare`'s one line per moved prediction.
+        (
+            {"scenarios": [{"id": "a\nb", "kind": "replay", "config": {}}]},
+            "scenarios.scenarios[0].id: expected a unique non-empty id of printable "
+            "characters, got 'a\\nb'",
+        ),
+        # No scenario used to write a snapshot of nothing, which compares equal to any other.
+        ({"scenarios": []}, "scenarios.scenarios: empty; expected at least one scenario"),
         (
             {"scenarios": [{"id": 5, "kind": "replay", "config": {}}]},
             "scenarios.scenarios[0].id: expected a string",
