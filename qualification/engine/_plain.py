@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import math
 import os
 import shutil
@@ -40,7 +39,13 @@ from typing import Any, Final
 import pandas as pd
 
 from aisim.errors import ConfigError, DataIntegrityError
-from aisim.files import MAX_TRACE_BYTES, atomic_write_text, canonical_json, input_file_problem
+from aisim.files import (
+    MAX_TRACE_BYTES,
+    atomic_write_text,
+    canonical_json,
+    input_file_problem,
+    parse_json_text,
+)
 from aisim.fpm import (
     ADMIT_FILE,
     FRONTEND_FILE,
@@ -111,8 +116,14 @@ OPTIONAL: Final[dict[str, dict[str, Default]]] = {
     },
 }
 
+#: An integer cell's bound: a recording's integer columns are int64.
+_INT64: Final = 1 << 63
+
 #: Settings a plain recording must state, with the kind of value each takes.
-_POSITIVE = ("max_num_seqs", "max_num_batched_tokens", "block_size", "num_kv_blocks")
+_POSITIVE: Final[dict[str, int]] = {
+    key: int(ENGINE_SETTINGS_SCHEMA[key]["maximum"])  # type: ignore[call-overload]
+    for key in ("max_num_seqs", "max_num_batched_tokens", "block_size", "num_kv_blocks")
+}
 _FLAGS = ("chunked_prefill", "prefix_caching")
 _METHODS = (None, "draft_model", "ngram")
 
@@ -162,9 +173,14 @@ def _cell(where: str, row: int, column: Any, text: str) -> Any:
         raise DataIntegrityError(f"{place}: expected true or false, got {text!r}")
     if column.kind == "int":
         try:
-            return int(text)
+            integer = int(text)
         except ValueError:
             raise DataIntegrityError(f"{place}: expected an integer, got {text!r}") from None
+        if not -_INT64 <= integer < _INT64:  # the parquet column is int64
+            raise DataIntegrityError(
+                f"{place}: expected an integer of at most {_INT64 - 1} (64 bits), got {text!r}"
+            )
+        return integer
     parts = text.split(";") if column.kind == "list[float]" else [text]
     values = []
     for index, part in enumerate(parts):
@@ -303,16 +319,22 @@ def read_served(directory: Path) -> tuple[dict[str, list[Any]], dict[str, list[A
 def read_settings(path: Path) -> dict[str, Any]:
     """``settings.json``: identity (engine, engine_version, target, optional draft and
     target_shape), engine_settings (every one of ``ENGINE_SETTINGS``, optionally the others
-    ``ENGINE_SETTINGS_SCHEMA`` lists; any other key is refused), an optional host, grid (how the step table was recorded) and driver (what made the served
-    runs, and how); ConfigError naming the field."""
+    ``ENGINE_SETTINGS_SCHEMA`` lists; any other key is refused), an optional host, grid (how
+    the step table was recorded) and driver (what made the served runs, and how);
+    DataIntegrityError naming the field."""
     where = repr(str(path))
     _check_input(path, where)
     try:
-        loaded = json.loads(path.read_text(encoding="utf-8-sig"))
+        text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise DataIntegrityError(f"{where}: missing") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise DataIntegrityError(f"{where}: not a readable JSON file ({exc})") from None
+    try:
+        # A key given twice in one object is refused (json.loads keeps the last silently).
+        loaded = parse_json_text(text, where)
+    except ConfigError as exc:
+        raise DataIntegrityError(str(exc)) from None
     if not isinstance(loaded, dict):
         raise DataIntegrityError(f"{where}: expected a JSON object")
     bad = non_finite_field(loaded)
@@ -354,11 +376,11 @@ def read_settings(path: Path) -> dict[str, Any]:
                 f"{where}: engine_settings.{key}: missing; a replay needs every engine setting "
                 f"({', '.join(ENGINE_SETTINGS)})"
             )
-    for key in _POSITIVE:
+    for key, most in _POSITIVE.items():
         value = settings[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
             raise DataIntegrityError(
-                f"{where}: engine_settings.{key}: expected a positive integer, got {value!r}"
+                f"{where}: engine_settings.{key}: expected an integer in 1..{most}, got {value!r}"
             )
     for key in _FLAGS:
         if not isinstance(settings[key], bool):

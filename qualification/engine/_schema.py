@@ -199,10 +199,12 @@ PLAIN_DEFAULTS: Final = {
 #: are reported and never priced. Any other key is refused (a misspelt ``enforce_eagre`` would
 #: otherwise leave ``enforce_eager`` at its default and change the price silently).
 ENGINE_SETTINGS_SCHEMA: Final[dict[str, dict[str, object]]] = {
-    "max_num_seqs": {"type": "integer", "minimum": 1},
-    "max_num_batched_tokens": {"type": "integer", "minimum": 1},
-    "block_size": {"type": "integer", "minimum": 1},
-    "num_kv_blocks": {"type": "integer", "minimum": 1},
+    # The maxima are the replay config's (docs/replay.md "Limits": counts 2^40, blocks 2^20
+    # tokens), so a recording that imports also builds its replay.
+    "max_num_seqs": {"type": "integer", "minimum": 1, "maximum": 1 << 40},
+    "max_num_batched_tokens": {"type": "integer", "minimum": 1, "maximum": 1 << 40},
+    "block_size": {"type": "integer", "minimum": 1, "maximum": 1 << 20},
+    "num_kv_blocks": {"type": "integer", "minimum": 1, "maximum": 1 << 40},
     "chunked_prefill": {"type": "boolean"},
     "prefix_caching": {"type": "boolean"},
     "speculative_method": {"enum": [None, "draft_model", "ngram"]},

@@ -615,7 +615,19 @@ def test_a_plain_layout_or_missing_path_is_named_with_the_fix(
     [
         ("platform", "tpu", r"engine_settings\.platform: expected 'cpu' or 'cuda', got 'tpu'"),
         ("cudagraph_capture_sizes", [8, 0], r"cudagraph_capture_sizes: expected a non-empty"),
-        ("block_size", 0, r"engine_settings\.block_size: expected a positive integer, got 0"),
+        (
+            "block_size",
+            0,
+            r"engine_settings\.block_size: expected an integer in 1\.\.1048576, got 0",
+        ),
+        # Past the replay config's limits (docs/replay.md "Limits"): imported, then refused by
+        # `qualify engine` naming engine.workers.aggregated.kv_cache.capacity.blocks.
+        (
+            "num_kv_blocks",
+            10**20,
+            r"engine_settings\.num_kv_blocks: expected an integer in 1\.\.1099511627776, got "
+            r"100000000000000000000$",
+        ),
     ],
 )
 def test_a_bad_setting_is_named(tmp_path: Path, key: str, value: Any, message: str) -> None:
@@ -626,6 +638,60 @@ def test_a_bad_setting_is_named(tmp_path: Path, key: str, value: Any, message: s
     (plain / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
     with pytest.raises(DataIntegrityError, match=message):
         import_plain(plain, tmp_path / "rec")
+    assert not (tmp_path / "rec").exists()
+
+
+@pytest.mark.parametrize(
+    ("file", "old", "new", "place"),
+    [
+        ("served-1/requests.csv", "r0,40,", "r0,10000000000000000000,", "row 0: prompt_tokens"),
+        (
+            "served-1/steps.csv",
+            "41.0,45.0,0,0,1,60,",
+            "41.0,45.0,0,0,1,9223372036854775808,",
+            "row 4: decode_kv_tokens",
+        ),
+        (
+            "grid.csv",
+            "decode,1,64,64,",
+            "decode,1,64,-9223372036854775809,",
+            "row 0: total_kv_tokens",
+        ),
+    ],
+)
+def test_an_integer_past_64_bits_is_one_line_and_nothing_is_written(
+    tmp_path: Path, file: str, old: str, new: str, place: str
+) -> None:
+    """An integer cell past int64 passed every check and crashed writing the parquet
+    (pyarrow's OverflowError: Python int too large to convert to C long)."""
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    path = plain / file
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    value = new.split(",")[-2]
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    with pytest.raises(DataIntegrityError) as caught:
+        import_plain(plain, tmp_path / "rec")
+    assert str(caught.value) == (
+        f"{str(path)!r}: {place}: expected an integer of at most 9223372036854775807 (64 bits), "
+        f"got {value!r}"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]
+
+
+def test_a_key_given_twice_in_settings_is_refused(tmp_path: Path) -> None:
+    """json.loads kept the last of two values silently."""
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    path = plain / "settings.json"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace('"block_size": 32,', '"block_size": 32, "block_size": 16,'))
+    with pytest.raises(DataIntegrityError) as caught:
+        import_plain(plain, tmp_path / "rec")
+    assert str(caught.value) == (
+        f"{str(path)!r}: not valid JSON: duplicate key 'block_size' in one object"
+    )
     assert not (tmp_path / "rec").exists()
 
 
