@@ -163,6 +163,11 @@ def priced_steps(
                     int(step["draft_tokens"]),
                     depth,
                 ),
+                # The step's shape (step_shapes).
+                "decode_requests": int(step["num_decode_requests"]),
+                "decode_kv_tokens": int(step["decode_kv_tokens"]),
+                "prefill_requests": int(step["num_prefill_requests"]),
+                "prefill_tokens": int(step["prefill_tokens"]),
                 "measured_ms": measured,
                 "decode_price_ms": decode_ms,
                 "prefill_price_ms": prefill_ms,
@@ -325,6 +330,100 @@ def local_price_errors(rows: list[dict[str, Any]]) -> dict[str, float]:
     return {kind: float(np.median(values)) for kind, values in found.items()}
 
 
+def run_speed(rows: list[dict[str, Any]]) -> float | None:
+    """The engine's speed over a whole served run relative to the step table: the median
+    measured / price of the run's decode steps (every ``decode*`` kind, each priced as in
+    ``rows``); None without any. Read from the served run itself: a diagnostic (what the grid's
+    price would reach if it knew each run's speed), never a price."""
+    ratios = [
+        row["measured_ms"] / row["price_ms"]
+        for row in rows
+        if row["kind"].startswith("decode") and row["price_ms"] > 0
+    ]
+    return float(np.median(ratios)) if ratios else None
+
+
+def run_speed_price_errors(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Per step kind, the median of (price x the run's speed - measured) / measured in percent
+    (``run_speed``: one number per run, so every step of a run is scaled alike); empty
+    without decode steps."""
+    speed = run_speed(rows)
+    if speed is None:
+        return {}
+    found: dict[str, list[float]] = {}
+    for row in rows:
+        if row["measured_ms"] > 0:
+            error = (row["price_ms"] * speed - row["measured_ms"]) / row["measured_ms"] * 100.0
+            found.setdefault(row["kind"], []).append(error)
+    return {kind: float(np.median(values)) for kind, values in found.items()}
+
+
+def step_shapes(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """Per step kind, what its steps carried: mean decode requests, median past KV per decode
+    request, mean prefill requests (prompts or prompt chunks), median prompt tokens per step
+    (None where the kind has none)."""
+    out: dict[str, dict[str, float | None]] = {}
+    for kind in dict.fromkeys(row["kind"] for row in rows):
+        mine = [row for row in rows if row["kind"] == kind]
+        decode = [row for row in mine if row["decode_requests"] > 0]
+        prefill = [row for row in mine if row["prefill_requests"] > 0]
+        out[kind] = {
+            "decode_requests": float(np.mean([row["decode_requests"] for row in mine])),
+            "context_tokens": (
+                float(
+                    np.median([row["decode_kv_tokens"] / row["decode_requests"] for row in decode])
+                )
+                if decode
+                else None
+            ),
+            "prefill_requests": float(np.mean([row["prefill_requests"] for row in mine])),
+            "prefill_tokens": (
+                float(np.median([row["prefill_tokens"] for row in prefill])) if prefill else None
+            ),
+        }
+    return out
+
+
+def common_factor_ceiling(medians_pct: Sequence[float], tolerance_pct: float = 5.0) -> int:
+    """The most of ``medians_pct`` (one recording's served runs, one step kind: each run's
+    median price error in percent) that one factor on the price, the same for every run, can
+    bring within +-``tolerance_pct``. The runs serve the same trace on the same engine, so any
+    price that gives a step the same price in every run (a better grid, a better model) moves
+    all of them by the same factor f: a median error e becomes f (1 + e) - 1. The count is the
+    most intervals [(1 - t) / (1 + e), (1 + t) / (1 + e)] that share a point."""
+    low = 1.0 - tolerance_pct / 100.0
+    high = 1.0 + tolerance_pct / 100.0
+    bounds = [(low / (1.0 + e / 100.0), high / (1.0 + e / 100.0)) for e in medians_pct]
+    best = 0
+    for start, _ in bounds:
+        # Some best factor is the lower end of one of the intervals.
+        best = max(best, sum(1 for a, b in bounds if a <= start <= b))
+    return best
+
+
+def within_counts(runs: Sequence[dict[str, Any]], tolerance_pct: float = 5.0) -> dict[str, int]:
+    """Over the ``diff_run`` results of one recording's served runs: how many (run, kind)
+    medians are within +-``tolerance_pct`` from the grid alone (``grid``), at the run's own
+    speed (``run_speed``), at the local speed (``local``), and the most any price giving a
+    step the same price in every run could bring within (``ceiling``: per kind,
+    ``common_factor_ceiling``), out of ``total``."""
+    counts = {"total": 0, "grid": 0, "run_speed": 0, "local": 0, "ceiling": 0}
+    by_kind: dict[str, list[float]] = {}
+    for run in runs:
+        for kind, row in run["price_error"].items():
+            counts["total"] += 1
+            counts["grid"] += abs(row["median_pct"]) <= tolerance_pct
+            at_speed = run["price_error_run_speed"].get(kind)
+            counts["run_speed"] += at_speed is not None and abs(at_speed) <= tolerance_pct
+            local = run["price_error_local"].get(kind)
+            counts["local"] += local is not None and abs(local) <= tolerance_pct
+            by_kind.setdefault(kind, []).append(row["median_pct"])
+    counts["ceiling"] = sum(
+        common_factor_ceiling(values, tolerance_pct) for values in by_kind.values()
+    )
+    return counts
+
+
 def _spread(errors: list[float]) -> dict[str, Any]:
     values = np.array(errors, dtype=float) * 100.0
     return {
@@ -447,8 +546,11 @@ def diff_run(
         "kinds": kinds,
         "price_error": errors["summary"],
         "price_error_table_only": errors["table_only"],
-        # The same steps priced at the engine's speed of their moment (a diagnostic).
+        # The same steps priced at the engine's speed of their moment, and of the whole run
+        # (diagnostics), and what the steps of each kind carried.
         "price_error_local": local_price_errors(rows),
+        "price_error_run_speed": run_speed_price_errors(rows),
+        "shapes": step_shapes(rows),
         "cpu_price_error": errors["cpu"],
         "cpu_price_error_table_only": errors["cpu_table_only"],
         "decode_by_composition": decode_by_composition(run.steps, rows),
@@ -536,31 +638,33 @@ def to_markdown(name: str, runs: list[dict[str, Any]]) -> str:
         "drift): median [P10, P90] and median |error|, served-step model / table alone; and "
         f"the model's median at the local speed (each price x the median measured / price of "
         f"the decode steps within {LOCAL_WINDOW} steps of it: the minute's speed, read from the "
-        "run, taken out; a diagnostic):",
+        "run, taken out; a diagnostic), and at the run's speed (every price x the median "
+        "measured / price of the run's decode steps: one number per run, a diagnostic); the "
+        "steps' shape: mean decode requests, median past KV per decode request, mean prefill "
+        "requests, median prompt tokens per step:",
         "",
         "| run | kind | steps | served-step model | median abs | table alone | median abs "
-        "| at the local speed |",
-        "|---|---|---|---|---|---|---|---|",
+        "| at the local speed | at the run's speed | shape (requests, context, prompts, "
+        "prompt tokens) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    within = within_local = total = 0
     for run in runs:
         for kind, row in run["price_error"].items():
             alone = run["price_error_table_only"].get(kind, {})
             local = run["price_error_local"].get(kind)
-            total += 1
-            within += abs(row["median_pct"]) <= 5.0
-            within_local += local is not None and abs(local) <= 5.0
+            at_speed = run["price_error_run_speed"].get(kind)
+            shape = run["shapes"].get(kind, {})
             lines.append(
                 f"| {run['run']} | {kind} | {row['steps']} | {row['median_pct']:+.1f} % "
                 f"[{row['p10_pct']:+.1f}, {row['p90_pct']:+.1f}] | {row['median_abs_pct']:.1f} % "
                 f"| {_fmt(alone.get('median_pct'), '+.1f')} % | "
-                f"{_fmt(alone.get('median_abs_pct'), '.1f')} % | {_fmt(local, '+.1f')} % |"
+                f"{_fmt(alone.get('median_abs_pct'), '.1f')} % | {_fmt(local, '+.1f')} % "
+                f"| {_fmt(at_speed, '+.1f')} % | {_fmt(shape.get('decode_requests'), '.1f')}, "
+                f"{_fmt(shape.get('context_tokens'), '.0f')}, "
+                f"{_fmt(shape.get('prefill_requests'), '.2f')}, "
+                f"{_fmt(shape.get('prefill_tokens'), '.0f')} |"
             )
-    lines += [
-        "",
-        f"(run, kind) medians within 5 %: {within} of {total} from the grid alone, "
-        f"{within_local} of {total} at the local speed.",
-    ]
+    lines += ["", _within_line(within_counts(runs))]
     if all(run["cpu_price_error"] for run in runs):
         lines += [
             "",
@@ -610,6 +714,16 @@ def to_markdown(name: str, runs: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _within_line(counts: Mapping[str, int]) -> str:
+    total = counts["total"]
+    return (
+        f"(run, kind) medians within 5 %: {counts['grid']} of {total} from the grid alone, "
+        f"{counts['run_speed']} at the run's speed, {counts['local']} at the local speed; any "
+        "price that gives a step the same price in every served run (one factor per kind on "
+        f"these prices) could bring at most {counts['ceiling']} of {total} within."
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     from aisim.errors import AisimError
     from qualification.engine._recording import load_recording
@@ -622,12 +736,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("recordings", nargs="+", type=Path, metavar="DIR")
     args = parser.parse_args(argv)
     try:
+        totals: Counter[str] = Counter()
         for directory in args.recordings:
             recording = load_recording(directory)
             if recording.grid is None:
                 raise SystemExit(f"{str(directory)!r}: no grid/ step table to price with")
             runs = diff_runs(recording.served, recording.grid)
             print(to_markdown(recording.name, runs))
+            totals.update(within_counts(runs))
+        if len(args.recordings) > 1:
+            print(f"### All {len(args.recordings)} recordings\n\n{_within_line(totals)}")
     except AisimError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -316,3 +316,120 @@ def test_every_engine_command_module_runs_without_a_runpy_warning() -> None:
         cwd=ROOT,
     ).stdout.split()
     assert [name for name in commands if f"qualification.engine.{name}" in loaded] == []
+
+
+def test_the_run_speed_and_the_price_error_at_it_by_hand() -> None:
+    from qualification.engine.step_diff import run_speed, run_speed_price_errors
+
+    def row(kind: str, measured: float, price: float) -> dict[str, Any]:
+        return {"kind": kind, "measured_ms": measured, "price_ms": price}
+
+    # Decode steps at measured / price 1.2, 0.9, 1.1 (median 1.1) and a prefill step of 22 ms
+    # priced 20: at the run's speed 20 x 1.1 = 22 (0 %); the decode steps 11 against 12
+    # (-8.33 %), 9 (+22.2 %) and 11 (0 %): median 0 %.
+    rows = [
+        row("decode", 12, 10),
+        row("prefill", 22, 20),
+        row("decode", 9, 10),
+        row("decode-drafted", 11, 10),
+    ]
+    assert run_speed(rows) == pytest.approx(1.1)
+    assert run_speed_price_errors(rows) == {
+        "decode": pytest.approx((-100.0 / 12 + 200.0 / 9) / 2),
+        "prefill": pytest.approx(0.0),
+        "decode-drafted": pytest.approx(0.0),
+    }
+    # No decode step: no speed, no errors.
+    assert run_speed(rows[1:2]) is None
+    assert run_speed_price_errors(rows[1:2]) == {}
+
+
+def test_step_shapes_by_hand() -> None:
+    from qualification.engine.step_diff import step_shapes
+
+    def row(kind: str, decode: int, kv: int, prefill: int, tokens: int) -> dict[str, Any]:
+        return {
+            "kind": kind,
+            "decode_requests": decode,
+            "decode_kv_tokens": kv,
+            "prefill_requests": prefill,
+            "prefill_tokens": tokens,
+        }
+
+    rows = [
+        row("decode", 1, 100, 0, 0),
+        row("decode", 3, 900, 0, 0),  # 300 per request
+        row("mixed", 2, 100, 1, 40),  # 50 per request
+        row("mixed", 4, 800, 2, 100),  # 200 per request
+        row("prefill", 0, 0, 1, 150),
+    ]
+    assert step_shapes(rows) == {
+        "decode": {
+            "decode_requests": 2.0,
+            "context_tokens": 200.0,
+            "prefill_requests": 0.0,
+            "prefill_tokens": None,
+        },
+        "mixed": {
+            "decode_requests": 3.0,
+            "context_tokens": 125.0,
+            "prefill_requests": 1.5,
+            "prefill_tokens": 70.0,
+        },
+        "prefill": {
+            "decode_requests": 0.0,
+            "context_tokens": None,
+            "prefill_requests": 1.0,
+            "prefill_tokens": 150.0,
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("medians", "most"),
+    [
+        # +4 and -4 are both within at factor 1.
+        ([4.0, -4.0], 2),
+        # f (1 + e) in [0.95, 1.05]: +10 needs f in [0.8636, 0.9545], 0 in [0.95, 1.05], -10 in
+        # [1.0556, 1.1667]: +10 and 0 share [0.95, 0.9545], -10 shares nothing with either.
+        ([10.0, 0.0, -10.0], 2),
+        # +20 needs [0.7917, 0.875], -20 [1.1875, 1.3125]: one at a time.
+        ([20.0, -20.0], 1),
+        # Three runs 8 % apart around -12 %: f = 1.1364 puts -12 % at 0, -8 % at +4.5 %,
+        # -16 % at -4.5 %.
+        ([-12.0, -8.0, -16.0], 3),
+        ([], 0),
+    ],
+)
+def test_common_factor_ceiling_by_hand(medians: list[float], most: int) -> None:
+    from qualification.engine.step_diff import common_factor_ceiling
+
+    assert common_factor_ceiling(medians) == most
+
+
+def test_within_counts_by_hand() -> None:
+    from qualification.engine.step_diff import within_counts
+
+    def run(grid: dict[str, float], speed: dict[str, float], local: dict[str, float]) -> Any:
+        return {
+            "price_error": {kind: {"median_pct": value} for kind, value in grid.items()},
+            "price_error_run_speed": speed,
+            "price_error_local": local,
+        }
+
+    runs = [
+        run({"decode": -12.0, "prefill": 3.0}, {"decode": 0.5, "prefill": 9.0}, {"decode": 1.0}),
+        run({"decode": 2.0, "prefill": 6.0}, {"decode": -0.5, "prefill": 4.0}, {"prefill": 2.0}),
+    ]
+    # From the grid: prefill +3 and decode +2 (2 of 4); at the run's speed: both decodes and
+    # the second prefill (3); at the local speed: one decode, one prefill (the missing kinds
+    # count as misses: 2). Ceiling: decode -12 needs f in [1.0795, 1.1932], +2 in [0.9314,
+    # 1.0294]: 1; prefill +3 needs [0.9223, 1.0194], +6 [0.8962, 0.9906]: they share [0.9223,
+    # 0.9906], 2. In all 3.
+    assert within_counts(runs) == {
+        "total": 4,
+        "grid": 2,
+        "run_speed": 3,
+        "local": 2,
+        "ceiling": 3,
+    }
