@@ -109,10 +109,15 @@ def sweep_command(args: argparse.Namespace) -> int:
     )
 
     check_path_text(args.sweep, "SWEEP")
-    # The sweep replaces its own outputs (it resumes), so only their kind and place are checked.
+    # The sweep replaces its own outputs (it resumes), so there only their kind and place are
+    # checked; a folder it did not write (no sweep.json: a replay's summary.json, a user's
+    # plots) keeps its files unless --overwrite.
     out = check_output_dir(args.out, True, "--out", OUTPUT_FILES)
     for name in OUTPUT_FOLDERS:
         check_output_dir(out / name, True, "--out")
+    if not args.overwrite and not (out / "sweep.json").is_file():
+        check_output_dir(out, False, "--out", OUTPUT_FILES)
+        check_output_dir(out / "plots", False, "--out", PLOT_FILES)
     if args.address is not None and args.backend != "ray":
         raise ConfigError("--address: only with --backend ray")
     if args.merge_over is not None:

@@ -168,3 +168,31 @@ def test_a_point_file_is_one_line_with_nan_as_null(tmp_path: Path) -> None:
     }
     assert json.loads(text)["row"] == expected
     assert _Store(tmp_path, plan, overwrite=False).load_existing([point]) == {point.index: expected}
+
+
+@pytest.mark.parametrize("mine", ["summary.json", "points.parquet", "plots/sd_gain_vs_load.png"])
+def test_a_folder_the_sweep_did_not_write_keeps_its_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], mine: str
+) -> None:
+    """--out naming a replay's folder used to overwrite its summary.json (and a user's file of
+    any output name) without --overwrite: the sweep replaced 'its own' outputs in any folder."""
+    from aisim.cli import main
+
+    sweep = tmp_path / "sweep.yaml"
+    small = {key: value for key, value in SWEEP.items() if key != "merge_over"}
+    small["axes"] = {"traffic.load.rate_rps": [2]}
+    sweep.write_text(yaml.safe_dump(small), encoding="utf-8")
+    out = tmp_path / "out"
+    (out / mine).parent.mkdir(parents=True, exist_ok=True)
+    (out / mine).write_text("the user's", encoding="utf-8")
+    argv = ["sweep", str(sweep), "--out", str(out), "--workers", "1", "--no-progress"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"aisim: error: {str(out / mine)!r} already exists; pass --overwrite to replace it\n"
+    )
+    assert (out / mine).read_text(encoding="utf-8") == "the user's"
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == [mine]
+    # The sweep's own folder is resumed, its outputs replaced, without --overwrite.
+    assert main([*argv, "--overwrite"]) == 0
+    assert main(argv) == 0
+    assert "skipped 1 finished points" in capsys.readouterr().out
