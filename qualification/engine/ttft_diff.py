@@ -12,7 +12,9 @@ Two views per recording:
   requests, their measured and predicted mean TTFT, the class's error, its share of the
   recording's mean TTFT error (points: the class's summed error over every request's summed
   measured TTFT, so the shares add up to the pooled error), and the engine's mean wait
-  (arrival to the start of that first step) and mean first-step time.
+  (arrival to the start of that first step) and mean first-step time beside replay's
+  (``replay_first_passes``: its first pass when the prompt was not chunked, read from replay's
+  token times).
 * **with the step prices taken out** (per served run): the mean TTFT error as replayed, with
   replay's decode-only passes priced x the run's own decode ratio (median measured / price
   of its recorded decode steps), and with its prompt-carrying passes also x the run's
@@ -30,6 +32,7 @@ each run's steps are priced with the caches the recorded steps before them left
 from __future__ import annotations
 
 import argparse
+import bisect
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -85,8 +88,9 @@ def class_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (arrived, first step) class of ``rows`` (``request_classes`` rows with
     ``measured_ms`` and ``predicted_ms``, the requests of every served run): requests, mean
     measured and predicted TTFT, the class's mean TTFT error (%), its share of the pooled mean
-    TTFT error (points), and the engine's mean wait and first-step ms (None when unknown).
-    Ordered by class."""
+    TTFT error (points), the engine's mean wait and first-step ms (None when unknown) and
+    replay's (rows' ``replay_wait_ms`` and ``replay_first_pass_ms`` where given). Ordered by
+    class."""
     total = sum(float(row["measured_ms"]) for row in rows)
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in rows:
@@ -97,6 +101,14 @@ def class_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         predicted = sum(float(row["predicted_ms"]) for row in members)
         waits = [row["wait_ms"] for row in members if row["wait_ms"] is not None]
         firsts = [row["first_step_ms"] for row in members if row["first_step_ms"] is not None]
+        replay_waits = [
+            row["replay_wait_ms"] for row in members if row.get("replay_wait_ms") is not None
+        ]
+        replay_firsts = [
+            row["replay_first_pass_ms"]
+            for row in members
+            if row.get("replay_first_pass_ms") is not None
+        ]
         table.append(
             {
                 "arrived": arrived,
@@ -108,6 +120,8 @@ def class_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "share_pts": (predicted - measured) / total * 100.0 if total else None,
                 "engine_wait_ms": float(np.mean(waits)) if waits else None,
                 "engine_first_step_ms": float(np.mean(firsts)) if firsts else None,
+                "replay_wait_ms": float(np.mean(replay_waits)) if replay_waits else None,
+                "replay_first_pass_ms": float(np.mean(replay_firsts)) if replay_firsts else None,
             }
         )
     return table
@@ -169,11 +183,11 @@ def replay_ttft(
     cache: Any = None,
     decode: float = 1.0,
     prompt: float = 1.0,
-) -> tuple[list[float], Any]:
+) -> tuple[list[float], Any, Any]:
     """Replay's TTFT per request of ``run`` (in ``run.requests`` order) priced as ``aisim
     qualify engine`` prices it (``frontend``; ``cache``: the primitive caches the replay of
     the previous run left), its decode-only passes x ``decode`` and prompt-carrying passes x
-    ``prompt``; and the caches this replay leaves."""
+    ``prompt``; the replay's result (with its token times); and the caches it leaves."""
     from aisim import run_replay
     from qualification.engine._replay import check_same_engine, recorded_settings, replay_config
     from qualification.engine._step_model import EngineStepModel
@@ -186,10 +200,31 @@ def replay_ttft(
         base_dir=Path("."),
         forward_pass_model=_ScaledPricer(model, decode, prompt),
         admission_ms=0.0 if frontend is None else frontend.request_ms,
+        per_token=True,
     )
     frame = result.requests.set_index(result.requests["request_id"].astype(str))
     order = [str(rid) for rid in run.requests["request_id"]]
-    return [float(value) for value in frame.loc[order, "ttft_ms"]], model.cache
+    return [float(value) for value in frame.loc[order, "ttft_ms"]], result, model.cache
+
+
+def replay_first_passes(
+    arrivals: dict[str, float], first_tokens: dict[str, float], token_times: Sequence[float]
+) -> dict[str, tuple[float, float]]:
+    """Per request, replay's (wait, first pass ms) for a prompt replay computed in one pass:
+    that pass ended at the request's first token (``first_tokens``), and began when the pass
+    before it ended (the latest token time of any request before the first token,
+    ``token_times``) or, when that was before the request's arrival (``arrivals``), at the
+    arrival (replay starts a pass as a request reaches an idle engine). A pass that emitted no
+    token (a chunk not ending its prompt, beside no decode) is not seen: the pass before it
+    stands in for it."""
+    ends = sorted(set(float(value) for value in token_times))
+    out: dict[str, tuple[float, float]] = {}
+    for rid, first in first_tokens.items():
+        arrival = arrivals[rid]
+        index = bisect.bisect_left(ends, first) - 1
+        start = ends[index] if index >= 0 and ends[index] > arrival else arrival
+        out[rid] = (start - arrival, first - start)
+    return out
 
 
 def _mean_error(predicted: Sequence[float], measured: Sequence[float]) -> float:
@@ -223,10 +258,25 @@ def diff_recording(recording: Any) -> dict[str, Any]:
             if scales is None:
                 errors[key] = None  # the run recorded no such steps
                 continue
-            predicted, caches[key] = replay_ttft(run, table, frontend, caches[key], *scales)
+            predicted, result, caches[key] = replay_ttft(run, table, frontend, caches[key], *scales)
             errors[key] = _mean_error(predicted, measured)
             if key == "replayed":
                 replayed = predicted
+                tokens = result.tokens or {"time_ms": []}
+                frame = result.requests
+                passes = replay_first_passes(
+                    dict(
+                        zip(
+                            run.requests["request_id"].astype(str),
+                            run.requests["arrival_ms"],
+                            strict=True,
+                        )
+                    ),
+                    dict(
+                        zip(frame["request_id"].astype(str), frame["first_token_ms"], strict=True)
+                    ),
+                    tokens["time_ms"],
+                )
         runs.append(
             {
                 "run": run.name,
@@ -239,9 +289,11 @@ def diff_recording(recording: Any) -> dict[str, Any]:
         for rid, measured_ms, predicted_ms in zip(
             run.requests["request_id"], measured, replayed, strict=True
         ):
-            rows.append(
-                {**classes[str(rid)], "measured_ms": measured_ms, "predicted_ms": predicted_ms}
-            )
+            row = {**classes[str(rid)], "measured_ms": measured_ms, "predicted_ms": predicted_ms}
+            if row["first_step"] in ("prefill", "mixed"):
+                # Not chunked in the engine: replay's one pass beside the engine's one step.
+                row["replay_wait_ms"], row["replay_first_pass_ms"] = passes[str(rid)]
+            rows.append(row)
     return {"recording": recording.name, "classes": class_table(rows), "runs": runs}
 
 
@@ -254,7 +306,7 @@ def to_markdown(diff: dict[str, Any]) -> str:
         f"### {diff['recording']}",
         "",
         "| arrived | first step | requests | measured ms | replay ms | error | share of the "
-        "mean TTFT error | engine wait ms | engine first step ms |",
+        "mean TTFT error | wait ms: engine / replay | first step ms: engine / replay |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in diff["classes"]:
@@ -262,7 +314,9 @@ def to_markdown(diff: dict[str, Any]) -> str:
             f"| {row['arrived']} | {row['first_step']} | {row['requests']} "
             f"| {row['measured_ms']:.1f} | {row['predicted_ms']:.1f} "
             f"| {_fmt(row['error_pct'], '+.1f')} % | {_fmt(row['share_pts'], '+.1f')} pts "
-            f"| {_fmt(row['engine_wait_ms'], '.1f')} | {_fmt(row['engine_first_step_ms'], '.1f')} |"
+            f"| {_fmt(row['engine_wait_ms'], '.1f')} / {_fmt(row['replay_wait_ms'], '.1f')} "
+            f"| {_fmt(row['engine_first_step_ms'], '.1f')} / "
+            f"{_fmt(row['replay_first_pass_ms'], '.1f')} |"
         )
     lines += [
         "",

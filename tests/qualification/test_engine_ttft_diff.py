@@ -19,6 +19,7 @@ from qualification.engine.ttft_diff import (
     class_table,
     diff_recording,
     main,
+    replay_first_passes,
     request_classes,
 )
 
@@ -94,6 +95,22 @@ def test_class_shares_add_up_to_the_pooled_error() -> None:
     assert sum(row["share_pts"] for row in table.values()) == pytest.approx(-200.0 / 27.0)
 
 
+def test_replay_first_passes_hand_derived() -> None:
+    # Replay's passes ended (emitted tokens) at 10, 20, 30, 45 and 60 ms. w arrived at 15, while
+    # the pass ending at 20 ran, and got its first token at 30: its pass ran 20-30 (wait 5,
+    # pass 10). x got its first token at 20 and arrived at 12, after the pass before ended (at
+    # 10): replay starts a pass when a request reaches an idle engine, so 12-20 (0, 8). z
+    # arrived at 50, after the pass ending at 45, first token at 60: (0, 10).
+    found = replay_first_passes(
+        {"w": 15.0, "x": 12.0, "z": 50.0},
+        {"w": 30.0, "x": 20.0, "z": 60.0},
+        [10.0, 20.0, 20.0, 30.0, 45.0, 60.0],
+    )
+    assert found["w"] == pytest.approx((5.0, 10.0))
+    assert found["x"] == pytest.approx((0.0, 8.0))
+    assert found["z"] == pytest.approx((0.0, 10.0))
+
+
 class _Flat:
     """A fake step model: every pass costs 10 ms."""
 
@@ -134,6 +151,12 @@ def test_unscaled_replay_is_the_scored_one() -> None:
     measured = sum(row["measured_ms"] * row["requests"] for row in diff["classes"])
     predicted = sum(row["predicted_ms"] * row["requests"] for row in diff["classes"])
     assert pooled == pytest.approx((predicted - measured) / measured * 100.0)
+    # Replay's wait and first pass cover its TTFT for the classes that have them (one pass).
+    for row in diff["classes"]:
+        if row["first_step"] in ("prefill", "mixed"):
+            assert row["replay_wait_ms"] + row["replay_first_pass_ms"] == pytest.approx(
+                row["predicted_ms"]
+            )
 
 
 def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
