@@ -61,6 +61,7 @@ from qualification.engine._recording import (
     _check_requests,
     _check_steps,
     _non_decreasing,
+    check_setting_names,
     load_recording,
     served_order,
 )
@@ -364,12 +365,7 @@ def read_settings(path: Path) -> dict[str, Any]:
     settings = loaded.get("engine_settings")
     if not isinstance(settings, dict):
         raise DataIntegrityError(f"{where}: engine_settings: expected an object")
-    unknown = sorted(set(settings) - set(ENGINE_SETTINGS_SCHEMA))
-    if unknown:
-        raise DataIntegrityError(
-            f"{where}: engine_settings.{unknown[0]}: unknown setting; allowed: "
-            f"{', '.join(ENGINE_SETTINGS_SCHEMA)}"
-        )
+    check_setting_names(where, loaded)
     for key in ENGINE_SETTINGS:
         if key not in settings:
             raise DataIntegrityError(

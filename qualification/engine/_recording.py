@@ -30,6 +30,7 @@ from aisim.fpm import (
 from qualification.datasets import read_table
 from qualification.engine._prometheus import read_samples
 from qualification.engine._schema import (
+    ENGINE_SETTINGS_SCHEMA,
     GRID_DIR,
     GRID_STEPS,
     METRICS_FILE,
@@ -116,6 +117,7 @@ def load_step_table(path: str | Path) -> StepTable:
         data = given / GRID_DIR / GRID_STEPS.file_name
     frame, sidecar = read_table(data, GRID_STEPS)
     where = repr(str(data))
+    check_setting_names(repr(f"{data}.json"), sidecar)
     for row, phase in enumerate(frame["phase"].tolist()):
         if phase not in PHASES:
             raise DataIntegrityError(
@@ -131,6 +133,21 @@ def load_step_table(path: str | Path) -> StepTable:
     )
 
 
+def check_setting_names(where: str, document: dict[str, Any]) -> None:
+    """Every key of ``document``'s ``engine_settings`` is one ``ENGINE_SETTINGS_SCHEMA`` lists
+    (a misspelt ``enforce_eagre`` would leave ``enforce_eager`` at its default and move the
+    price silently); DataIntegrityError naming it and the allowed ones."""
+    settings = document.get("engine_settings")
+    unknown = (
+        sorted(set(settings) - set(ENGINE_SETTINGS_SCHEMA)) if isinstance(settings, dict) else []
+    )
+    if unknown:
+        raise DataIntegrityError(
+            f"{where}: engine_settings.{unknown[0]}: unknown setting; allowed: "
+            f"{', '.join(ENGINE_SETTINGS_SCHEMA)}"
+        )
+
+
 def load_served_run(path: str | Path) -> ServedRun:
     """``path``: a served-run folder (``requests.parquet``, ``steps.parquet``, ``metrics.prom``)."""
     directory = Path(path)
@@ -138,6 +155,7 @@ def load_served_run(path: str | Path) -> ServedRun:
         directory = directory.parent
     requests, request_side = read_table(directory / SERVED_REQUESTS.file_name, SERVED_REQUESTS)
     steps, step_side = read_table(directory / SERVED_STEPS.file_name, SERVED_STEPS)
+    check_setting_names(repr(f"{directory / SERVED_REQUESTS.file_name}.json"), request_side)
     for key in ("identity", "engine_settings", "command"):
         if request_side.get(key) != step_side.get(key):
             raise DataIntegrityError(

@@ -719,6 +719,35 @@ def test_an_unknown_setting_is_refused_naming_it_and_the_allowed_ones(
 
 
 @pytest.mark.parametrize(
+    "sidecar", ["grid/grid_steps.parquet.json", "served-1/requests.parquet.json"]
+)
+def test_a_recording_whose_sidecar_states_an_unknown_setting_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sidecar: str
+) -> None:
+    """The same refusal for a recording's own sidecars (a hand-edited one was read, the
+    unknown key ignored)."""
+    recording = import_plain(EXAMPLE, tmp_path / "rec")
+    path = recording / sidecar
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["engine_settings"]["enforce_eagre"] = True
+    path.write_text(json.dumps(document), encoding="utf-8")
+    if sidecar.startswith("served-1"):  # both tables of a run state the same settings
+        steps = recording / "served-1" / "steps.parquet.json"
+        other = json.loads(steps.read_text(encoding="utf-8"))
+        other["engine_settings"]["enforce_eagre"] = True
+        steps.write_text(json.dumps(other), encoding="utf-8")
+    out = tmp_path / "score"
+    assert main(["qualify", "engine", str(recording), "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(
+        f"aisim: error: {str(path)!r}: engine_settings.enforce_eagre: unknown setting; "
+        "allowed: max_num_seqs, "
+    )
+    assert error.count("\n") == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
     ("key", "value", "message"),
     [
         ("max_model_len", "long", "expected an integer >= 1, got 'long'"),
