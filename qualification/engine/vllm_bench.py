@@ -85,6 +85,11 @@ def bench_requests(result: dict[str, Any], where: str) -> tuple[list[dict[str, A
                 )
         arrival = (starts[index] - origin) * 1000.0
         ttft = _number(where, index, "ttfts", result["ttfts"][index])
+        if ttft <= 0:  # the first token before (or as) the request was sent
+            raise DataIntegrityError(
+                f"{where}: request {index}: ttfts: {result['ttfts'][index]!r}; expected a "
+                "time > 0 s"
+            )
         gaps = result["itls"][index]
         if not isinstance(gaps, list):
             raise DataIntegrityError(f"{where}: request {index}: itls: expected a list")

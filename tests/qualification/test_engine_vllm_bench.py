@@ -60,6 +60,8 @@ def test_a_chunk_carrying_several_tokens_gives_them_its_time() -> None:
 BAD = [
     ({"errors": ["", "Bad Request", ""]}, r"r\.json': request 1: errors: 'Bad Request'"),
     ({"ttfts": [0.01, float("nan"), 0.01]}, r"request 1: ttfts: expected a finite number"),
+    # A first token before the request was sent used to be written (a negative time).
+    ({"ttfts": [0.01, -1.0, 0.01]}, r"request 1: ttfts: -1\.0; expected a time > 0 s$"),
     ({"itls": [[0.011, -0.005], [0.005], [0.004] * 3]}, r"request 0: itls\[1\]: -0.005 is neg"),
     ({"output_lens": [3, 0, 4]}, r"request 1: output_lens: expected a positive integer, got 0"),
     ({"input_lens": [40, 50]}, r"input_lens: 2 entries, start_times has 3"),
