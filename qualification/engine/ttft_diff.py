@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-#: A request whose first token came this long (ms) after the end of the first step that
+#: A request whose first token came more than this (ms) after the end of the first step that
 #: carried its prompt had its prompt chunked over several steps.
 SAME_MS = 1e-6
 
@@ -49,10 +49,10 @@ def request_classes(requests: Any, steps: Any) -> dict[str, dict[str, Any]]:
     """Per request id of a served run (``requests``: ``request_id``, ``arrival_ms``,
     ``first_token_ms``; ``steps``: ``start_ms``, ``end_ms``, ``num_decode_requests``,
     ``request_ids``): ``arrived`` (``busy`` when some step ran at its arrival, start <= arrival
-    < end, else ``idle``; ``unknown`` when the run recorded no steps), ``first_step`` (``prefill``, ``mixed``, ``prefill-chunked``,
-    ``mixed-chunked``, or ``unknown`` when no step names it), and the engine's ``wait_ms``
-    (arrival to that step's start) and ``first_step_ms`` (that step's time), None when
-    unknown."""
+    < end, else ``idle``; ``unknown`` when the run recorded no steps), ``first_step``
+    (``prefill``, ``mixed``, ``prefill-chunked``, ``mixed-chunked``, or ``unknown`` when no
+    step names it), and the engine's ``wait_ms`` (arrival to that step's start) and
+    ``first_step_ms`` (that step's time), None when unknown."""
     starts = [float(value) for value in steps["start_ms"]]
     ends = [float(value) for value in steps["end_ms"]]
     first: dict[str, int] = {}
