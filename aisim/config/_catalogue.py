@@ -51,14 +51,8 @@ Dtype = Annotated[str | None, OrNone(Choice(*sorted(DTYPE_BYTES)))]
 #: (``LLAMA_LIKE_MODEL_TYPES``), mixture-of-experts (experts from the config's expert counts)
 #: and MLA (DeepSeek's latent KV). Any other architecture would be priced as a dense Llama,
 #: silently, so it is refused.
-KNOWN_MODEL_TYPES: Final = (
-    *LLAMA_LIKE_MODEL_TYPES,
-    "qwen2_moe",
-    "qwen3_moe",
-    "mixtral",
-    "deepseek_v2",
-    "deepseek_v3",
-)
+MOE_MODEL_TYPES: Final = ("qwen2_moe", "qwen3_moe", "mixtral", "deepseek_v2", "deepseek_v3")
+KNOWN_MODEL_TYPES: Final = (*LLAMA_LIKE_MODEL_TYPES, *MOE_MODEL_TYPES)
 
 
 class ModelFile(EdgeModel):
@@ -163,6 +157,8 @@ class ModelFile(EdgeModel):
         experts = max(
             _or(self.num_experts, 0), _or(self.num_local_experts, 0), _or(self.n_routed_experts, 0)
         )
+        if model_type in MOE_MODEL_TYPES:
+            self._check_experts(model_type, experts, path)
         return ModelSpec(
             name=name,
             model_type=model_type,
@@ -200,6 +196,30 @@ class ModelFile(EdgeModel):
             ),
             attention_output_gate=gate,
         )
+
+    def _check_experts(self, model_type: str, experts: int, path: str) -> None:
+        """A mixture-of-experts architecture states its experts and routes each token to 1..all
+        of them: without experts it would be priced as a dense model, with 0 routed experts as
+        one whose MLP is free, with more than there are as reading weights that do not exist."""
+        if experts < 1:
+            field = "n_routed_experts" if model_type.startswith("deepseek") else "num_experts"
+            if model_type == "mixtral":
+                field = "num_local_experts"
+            raise ConfigError(
+                f"{join_path(path, field)}: a {model_type} model needs its expert count (an "
+                f"integer >= 1), got {getattr(self, field)!r}"
+            )
+        if self.moe_intermediate_size == 0:
+            raise ConfigError(
+                f"{join_path(path, 'moe_intermediate_size')}: expected an integer >= 1 (an "
+                "expert's MLP width; leave it out for intermediate_size), got 0"
+            )
+        routed = self.num_experts_per_tok
+        if routed is None or not 1 <= routed <= experts:
+            raise ConfigError(
+                f"{join_path(path, 'num_experts_per_tok')}: expected an integer in 1..{experts} "
+                f"(the experts a token is routed to, at most the {experts} experts), got {routed!r}"
+            )
 
     def _linear_layers(self, path: str) -> int:
         """How many layers are Gated DeltaNet linear attention: ``layer_types`` (one entry per

@@ -452,6 +452,28 @@ MODEL = Path(__file__).resolve().parents[2] / "docs" / "examples" / "model" / "c
             "deepseek_v3 (set model_type: llama to price a dense decoder of the Llama block "
             "shape as one)",
         ),
+        # A mixture-of-experts architecture without experts was priced as a dense model; with
+        # 0 routed experts or more than there are, as one whose MLP is free or larger than it is.
+        (
+            {"model_type": "mixtral"},
+            "model.num_local_experts: a mixtral model needs its expert count (an integer >= 1), "
+            "got None",
+        ),
+        (
+            {"model_type": "qwen3_moe", "num_experts": 8, "num_experts_per_tok": 16},
+            "model.num_experts_per_tok: expected an integer in 1..8 (the experts a token is "
+            "routed to, at most the 8 experts), got 16",
+        ),
+        (
+            {"model_type": "deepseek_v3", "n_routed_experts": 8, "num_experts_per_tok": 0},
+            "model.num_experts_per_tok: expected an integer in 1..8 (the experts a token is "
+            "routed to, at most the 8 experts), got 0",
+        ),
+        (
+            {"model_type": "qwen2_moe", "num_experts": 8, "moe_intermediate_size": 0},
+            "model.moe_intermediate_size: expected an integer >= 1 (an expert's MLP width; leave "
+            "it out for intermediate_size), got 0",
+        ),
     ],
 )
 def test_model_configs_priced_as_something_else(
