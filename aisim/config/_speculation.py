@@ -170,7 +170,7 @@ def resolve_speculation(
             f"{path}.suffix_lookup_us_per_request: only kind suffix looks drafts up in a "
             f"host-side suffix tree; got kind {spec.kind}"
         )
-    draft_vocab = _draft_vocab(block.draft, draft_model)
+    draft_vocab = _draft_vocab(block.draft, draft_model, f"{path}.draft_config")
     token_map = geometry.params.get("speculative_token_map_size")
     if token_map is not None and draft_vocab is not None:
         if token_map > draft_vocab:
@@ -650,7 +650,18 @@ def _draft_block_size(draft: DraftModelFile | None) -> int | None:
     return None if draft.dflash_config is None else draft.dflash_config.block_size
 
 
-def _draft_vocab(draft: DraftModelFile | None, draft_model: ModelSpec | None) -> int | None:
+def _draft_vocab(
+    draft: DraftModelFile | None, draft_model: ModelSpec | None, path: str
+) -> int | None:
+    """The draft head's vocabulary: ``draft_vocab_size`` (a subset of the vocabulary, EAGLE-3's
+    d2t map), else the draft config's ``vocab_size``."""
     if draft is None or draft_model is None:
         return None
-    return draft_model.vocab_size if draft.draft_vocab_size is None else draft.draft_vocab_size
+    if draft.draft_vocab_size is None:
+        return draft_model.vocab_size
+    if draft.draft_vocab_size > draft_model.vocab_size:
+        raise ConfigError(
+            f"{path}.draft_vocab_size: expected at most the vocabulary it is drawn from "
+            f"(vocab_size {draft_model.vocab_size}), got {draft.draft_vocab_size}"
+        )
+    return draft.draft_vocab_size

@@ -75,3 +75,18 @@ def test_numeric_string_block_size_is_refused(block_draft: dict[str, Any]) -> No
 def test_the_valid_draft_still_resolves(block_draft: dict[str, Any]) -> None:
     resolved = resolve(block_draft)
     assert resolved.draft_model.head_dim == 128  # type: ignore[attr-defined]
+
+
+def test_a_draft_vocabulary_larger_than_the_vocabulary_is_refused(
+    block_draft: dict[str, Any],
+) -> None:
+    """A draft head's vocabulary is a subset of the model's (EAGLE-3's d2t map): 1,000,000 of
+    151,936 used to resolve and price a draft LM head larger than any the model has."""
+    block_draft["vocab_size"] = 151936
+    block_draft["draft_vocab_size"] = 1_000_000
+    with pytest.raises(ConfigError) as info:
+        resolve(block_draft)
+    assert str(info.value) == (
+        "speculation.draft_config.draft_vocab_size: expected at most the vocabulary it is drawn "
+        "from (vocab_size 151936), got 1000000"
+    )
