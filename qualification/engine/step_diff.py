@@ -168,6 +168,7 @@ def priced_steps(
                 "decode_kv_tokens": int(step["decode_kv_tokens"]),
                 "prefill_requests": int(step["num_prefill_requests"]),
                 "prefill_tokens": int(step["prefill_tokens"]),
+                "draft_tokens": int(step["draft_tokens"]),
                 "measured_ms": measured,
                 "decode_price_ms": decode_ms,
                 "prefill_price_ms": prefill_ms,
