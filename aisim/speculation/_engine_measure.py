@@ -109,9 +109,13 @@ def _config_path(text: str, base_dir: str | Path | None) -> Path:
     return file
 
 
-def read_source(path: str | Path, prefix: str) -> tuple[str, SourceFile]:
-    """The text of an engine source and its SHA-256; a missing or undecodable file is one
-    ``ConfigError`` line."""
+def read_source(
+    path: str | Path,
+    prefix: str,
+    expected: str = "a metrics scrape, an SGLang log or SGLang request outputs",
+) -> tuple[str, SourceFile]:
+    """The text of an engine source (or of what ``expected`` names) and its SHA-256; a missing
+    or undecodable file is one ``ConfigError`` line."""
     from aisim._io import MAX_DOCUMENT_BYTES, check_path_text, read_input_bytes
 
     file = check_path_text(path, prefix.rstrip(": ") or "path")
@@ -120,8 +124,7 @@ def read_source(path: str | Path, prefix: str) -> tuple[str, SourceFile]:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConfigError(
-            f"{prefix}{str(file)!r}: not UTF-8 text (byte {exc.start}); expected a metrics "
-            f"scrape, an SGLang log or SGLang request outputs"
+            f"{prefix}{str(file)!r}: not UTF-8 text (byte {exc.start}); expected {expected}"
         ) from None
     return text, SourceFile(str(file), hashlib.sha256(data).hexdigest())
 

@@ -190,7 +190,7 @@ def trace_acceptance(
     file = Path(path)
     if not file.is_absolute() and base_dir is not None:
         file = Path(base_dir) / file
-    text, source = read_source(file, f"{where}: ")
+    text, source = read_source(file, f"{where}: ", "an acceptance trace (JSON lines)")
     trace = read_trace(text, path, format, depth, where)
     record: dict[str, Any] = {
         "format": f"trace:{format}",

@@ -460,3 +460,19 @@ def test_sglang_default_adaptive_config_replays_its_seven_steps() -> None:
     # so it steps down to 1. One token per round: 15 rounds of width 8, 23 of width 2, then
     # the last clamped to the 1 token left.
     assert widths == [8] * 15 + [2] * 23 + [1]
+
+
+def test_an_acceptance_trace_that_is_not_utf8_is_named_as_a_trace(tmp_path: Path) -> None:
+    """The message used to ask for 'a metrics scrape, an SGLang log or SGLang request
+    outputs' (the engine-metrics reader's words) for a trace file."""
+    from aisim import ConfigError, resolve_speculation
+
+    path = tmp_path / "trace.jsonl"
+    path.write_bytes(b'{"request_id": "r0", "accepted": [1]}\n\xff\n')
+    speculation = {"kind": "mtp", "params": {"depth": 3}, "acceptance_trace": {"path": str(path)}}
+    with pytest.raises(ConfigError) as caught:
+        resolve_speculation(speculation)
+    assert str(caught.value) == (
+        f"speculation.acceptance_trace: {str(path)!r}: not UTF-8 text (byte 38); expected an "
+        "acceptance trace (JSON lines)"
+    )
