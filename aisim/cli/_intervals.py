@@ -109,6 +109,11 @@ def parse_slos(texts: list[str], flag: str = "--slo") -> dict[str, dict[str, flo
             raise ConfigError(f"{flag} {text!r}: expected a limit in ms after '='") from None
         if not limit > 0:
             raise ConfigError(f"{flag} {text!r}: expected a limit > 0 ms, got {limit_text}")
+        if stat in slos.get(metric, {}):  # the later one used to replace the earlier silently
+            raise ConfigError(
+                f"{flag} {text!r}: {metric}:{stat} is already given "
+                f"({slos[metric][stat]:g} ms); give each metric and statistic once"
+            )
         slos.setdefault(metric, {})[stat] = limit
     return slos
 

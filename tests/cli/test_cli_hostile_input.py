@@ -476,3 +476,20 @@ def test_a_sweep_interval_flag_without_intervals_is_refused(
         f"--intervals N or leave {flags[0]} out"
     )
     assert not out.exists()
+
+
+def test_an_slo_given_twice_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--slo tpot_ms:p90=50 --slo tpot_ms:p90=60` kept the second limit silently."""
+    config = tmp_path / "replay.yaml"
+    config.write_text(REPLAY, encoding="utf-8")
+    (tmp_path / "t.csv").write_text("arrival_s,prompt_tokens,output_tokens\n0,8,2\n")
+    out = tmp_path / "out"
+    slos = ["--slo", "tpot_ms:p90=50", "--slo", "ttft_ms:p90=50", "--slo", "tpot_ms:p90=60"]
+    argv = ["replay", str(config), "--out", str(out), "--intervals", "2", *slos]
+    code, _, err = run_cli(argv, capsys)
+    assert code == 2
+    assert one_error_line(err) == (
+        "aisim: error: --slo 'tpot_ms:p90=60': tpot_ms:p90 is already given (50 ms); give each "
+        "metric and statistic once"
+    )
+    assert not out.exists()
