@@ -65,6 +65,11 @@ def acceptance_command(args: argparse.Namespace) -> int:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"--label: expected KEY=VALUE, got {item!r}")
+        if key in labels:  # the later one used to replace the earlier silently
+            raise ConfigError(
+                f"--label {item!r}: {key} is already given ({key}={labels[key]}); a series "
+                "carries one value per label"
+            )
         labels[key] = value
     depth: int | None = None
     if args.depth is not None:

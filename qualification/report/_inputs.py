@@ -67,6 +67,11 @@ def parse_check_results(items: list[str]) -> dict[str, Path]:
                 f"qualify.check_results: expected NAME=FILE with NAME one of "
                 f"{', '.join(CHECKS)}, got {item!r}"
             )
+        if name in results:  # the later one used to replace the earlier silently
+            raise ConfigError(
+                f"qualify.check_results.{name}: given twice ({str(results[name])!r} and "
+                f"{file!r}); give each check's result once"
+            )
         if not Path(file).is_file():
             raise ConfigError(f"qualify.check_results.{name}: {file!r} not found")
         results[name] = Path(file)

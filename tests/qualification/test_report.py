@@ -211,3 +211,19 @@ def test_calibration_transfer_scores_artefacts_only_on_other_matching_recordings
     expected = (abs(1.33 - 1.2) / 1.2 + abs(1.41 - 1.4) / 1.4) / 2
     assert transfer["published_rule"]["round_weighted_mape"] == pytest.approx(expected)
     assert "a-fit.v1" in render_html(report, {})
+
+
+def test_a_check_result_given_twice_is_refused(tmp_path: Path) -> None:
+    """`--check-results parity=a.xml --check-results parity=b.xml` read b.xml silently."""
+    from aisim.errors import ConfigError
+    from qualification.report._inputs import parse_check_results
+
+    for name in ("a.xml", "b.xml"):
+        (tmp_path / name).write_text("<testsuites/>", encoding="utf-8")
+    first, second = str(tmp_path / "a.xml"), str(tmp_path / "b.xml")
+    with pytest.raises(ConfigError) as caught:
+        parse_check_results([f"parity={first}", f"probes={first}", f"parity={second}"])
+    assert str(caught.value) == (
+        f"qualify.check_results.parity: given twice ({first!r} and {second!r}); give each "
+        "check's result once"
+    )

@@ -90,6 +90,12 @@ def test_mean_only_source_prints_acceptance_length(capsys: pytest.CaptureFixture
     ("args", "expected"),
     [
         (["--label", "engine"], "--label: expected KEY=VALUE, got 'engine'"),
+        # The second used to replace the first silently.
+        (
+            ["--label", "engine=1", "--label", "engine=0"],
+            "--label 'engine=0': engine is already given (engine=1); a series carries one value "
+            "per label\n",
+        ),
         (["--depth", "0"], "--depth: expected an integer in 1..64, got 0"),
         (["--depth", "two"], "argument --depth: expected an integer (ASCII digits"),
         (["--depth", " 3"], "argument --depth: expected an integer (ASCII digits"),
