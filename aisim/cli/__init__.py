@@ -11,10 +11,11 @@ package importing it (docs/design.md#import-graph).
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from aisim.cli._args import integer as integer_argument
 from aisim.cli._args import number as number_argument
@@ -80,6 +81,11 @@ def _plugin_commands() -> dict[str, Callable[[Any], None]]:
     return found
 
 
+#: Why a write to stdout fails when the fault is the destination's: no space, over quota, too
+#: large for the file system, a device error.
+_OUTPUT_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
 class Terminated(BaseException):
     """Raised in the main thread on SIGTERM, so a command killed by ``timeout`` or a job
     scheduler unwinds like one interrupted by Ctrl-C: temp files and half-made outputs are
@@ -106,7 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        return int(args.handler(args))
+        code = int(args.handler(args))
+        sys.stdout.flush()  # a full disk fails here, not in the interpreter's final flush
+        return code
     except Terminated:
         print("aisim: terminated", file=sys.stderr)
         return 143
@@ -133,6 +141,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
+    except OSError as exc:
+        # Writing to stdout failed (`aisim schema replay > /dev/full`: no space left): file
+        # errors at the edges are ConfigErrors naming the file, so one without a file name is
+        # the output's. Anything else is a bug to see in full.
+        if exc.filename is not None or exc.errno not in _OUTPUT_ERRNOS:
+            raise
+        print(f"aisim: error: cannot write the output: {exc.strerror}", file=sys.stderr)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 2
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

@@ -79,3 +79,24 @@ def test_closed_pipe_ends_quietly(tmp_path: Path) -> None:
         assert process.wait(timeout=60) == 141
     assert b"moved" in first
     assert "Traceback" not in stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+@pytest.mark.parametrize("argv", [["schema", "replay"], ["speculation", "profiles"]])
+def test_a_full_disk_under_stdout_is_one_line(argv: list[str]) -> None:
+    """`aisim schema replay > FILE` on a full disk used to end in an OSError traceback (a
+    large output fails in print, a small one in the interpreter's final flush)."""
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "aisim", *argv],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 2
+    assert done.stderr == "aisim: error: cannot write the output: No space left on device\n"
