@@ -287,7 +287,8 @@ def _range_values(where: str, axis: AxisRange) -> list[Any]:
     start, stop, step = (Decimal(repr(float(v))) for v in (axis.start, axis.stop, axis.step))
     count = int((stop - start) / step) + 1
     if count > MAX_POINTS:
-        raise ConfigError(f"{where}: {count} values; at most {MAX_POINTS} are allowed")
+        shown = f"{count}" if count < 10**12 else f"about {float(count):.3g}"  # one short line
+        raise ConfigError(f"{where}: {shown} values; at most {MAX_POINTS} are allowed")
     values: list[Any] = []
     for index in range(count):
         value = start + step * index

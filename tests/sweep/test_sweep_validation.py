@@ -60,6 +60,15 @@ def _sweep(**changes: Any) -> dict[str, Any]:
             _sweep(axes={"traffic.load.rate_rps": {"start": 1, "stop": 5, "step": 0}}),
             "axes.traffic.load.rate_rps.step: expected a number > 0, got 0.0",
         ),
+        # A tiny step's count used to be printed in full: a 301-digit number in the line.
+        (
+            _sweep(axes={"traffic.load.rate_rps": {"start": 1, "stop": 2, "step": 1e-300}}),
+            "axes.traffic.load.rate_rps: about 1e+300 values; at most 100000 are allowed",
+        ),
+        (
+            _sweep(axes={"traffic.load.rate_rps": {"start": 1, "stop": 200001, "step": 1}}),
+            "axes.traffic.load.rate_rps: 200001 values; at most 100000 are allowed",
+        ),
         (_sweep(axes={}), "axes: no axis given; a sweep needs at least one"),
         (
             _sweep(axes={"traffic.load": [{"type": "poisson"}], "traffic.load.rate_rps": [1]}),
