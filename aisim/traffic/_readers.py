@@ -424,8 +424,9 @@ def _parse_csv(file: Path, path: str) -> Iterator[tuple[float, int, int]]:
         try:
             header = next(reader, None)
             if header is None or tuple(column.strip() for column in header) != CSV_COLUMNS:
+                got = "an empty file" if header is None else describe(header)
                 raise ConfigError(
-                    f"{file.name}:1: expected the header {','.join(CSV_COLUMNS)}, got {describe(header)}"
+                    f"{file.name}:1: expected the header {','.join(CSV_COLUMNS)}, got {got}"
                 )
             for row in reader:
                 if not row:

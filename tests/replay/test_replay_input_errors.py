@@ -44,6 +44,17 @@ def test_a_csv_trace_that_is_not_utf8_names_the_line(tmp_path: Path) -> None:
         run_replay(trace_config(trace))
 
 
+def test_an_empty_csv_trace_says_so(tmp_path: Path) -> None:
+    """It used to say '... got None (NoneType)'."""
+    trace = tmp_path / "t.csv"
+    trace.write_bytes(b"")
+    with pytest.raises(ConfigError) as caught:
+        run_replay(trace_config(trace))
+    assert str(caught.value) == (
+        "t.csv:1: expected the header arrival_s,prompt_tokens,output_tokens, got an empty file"
+    )
+
+
 def test_a_byte_order_mark_does_not_break_the_header(tmp_path: Path) -> None:
     # Spreadsheet exports start with a UTF-8 BOM; the rows are still the same requests.
     trace = tmp_path / "t.csv"
