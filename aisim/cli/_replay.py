@@ -13,7 +13,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aisim._io import atomic_write_text, canonical_json, check_output_dir, check_path_text
+from aisim._io import (
+    atomic_write_text,
+    canonical_json,
+    check_output_dir,
+    check_path_text,
+    check_writable,
+)
 from aisim.cli._args import integer
 from aisim.cli._intervals import (
     add_interval_arguments,
@@ -158,6 +164,10 @@ def write_replay(
         summary = result.run_summary
         summary_text = _summary_json(summary.to_dict())
         wants_tokens = per_token or tokens_stream.rows > 0
+        if wants_tokens:
+            # The config's simulation.per_token asks for it too, which the CLI could not check
+            # up front: refused here, before requests.parquet is renamed into place.
+            check_writable(out / "tokens.parquet", overwrite)
         written = [requests_stream.commit(overwrite)]
         if wants_tokens:
             written.append(tokens_stream.commit(overwrite))

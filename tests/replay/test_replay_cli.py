@@ -69,6 +69,25 @@ def test_refuses_to_overwrite_without_the_flag(
     assert (out / "summary.json").read_bytes() == before  # deterministic
 
 
+def test_a_configs_per_token_file_is_not_overwritten_and_nothing_else_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`simulation.per_token: true` (not the --per-token flag) over an existing tokens.parquet
+    was refused only after requests.parquet had been renamed into place: a partial write."""
+    path = tmp_path / "replay.yaml"
+    path.write_text(yaml.safe_dump({**CONFIG, "simulation": {"per_token": True}}))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "tokens.parquet").write_text("the user's", encoding="utf-8")
+    assert main(["replay", str(path), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"aisim: error: {str(out / 'tokens.parquet')!r} already exists; pass --overwrite to "
+        "replace it\n"
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["tokens.parquet"]
+    assert (out / "tokens.parquet").read_text(encoding="utf-8") == "the user's"
+
+
 def test_config_error_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = json.loads(json.dumps(CONFIG))
     bad["engine"]["workers"]["aggregated"]["kv_cache"]["capacity"]["blocks"] = 2
