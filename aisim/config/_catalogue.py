@@ -15,6 +15,7 @@ count finite as a float. GPU figures are finite and at most ``MAX_GPU_FIGURE``.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, ClassVar, Final, TypeVar
 
@@ -369,8 +370,10 @@ def get_gpu(name_or_path: object, path: str = "hardware", base_dir: Path | None 
     if builtin is not None:
         return builtin
     file = _relative_to(check_path_text(name_or_path, path), base_dir)
-    if file.is_file():
-        text = _read_text(file, path, "hardware file")
+    # A name with a file's suffix, or anything there, is a file to read: a missing one, a
+    # folder or a FIFO is named as such, not as an unknown GPU name.
+    if file.suffix.lower() in (".json", ".yaml", ".yml") or os.path.lexists(file):
+        text = _read_text(file, path, "hardware")
         source = f"{path}: hardware file {str(file)!r}"
         if file.suffix.lower() == ".json":
             mapping = parse_json_text(text, source)

@@ -118,6 +118,22 @@ def test_bad_gpus_name_the_field(value: object, fragment: str) -> None:
     assert fragment in str(info.value)
 
 
+def test_a_hardware_path_that_is_not_a_readable_file_is_named_as_a_file(tmp_path: Path) -> None:
+    """A misspelt 'my_gpu.yaml' or a folder used to read 'unknown hardware ...; built-in: ...',
+    as if a GPU name had been given."""
+    (tmp_path / "gpus").mkdir()
+    cases = {
+        str(tmp_path / "my_gpu.yaml"): f"hardware: hardware file not found: "
+        f"{str(tmp_path / 'my_gpu.yaml')!r}",
+        str(tmp_path / "gpus"): f"hardware: hardware {str(tmp_path / 'gpus')!r}: is a folder, "
+        "not a file",
+    }
+    for given, message in cases.items():
+        with pytest.raises(ConfigError) as info:
+            get_gpu(given)
+        assert str(info.value) == message
+
+
 def test_catalogue_specs_are_frozen_and_never_shared_mutable() -> None:
     # A newcomer's trial: this assignment used to change every later estimate in the process.
     import dataclasses
