@@ -193,8 +193,10 @@ def load_sweep(sweep: object) -> SweepPlan:
                 raise ConfigError(f"slos.{metric}.{stat}: expected a limit > 0 ms, got {limit!r}")
     if isinstance(model.base, str):
         base_file = (here / model.base).resolve()
-        if not base_file.is_file():
+        if not base_file.exists():
             raise ConfigError(f"base: file not found: {model.base!r} (relative to {str(here)!r})")
+        if base_file.is_dir():
+            raise ConfigError(f"base: {model.base!r} is a folder, not a replay config file")
         base = load_config_file(base_file)
         if not isinstance(base, dict):
             raise ConfigError(f"base: {model.base!r} must hold a replay config mapping")

@@ -180,3 +180,13 @@ def test_cli_prints_one_line_and_exits_2(tmp_path: Path, axes: Any, message: str
     assert completed.stderr.count("\n") == 1
     assert completed.stderr.startswith(f"aisim: error: {message}"), completed.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_base_that_is_a_folder_is_named_as_one(tmp_path: Path) -> None:
+    """It read 'base: file not found: ...' for a folder that is there."""
+    (tmp_path / "configs").mkdir()
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text("base: configs\naxes: {traffic.seed: [1]}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_sweep(str(sweep))
+    assert str(caught.value) == "base: 'configs' is a folder, not a replay config file"
