@@ -175,9 +175,9 @@ def load_sweep(sweep: object) -> SweepPlan:
     """Validate a sweep (a mapping, or a YAML/JSON file path) into a ``SweepPlan``."""
     from aisim._io import load_config_file
 
-    here = Path.cwd()
+    here, default_name = Path.cwd(), "sweep"
     if isinstance(sweep, (str, os.PathLike)):
-        here = Path(sweep).resolve().parent
+        here, default_name = Path(sweep).resolve().parent, Path(sweep).stem
         sweep = load_config_file(sweep)
     model = validate(SweepFile, sweep)
     if not isinstance(model.base, (str, dict)):
@@ -206,7 +206,7 @@ def load_sweep(sweep: object) -> SweepPlan:
     axes = [(path, _axis_values(path, axis)) for path, axis in model.axes.items()]
     _check_paths([path for path, _ in axes], base)
     plan = SweepPlan(
-        model.name or "sweep",
+        model.name or default_name,
         base,
         str(base_dir),
         axes,
