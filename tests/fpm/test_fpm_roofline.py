@@ -1,6 +1,6 @@
 """Roofline sanity against hand-derived numbers, monotonicity, and scheme-native SD pricing.
 
-Geometry below is copied by hand from the published config.json values (shared/facts); the
+Geometry below is copied by hand from the models' published config.json files; the
 expected times are weight bytes / (HBM peak x 0.8) for memory-bound work and FLOPs / (BF16 peak x
 efficiency) for compute-bound work, with the documented efficiencies (GEMM 0.7, attention 0.5).
 """
