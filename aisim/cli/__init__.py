@@ -31,17 +31,31 @@ __all__ = ["build_parser", "integer_argument", "main", "number_argument"]
 _COMMAND_GROUP = "aisim.commands"
 
 #: The order commands are listed in ``aisim --help``; entry points not named here follow, by name.
+#: A user's path first (configure, price, replay, search, decide), then the harness.
 _ORDER = (
     "speculation",
-    "gate",
     "estimate",
-    "record",
-    "qualify",
     "replay",
-    "schema",
     "sweep",
     "advise",
+    "schema",
+    "qualify",
+    "record",
+    "gate",
 )
+
+#: ``aisim --help``'s closing lines: a first command per question, from a checkout's root.
+_EXAMPLES = """\
+examples (from a checkout's root; docs/ explains each command):
+  aisim speculation explain docs/examples/speculation/eagle3.yaml
+  aisim estimate --model Qwen3-8B --hardware h100 --batch 8 --kv 1024 --scheme mtp --depth 3
+  aisim replay docs/examples/replay/aggregated_mtp.yaml --out out/replay
+  aisim sweep docs/examples/sweep/sd_vs_load.yaml --out out/sd-vs-load
+  aisim advise --model Qwen/Qwen3-8B --hardware h100_sxm --rate 4 --requests 100 \\
+      --acceptance ngram=0.5 --replicas 5 --out out/advice
+  aisim qualify report --out out/report
+
+'aisim COMMAND --help' describes a command and its options."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="aisim",
         description="Predict what speculative decoding does to LLM serving, with evidence.",
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -39,7 +39,9 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--model", required=True, help="catalogue name or config.json path")
     parser.add_argument("--hardware", required=True, help="catalogue GPU or a GPU YAML file")
-    parser.add_argument("--backend", default="vllm", choices=("vllm", "sglang"))
+    parser.add_argument(
+        "--backend", default="vllm", choices=("vllm", "sglang"), help="scheduler replayed (vllm)"
+    )
     parser.add_argument("--tp", type=integer, default=1, help="tensor parallel size (1)")
     parser.add_argument("--max-sequences", type=integer, default=256, help="running cap (256)")
     parser.add_argument(

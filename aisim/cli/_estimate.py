@@ -34,7 +34,12 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--model", required=True, help="catalogue name or config.json path")
     parser.add_argument("--hardware", help="catalogue GPU (h100, h200_sxm, ...) or a YAML file")
-    parser.add_argument("--backend", default="vllm", choices=("vllm", "sglang"))
+    parser.add_argument(
+        "--backend",
+        default="vllm",
+        choices=("vllm", "sglang"),
+        help="serving engine (default vllm)",
+    )
     parser.add_argument("--tp", type=integer, default=1, help="tensor parallel size (default 1)")
     parser.add_argument("--batch", type=integer, default=1, help="decode requests B (default 1)")
     parser.add_argument("--kv", type=integer, default=0, help="past KV tokens per decode request")
@@ -57,7 +62,12 @@ def register(commands: Any) -> None:
         choices=("auto", "roofline", "roofline_ideal", "table", "regression", "measured_round"),
         help="roofline_ideal: the pure roofline bound (no overheads)",
     )
-    parser.add_argument("--fallback-policy", default="deny", choices=("deny", "allow"))
+    parser.add_argument(
+        "--fallback-policy",
+        default="deny",
+        choices=("deny", "allow"),
+        help="when --estimator cannot answer: deny (an error, the default) or allow (the roofline)",
+    )
     parser.add_argument(
         "--role",
         default="aggregated",

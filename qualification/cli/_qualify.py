@@ -20,14 +20,19 @@ from aisim.files import atomic_write_text, canonical_json, check_output_dir, che
 #: before any work; the plots' names are checked again when they are known).
 MAPE_FILES = ("mape.json", "mape.md", "predicted_vs_measured.png", "signed_error_by_config.png")
 ENGINE_FILES = ("engine.json", "engine.md", "scatter_e2e.png")
+OVERWRITE_HELP = "replace existing outputs (refused otherwise)"
 
 
 def register(commands: Any) -> None:
     """Add ``qualify`` with its ``mape``, ``calibrate`` and ``report`` subcommands."""
     qualify = commands.add_parser(
         "qualify",
-        help="MAPE reports, calibration and the release report over recorded datasets",
-        description="Qualify predictions against recorded SD-round datasets.",
+        help="score predictions against recordings and public measurements; the release report",
+        description=(
+            "Score aisim's predictions against recorded SD rounds, engine recordings and public "
+            "measurements, and judge them all against the release plan (docs/evidence.md, "
+            "docs/qualification.md)."
+        ),
     )
     actions = qualify.add_subparsers(dest="qualify_command", metavar="ACTION", required=True)
 
@@ -61,7 +66,7 @@ def register(commands: Any) -> None:
     mape.add_argument("--tests", action="store_true", help="add KS and TOST equivalence tests")
     mape.add_argument("--tost-margin", type=number, default=0.10, help="TOST margin (default 0.10)")
     mape.add_argument("--out", metavar="DIR", type=Path, help="write mape.json, mape.md, plots")
-    mape.add_argument("--overwrite", action="store_true")
+    mape.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     mape.set_defaults(handler=mape_command)
 
     calibrate = actions.add_parser(
@@ -73,7 +78,9 @@ def register(commands: Any) -> None:
             "coefficients as a named, versioned artefact."
         ),
     )
-    calibrate.add_argument("dataset", metavar="DATASET")
+    calibrate.add_argument(
+        "dataset", metavar="DATASET", help="dataset directory (or one of its files)"
+    )
     calibrate.add_argument(
         "--validation", default="loco", help="loco (leave one configuration out) or kfold:K"
     )
@@ -82,7 +89,7 @@ def register(commands: Any) -> None:
         "--version", type=integer, default=1, help="artefact version (default 1)"
     )
     calibrate.add_argument("--out", metavar="FILE", type=Path, help="write the artefact here")
-    calibrate.add_argument("--overwrite", action="store_true")
+    calibrate.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     calibrate.set_defaults(handler=calibrate_command)
 
     engine = actions.add_parser(
@@ -105,7 +112,7 @@ def register(commands: Any) -> None:
     engine.add_argument(
         "--out", metavar="DIR", type=Path, help="write engine.json, engine.md, plots"
     )
-    engine.add_argument("--overwrite", action="store_true")
+    engine.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     engine.set_defaults(handler=engine_command)
     engine_import = actions.add_parser(
         "engine-import",
@@ -121,7 +128,7 @@ def register(commands: Any) -> None:
     engine_import.add_argument(
         "--out", required=True, metavar="DIR", type=Path, help="recording to write"
     )
-    engine_import.add_argument("--overwrite", action="store_true")
+    engine_import.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     engine_import.set_defaults(handler=engine_import_command)
 
     report = actions.add_parser(
@@ -134,7 +141,9 @@ def register(commands: Any) -> None:
             "and write report.html + report.json. Exits 1 unless the overall verdict is PASS."
         ),
     )
-    report.add_argument("--out", metavar="DIR", type=Path, required=True)
+    report.add_argument(
+        "--out", metavar="DIR", type=Path, required=True, help="write report.html and report.json"
+    )
     report.add_argument(
         "--plan",
         metavar="FILE",
@@ -165,7 +174,7 @@ def register(commands: Any) -> None:
         action="store_true",
         help="do not run parity/probes/gate (they are then NOT RUN, which fails the plan)",
     )
-    report.add_argument("--overwrite", action="store_true")
+    report.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     report.set_defaults(handler=report_command)
 
     rulecheck = actions.add_parser(
@@ -224,7 +233,7 @@ def register(commands: Any) -> None:
         help="keep points whose id contains every TEXT given (repeatable), e.g. h200/sglang",
     )
     public_gpu.add_argument("--out", metavar="DIR", type=Path, help="write the report here")
-    public_gpu.add_argument("--overwrite", action="store_true")
+    public_gpu.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     public_gpu.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     public_gpu.set_defaults(handler=public_gpu_command)
 

@@ -21,16 +21,17 @@ def register(commands: Any) -> None:
 
     parser = commands.add_parser(
         "record",
-        help="record STP points and SD rounds of a model built from config (PyTorch)",
+        help="record SD rounds of a PyTorch model, or a real vLLM engine (record engine)",
         description=(
             "Time STP forward passes at (B, K) and ((d+1)B, K) and whole SD rounds at (d, B, K) "
             "for a preset target and drafter with random weights; write a dataset directory "
-            "(parquet + JSON sidecars). CPU time with one thread on CPU, CUDA events on GPU."
+            "(parquet + JSON sidecars). CPU time with one thread on CPU, CUDA events on GPU. "
+            "'aisim record engine --help': record a real vLLM engine instead (docs/evidence.md)."
         ),
     )
     add_recorder_arguments(parser, required=False)
     parser.set_defaults(handler=record_command)
-    targets = parser.add_subparsers(dest="record_target", metavar="TARGET")
+    targets = parser.add_subparsers(dest="record_target", metavar="[TARGET]")
     engine = targets.add_parser(
         "engine",
         help="record a real vLLM engine (CPU): a step table and served runs of a trace",

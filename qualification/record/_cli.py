@@ -35,9 +35,16 @@ def add_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> 
     parser.add_argument(
         "--reps", type=integer, help="timed repetitions per point (after 1 warm-up)"
     )
-    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    parser.add_argument(
+        "--device",
+        default="auto",
+        choices=("auto", "cpu", "cuda"),
+        help="where the model runs (auto: cuda when available)",
+    )
     parser.add_argument("--threads", type=integer, default=1, help="torch threads (1 recommended)")
-    parser.add_argument("--seed", type=integer, default=0)
+    parser.add_argument(
+        "--seed", type=integer, default=0, help="seed of the random weights and inputs (0)"
+    )
     parser.add_argument(
         "--dtype",
         default="float32",
@@ -45,9 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> 
         help="weights, activations and KV cache (float32 on CPU; bfloat16 is usual on GPU)",
     )
     parser.add_argument(
-        "--evidence-type", default="local-measurement", choices=("local-measurement", "hardware")
+        "--evidence-type",
+        default="local-measurement",
+        choices=("local-measurement", "hardware"),
+        help="the sidecar's label: hardware for recordings on the GPUs predicted (docs/evidence.md)",
     )
-    parser.add_argument("--overwrite", action="store_true")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset")
     parser.add_argument(
         "--allow-dirty",
         action="store_true",
