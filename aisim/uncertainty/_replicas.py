@@ -53,7 +53,10 @@ class Setup:
 
 
 def _facts(
-    plan: Any, description: dict[str, Any], acceptance_rounds: int | None
+    plan: Any,
+    description: dict[str, Any],
+    acceptance_rounds: int | None,
+    acceptance_spread: AcceptanceSpread | None = None,
 ) -> list[WorkerFacts]:
     from aisim.replay import PRICING_FIXED
 
@@ -76,6 +79,8 @@ def _facts(
                 counts = AcceptanceCounts.from_record(
                     record, f"engine.workers.{worker.role}: acceptance_from counters"
                 )
+            if counts is None and acceptance_spread is not None:
+                counts = acceptance_spread
             if counts is None and acceptance_rounds is not None:
                 counts = AcceptanceCounts.from_rates(
                     list(speculation.conditional_rates),
@@ -325,13 +330,17 @@ def plan_draws(
     forward_pass_model: object | None = None,
     frontend_borrowed: bool = False,
     request_overhead: str | None = None,
+    acceptance_spread: AcceptanceSpread | None = None,
 ) -> tuple[list[Draw], Setup]:
     """The ``replicas`` draws of ``config`` (deterministic for ``seed``) and what they include.
     ``frontend_borrowed``: the front-end model's terms were measured on another recording than
     the step table's (then the ``frontend`` source draws them; terms measured on the table's
     own recording are not drawn). ``request_overhead``: the engine whose fitted per-request
     overhead before the first token the caller adds to every request's TTFT and E2E (then the
-    ``overhead`` source draws its error, ``Draw.overhead_ms``)."""
+    ``overhead`` source draws its error, ``Draw.overhead_ms``). ``acceptance_spread``: how a
+    speculating worker's configured rates are uncertain where neither engine counters nor a
+    profile's published spread say (e.g. the spread of a fitted rate's training rows); it
+    comes before ``acceptance_rounds``."""
     import numpy as np
 
     from aisim.config import build_plan, with_forward_pass_model
@@ -339,7 +348,7 @@ def plan_draws(
     plan, description = build_plan(config, base_dir)
     if forward_pass_model is not None:
         plan, description = with_forward_pass_model(plan, description, forward_pass_model)
-    workers = _facts(plan, description, acceptance_rounds)
+    workers = _facts(plan, description, acceptance_rounds, acceptance_spread)
     streams = {name: np.random.default_rng([seed, stream]) for name, stream in STREAMS.items()}
     repeating = repeat_estimator(workers, table) if sources.repeat else None
     draws = []

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from aisim.files import atomic_write_bytes, atomic_write_text, canonical_json, check_writable
+from qualification.public_gpu._acceptance_spread import FittedRateSpread, acceptance_spreads
 from qualification.public_gpu._fit import DSPARK_TERM, TTFT_MAX_CONC
 from qualification.public_gpu._fit_host import HOST_TERM
 from qualification.public_gpu._points import load_points
@@ -44,6 +45,8 @@ GROUP_KEYS: Final = ("source", "hardware", "engine", "sd", "regime", "concurrenc
 __all__ = [
     "EVIDENCE_TYPE",
     "TTFT_MAX_CONC",
+    "FittedRateSpread",
+    "acceptance_spreads",
     "Refusal",
     "assemble",
     "load_fitted",

@@ -212,14 +212,11 @@ def _fit_rate(used: list[tuple[str, int, float, float]]) -> float:
     return 0.5 * (low + high)
 
 
-def fit_mtp_acceptance(evidence: Path) -> dict[str, Any]:
-    """Per engine and ISL/OSL, the per-position MTP acceptance rate that makes the median
-    predicted MTP / no-MTP TPOT ratio of the H200 history pairs (neither point also a latest
-    row) of that workload equal the measured one, from a scored run
-    (``evidence/scored/public_gpu_pairs.csv``). A pair's predicted ratio at rate ``a`` is the
-    scored one times AL(used) / AL(a), AL(a) = 1 + a + .. + a^d (the round's price barely moves
-    with the acceptance; its cost was the replay's). A workload without an H200 pair on one
-    engine takes ``transferred_rate`` from the other (``pairs`` 0, ``transferred_from``)."""
+def acceptance_pairs(evidence: Path) -> dict[tuple[str, str], list[tuple[str, int, float, float]]]:
+    """The MTP acceptance fit's training pairs per (engine, ISL/OSL) of a scored run
+    (``evidence/scored/public_gpu_pairs.csv``): the H200 history pairs, neither point also a
+    latest row, each as (pair id ``MTP id / no-MTP id``, depth, scale, measured MTP / no-MTP TPOT ratio), the
+    pair's predicted ratio at rate ``a`` being ``scale / AL(a)``."""
     import csv
 
     points = {p["id"]: p for p in load_points(evidence)}
@@ -241,8 +238,21 @@ def fit_mtp_acceptance(evidence: Path) -> dict[str, Any]:
         scale = float(pair["tpot_ratio_predicted"]) * _acceptance_length(rate, depth)
         key = (mtp["engine"], f"{mtp['isl']}/{mtp['osl']}")
         used.setdefault(key, []).append(
-            (mtp["id"], depth, scale, float(pair["tpot_ratio_measured"]))
+            (f"{mtp['id']} / {base['id']}", depth, scale, float(pair["tpot_ratio_measured"]))
         )
+    return used
+
+
+def fit_mtp_acceptance(evidence: Path) -> dict[str, Any]:
+    """Per engine and ISL/OSL, the per-position MTP acceptance rate that makes the median
+    predicted MTP / no-MTP TPOT ratio of the H200 history pairs (neither point also a latest
+    row) of that workload equal the measured one, from a scored run
+    (``evidence/scored/public_gpu_pairs.csv``, ``acceptance_pairs``). A pair's predicted ratio
+    at rate ``a`` is the scored one times AL(used) / AL(a), AL(a) = 1 + a + .. + a^d (the
+    round's price barely moves with the acceptance; its cost was the replay's). A workload
+    without an H200 pair on one engine takes ``transferred_rate`` from the other (``pairs`` 0,
+    ``transferred_from``)."""
+    used = acceptance_pairs(evidence)
     fitted: dict[str, dict[str, Any]] = {}
     for (engine, workload), pairs in sorted(used.items()):
         rate = _fit_rate(pairs)
@@ -254,7 +264,7 @@ def fit_mtp_acceptance(evidence: Path) -> dict[str, Any]:
             "rate": rate,
             "pairs": len(pairs),
             "in_sample_median_abs_ratio_error_pct": statistics.median(abs(e) for e in errors),
-            "mtp_ids": sorted({mtp_id for mtp_id, _, _, _ in pairs}),
+            "mtp_ids": sorted({pair_id.split(" / ")[0] for pair_id, _, _, _ in pairs}),
         }
     reference = ACCEPTANCE_REFERENCE_WORKLOAD
     for engine, workloads in fitted.items():

@@ -816,6 +816,7 @@ def public_gpu_coverage(
 
     from qualification.public_gpu import (
         Refusal,
+        acceptance_spreads,
         load_fitted,
         load_points,
         replay_config,
@@ -835,6 +836,9 @@ def public_gpu_coverage(
     if select is not None:
         points = [point for point in points if select(point)]
     overheads = request_overheads(fitted)
+    # The InferenceX MTP points' fitted acceptance: the leave-one-out residuals of its H200
+    # training pairs (the ``acceptance`` source draws one per replica).
+    spreads = acceptance_spreads(folder)
     evidence = table if table is not None else load_cost_errors()
     sources = sources if sources is not None else Sources()
     refused: list[dict[str, str]] = []
@@ -861,6 +865,9 @@ def public_gpu_coverage(
             sources=sources,
             table=evidence,
             request_overhead=point["engine"] if point["engine"] in overheads else None,
+            acceptance_spread=spreads.get((point["engine"], f"{point['isl']}/{point['osl']}"))
+            if point["source"] != "speculators" and point["sd"] == "mtp"
+            else None,
         )
         setups[key] = setup
         point = {**point, "gpus": settings["gpus"]}
@@ -911,13 +918,16 @@ def public_gpu_coverage(
                     "inside": plain[name]["low"] <= float(value) <= plain[name]["high"],
                 },
             }
+        includes = [n for n, s in setups[key].sources.items() if s["included"]]
+        # An InferenceX MTP point replays a fitted acceptance: it counts in the plan's figure
+        # when its interval draws that acceptance's spread (the ``acceptance`` source on).
         assumed = point["source"] != "speculators" and point["sd"] != "none"
         judged.append(
             {
                 "id": point_id,
                 "group": f"{point['source']}/{point['sd']}",
-                "judged_for_plan": not assumed,
-                "includes": [n for n, s in setups[key].sources.items() if s["included"]],
+                "judged_for_plan": not assumed or "acceptance" in includes,
+                "includes": includes,
                 "metrics": metrics,
             }
         )
