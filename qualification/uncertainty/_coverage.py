@@ -693,8 +693,9 @@ def replayed_coverage(evidence_dir: Path) -> dict[str, Any]:
     return {
         "runs": runs,
         "plan_figure": (
-            "every judged point except the InferenceX MTP points (an assumed acceptance, fitted "
-            "on history pairs, that no interval carries)"
+            "every judged point whose run counts it (judged_for_plan): an InferenceX MTP point "
+            "(its acceptance fitted on H200 history pairs) counts where its interval drew the "
+            "fitted acceptance's spread (the acceptance source on)"
         ),
         "coverage": per_metric if judged else {},
         "coverage_by_group": by_group,
@@ -810,8 +811,10 @@ def public_gpu_coverage(
     ``public_gpu`` figures a replay, so the interval is of the very figure it scores: whole-run
     median TTFT (with the fitted per-request overhead), mean TPOT and output tokens/s per GPU.
     Judged per metric and per group (source x SD); a refused point is counted, not judged.
-    The InferenceX MTP points replay an assumed acceptance (InferenceX records none) with no
-    spread: they are judged and shown, but kept out of the plan's figure (``judged_for_plan``)."""
+    The InferenceX MTP points replay an acceptance fitted on H200 history pairs (InferenceX
+    records none); the ``acceptance`` source draws its spread (``acceptance_spreads``: one
+    leave-one-out residual of the fit's training pairs per replica), and a point counts in the
+    plan's figure (``judged_for_plan``) only where its interval drew it."""
     import multiprocessing
 
     from qualification.public_gpu import (
@@ -954,10 +957,17 @@ def public_gpu_coverage(
             "evidence/public-gpu/scored/public_gpu_rows.csv) saw InferenceX history rows only"
         ),
         "plan_figure": (
-            "every judged point except the InferenceX MTP points, which replay an assumed "
-            "acceptance (InferenceX records none) that no interval can carry"
+            "every judged point, except an InferenceX MTP point (its acceptance fitted on H200 "
+            "history pairs: InferenceX records none) whose interval does not draw that "
+            "acceptance's spread (the acceptance source off)"
         ),
         "cost_samples": evidence.describe("roofline"),
+        # What the InferenceX MTP points' acceptance draws: per engine and ISL/OSL, the
+        # leave-one-out residuals of the fit's H200 training pairs, and those pairs.
+        "acceptance_spreads": {
+            f"{engine} {workload}": spread.to_dict()
+            for (engine, workload), spread in sorted(spreads.items())
+        },
         "inputs": replay_inputs(evidence_dir.parent),
         "points": len(points),
         "refused": refused,
