@@ -134,8 +134,9 @@ def test_public_gpu_points_are_judged_against_their_intervals() -> None:
 
 
 def test_the_replayed_coverage_pools_the_committed_runs_plan_points(tmp_path: Path) -> None:
-    # Two committed runs: an InferenceX MTP point (assumed acceptance: shown, not in the plan's
-    # figure) and two points in it, one inside only with the overhead source's draw.
+    # Two committed runs: an InferenceX MTP point whose interval did not draw its fitted
+    # acceptance's spread (shown, not in the plan's figure) and two points in it, one inside only
+    # with the overhead source's draw.
     from qualification.uncertainty._coverage import REPLAYED_DIR, replayed_coverage
 
     def point(group: str, plan: bool, inside: bool, plain: bool) -> dict[str, Any]:
@@ -177,6 +178,13 @@ def test_the_committed_replayed_runs_name_their_inputs() -> None:
         document = json.loads((ROOT / run["file"]).read_text(encoding="utf-8"))
         assert sorted(document["inputs"]) == sorted(REPLAY_INPUTS)
         assert run["replicas"] == 20
+        # Every InferenceX MTP point drew its fitted acceptance's spread and counts in the
+        # plan's figure; the spreads drawn name H200 history pairs only.
+        for row in document["judged"]:
+            if row["group"] == "inferencex-latest/mtp":
+                assert "acceptance" in row["includes"] and row["judged_for_plan"]
+        for spread in document.get("acceptance_spreads", {}).values():
+            assert all("/h200/" in pair and "ix-history-" in pair for pair in spread["pairs"])
 
 
 def test_the_committed_cost_error_table_is_built_from_the_committed_evidence() -> None:
