@@ -5,7 +5,10 @@ owned by each ``Simulation``, so simultaneous events pop in a defined order and 
 state. At one instant: finished passes first, then KV hand-offs, then arrivals, then the workers
 wake and plan their next pass (so every request that arrived at that instant can join it).
 With ``plan.admission_ms`` > 0 a request arrives (its TTFT and E2E count from then) and reaches
-the engine that much later, at the arrivals' priority.
+the engine that much later, at the arrivals' priority. That time is the front end's work on the
+engine's core (``aisim.fpm.FrontEndCost``): a request that arrives while a pass is in flight shares
+the core with it, so the engine's next pass also ends ``admission_ms`` later (the core does both
+pieces of work one after the other in total; a request that finds the engine idle delays nothing).
 """
 
 from __future__ import annotations
@@ -165,6 +168,9 @@ class Simulation:
         self.now_ms = 0.0
         self._ran = False
         self._admission_ms = plan.admission_ms
+        # Front-end work done on the engine's core while a pass was in flight, not yet paid
+        # for: the next pass of the first worker ends that much later (``_arrival``).
+        self._frontend_debt_ms = 0.0
 
     def run(self) -> SimulationResult:
         if self._ran:
@@ -299,7 +305,10 @@ class Simulation:
         request = self._new_request(spec)
         request.arrival_ms = self.now_ms
         if self._admission_ms > 0.0:
-            # A front end holds it first (``ReplayPlan.admission_ms``).
+            # A front end holds it first (``ReplayPlan.admission_ms``), working on the engine's
+            # core: with a pass in flight, the engine's next pass pays for that work too.
+            if self.workers[0].busy:
+                self._frontend_debt_ms += self._admission_ms
             self._sequence += 1
             heapq.heappush(
                 self._heap,
@@ -341,6 +350,9 @@ class Simulation:
             self._release_dependents(request)
             self._retire(request)
         if duration >= 0.0:
+            if worker_index == 0 and self._frontend_debt_ms > 0.0:
+                duration += self._frontend_debt_ms
+                self._frontend_debt_ms = 0.0
             worker.busy = True
             self.recorder.passes += 1
             end_ms = self.now_ms + duration

@@ -248,7 +248,8 @@ class ReplayPlan:
     the simulation runs (``requests`` is then empty). ``admission_ms``: a serving front end's
     cost per request before the engine sees it (``aisim.fpm.FrontEndCost.request_ms``): each
     request reaches the scheduler that long after it arrives, and its TTFT and E2E count from
-    its arrival (the client's clock).
+    its arrival (the client's clock); that work is on the engine's core, so a request arriving
+    while a pass is in flight makes the engine's next pass end ``admission_ms`` later.
     """
 
     requests: list[RequestSpec]

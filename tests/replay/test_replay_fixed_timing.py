@@ -135,6 +135,21 @@ def test_a_front_ends_admission_delays_the_engine_not_the_clock() -> None:
     assert result.summary["config"]["admission_ms"] == 2.0
 
 
+def test_a_front_ends_admission_during_a_pass_delays_the_engine_s_next_pass() -> None:
+    # B arrives at 13, inside pass [12,17] (decode A): the front end's 2 ms share the engine's
+    # core, so the next pass pays them. A reaches the engine at 2, [2,12] prefill A; [12,17]
+    # decode A; B reaches it at 15; [17,34] decode A + prefill B = X + Y + 2 (A done at 34, B's
+    # first token at 34: TTFT 21); [34,39] decode B (E2E 26). A arrived to an idle engine: its
+    # prefill pays nothing extra.
+    result = run_replay(config([one(100, 3), one(50, 2, timestamp=13)]), admission_ms=2.0)
+    frame = result.requests
+    assert list(frame["ttft_ms"]) == [12.0, 21.0]
+    assert list(frame["e2e_latency_ms"]) == [34.0, 26.0]
+    # without the front end: [0,10] prefill A; [10,15] decode A; [15,30] decode A + prefill B
+    plain = run_replay(config([one(100, 3), one(50, 2, timestamp=13)])).requests
+    assert list(plain["ttft_ms"]) == [10.0, 17.0]
+
+
 @pytest.mark.parametrize("value", [-1.0, float("nan"), True, "2"])
 def test_a_bad_admission_is_refused(value: Any) -> None:
     from aisim.errors import ConfigError
