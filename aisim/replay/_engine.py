@@ -8,7 +8,9 @@ With ``plan.admission_ms`` > 0 a request arrives (its TTFT and E2E count from th
 the engine that much later, at the arrivals' priority. That time is the front end's work on the
 engine's core (``aisim.fpm.FrontEndCost``): a request that arrives while a pass is in flight shares
 the core with it, so the engine's next pass also ends ``admission_ms`` later (the core does both
-pieces of work one after the other in total; a request that finds the engine idle delays nothing).
+pieces of work in total; a request that finds the engine idle delays nothing, and one whose pass
+was the engine's last before it reached the engine delays the next pass only by the time it
+shared with that pass).
 """
 
 from __future__ import annotations
@@ -169,8 +171,11 @@ class Simulation:
         self._ran = False
         self._admission_ms = plan.admission_ms
         # Front-end work done on the engine's core while a pass was in flight, not yet paid
-        # for: the next pass of the first worker ends that much later (``_arrival``).
+        # for: the next pass of the first worker ends that much later (``_arrival``), and the
+        # arrival times of the requests it came from, until that pass is planned (``_pass_done``
+        # caps it when the engine runs out of work first).
         self._frontend_debt_ms = 0.0
+        self._frontend_debt_arrivals_ms: list[float] = []
 
     def run(self) -> SimulationResult:
         if self._ran:
@@ -309,6 +314,7 @@ class Simulation:
             # core: with a pass in flight, the engine's next pass pays for that work too.
             if self.workers[0].busy:
                 self._frontend_debt_ms += self._admission_ms
+                self._frontend_debt_arrivals_ms.append(self.now_ms)
             self._sequence += 1
             heapq.heappush(
                 self._heap,
@@ -353,6 +359,7 @@ class Simulation:
             if worker_index == 0 and self._frontend_debt_ms > 0.0:
                 duration += self._frontend_debt_ms
                 self._frontend_debt_ms = 0.0
+                self._frontend_debt_arrivals_ms.clear()
             worker.busy = True
             self.recorder.passes += 1
             end_ms = self.now_ms + duration
@@ -421,6 +428,15 @@ class Simulation:
                 self._schedule_wake(decode)
         if worker.has_work():
             self._schedule_wake(worker)
+        elif worker_index == 0 and self._frontend_debt_arrivals_ms:
+            # The engine ran out of work before the requests in the front end reached it: the
+            # core shared them with the pass only from each one's arrival to now, at most their
+            # whole front-end time; the rest ran on an idle core and delays no pass.
+            admission = self._admission_ms
+            self._frontend_debt_ms = sum(
+                min(admission, self.now_ms - arrival) for arrival in self._frontend_debt_arrivals_ms
+            )
+            self._frontend_debt_arrivals_ms.clear()
 
     def _transfer_ms(self, tokens: int) -> float:
         return self.plan.transfer_latency_ms + tokens * self.plan.transfer_ms_per_token

@@ -266,11 +266,13 @@ def test_a_served_recording_is_scored_with_its_frontend_model_by_hand(tmp_path: 
     """docs/examples/engine-recording (prices derived by hand in test_engine_plain) with a
     front end of 1.0 ms per step, 0.5 ms per streaming request and 2.0 ms per request: every
     request reaches the engine 2 ms after the client sent it. r0 (at 2): prefill 8.333 + 1.5
-    -> ends 11.833, TTFT 11.833 from the client's 0. r1 (at 7) joins the next, mixed, step:
-    8.75 + 1 + 0.5 x 2 = 10.75 -> 22.583, TTFT 17.583. r0's last and r1's last token: a decode
-    step of two (5.0, clamped to the table's context 64) + 2.0 -> 29.583: E2E 29.583 and 24.583.
-    r2 (at 32, alone): prefill 9.167 + 1.5 -> 42.667, TTFT 12.667; three decode steps of
-    4.0 + 1.5 -> 59.167, E2E 29.167."""
+    -> ends 11.833, TTFT 11.833 from the client's 0. r1 (sent at 5, during r0's prefill: its
+    2 ms on the engine's core are the next step's too; at the engine at 7) joins the next, mixed,
+    step: 8.75 + 1 + 0.5 x 2 + 2 = 12.75 -> 24.583, TTFT 19.583. r0's last and r1's last token:
+    a decode step of two (5.0, clamped to the table's context 64) + 2.0 -> 31.583: E2E 31.583
+    and 26.583. r2 (sent at 30, during that step, which is the engine's last before r2 reaches
+    it at 32: it shared 31.583 - 30 = 1.583 ms with it): prefill 9.167 + 1.5 + 1.583 -> 44.25,
+    TTFT 14.25; three decode steps of 4.0 + 1.5 -> 60.75, E2E 30.75."""
     from qualification.engine import load_recording, score_recording
     from qualification.engine._plain import import_plain
 
@@ -288,8 +290,8 @@ def test_a_served_recording_is_scored_with_its_frontend_model_by_hand(tmp_path: 
     assert recording.frontend is not None and recording.grid is not None
     report, _ = score_recording(recording, recording.grid)
     rows = report["runs"][0]["requests"]
-    assert rows["predicted_ttft_ms"] == pytest.approx([11 + 5 / 6, 17 + 7 / 12, 12 + 2 / 3])
-    assert rows["predicted_e2e_ms"] == pytest.approx([29 + 7 / 12, 24 + 7 / 12, 29 + 1 / 6])
+    assert rows["predicted_ttft_ms"] == pytest.approx([11 + 5 / 6, 19 + 7 / 12, 14.25])
+    assert rows["predicted_e2e_ms"] == pytest.approx([31 + 7 / 12, 26 + 7 / 12, 30.75])
     assert report["frontend"]["request_ms"] == 2.0
     assert report["runs"][0]["step_model"]["coverage"]["frontend"] == 7
     # The same replay without the front end (the hand-derived figures of the plain example).

@@ -90,7 +90,7 @@ FRONTEND = {
 def test_a_front_end_model_in_the_plain_layout_prices_the_import(tmp_path: Path) -> None:
     """The docs example with ``frontend_model.json`` beside its CSVs: imported into
     ``frontend/``, it prices the runs as in the front-end test below (hand-derived there: TTFT
-    11.833, 17.583, 12.667 ms); exported again, it comes back byte for byte."""
+    11.833, 19.583, 14.25 ms); exported again, it comes back byte for byte."""
     plain = tmp_path / "plain"
     shutil.copytree(EXAMPLE, plain)
     (plain / "frontend_model.json").write_text(json.dumps(FRONTEND), encoding="utf-8")
@@ -98,7 +98,7 @@ def test_a_front_end_model_in_the_plain_layout_prices_the_import(tmp_path: Path)
     assert recording.grid is not None and recording.frontend is not None
     report, _ = score_recording(recording, recording.grid)
     rows = report["runs"][0]["requests"]
-    assert rows["predicted_ttft_ms"] == pytest.approx([11 + 5 / 6, 17 + 7 / 12, 12 + 2 / 3])
+    assert rows["predicted_ttft_ms"] == pytest.approx([11 + 5 / 6, 19 + 7 / 12, 14.25])
     again = export_plain(tmp_path / "rec", tmp_path / "plain2")
     assert (again / "frontend_model.json").read_bytes() == (
         plain / "frontend_model.json"
@@ -458,8 +458,8 @@ def test_aisim_replay_and_qualify_engine_price_a_front_end_alike(
 ) -> None:
     """docs/examples/engine-recording with a front end of 1.0 ms per step, 0.5 ms per
     streaming request and 2.0 ms per request (hand-derived in test_engine_frontend: every
-    request reaches the engine 2 ms after the client sent it; TTFT 11.833, 17.583, 12.667 ms,
-    E2E 29.583, 24.583, 29.167 ms): ``aisim replay --step-table`` and ``aisim qualify engine``
+    request reaches the engine 2 ms after the client sent it; TTFT 11.833, 19.583, 14.25 ms,
+    E2E 31.583, 26.583, 30.75 ms): ``aisim replay --step-table`` and ``aisim qualify engine``
     give the same per-request figures, and engine.json carries them beside the measured ones."""
     import pandas as pd
 
@@ -491,8 +491,8 @@ def test_aisim_replay_and_qualify_engine_price_a_front_end_alike(
     report = json.loads((tmp_path / "q" / "engine.json").read_text(encoding="utf-8"))
     rows = report["runs"][0]["requests"]
     assert rows["request_id"] == ["r0", "r1", "r2"]
-    ttft = [11 + 5 / 6, 17 + 7 / 12, 12 + 2 / 3]
-    e2e = [29 + 7 / 12, 24 + 7 / 12, 29 + 1 / 6]
+    ttft = [11 + 5 / 6, 19 + 7 / 12, 14.25]
+    e2e = [31 + 7 / 12, 26 + 7 / 12, 30.75]
     assert rows["predicted_ttft_ms"] == pytest.approx(ttft, rel=1e-12)
     assert rows["predicted_e2e_ms"] == pytest.approx(e2e, rel=1e-12)
     assert replayed.loc[rows["request_id"], "ttft_ms"].tolist() == rows["predicted_ttft_ms"]
@@ -509,7 +509,7 @@ def test_aisim_replay_intervals_price_with_the_step_table(
 ) -> None:
     """``aisim replay --step-table REC --intervals N`` prices its replicas as the replay is (the
     intervals used to ignore the step table and price by the config's roofline). The front-end
-    example above (TTFT 11.833, 17.583, 12.667 ms; E2E 29.583, 24.583, 29.167 ms, hand-derived)
+    example above (TTFT 11.833, 19.583, 14.25 ms; E2E 31.583, 26.583, 30.75 ms, hand-derived)
     with every source off: each interval is the point, the replay's own mean figures."""
     from qualification.engine._replay import replay_config
 
@@ -534,8 +534,8 @@ def test_aisim_replay_intervals_price_with_the_step_table(
     assert main(argv) == 0
     capsys.readouterr()
     metrics = json.loads((out / "intervals.json").read_text(encoding="utf-8"))["metrics"]
-    ttft = (11 + 5 / 6 + 17 + 7 / 12 + 12 + 2 / 3) / 3
-    e2e = (29 + 7 / 12 + 24 + 7 / 12 + 29 + 1 / 6) / 3
+    ttft = (11 + 5 / 6 + 19 + 7 / 12 + 14.25) / 3
+    e2e = (31 + 7 / 12 + 26 + 7 / 12 + 30.75) / 3
     for name, value in (("mean_ttft_ms", ttft), ("mean_e2e_ms", e2e)):
         item = metrics[name]
         assert item["point"] == pytest.approx(value, rel=1e-12)

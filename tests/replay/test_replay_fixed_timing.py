@@ -150,6 +150,16 @@ def test_a_front_ends_admission_during_a_pass_delays_the_engine_s_next_pass() ->
     assert list(plain["ttft_ms"]) == [10.0, 17.0]
 
 
+def test_a_front_end_that_outlasts_the_engine_s_last_pass_is_charged_only_the_overlap() -> None:
+    # A reaches the engine at 2: [2,12] prefill, [12,17] decode (A done: E2E 17). B is sent at
+    # 16, inside A's last pass, and reaches the engine at 18: it shared only 17 - 16 = 1 ms of
+    # the core with a pass, so its prefill pays 1: [18,29] (TTFT 13), [29,34] decode (E2E 18).
+    result = run_replay(config([one(100, 2), one(50, 2, timestamp=16)]), admission_ms=2.0)
+    frame = result.requests
+    assert list(frame["ttft_ms"]) == [12.0, 13.0]
+    assert list(frame["e2e_latency_ms"]) == [17.0, 18.0]
+
+
 @pytest.mark.parametrize("value", [-1.0, float("nan"), True, "2"])
 def test_a_bad_admission_is_refused(value: Any) -> None:
     from aisim.errors import ConfigError
