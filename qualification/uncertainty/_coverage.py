@@ -5,7 +5,8 @@ error distribution fitted on the other evidence only.
 * **engine recordings** (``evidence/engine/*``, every served run): ``replay_intervals`` of the
   run's replay config priced by its recording's step table (and its serving front end's cost
   where the recording has a front-end model, ``frontend/frontend_model.json``: per step in the
-  price, per request as a later arrival added back to TTFT and E2E, ``admitted``), with the cost-error samples of that
+  price, per request before the engine sees it, ``admission_ms``, as ``aisim qualify engine``
+  replays it: TTFT and E2E from the client's arrival), with the cost-error samples of that
   recording left out (leave one recording out), the acceptance spread of the grid's counters
   (the rounds they counted) and the acceptance seed; judged per metric on the run's measured
   mean and p90 TTFT, TPOT, E2E and output throughput.
@@ -61,8 +62,6 @@ ENGINE_METRICS: Final = {
     "output_throughput_tok_s": "output throughput",
 }
 LOW, HIGH = 0.05, 0.95
-#: Figures that carry a front end's per-request admission cost (``FrontEndCost.request_ms``).
-ADMITTED: Final = ("mean_ttft_ms", "p90_ttft_ms", "mean_e2e_ms", "p90_e2e_ms")
 
 
 def measured_figures(run: Any) -> dict[str, float]:
@@ -132,7 +131,7 @@ def engine_coverage(
                 _fresh_model, models, EngineStepModel, recording.grid, depth, frontend, cache
             )
             report = replay_intervals(
-                replay_config(run, recording.grid, admission_ms=admission),
+                replay_config(run, recording.grid),
                 replicas,
                 seed=seed,
                 sources=Sources() if sources is None else sources,
@@ -141,6 +140,7 @@ def engine_coverage(
                 base_dir=Path("."),
                 model_factory=fresh,
                 frontend_borrowed=borrowed,
+                admission_ms=admission,
             )
             # The first model built prices the point (``replay_intervals``): its caches are
             # the engine's after this run.
@@ -148,7 +148,12 @@ def engine_coverage(
             measured = measured_figures(run)
             judged = {}
             for name in ENGINE_METRICS:
-                point, low, high = admitted(report["metrics"][name], name, admission)
+                interval = report["metrics"][name]
+                point, low, high = (
+                    float(interval["point"]),
+                    float(interval["low"]),
+                    float(interval["high"]),
+                )
                 value = measured[name]
                 judged[name] = {
                     "measured": value,
@@ -206,23 +211,6 @@ def frontend_borrowed(folder: Path) -> bool:
     except DataIntegrityError as exc:
         raise DataIntegrityError(f"{str(file)!r}: {exc}") from None
     return folder.name not in probes
-
-
-def admitted(
-    interval: dict[str, Any], name: str, admission_ms: float
-) -> tuple[float, float, float]:
-    """An engine interval's (point, low, high) as the client saw it: a serving front end's
-    per-request cost before the engine sees a request (``FrontEndCost.request_ms``) is replayed
-    as a later arrival, so it is added back to TTFT and E2E (as the engine scorer adds it,
-    ``qualification.engine._score``); every replica moves by the same constant, so the mean and
-    the p90 move by it too. TPOT and throughput are left as replayed (a throughput's span
-    starts ``admission_ms`` late: a few ms of a run of tens of seconds)."""
-    shift = admission_ms if name in ADMITTED else 0.0
-    return (
-        float(interval["point"]) + shift,
-        float(interval["low"]) + shift,
-        float(interval["high"]) + shift,
-    )
 
 
 def _share(flags: list[bool]) -> dict[str, Any]:
