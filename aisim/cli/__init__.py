@@ -60,13 +60,13 @@ examples (from a checkout's root; docs/ explains each command):
 
 def build_parser() -> argparse.ArgumentParser:
     from aisim.cli import _advise, _estimate, _replay, _schema, _speculation, _sweep
-    from aisim.cli._args import Parser
+    from aisim.cli._args import ExamplesFormatter, Parser
 
     parser = Parser(
         prog="aisim",
         description="Predict what speculative decoding does to LLM serving, with evidence.",
         epilog=_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=ExamplesFormatter,
     )
     parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

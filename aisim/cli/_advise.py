@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
-from aisim.cli._args import integer, named_by_flag, number
+from aisim.cli._args import ExamplesFormatter, integer, named_by_flag, number
 from aisim.errors import ConfigError
 
 DEFAULT_REQUESTS = 400
@@ -36,6 +36,15 @@ def register(commands: Any) -> None:
             "them by goodput under the SLOs, give the probability each beats SD off and the load "
             "where SD stops helping. Writes DIR/advice.{json,md,html} and DIR/gain_vs_load.png."
         ),
+        epilog=(
+            "examples:\n"
+            "  aisim advise --model Qwen/Qwen3-8B --hardware h100_sxm --rate 4 --requests 100 \\\n"
+            "      --acceptance ngram=0.5 --replicas 5 --out out/advice\n"
+            "  aisim advise --model Qwen/Qwen3-8B --hardware h100_sxm --rate 4 \\\n"
+            "      --acceptance ngram=0.5 --acceptance eagle3=vllm-ci/eagle3/qwen3-8b/mt-bench \\\n"
+            "      --draft-config qualification/cases/drafts/eagle3_qwen3_8b.json --out out/advice"
+        ),
+        formatter_class=ExamplesFormatter,
     )
     parser.add_argument("--model", required=True, help="catalogue name or config.json path")
     parser.add_argument("--hardware", required=True, help="catalogue GPU or a GPU YAML file")

@@ -41,6 +41,16 @@ def reject_unknown(
     chosen.error(f"unrecognized arguments: {' '.join(unknown)}")
 
 
+class ExamplesFormatter(argparse.HelpFormatter):
+    """Help text wrapped as argparse wraps it, except a block starting ``examples``, which is
+    printed line by line as written (command lines must not be reflowed)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("examples"):
+            return "\n".join(indent + line if line else "" for line in text.splitlines())
+        return super()._fill_text(text, width, indent)
+
+
 class Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose usage errors are one line on stderr (exit 2), like every
     other aisim error; the usage itself is one ``--help`` away."""

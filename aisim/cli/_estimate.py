@@ -7,7 +7,7 @@ import sys
 from typing import Any, Final
 
 from aisim._io import canonical_json, load_config_file
-from aisim.cli._args import integer, named_by_flag
+from aisim.cli._args import ExamplesFormatter, integer, named_by_flag
 from aisim.errors import ConfigError
 
 #: The params key that carries the draft count, per speculation kind (``--depth``).
@@ -31,6 +31,14 @@ def register(commands: Any) -> None:
             "--kv past tokens each, optionally a prefill, a speculation scheme (priced natively) "
             "or --draft-length (the STP->SD scaling rule on an STP table or regression)."
         ),
+        epilog=(
+            "examples:\n"
+            "  aisim estimate --model Qwen3-8B --hardware h100 --batch 8 --kv 1024 --scheme mtp --depth 3\n"
+            "  aisim estimate --model Qwen3-8B --hardware h100 --batch 8 --kv 1024 --estimator roofline_ideal\n"
+            "  aisim estimate --model Qwen3-8B --hardware h100 --batch 8 --kv 1024 --scheme mtp --depth 3 \\\n"
+            "      --intervals   # with the cost model's error interval"
+        ),
+        formatter_class=ExamplesFormatter,
     )
     parser.add_argument("--model", required=True, help="catalogue name or config.json path")
     parser.add_argument("--hardware", help="catalogue GPU (h100, h200_sxm, ...) or a YAML file")

@@ -20,7 +20,7 @@ from aisim._io import (
     check_path_text,
     check_writable,
 )
-from aisim.cli._args import integer
+from aisim.cli._args import ExamplesFormatter, integer
 from aisim.cli._intervals import (
     add_interval_arguments,
     prepare_intervals,
@@ -46,6 +46,13 @@ def register(commands: Any) -> None:
             "DIR/summary.json and DIR/requests.parquet (and DIR/tokens.parquet with "
             "--per-token). Existing files are kept unless --overwrite is given."
         ),
+        epilog=(
+            "examples:\n"
+            "  aisim replay docs/examples/replay/aggregated_mtp.yaml --out out/replay\n"
+            "  aisim replay docs/examples/replay/aggregated_mtp.yaml --out out/replay --overwrite \\\n"
+            "      --intervals 20 --acceptance-rounds 2000   # with 90 % intervals"
+        ),
+        formatter_class=ExamplesFormatter,
     )
     parser.add_argument("config", metavar="CONFIG", help="replay config file (YAML or JSON)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output folder")

@@ -20,7 +20,7 @@ from aisim._io import (
     check_output_dir,
     check_path_text,
 )
-from aisim.cli._args import integer
+from aisim.cli._args import ExamplesFormatter, integer
 from aisim.errors import ConfigError
 
 #: Least time between two redraws of the progress bar.
@@ -43,6 +43,13 @@ def register(commands: Any) -> None:
             "(one row per point), DIR/summary.json and DIR/plots/. Points already finished in "
             "DIR are skipped, so an interrupted sweep resumes where it stopped."
         ),
+        epilog=(
+            "examples:\n"
+            "  aisim sweep docs/examples/sweep/sd_vs_load.yaml --out out/sd-vs-load --workers 2\n"
+            "  aisim sweep docs/examples/sweep/sd_vs_load.yaml --out out/sd-vs-load \\\n"
+            "      --merge-over traffic.load.rate_rps   # each scheme's percentiles over its loads"
+        ),
+        formatter_class=ExamplesFormatter,
     )
     parser.add_argument("sweep", metavar="SWEEP", help="sweep file (YAML or JSON)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
