@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     build = commands.add_parser("build", help="write the cost-error table")
     build.add_argument("--check", action="store_true", help="only compare with the committed file")
-    cover = commands.add_parser("coverage", help="coverage of the 90 % intervals (held out)")
+    cover = commands.add_parser("coverage", help="coverage of the 90 %% intervals (held out)")
     cover.add_argument("--replicas", type=int, default=20)
     cover.add_argument("--seed", type=int, default=0)
     cover.add_argument("--json", action="store_true", help="print the whole JSON")

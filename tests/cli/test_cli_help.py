@@ -20,6 +20,12 @@ def _parsers(
     return found
 
 
+def test_every_command_prints_its_help() -> None:
+    # Formats every help text (a stray '%' in one raises TypeError here).
+    for name, parser in _parsers(build_parser(), "aisim"):
+        assert parser.format_help().startswith(f"usage: {name}")
+
+
 def test_every_option_has_a_help_line() -> None:
     # `aisim record engine` forwards the engine recorder's own arguments (documented in
     # docs/evidence.md, "Recording"); every other command's options explain themselves.
@@ -86,3 +92,16 @@ def test_top_level_lists_commands_in_a_users_order(capsys: pytest.CaptureFixture
     ]
     assert listed == sorted(listed, key=lambda name: out.index(f"\n    {name}"))
     assert len(listed) == 10
+
+
+def test_the_harness_uncertainty_module_prints_its_help(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A bare '%' in an argparse help string is a format directive: '90 % intervals' made
+    # 'python -m qualification.uncertainty --help' end in "TypeError: %i format".
+    from qualification.uncertainty.__main__ import main as uncertainty_main
+
+    with pytest.raises(SystemExit) as exit_info:
+        uncertainty_main(["--help"])
+    assert exit_info.value.code == 0
+    assert "coverage of the 90 % intervals (held out)" in capsys.readouterr().out
