@@ -9,6 +9,7 @@ from typing import Any
 
 def register(commands: Any) -> None:
     """Add the ``schema`` subcommand."""
+    from aisim.cli._args import ExamplesFormatter
     from aisim.config import SCHEMA_KINDS
 
     parser = commands.add_parser(
@@ -18,8 +19,10 @@ def register(commands: Any) -> None:
             "Print the JSON Schema of one config file kind, e.g. for the YAML language server "
             "(docs/schemas.md). Kinds: " + ", ".join(sorted(SCHEMA_KINDS)) + "."
         ),
+        epilog="examples:\n  aisim schema replay > replay.schema.json",
+        formatter_class=ExamplesFormatter,
     )
-    parser.add_argument("kind", metavar="KIND", help="config kind: " + ", ".join(SCHEMA_KINDS))
+    parser.add_argument("kind", metavar="KIND", help="one of the kinds above")
     parser.set_defaults(handler=schema_command)
 
 
