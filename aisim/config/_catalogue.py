@@ -303,9 +303,10 @@ def _relative_to(file: Path, base_dir: Path | None) -> Path:
     return file if base_dir is None or file.is_absolute() else base_dir / file
 
 
-def _read_text(file: Path, path: str, what: str) -> str:
+def _read_text(file: Path, path: str, what: str, read_as: str | None = None) -> str:
     """The file's UTF-8 text; a missing, unreadable or binary file is one ``ConfigError``
-    (``what`` names it: ``"model config"``)."""
+    (``what`` names it: ``"model config"``; ``read_as`` in 'cannot read ...', default
+    ``what``)."""
     from aisim._io import MAX_DOCUMENT_BYTES, input_file_problem, read_input_bytes
 
     problem = input_file_problem(file, MAX_DOCUMENT_BYTES)
@@ -317,7 +318,7 @@ def _read_text(file: Path, path: str, what: str) -> str:
         )
     except UnicodeDecodeError as exc:
         raise ConfigError(
-            f"{path}: cannot read {what} {str(file)!r}: {' '.join(str(exc).split())}"
+            f"{path}: cannot read {read_as or what} {str(file)!r}: {' '.join(str(exc).split())}"
         ) from None
 
 
@@ -373,7 +374,7 @@ def get_gpu(name_or_path: object, path: str = "hardware", base_dir: Path | None 
     # A name with a file's suffix, or anything there, is a file to read: a missing one, a
     # folder or a FIFO is named as such, not as an unknown GPU name.
     if file.suffix.lower() in (".json", ".yaml", ".yml") or os.path.lexists(file):
-        text = _read_text(file, path, "hardware")
+        text = _read_text(file, path, "hardware", "hardware file")
         source = f"{path}: hardware file {str(file)!r}"
         if file.suffix.lower() == ".json":
             mapping = parse_json_text(text, source)
