@@ -115,6 +115,9 @@ def main(argv: list[str]) -> int:
             return 1
         sys.stdout.write(HEADER + "\n".join(lines) + "\n")
         return 0
+    if argv in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
     print(__doc__, file=sys.stderr)
     return 2
 
