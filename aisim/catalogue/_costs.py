@@ -177,8 +177,9 @@ EAGER_LINEAR_LAYER_S: Final = 200e-6
 #: (``apply_dspark_markov_bias``) and the eager sampler (about 10 launches a step, as the fused
 #: variant's docstring counts them), outside any CUDA graph. Fitted on the HumanEval DSpark points
 #: of the same sweep at 1..64 streams (evidence/public-gpu/fitted_terms.json, ``dspark``); the
-#: math_reasoning DSpark points are held out.
-DSPARK_MARKOV_STEP_S: Final = 319e-6
+#: math_reasoning DSpark points are held out (319 us before the prompt's drafting and the block
+#: drafter's context K/V were priced).
+DSPARK_MARKOV_STEP_S: Final = 314.3e-6
 
 MEASURED_TERMS: Final = CostTerms(
     name="roofline",
@@ -349,13 +350,14 @@ COST_SOURCES: Final = (
     ),
     CostSource(
         "DSPARK_MARKOV_STEP_S",
-        "319e-6",
+        "314.3e-6",
         "s per drafted position of a DSpark round",
         "https://github.com/vllm-project/speculators (the 7 HumanEval DSpark points at 1..64 "
         "streams); the mechanism: vllm-project/vllm vllm/v1/spec_decode/dspark.py "
         "DSparkProposer._sample_draft_tokens and dspark_sampling.py sample_dspark_markov_block "
         "(a Python loop over the block's positions, eager kernels, no CUDA graph)",
         "fitted on median output throughput (the math_reasoning DSpark points held out); x the "
-        "drafted positions of a DSpark round (7: 2.2 ms), on every pass with decode requests",
+        "drafted positions of a DSpark round (7: 2.2 ms), on every pass that drafts (a prefill's "
+        "included)",
     ),
 )

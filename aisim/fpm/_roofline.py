@@ -22,9 +22,18 @@ part as it runs:
 * the target verification: every decode request runs ``verify_width`` query tokens;
 * rejection sampling: the (rejection) sampler reading the verification's fp32 logits.
 
+A pass with prefill tokens also drafts for its prompts (a network drafter's work on the prompt):
+the first draft pass of a chain drafter (eagle3, mtp, draft_model) takes the prompt's tokens
+beside the decode windows (logits of each prompt's last token), and the later steps, on vLLM,
+the prompts' requests too (on SGLang a prompt gets one draft extend, its chain drafts in the
+next decode batch); a block drafter (dflash, dspark) projects every computed token to its
+context K/V (``LayerStack.context_kv_seconds``) and runs its block for the prompts' requests
+too, DSpark's Markov sampler included. A prefill-only pass thus costs the target's prefill
+plus that drafting.
+
 ``roofline_ideal`` keeps the former pricing: no overheads, no sampler, and MTP as the legacy
 compute scale (depth + L) / L on the verification (published: 1.0833 for depth 3, L 36) with no
-draft steps. Prefill work is priced as target-only (draft prefill is not charged).
+draft steps (so no MTP drafting on prefill passes either).
 ``draft_length`` is rejected: the roofline prices speculation natively; configure a scheme.
 """
 
@@ -41,7 +50,7 @@ from aisim.fpm._roofline_ops import (
     decode_shape,
     prefill_shape,
 )
-from aisim.fpm._sd_cost import SpeculationCost, heads_seconds
+from aisim.fpm._sd_cost import BLOCK_DRAFT_KINDS, SpeculationCost, heads_seconds
 
 
 class RoundParts:
@@ -82,6 +91,7 @@ class RooflineModel(ForwardPassModel):
         scheme: SpeculationCost | None = None,
         terms: CostTerms = MEASURED_TERMS,
         deployment: Deployment = CHECKPOINT,
+        backend: str = "vllm",
     ) -> None:
         if tensor_parallel < 1:
             raise ConfigError(f"tensor_parallel: expected an integer >= 1, got {tensor_parallel}")
@@ -115,6 +125,13 @@ class RooflineModel(ForwardPassModel):
         )
         self.gpu = gpu
         self.terms = terms
+        self.backend = backend
+        #: The draft steps a prefill pass runs for its prompts: vLLM proposes the prompt's
+        #: first drafts in the prefill's own step, every step of the chain (its model runner
+        #: drafts after each sampling); SGLang runs one draft extend over the prompt
+        #: (``speculative/eagle_worker.py``: ``forward_target_extend`` then
+        #: ``forward_draft_extend``) and drafts the chain in the next decode batch.
+        self.prompt_draft_chain = backend != "sglang"
         self.deployment = deployment
         self.tensor_parallel = tensor_parallel
         self.scheme = scheme
@@ -222,6 +239,7 @@ class RooflineModel(ForwardPassModel):
             narrowed,
             self.terms,
             self.deployment,
+            self.backend,
         )
 
     def _pass_overhead(self, stack: LayerStack, shape: PassShape) -> float:
@@ -262,11 +280,19 @@ class RooflineModel(ForwardPassModel):
         if self.terms.charge_sampling:
             parts.sampling = self.target.sampling_seconds(shape.logit_tokens)
         requests = rank.num_decode_requests
-        if requests == 0:
+        # vLLM drafts after every pass that sampled, the prefill's included: the model runner
+        # proposes right after sampling, before the step's output is returned
+        # (gpu_model_runner.py, ``propose_draft_token_ids`` when ``input_fits_in_drafter``),
+        # so a prompt's first token waits for its first drafts. A network drafter's first pass
+        # takes every scheduled token, the prompt's included (``llm_base_proposer.py``
+        # ``set_inputs_first_pass``: ``num_tokens = target_token_ids.shape[0]``), and its
+        # later steps every request.
+        prefills = rank.num_prefill_requests if self.draft is not None else 0
+        if requests == 0 and prefills == 0:
             return parts
         parts.draft = self.host_proposal_s_per_request * float(requests)
         heads = self.scheme.heads if self.scheme is not None else None
-        if heads is not None:
+        if heads is not None and requests > 0:
             # Medusa / MLP speculator: one pass of the heads (aisim.fpm._sd_cost.HeadsPass).
             target = self.target
             head_overhead = (
@@ -293,15 +319,38 @@ class RooflineModel(ForwardPassModel):
         if draft is None:
             return parts
         past = rank.sum_decode_kv_tokens
+        prompt_kv = rank.sum_prefill_tokens + sum(rank.prefill_past_kv_lengths or [])
+        block = scheme is not None and scheme.kind in BLOCK_DRAFT_KINDS
+        if block:
+            # The block drafter's context K/V over every token the target computed.
+            context = float(rank.sum_prefill_tokens + requests * self.verify_width)
+            context_overhead = draft.context_kv_kernels() * self.terms.kernel_overhead_s
+            parts.draft += draft.context_kv_seconds(context) + context_overhead
+            parts.overhead += context_overhead
         for index, tokens in enumerate(self.draft_step_tokens):
+            if requests == 0 and index > 0 and not self.prompt_draft_chain:
+                break
             step = decode_shape(requests, past, tokens)
             if index == 0 and self.wide_first_draft_pass:
                 step.logit_tokens = float(requests)
+            if prefills > 0 and index == 0 and not block:
+                # A chain drafter's first pass runs over the prompt's tokens (its draft KV),
+                # with logits of each prompt's last token.
+                prompt = prefill_shape(
+                    prefills,
+                    rank.sum_prefill_tokens,
+                    rank.extend_lengths,
+                    rank.prefill_past_kv_lengths,
+                )
+                step = add_shapes(step, prompt)
+            elif prefills > 0 and (index == 0 or self.prompt_draft_chain):
+                step = add_shapes(step, decode_shape(prefills, prompt_kv, tokens))
             step_overhead = self._pass_overhead(draft, step) + self.terms.draft_step_host_s
             parts.draft += draft.seconds(step) + step_overhead
             parts.overhead += step_overhead
             parts.draft_steps += 1
             past += tokens * requests  # each draft step appends its tokens to the draft KV
+            prompt_kv += tokens * prefills
         return parts
 
     def _rank_ms(self, rank: ForwardPassMetrics, path: str) -> float:

@@ -205,10 +205,12 @@ class LayerStack:
             latent = float(spec.kv_lora_rank + spec.qk_rope_head_dim)
             self.flops_per_pair = (2.0 * heads * latent + 2.0 * heads * spec.kv_lora_rank) / tp
             self.kv_bytes_per_token = latent * kv_element
+            self.kv_width = latent
         else:
             kv_heads = float(-(-spec.num_kv_heads // tensor_parallel))
             self.flops_per_pair = 4.0 * heads * float(spec.head_dim) / tp
             self.kv_bytes_per_token = 2.0 * kv_heads * float(spec.head_dim) * kv_element
+            self.kv_width = 2.0 * kv_heads * float(spec.head_dim)
         self.dense_mlp_params = float(spec.dense_mlp_parameters) / tp
         self.dense_intermediate = float(spec.intermediate_size) / tp
         self.num_experts = float(spec.num_experts)
@@ -435,6 +437,31 @@ class LayerStack:
             vocab = self.lm_head_params / self.hidden
             total += self._head_gemm(logits, self.lm_head_params, vocab)
         return total
+
+    def context_kv_seconds(self, tokens: float) -> float:
+        """A block drafter's context K/V for ``tokens`` context tokens (every token the target
+        computed in the pass, prompt tokens included): vLLM's DFlash drafter
+        (``vllm/model_executor/models/qwen3_dflash.py``, ``precompute_and_store_context_kv``,
+        run eagerly by ``DFlashProposer`` and ``DSparkProposer.build_model_inputs_first_pass``)
+        projects the target's hidden states to every draft layer's K and V in one fused GEMM
+        (hidden -> layers x K/V width), normalises K, applies RoPE and writes each layer's
+        KV cache. Priced as that GEMM, the norm and RoPE reading and writing K, and the cache
+        write reading K/V and storing it; ``context_kv_kernels`` launches."""
+        if tokens <= 0.0:
+            return 0.0
+        layers = self.dense_layers + self.moe_layers
+        width = layers * self.kv_width
+        seconds = self._gemm(tokens, self.hidden * width, self.hidden, width)
+        key = 0.5 * width
+        seconds += 4.0 * tokens * key * self.dtype / self.bytes_per_s
+        stored = layers * self.kv_bytes_per_token * self.kv_byte_scale
+        seconds += tokens * (width * self.dtype + stored) / self.bytes_per_s
+        return seconds
+
+    def context_kv_kernels(self) -> float:
+        """Kernels of ``context_kv_seconds``: the fused GEMM, the K norm, RoPE, and one cache
+        write per draft layer."""
+        return 3.0 + self.dense_layers + self.moe_layers
 
     def kernels(self, shape: PassShape) -> float:
         """Kernels one pass of ``shape`` launches: per layer QKV, RoPE, KV-cache write,

@@ -92,6 +92,9 @@ class HeadsPass:
 
 #: Kinds whose drafter is a neural network described by ``draft_config``/``draft_model_path``.
 NETWORK_DRAFT_KINDS: Final = ("eagle3", "dflash", "dspark", "draft_model")
+#: Network drafters that draft a whole block in one pass from the target's hidden states (their
+#: context K/V is projected from every token the target computed).
+BLOCK_DRAFT_KINDS: Final = ("dflash", "dspark")
 
 
 def layer_parameters(spec: ModelSpec) -> int:

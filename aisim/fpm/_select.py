@@ -118,7 +118,7 @@ def select_estimator(
     _add_measured(sources, measured, resolved, common, role, timing_scope)
     _add_stp(sources, stp_tables, common, model_spec)
     ideal = estimator == "roofline_ideal"
-    _add_roofline(sources, model_spec, gpu, tp, scheme, geometry_error, ideal, deployment)
+    _add_roofline(sources, model_spec, gpu, tp, scheme, geometry_error, ideal, deployment, backend)
     candidates = _choose(sources, estimator, fallback_policy, path)
     return SelectedModel(estimator, candidates, sources.skipped, model_spec, scheme)
 
@@ -237,6 +237,7 @@ def _add_roofline(
     geometry_error: str,
     ideal: bool,
     deployment: Deployment,
+    backend: str,
 ) -> None:
     """The default roofline, or (``ideal``: asked for by name) the pure ``roofline_ideal``."""
     for terms in (IDEAL_TERMS,) if ideal else (_default_terms[0],):
@@ -249,7 +250,9 @@ def _add_roofline(
             sources.skipped.append((name, geometry_error))
             continue
         try:
-            sources.available[name].append(RooflineModel(spec, gpu, tp, scheme, terms, deployment))
+            sources.available[name].append(
+                RooflineModel(spec, gpu, tp, scheme, terms, deployment, backend)
+            )
         except ConfigError as exc:
             sources.skipped.append((name, str(exc)))
 

@@ -64,10 +64,10 @@ def test_each_drafted_position_adds_one_markov_step() -> None:
         assert details["target_ms"] == plain["target_ms"]
 
 
-def test_no_decode_request_and_other_schemes_pay_nothing() -> None:
+def test_a_prefill_pass_drafts_too_and_other_schemes_pay_nothing() -> None:
     model = _dspark(7)
-    # A pass without decode requests drafts nothing (like every draft step of the roofline).
-    assert _ms(model, TERMS, PREFILL) == _ms(model, NONE, PREFILL)
+    # vLLM drafts after the prefill as well (the prompt's first drafts): 7 x 100 us.
+    assert _ms(model, TERMS, PREFILL) - _ms(model, NONE, PREFILL) == pytest.approx(0.7, rel=1e-9)
     # DFlash shares the block layout but samples its block at once (no Markov loop).
     dflash = _model({"kind": "dflash", "params": {"num_draft_tokens": 7}, "draft_config": DRAFT})
     mtp = _model({"kind": "mtp", "params": {"depth": 3}})
@@ -79,7 +79,8 @@ def test_no_decode_request_and_other_schemes_pay_nothing() -> None:
 
 def test_a_draft_step_host_time_is_paid_once_per_sequential_draft_step() -> None:
     # 1 ms per draft step: an EAGLE-3 chain of 3 steps pays 3 ms, MTP of depth 2 pays 2 ms,
-    # a DSpark block (one draft pass) 1 ms; a pass without decode requests drafts nothing.
+    # a DSpark block (one draft pass) 1 ms; a prefill-only pass drafts as well (vLLM proposes
+    # the prompt's first drafts after its prefill), the same steps.
     host = dataclasses.replace(NONE, draft_step_host_s=1e-3)
     eagle3 = _model(
         {
@@ -101,5 +102,7 @@ def test_a_draft_step_host_time_is_paid_once_per_sequential_draft_step() -> None
         assert _ms(model, host, DECODE) - _ms(model, NONE, DECODE) == pytest.approx(
             extra_ms, rel=1e-9
         )
-        assert _ms(model, host, PREFILL) == _ms(model, NONE, PREFILL)
+        assert _ms(model, host, PREFILL) - _ms(model, NONE, PREFILL) == pytest.approx(
+            extra_ms, rel=1e-9
+        )
     assert MEASURED_TERMS.draft_step_host_s == IDEAL_TERMS.draft_step_host_s == 0.0
