@@ -1,4 +1,4 @@
-"""``python -m qualification.public_gpu.fit [EVIDENCE] [--out FILE] [--hybrid | --dspark |
+"""``python -m qualification.public_gpu.fit [EVIDENCE] [--out FILE [--overwrite]] [--hybrid | --dspark |
 --acceptance]``: fit the terms,
 print or write the artefact (``qualification.public_gpu._fit``). ``--hybrid`` fits only the
 hybrid-model terms on the Qwen3.8-27B HumanEval half (``fit_hybrid``, full replays: minutes)
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from aisim.files import atomic_write_text, canonical_json
@@ -21,17 +22,27 @@ from qualification.public_gpu import request_overheads
 from qualification.public_gpu._fit import fit, fit_dspark, fit_hybrid, fit_mtp_acceptance
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("evidence", nargs="?", type=Path, default=Path("evidence/public-gpu"))
-    parser.add_argument("--out", type=Path, help="write the artefact (overwrites)")
+    parser.add_argument("--out", type=Path, help="write the artefact to FILE")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace --out if it exists (refused otherwise)"
+    )
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--hybrid", action="store_true", help="fit the hybrid terms only")
     group.add_argument("--dspark", action="store_true", help="fit the DSpark term only")
     group.add_argument(
         "--acceptance", action="store_true", help="fit the MTP acceptance rates only"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.out is not None and args.out.exists() and not args.overwrite:
+        # Refused before minutes of fitting, not after.
+        print(
+            f"error: {str(args.out)!r} already exists; pass --overwrite to replace it",
+            file=sys.stderr,
+        )
+        return 2
     existing = args.evidence / "fitted_terms.json"
     previous = json.loads(existing.read_text("utf-8")) if existing.is_file() else {}
     if args.hybrid:
@@ -50,9 +61,10 @@ def main() -> None:
     if args.out is None:
         print(text, end="")
     else:
-        atomic_write_text(args.out, text, overwrite=True)
+        atomic_write_text(args.out, text, overwrite=args.overwrite)
         print(f"wrote {args.out}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
