@@ -175,7 +175,11 @@ def load_recording(path: str | Path) -> EngineRecording:
     """A recording directory: ``grid/`` (optional) and every ``served-N/`` folder."""
     directory = Path(path)
     if not directory.is_dir():
-        raise DataIntegrityError(f"{str(directory)!r}: not an engine recording directory")
+        found = "not found" if not directory.exists() else "not a directory"
+        raise DataIntegrityError(
+            f"{str(directory)!r}: {found}; expected an engine recording directory ({GRID_DIR}/ "
+            f"and {SERVED_PREFIX}N/ folders)"
+        )
     check_not_plain(directory)
     grid = load_step_table(directory) if (directory / GRID_DIR).is_dir() else None
     served = tuple(

@@ -25,15 +25,16 @@ Every figure is a diagnostic read from the committed recordings, none is a price
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from qualification.engine._diagnostic import BAD_INPUT, diagnostic_parser, run_diagnostic
+from qualification.engine._recording import EngineRecording
 
 #: The half-width, in percent, of the step model's target (issue 23).
 TOLERANCE_PCT = 5.0
@@ -319,38 +320,33 @@ def analyse(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from aisim.errors import AisimError
-    from qualification.engine._recording import load_recording
-
-    parser = argparse.ArgumentParser(
-        prog="python -m qualification.engine.step_causes",
-        description="Which candidate causes the step model's misses follow: the decode line's "
-        "shape per request count, the grid's sampling, the minutes, and pooled over the "
-        "recordings the served steps by shape (diagnostics; no engine needed).",
+    parser = diagnostic_parser(
+        "step_causes",
+        "Which candidate causes the step model's misses follow: the decode line's shape per "
+        "request count, the grid's sampling, the minutes, and pooled over the recordings the "
+        "served steps by shape.",
     )
-    parser.add_argument("recordings", nargs="+", type=Path, metavar="DIR")
-    parser.add_argument("--rounds", type=int, default=200, help="bootstrap resamples (200)")
+    parser.add_argument(
+        "--rounds", type=int, default=200, help="bootstrap resamples (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
     if args.rounds < 1:
         print(f"error: --rounds: expected an integer >= 1, got {args.rounds}", file=sys.stderr)
-        return 2
+        return BAD_INPUT
     pooled: list[tuple[Any, Any]] = []
     excess: list[float] = []
     wakes: list[float] = []
-    try:
-        for directory in args.recordings:
-            recording = load_recording(directory)
-            if recording.grid is None:
-                print(f"error: {str(directory)!r}: no grid/ step table", file=sys.stderr)
-                return 2
-            lines, runs_rows, found, charged = analyse(recording, args.rounds)
-            print("\n".join(lines))
-            pooled += runs_rows
-            excess += found
-            wakes += charged
-    except AisimError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+
+    def each(recording: EngineRecording) -> None:
+        lines, runs_rows, found, charged = analyse(recording, args.rounds)
+        print("\n".join(lines))
+        pooled.extend(runs_rows)
+        excess.extend(found)
+        wakes.extend(charged)
+
+    status = run_diagnostic(args.recordings, each, need_grid=True)
+    if status:
+        return status
     print(f"### Pooled over {len(args.recordings)} recording(s)\n")
     print("Served decode steps, measured / price over their run's median (steps, median):\n")
     for group, bins in pooled_decode(pooled).items():

@@ -25,7 +25,6 @@ score.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -33,6 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from qualification.engine._diagnostic import diagnostic_parser, run_diagnostic
+from qualification.engine._recording import EngineRecording
 
 KINDS = ("prefill", "mixed", "decode", "decode-drafted", "decode-partial", "decode-undrafted")
 
@@ -726,31 +728,24 @@ def _within_line(counts: Mapping[str, int]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from aisim.errors import AisimError
-    from qualification.engine._recording import load_recording
+    args = diagnostic_parser(
+        "step_diff",
+        "Per step kind: the engine's measured steps against the step table's prices (relative "
+        "to each run's step-cost drift), and the engine's schedule against replay's.",
+    ).parse_args(argv)
+    totals: Counter[str] = Counter()
 
-    parser = argparse.ArgumentParser(
-        prog="python -m qualification.engine.step_diff",
-        description="Per step kind: the engine's measured steps against the step table's prices "
-        "(relative to each run's step-cost drift), and the engine's schedule against replay's.",
-    )
-    parser.add_argument("recordings", nargs="+", type=Path, metavar="DIR")
-    args = parser.parse_args(argv)
-    try:
-        totals: Counter[str] = Counter()
-        for directory in args.recordings:
-            recording = load_recording(directory)
-            if recording.grid is None:
-                raise SystemExit(f"{str(directory)!r}: no grid/ step table to price with")
-            runs = diff_runs(recording.served, recording.grid)
-            print(to_markdown(recording.name, runs))
-            totals.update(within_counts(runs))
+    def each(recording: EngineRecording) -> None:
+        assert recording.grid is not None  # run_diagnostic(need_grid=True)
+        runs = diff_runs(recording.served, recording.grid)
+        print(to_markdown(recording.name, runs))
+        totals.update(within_counts(runs))
+
+    def after() -> None:
         if len(args.recordings) > 1:
             print(f"### All {len(args.recordings)} recordings\n\n{_within_line(totals)}")
-    except AisimError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return run_diagnostic(args.recordings, each, need_grid=True, after=after)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ each run's steps are priced with the caches the recorded steps before them left
 
 from __future__ import annotations
 
-import argparse
 import bisect
 import sys
 from collections.abc import Sequence
@@ -39,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from qualification.engine._diagnostic import diagnostic_parser, run_diagnostic
 
 #: A request whose first token came more than this (ms) after the end of the first step that
 #: carried its prompt had its prompt chunked over several steps.
@@ -338,26 +339,16 @@ def to_markdown(diff: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from aisim.errors import AisimError
-    from qualification.engine._recording import load_recording
-
-    parser = argparse.ArgumentParser(
-        prog="python -m qualification.engine.ttft_diff",
-        description="Per request class: replay's mean TTFT against the engine's, and per "
-        "served run the mean TTFT error with the run's own step-price ratios taken out.",
+    args = diagnostic_parser(
+        "ttft_diff",
+        "Per request class: replay's mean TTFT against the engine's, and per served run the "
+        "mean TTFT error with the run's own step-price ratios taken out.",
+    ).parse_args(argv)
+    return run_diagnostic(
+        args.recordings,
+        lambda recording: print(to_markdown(diff_recording(recording))),
+        need_grid=True,
     )
-    parser.add_argument("recordings", nargs="+", type=Path, metavar="DIR")
-    args = parser.parse_args(argv)
-    try:
-        for directory in args.recordings:
-            recording = load_recording(directory)
-            if recording.grid is None:
-                raise SystemExit(f"{str(directory)!r}: no grid/ step table to price with")
-            print(to_markdown(diff_recording(recording)))
-    except AisimError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
 
 
 if __name__ == "__main__":

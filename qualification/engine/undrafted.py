@@ -21,16 +21,15 @@ only the committed recording; it is a diagnostic, not a score.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from aisim.errors import DataIntegrityError
+from qualification.engine._diagnostic import diagnostic_parser, run_diagnostic
 
 
 def undrafted_rounds(steps: Any, requests: Any, where: str = "recording") -> dict[str, int | None]:
@@ -134,23 +133,14 @@ def describe_recording(recording: Any) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from aisim.errors import AisimError
-    from qualification.engine._recording import load_recording
-
-    parser = argparse.ArgumentParser(
-        prog="python -m qualification.engine.undrafted",
-        description="Per request, the n-gram decode rounds that drafted nothing, and the engine's "
-        "repeat floor of per-request E2E.",
+    args = diagnostic_parser(
+        "undrafted",
+        "Per request, the n-gram decode rounds that drafted nothing, and the engine's repeat "
+        "floor of per-request E2E (the served runs only: a recording without grid/ will do).",
+    ).parse_args(argv)
+    return run_diagnostic(
+        args.recordings, lambda recording: print(describe_recording(recording)), need_grid=False
     )
-    parser.add_argument("recordings", nargs="+", type=Path, metavar="DIR")
-    args = parser.parse_args(argv)
-    try:
-        for directory in args.recordings:
-            print(describe_recording(load_recording(directory)))
-    except AisimError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
 
 
 if __name__ == "__main__":

@@ -165,4 +165,4 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "| busy | mixed |" in out
     assert "| served-1 |" in out
     assert main([str(tmp_path / "nope")]) == 2
-    assert "not an engine recording directory" in capsys.readouterr().err
+    assert "not found; expected an engine recording directory" in capsys.readouterr().err
