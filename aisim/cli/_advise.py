@@ -49,12 +49,22 @@ def register(commands: Any) -> None:
     parser.add_argument("--model", required=True, help="catalogue name or config.json path")
     parser.add_argument("--hardware", required=True, help="catalogue GPU or a GPU YAML file")
     parser.add_argument(
-        "--backend", default="vllm", choices=("vllm", "sglang"), help="scheduler replayed (vllm)"
+        "--backend",
+        default="vllm",
+        choices=("vllm", "sglang"),
+        help="scheduler replayed (default: %(default)s)",
     )
-    parser.add_argument("--tp", type=integer, default=1, help="tensor parallel size (1)")
-    parser.add_argument("--max-sequences", type=integer, default=256, help="running cap (256)")
     parser.add_argument(
-        "--max-batched-tokens", type=integer, default=8192, help="token budget per pass (8192)"
+        "--tp", type=integer, default=1, help="tensor parallel size (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--max-sequences", type=integer, default=256, help="running cap (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--max-batched-tokens",
+        type=integer,
+        default=8192,
+        help="token budget per pass (default: %(default)s)",
     )
     parser.add_argument(
         "--kv-blocks",
@@ -70,14 +80,18 @@ def register(commands: Any) -> None:
         type=integer,
         help=f"requests replayed (synthetic: {DEFAULT_REQUESTS}; a trace: all, or its first N)",
     )
-    parser.add_argument("--prompt-tokens", type=integer, default=1024, help="synthetic (1024)")
-    parser.add_argument("--output-tokens", type=integer, default=256, help="synthetic (256)")
+    parser.add_argument(
+        "--prompt-tokens", type=integer, default=1024, help="synthetic (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--output-tokens", type=integer, default=256, help="synthetic (default: %(default)s)"
+    )
     parser.add_argument(
         "--slo",
         action="append",
         default=[],
         metavar="METRIC:STAT=MS",
-        help="an SLO (tpot_ms:p90=50); default tpot_ms:p90=50 and ttft_ms:p90=2000",
+        help="an SLO (tpot_ms:p90=50) (default: tpot_ms:p90=50 and ttft_ms:p90=2000)",
     )
     parser.add_argument(
         "--acceptance",
@@ -87,9 +101,13 @@ def register(commands: Any) -> None:
         help="a method to try and its acceptance: an i.i.d. per-draft rate or a profile name "
         "(aisim speculation profiles); repeat per method",
     )
-    parser.add_argument("--depths", default="1,2,3,4", help="draft lengths to try (1,2,3,4)")
     parser.add_argument(
-        "--loads", default="0.5,1,2,4", help="load multipliers of the traffic (0.5,1,2,4)"
+        "--depths", default="1,2,3,4", help="draft lengths to try (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--loads",
+        default="0.5,1,2,4",
+        help="load multipliers of the traffic (default: %(default)s)",
     )
     parser.add_argument("--draft-config", help="the drafter's config.json (eagle3/dflash/dspark)")
     parser.add_argument("--draft-model", help="draft_model_path for draft_model")
@@ -101,9 +119,9 @@ def register(commands: Any) -> None:
         type=integer,
         default=DEFAULT_SCREEN,
         metavar="K",
-        help=f"replicas every configuration gets before the race ({DEFAULT_SCREEN}); only SD "
-        "off, the best SD configuration and the nominal-load configurations not clearly "
-        "dominated get all N (--screen N or more: every configuration gets N)",
+        help="replicas every configuration gets before the race; only SD off, the best SD "
+        "configuration and the nominal-load configurations not clearly dominated get all N "
+        "(--screen N or more: every configuration gets N) (default: %(default)s)",
     )
     add_interval_arguments(parser, replicas_flag=True)
     parser.set_defaults(handler=advise_command)

@@ -46,10 +46,14 @@ def register(commands: Any) -> None:
         "--backend",
         default="vllm",
         choices=("vllm", "sglang"),
-        help="serving engine (default vllm)",
+        help="serving engine (default: %(default)s)",
     )
-    parser.add_argument("--tp", type=integer, default=1, help="tensor parallel size (default 1)")
-    parser.add_argument("--batch", type=integer, default=1, help="decode requests B (default 1)")
+    parser.add_argument(
+        "--tp", type=integer, default=1, help="tensor parallel size (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--batch", type=integer, default=1, help="decode requests B (default: %(default)s)"
+    )
     parser.add_argument("--kv", type=integer, default=0, help="past KV tokens per decode request")
     parser.add_argument("--kv-total", type=integer, help="total past KV tokens (instead of --kv)")
     parser.add_argument("--prefill-tokens", type=integer, default=0, help="add one prefill request")
@@ -68,19 +72,22 @@ def register(commands: Any) -> None:
         "--estimator",
         default="auto",
         choices=("auto", "roofline", "roofline_ideal", "table", "regression", "measured_round"),
-        help="roofline_ideal: the pure roofline bound (no overheads)",
+        help="the cost model: auto picks the best the data allow (measured_round > table > "
+        "regression > roofline, docs/estimators.md); roofline_ideal: the pure roofline bound "
+        "(no overheads) (default: %(default)s)",
     )
     parser.add_argument(
         "--fallback-policy",
         default="deny",
         choices=("deny", "allow"),
-        help="when --estimator cannot answer: deny (an error, the default) or allow (the roofline)",
+        help="when --estimator cannot answer: deny (an error) or allow (the roofline) "
+        "(default: %(default)s)",
     )
     parser.add_argument(
         "--role",
         default="aggregated",
         choices=("aggregated", "prefill", "decode"),
-        help="worker role measured rounds must match (default aggregated)",
+        help="worker role measured rounds must match (default: %(default)s)",
     )
     parser.add_argument("--json", action="store_true", help="print canonical JSON")
     parser.add_argument(

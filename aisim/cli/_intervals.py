@@ -25,16 +25,20 @@ def add_interval_arguments(
     group = parser.add_argument_group("prediction intervals (docs/design.md#uncertainty)")
     if replicas_flag:
         group.add_argument(
-            "--replicas", type=integer, default=20, metavar="N", help="Monte Carlo replicas (20)"
+            "--replicas",
+            type=integer,
+            default=20,
+            metavar="N",
+            help="Monte Carlo replicas (default: %(default)s)",
         )
     group.add_argument(
         "--sources",
         default="all",
-        help="what the intervals include: all (default), none, or a comma list of "
-        "acceptance, cost, simulation, repeat, drift, frontend, overhead",
+        help="what the intervals include: all, none, or a comma list of acceptance, cost, "
+        "simulation, repeat, drift, frontend, overhead (default: %(default)s)",
     )
     group.add_argument(
-        "--seed", type=integer, default=0, help="seed of the replicas' draws (default 0)"
+        "--seed", type=integer, default=0, help="seed of the replicas' draws (default: %(default)s)"
     )
     group.add_argument(
         "--acceptance-rounds",
@@ -44,7 +48,10 @@ def add_interval_arguments(
         "where no engine counters give one",
     )
     group.add_argument(
-        "--workers", type=integer, default=1, help="processes for the replicas (default 1)"
+        "--workers",
+        type=integer,
+        default=1,
+        help="processes for the replicas (default: %(default)s)",
     )
     if slo_flag:
         group.add_argument(

@@ -54,7 +54,10 @@ def register(commands: Any) -> None:
     parser.add_argument("sweep", metavar="SWEEP", help="sweep file (YAML or JSON)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
     parser.add_argument(
-        "--backend", choices=("pool", "ray"), default="pool", help="where points run (pool)"
+        "--backend",
+        choices=("pool", "ray"),
+        default="pool",
+        help="where points run (default: %(default)s)",
     )
     parser.add_argument(
         "--workers",
@@ -88,7 +91,9 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--interval-seed", type=integer, default=0, help="seed of the replicas")
     parser.add_argument(
-        "--sources", default="all", help="what the intervals include (all, none, or a list)"
+        "--sources",
+        default="all",
+        help="what the intervals include: all, none, or a list (default: %(default)s)",
     )
     parser.set_defaults(handler=sweep_command)
 

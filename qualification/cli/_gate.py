@@ -26,7 +26,8 @@ def register(commands: Any) -> None:
     snapshot.add_argument(
         "--scenarios",
         metavar="FILE",
-        help="scenario file (YAML/JSON; default: the packaged qualification/gate/scenarios.yaml)",
+        help="scenario file, YAML or JSON "
+        "(default: the packaged qualification/gate/scenarios.yaml)",
     )
     snapshot.add_argument("--out", metavar="SNAPSHOT", required=True, help="output JSON file")
     snapshot.add_argument("--overwrite", action="store_true", help="replace an existing file")
@@ -43,7 +44,7 @@ def register(commands: Any) -> None:
     compare.add_argument("old", metavar="OLD", help="baseline snapshot (e.g. the base branch)")
     compare.add_argument("new", metavar="NEW", help="candidate snapshot (e.g. the pull request)")
     compare.add_argument(
-        "--rtol", type=number, default=None, help="relative tolerance (default 1e-9)"
+        "--rtol", type=number, default=None, help="relative tolerance (default: 1e-9)"
     )
     compare.set_defaults(handler=compare_command)
 

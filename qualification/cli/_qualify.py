@@ -50,8 +50,8 @@ def register(commands: Any) -> None:
         default="rule",
         choices=("rule", "stp-widened", "calibrated", "measured_round"),
         help=(
-            "rule: the published STP->SD rule (default); calibrated: needs --coefficients; "
-            "measured_round: needs --rounds"
+            "rule: the published STP->SD rule; calibrated: needs --coefficients; "
+            "measured_round: needs --rounds (default: %(default)s)"
         ),
     )
     mape.add_argument(
@@ -64,7 +64,9 @@ def register(commands: Any) -> None:
     )
     mape.add_argument("--coefficients", metavar="FILE", help="a calibration artefact (JSON)")
     mape.add_argument("--tests", action="store_true", help="add KS and TOST equivalence tests")
-    mape.add_argument("--tost-margin", type=number, default=0.10, help="TOST margin (default 0.10)")
+    mape.add_argument(
+        "--tost-margin", type=number, default=0.10, help="TOST margin (default: %(default)s)"
+    )
     mape.add_argument("--out", metavar="DIR", type=Path, help="write mape.json, mape.md, plots")
     mape.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     mape.set_defaults(handler=mape_command)
@@ -82,11 +84,13 @@ def register(commands: Any) -> None:
         "dataset", metavar="DATASET", help="dataset directory (or one of its files)"
     )
     calibrate.add_argument(
-        "--validation", default="loco", help="loco (leave one configuration out) or kfold:K"
+        "--validation",
+        default="loco",
+        help="loco (leave one configuration out) or kfold:K (default: %(default)s)",
     )
     calibrate.add_argument("--name", help="artefact name (default: <dataset>-fit)")
     calibrate.add_argument(
-        "--version", type=integer, default=1, help="artefact version (default 1)"
+        "--version", type=integer, default=1, help="artefact version (default: %(default)s)"
     )
     calibrate.add_argument("--out", metavar="FILE", type=Path, help="write the artefact here")
     calibrate.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
@@ -107,7 +111,7 @@ def register(commands: Any) -> None:
     engine.add_argument(
         "--step-table",
         metavar="DIR",
-        help="the step table to price passes with (a recording or its grid/; default DATASET)",
+        help="the step table to price passes with (a recording or its grid/) (default: DATASET)",
     )
     engine.add_argument(
         "--out", metavar="DIR", type=Path, help="write engine.json, engine.md, plots"
@@ -187,7 +191,9 @@ def register(commands: Any) -> None:
             "where and why they differ."
         ),
     )
-    rulecheck.add_argument("--model", default="Qwen/Qwen3-8B", help="target (catalogue name)")
+    rulecheck.add_argument(
+        "--model", default="Qwen/Qwen3-8B", help="target, a catalogue name (default: %(default)s)"
+    )
     rulecheck.add_argument(
         "--hardware", action="append", metavar="GPU", help="limit to these GPUs (repeatable)"
     )

@@ -22,47 +22,142 @@ from qualification.engine._schema import GRID_DIR, SERVED_PREFIX
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--out", required=True, type=Path, help="recording directory to write")
-    add("--shape", default="llama-8x512", help="target shape (qualification.engine._shapes)")
-    add("--speculative", default="none", choices=("none", "draft_model", "ngram"))
-    add("--draft-shape", default="llama-1x512", help="draft shape (draft_model)")
-    add("--num-speculative-tokens", type=int, default=3, help="d (SD on)")
-    add("--part", default="all", choices=("all", "grid", "served"))
-    add("--served-runs", type=int, default=3, help="served repeats of the trace (noise)")
+    add(
+        "--shape",
+        default="llama-8x512",
+        help="target shape llama-LAYERSxHIDDEN, see qualification.engine._shapes "
+        "(default: %(default)s)",
+    )
+    add(
+        "--speculative",
+        default="none",
+        choices=("none", "draft_model", "ngram"),
+        help="speculative decoding: none, draft_model (a draft of --draft-shape) or ngram "
+        "(vLLM's n-gram proposer) (default: %(default)s)",
+    )
+    add(
+        "--draft-shape",
+        default="llama-1x512",
+        help="draft shape, draft_model (default: %(default)s)",
+    )
+    add(
+        "--num-speculative-tokens",
+        type=int,
+        default=3,
+        help="draft tokens per round d, 1..5, SD on (default: %(default)s)",
+    )
+    add(
+        "--part",
+        default="all",
+        choices=("all", "grid", "served"),
+        help="what to record: all, the grid (step table) only, or the served runs only "
+        "(default: %(default)s)",
+    )
+    add(
+        "--served-runs",
+        type=int,
+        default=3,
+        help="served repeats of the trace, for the engine's own noise (default: %(default)s)",
+    )
     add(
         "--no-interleave",
         action="store_true",
         help="--part all: serve after the whole grid (default: one served run after each grid "
         "pass, so the step table and the served runs share the same minutes)",
     )
-    add("--block-size", type=int, default=32, help="KV block (CPU backend: multiple of 32)")
-    add("--max-num-seqs", type=int, default=8)
-    add("--max-num-batched-tokens", type=int, default=512)
-    add("--kv-cache-mib", type=int, default=256, help="KV pool bytes (MiB)")
-    add("--max-model-len", type=int, default=1024)
-    add("--no-prefix-caching", action="store_true")
-    add("--batch", default="1,2,4,8", help="grid: decode batch sizes")
+    add(
+        "--block-size",
+        type=int,
+        default=32,
+        help="KV block in tokens; the CPU backend needs a multiple of 32 (default: %(default)s)",
+    )
+    add(
+        "--max-num-seqs",
+        type=int,
+        default=8,
+        help="running requests per step at most, vLLM max_num_seqs (default: %(default)s)",
+    )
+    add(
+        "--max-num-batched-tokens",
+        type=int,
+        default=512,
+        help="tokens per step at most, vLLM max_num_batched_tokens (default: %(default)s)",
+    )
+    add("--kv-cache-mib", type=int, default=256, help="KV pool size in MiB (default: %(default)s)")
+    add(
+        "--max-model-len",
+        type=int,
+        default=1024,
+        help="prompt + output tokens per request at most, vLLM max_model_len "
+        "(default: %(default)s)",
+    )
+    add(
+        "--no-prefix-caching",
+        action="store_true",
+        help="turn vLLM's prefix caching off (default: on)",
+    )
+    add("--batch", default="1,2,4,8", help="grid: decode batch sizes (default: %(default)s)")
     add(
         "--context",
         default="16,64,256,512",
-        help="grid: per-request contexts (the smallest at or below the shortest served prompt)",
+        help="grid: per-request contexts, the smallest at or below the shortest served prompt "
+        "(default: %(default)s)",
     )
-    add("--prefill-batch", default="1,2,4", help="grid: prefill requests per step")
-    add("--prefill", default="16,64,128,384", help="grid: prompt lengths")
-    add("--reps", type=int, default=5, help="grid: timed steps per point")
-    add("--warmup", type=int, default=2, help="grid: warm-up steps per point (kept, flagged)")
-    add("--requests", type=int, default=100, help="served: requests in the trace")
-    add("--rate", type=float, default=2.0, help="served: Poisson arrival rate (requests/s)")
-    add("--prompt", default="32:256", help="served: prompt length range MIN:MAX")
-    add("--output", default="16:64", help="served: output length range MIN:MAX")
-    add("--prompts", default="random", choices=("random", "repeating"))
-    add("--seed", type=int, default=0)
+    add(
+        "--prefill-batch",
+        default="1,2,4",
+        help="grid: prefill requests per step (default: %(default)s)",
+    )
+    add("--prefill", default="16,64,128,384", help="grid: prompt lengths (default: %(default)s)")
+    add("--reps", type=int, default=5, help="grid: timed steps per point (default: %(default)s)")
+    add(
+        "--warmup",
+        type=int,
+        default=2,
+        help="grid: warm-up steps per point, kept and flagged (default: %(default)s)",
+    )
+    add(
+        "--requests",
+        type=int,
+        default=100,
+        help="served: requests in the trace (default: %(default)s)",
+    )
+    add(
+        "--rate",
+        type=float,
+        default=2.0,
+        help="served: Poisson arrival rate in requests/s (default: %(default)s)",
+    )
+    add(
+        "--prompt",
+        default="32:256",
+        help="served: prompt length range MIN:MAX in tokens (default: %(default)s)",
+    )
+    add(
+        "--output",
+        default="16:64",
+        help="served: output length range MIN:MAX in tokens (default: %(default)s)",
+    )
+    add(
+        "--prompts",
+        default="random",
+        choices=("random", "repeating"),
+        help="served: prompt token ids, random or repeating (a short random pattern repeated, "
+        "so n-gram drafting finds matches) (default: %(default)s)",
+    )
+    add(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the trace, the grid's inputs and the engine (default: %(default)s)",
+    )
     add(
         "--host-note",
         default="",
         help="how the host ran (pinning, other work): written into every sidecar's host.note",
     )
-    add("--overwrite", action="store_true")
-    add("--no-progress", action="store_true")
+    add("--overwrite", action="store_true", help="replace an existing grid/ or served-N/ folder")
+    add("--no-progress", action="store_true", help="print no progress lines on stderr")
 
 
 def _ints(text: str, field: str) -> tuple[int, ...]:

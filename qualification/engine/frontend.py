@@ -316,10 +316,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("recording", type=Path)
     parser.add_argument(
-        "--probe", type=Path, help="probe CSV (default RECORDING/frontend/probe.csv.gz)"
+        "--probe", type=Path, help="probe CSV (default: RECORDING/frontend/probe.csv.gz)"
     )
-    parser.add_argument("--table", type=Path, help="step table recording (default RECORDING)")
-    parser.add_argument("--out", type=Path, help="output (default RECORDING/frontend/...json)")
+    parser.add_argument("--table", type=Path, help="step table recording (default: RECORDING)")
+    parser.add_argument("--out", type=Path, help="output (default: RECORDING/frontend/...json)")
     parser.add_argument("--overwrite", action="store_true")
     args = parser.parse_args(argv)
     out = args.out or args.recording / FRONTEND_FILE

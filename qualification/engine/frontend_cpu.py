@@ -398,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=[],
         help="a recording whose probe-cpu file the pooled terms take (repeat)",
     )
-    parser.add_argument("--out", type=Path, help="output (default RECORDING/frontend/...json)")
+    parser.add_argument("--out", type=Path, help="output (default: RECORDING/frontend/...json)")
     parser.add_argument("--overwrite", action="store_true")
     parser.add_argument("--evaluate", action="store_true", help="the held-out judgement")
     parser.add_argument("--root", type=Path, default=Path("evidence/engine"))

@@ -19,11 +19,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("action", choices=("check", "update", "list"))
     parser.add_argument(
-        "--suite", action="append", choices=SUITE_NAMES, help="a suite (repeatable; default all)"
+        "--suite", action="append", choices=SUITE_NAMES, help="a suite, repeatable (default: all)"
     )
     parser.add_argument("--goldens", type=Path, help="goldens directory (default: ./goldens)")
     parser.add_argument(
-        "--rtol", type=float, help=f"relative tolerance for check (default ${RTOL_ENV} or exact)"
+        "--rtol", type=float, help=f"relative tolerance for check (default: ${RTOL_ENV} or exact)"
     )
     args = parser.parse_args(argv)
     names = list(args.suite) if args.suite else list(SUITE_NAMES)

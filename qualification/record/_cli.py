@@ -39,23 +39,27 @@ def add_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> 
         "--device",
         default="auto",
         choices=("auto", "cpu", "cuda"),
-        help="where the model runs (auto: cuda when available)",
+        help="where the model runs; auto: cuda when available (default: %(default)s)",
     )
     parser.add_argument("--threads", type=integer, default=1, help="torch threads (1 recommended)")
     parser.add_argument(
-        "--seed", type=integer, default=0, help="seed of the random weights and inputs (0)"
+        "--seed",
+        type=integer,
+        default=0,
+        help="seed of the random weights and inputs (default: %(default)s)",
     )
     parser.add_argument(
         "--dtype",
         default="float32",
         choices=("float32", "bfloat16", "float16"),
-        help="weights, activations and KV cache (float32 on CPU; bfloat16 is usual on GPU)",
+        help="weights, activations and KV cache; bfloat16 is usual on GPU (default: %(default)s)",
     )
     parser.add_argument(
         "--evidence-type",
         default="local-measurement",
         choices=("local-measurement", "hardware"),
-        help="the sidecar's label: hardware for recordings on the GPUs predicted (docs/evidence.md)",
+        help="the sidecar's label: hardware for recordings on the GPUs predicted "
+        "(docs/evidence.md) (default: %(default)s)",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset")
     parser.add_argument(

@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     gpu.add_argument(
         "--source", default="all", help="inferencex-latest, speculators or all (held out)"
     )
-    gpu.add_argument("--workers", type=int, default=1, help="processes (1)")
+    gpu.add_argument("--workers", type=int, default=1, help="processes (default: %(default)s)")
     gpu.add_argument("--sources", default="all", help="the sources drawn (all; as --sources)")
     gpu.add_argument("--max-conc", type=int, help="only points at this concurrency or below (all)")
     gpu.add_argument("--out", help="write the JSON here (atomic) instead of printing it")

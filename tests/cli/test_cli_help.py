@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 import pytest
 
@@ -26,18 +27,57 @@ def test_every_command_prints_its_help() -> None:
         assert parser.format_help().startswith(f"usage: {name}")
 
 
-def test_every_option_has_a_help_line() -> None:
-    # `aisim record engine` forwards the engine recorder's own arguments (documented in
-    # docs/evidence.md, "Recording"); every other command's options explain themselves.
-    missing = [
-        f"{name} {action.option_strings or action.dest}"
+def _options() -> list[tuple[str, argparse.Action, str]]:
+    """Every option with its help text as printed ('%(default)s' expanded)."""
+    return [
+        (name, action, parser._get_formatter()._expand_help(action) if action.help else "")
         for name, parser in _parsers(build_parser(), "aisim")
-        if name != "aisim record engine"
         for action in parser._actions
         if not isinstance(action, (argparse._SubParsersAction, argparse._HelpAction))
-        and action.help is None
+    ]
+
+
+def test_every_option_has_a_help_line() -> None:
+    # `aisim record engine` included: its options are the engine recorder's own.
+    missing = [
+        f"{name} {action.option_strings or action.dest}"
+        for name, action, _ in _options()
+        if action.help is None
     ]
     assert missing == []
+    names = {name for name, _, _ in _options()}
+    assert "aisim record engine" in names
+
+
+def test_defaults_are_written_one_way() -> None:
+    # '(default: VALUE)' at the end of the help, the value from argparse's '%(default)s' where
+    # the option has one; never '(default VALUE)', a bare '(VALUE)' or 'X (default)'.
+    old_forms = re.compile(r"\(default [^:]|\(default\)|; default |the default\)|\(\d[\d.,]*\)")
+    unstated, written_otherwise = [], []
+    for name, action, text in _options():
+        if action.help == argparse.SUPPRESS:
+            continue
+        where = f"{name} {action.option_strings or action.dest}: {text}"
+        if old_forms.search(text):
+            written_otherwise.append(where)
+        if (
+            action.default not in (None, False, True, "", [], argparse.SUPPRESS)
+            and "(default: " not in text
+        ):
+            unstated.append(where)
+    assert written_otherwise == []
+    assert unstated == []
+
+
+def test_record_engine_help_states_its_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["record", "engine", "--help"])
+    assert exit_info.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    # The recorder's defaults, as qualification.engine._cli sets them.
+    assert "vLLM max_num_seqs (default: 8)" in out
+    assert "served: Poisson arrival rate in requests/s (default: 2.0)" in out
+    assert "speculative decoding: none, draft_model" in out
 
 
 @pytest.mark.parametrize(
