@@ -18,7 +18,13 @@ of the candidate causes the misses follow (docs/evidence.md, "Per kind and shape
   median (the run's speed taken out) by batch size, by past KV per request, by how many steps
   after the last prompt-carrying step it ran (the grid times the second decode step after its
   batch's prefill), and, for SD rounds, by the share of its drafts the round accepted; and the
-  prefill-only steps' measured / the run's speed - price beside the wake cost charged.
+  prefill-only steps' measured / the run's speed - price beside the wake cost charged;
+* per recording and pooled, the prompt-carrying steps (prefill only, mixed) at the local speed
+  (each price x the median measured / price of the decode steps within 15 steps of it): their
+  price error at a token count new to the primitive cache and at one run before, and the
+  prefill-only steps' cost beyond their price without the wake cost, after an idle spell of
+  the engine and right after another step (the wake cost the served steps paid, beside the
+  one charged).
 
 Every figure is a diagnostic read from the committed recordings, none is a price.
 """
@@ -271,15 +277,87 @@ def prefill_excess(rows: Sequence[dict[str, Any]]) -> list[float]:
     ]
 
 
+#: A prompt step that began more than this (ms) after the step before it ended started an
+#: engine that had sat idle (``step_diff.diff_run`` uses the same bound).
+IDLE_MS = 5.0
+
+
+def prompt_steps(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per prompt-carrying step (``prefill`` only or ``mixed``) of a run's ``priced_steps``
+    rows with a local speed (``step_diff.local_speed``: the median measured / price of the
+    decode steps within 15 steps of it, the minute's speed read from the run): its ``kind``,
+    ``woken`` (it began more than ``IDLE_MS`` after the step before it ended), ``created``
+    (its token count paid primitive creation), ``error_pct`` ((price x the local speed -
+    measured) / measured, percent) and ``unwoken_excess_ms`` (measured / the local speed -
+    (price - the wake cost charged), ms at the table's speed: for a prefill-only step, the
+    wake cost it paid, read as what the step cost beyond its price without the wake)."""
+    from qualification.engine.step_diff import local_speed
+
+    out = []
+    for row, speed in zip(rows, local_speed(list(rows)), strict=True):
+        if row["kind"] not in ("prefill", "mixed") or speed is None or not row["price_ms"] > 0:
+            continue
+        if not row["measured_ms"] > 0:
+            continue
+        out.append(
+            {
+                "kind": row["kind"],
+                "woken": bool(row["idle_before_ms"] > IDLE_MS),
+                "created": bool(row.get("created", False)),
+                "error_pct": (row["price_ms"] * speed - row["measured_ms"])
+                / row["measured_ms"]
+                * 100.0,
+                "unwoken_excess_ms": row["measured_ms"] / speed
+                - (row["price_ms"] - float(row.get("wake_ms", 0.0))),
+                "wake_ms": float(row.get("wake_ms", 0.0)),
+            }
+        )
+    return out
+
+
+def _median_of(found: Sequence[dict[str, Any]], key: str, fmt: str, unit: str) -> str:
+    if not found:
+        return "- (0)"
+    value = float(np.median([item[key] for item in found]))
+    return f"{format(value, fmt)}{unit} ({len(found)})"
+
+
+def prompt_step_lines(found: Sequence[dict[str, Any]]) -> list[str]:
+    """Markdown lines of ``prompt_steps`` results (one run's or several pooled)."""
+    lines = []
+    for kind in ("prefill", "mixed"):
+        mine = [item for item in found if item["kind"] == kind]
+        created = [item for item in mine if item["created"]]
+        cached = [item for item in mine if not item["created"]]
+        lines.append(
+            f"- {kind} steps at the local speed, median price error (steps): at a token count "
+            f"new to the cache {_median_of(created, 'error_pct', '+.1f', ' %')}, at a count "
+            f"run before {_median_of(cached, 'error_pct', '+.1f', ' %')}"
+        )
+    prefill = [item for item in found if item["kind"] == "prefill"]
+    woken = [item for item in prefill if item["woken"]]
+    busy = [item for item in prefill if not item["woken"]]
+    charged = [item["wake_ms"] for item in prefill if item["wake_ms"] > 0]
+    lines.append(
+        "- prefill-only steps, measured / the local speed - (price - the wake cost charged), "
+        f"median (steps): after more than {IDLE_MS:g} ms idle "
+        f"{_median_of(woken, 'unwoken_excess_ms', '+.2f', ' ms')}, after less "
+        f"{_median_of(busy, 'unwoken_excess_ms', '+.2f', ' ms')}; the wake cost charged "
+        + (f"{float(np.median(charged)):.2f} ms" if charged else "none")
+    )
+    return lines
+
+
 def _fmt_counts(found: dict[int, float]) -> str:
     return ", ".join(f"B = {count}: {value:+.1f} %" for count, value in found.items()) or "-"
 
 
 def analyse(
     recording: Any, rounds: int
-) -> tuple[list[str], list[tuple[Any, Any]], list[float], list[float]]:
+) -> tuple[list[str], list[tuple[Any, Any]], list[float], list[float], list[dict[str, Any]]]:
     """The per-recording lines, and what the pooled section needs: (rows, steps) per served
-    run, the prefill-only excesses and the wake cost charged per run."""
+    run, the prefill-only excesses, the wake cost charged per run and the prompt steps
+    (``prompt_steps``) of every run."""
     from qualification.engine.step_diff import priced_steps, run_prompts, warmed_model
 
     table = recording.grid
@@ -288,6 +366,7 @@ def analyse(
     runs_rows: list[tuple[Any, Any]] = []
     excess: list[float] = []
     wakes: list[float] = []
+    prompts: list[dict[str, Any]] = []
     depth = 0
     for index, run in enumerate(recording.served):
         depth = int(run.settings["num_speculative_tokens"] or 0)
@@ -297,6 +376,7 @@ def analyse(
         runs_rows.append((rows, run.steps))
         wake = model.served.wake_ms if model.served.wake is not None else 0.0
         excess += prefill_excess(rows)
+        prompts += prompt_steps(rows)
         wakes.append(wake)
     model = warmed_model(table, depth)
     lines.append(
@@ -316,7 +396,8 @@ def analyse(
             "- (run, kind) medians within 5 %, each run priced from the grid passes beside it "
             "in time / the other passes / all: " + ", ".join(parts)
         )
-    return lines + [""], runs_rows, excess, wakes
+    lines += prompt_step_lines(prompts)
+    return lines + [""], runs_rows, excess, wakes, prompts
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -336,13 +417,15 @@ def main(argv: list[str] | None = None) -> int:
     pooled: list[tuple[Any, Any]] = []
     excess: list[float] = []
     wakes: list[float] = []
+    prompts: list[dict[str, Any]] = []
 
     def each(recording: EngineRecording) -> None:
-        lines, runs_rows, found, charged = analyse(recording, args.rounds)
+        lines, runs_rows, found, charged, steps = analyse(recording, args.rounds)
         print("\n".join(lines))
         pooled.extend(runs_rows)
         excess.extend(found)
         wakes.extend(charged)
+        prompts.extend(steps)
 
     status = run_diagnostic(args.recordings, each, need_grid=True)
     if status:
@@ -358,6 +441,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{float(np.median(excess)):+.2f} ms over {len(excess)} steps; the wake cost "
             f"charged {float(np.median(wakes)):.2f} ms (median over the runs)"
         )
+    if prompts:
+        print("\nPrompt steps at the local speed:\n")
+        print("\n".join(prompt_step_lines(prompts)))
     return 0
 
 

@@ -103,8 +103,9 @@ def priced_steps(
 ) -> list[dict[str, Any]]:
     """One row per recorded step: its kind, measured ms, replay's price for the same composition
     (decode part, prefill part, and the price ``model`` gives the pass: their sum, less one
-    step's overhead in a mixed step), ratio = measured / (price x drift), and the idle ms
-    before it. With ``prompts`` (prompt length per request id) each step's prompt chunks and
+    step's overhead in a mixed step), ratio = measured / (price x drift), the idle ms
+    before it, whether its token count paid primitive creation (``created``) and the wake
+    cost it was charged (``wake_ms``, 0 when none). With ``prompts`` (prompt length per request id) each step's prompt chunks and
     what their prompts computed before are reconstructed (``prefill_chunks``) and priced
     (``ServedStepModel.price_step(prefill_chunks=...)``)."""
     from aisim.fpm import ForwardPassMetrics
@@ -135,7 +136,9 @@ def priced_steps(
         )
         measured = float(step["end_ms"]) - float(step["start_ms"])
         served = getattr(pricer, "served", None)
+        charged: dict[str, int] = {}
         if served is not None:
+            charged = dict(served.coverage)
             # As replay prices a pass of this composition, with the drafts the engine
             # actually scheduled (a partially drafted ngram step: fewer than d per request).
             price = float(
@@ -157,6 +160,13 @@ def priced_steps(
                     int(step["prefill_tokens"]),
                 )
             )
+        if served is not None:
+            # What the served-step model charged this step beyond its line prices.
+            charged = {
+                key: count - charged.get(key, 0)
+                for key, count in served.coverage.items()
+                if count != charged.get(key, 0)
+            }
         rows.append(
             {
                 "kind": step_kind(
@@ -179,6 +189,12 @@ def priced_steps(
                 "idle_before_ms": (
                     float("nan") if previous_end is None else float(step["start_ms"]) - previous_end
                 ),
+                # The step's token count paid primitive creation; the wake cost it was
+                # charged (ms; 0 when none).
+                "created": "primitives:created" in charged,
+                "wake_ms": float(served.wake_ms)
+                if served is not None and "wake" in charged
+                else 0.0,
             }
         )
         previous_end = float(step["end_ms"])

@@ -20,6 +20,8 @@ from qualification.engine.step_causes import (
     passes_beside,
     pooled_decode,
     prefill_excess,
+    prompt_step_lines,
+    prompt_steps,
     relative_to_run,
     served_misfit_by_count,
     steps_since_prompt,
@@ -124,6 +126,44 @@ def test_prefill_excess_at_the_run_s_speed() -> None:
     assert prefill_excess(rows[1:]) == []
 
 
+def test_prompt_steps_at_the_local_speed_by_hand() -> None:
+    # Two decode steps at measured / price 1.2 set the local speed of every step near them.
+    # A prefill-only step after 300 ms idle, measured 36 ms, priced 30 with a 5 ms wake cost:
+    # error (30 x 1.2 - 36) / 36 = 0 %, and 36 / 1.2 - (30 - 5) = +5 ms beyond its price
+    # without the wake. One right after another step (1 ms idle) at a new token count,
+    # measured 24, priced 25 with the same wake: +25 %, 24 / 1.2 - 20 = 0 ms. A mixed step at
+    # a new count, measured 48, priced 50: +25 %, 48 / 1.2 - 50 = -10 ms.
+    def prompt(kind: str, measured: float, price: float, **extra: Any) -> dict[str, Any]:
+        return {**_row(kind, measured, price), **extra}
+
+    rows = [
+        _row("decode", 12, 10),
+        prompt("prefill", 36, 30, idle_before_ms=300.0, created=False, wake_ms=5.0),
+        prompt("prefill", 24, 25, idle_before_ms=1.0, created=True, wake_ms=5.0),
+        prompt("mixed", 48, 50, idle_before_ms=0.1, created=True, wake_ms=0.0),
+        _row("decode", 24, 20),
+    ]
+    found = prompt_steps(rows)
+    assert [(item["kind"], item["woken"], item["created"]) for item in found] == [
+        ("prefill", True, False),
+        ("prefill", False, True),
+        ("mixed", False, True),
+    ]
+    assert [item["error_pct"] for item in found] == pytest.approx([0.0, 25.0, 25.0])
+    assert [item["unwoken_excess_ms"] for item in found] == pytest.approx([5.0, 0.0, -10.0])
+    assert prompt_step_lines(found) == [
+        "- prefill steps at the local speed, median price error (steps): at a token count new "
+        "to the cache +25.0 % (1), at a count run before +0.0 % (1)",
+        "- mixed steps at the local speed, median price error (steps): at a token count new "
+        "to the cache +25.0 % (1), at a count run before - (0)",
+        "- prefill-only steps, measured / the local speed - (price - the wake cost charged), "
+        "median (steps): after more than 5 ms idle +5.00 ms (1), after less +0.00 ms (1); the "
+        "wake cost charged 5.00 ms",
+    ]
+    # Without decode steps near it a step has no local speed: left out.
+    assert prompt_steps(rows[1:4]) == []
+
+
 def test_pooled_decode_bins_by_hand() -> None:
     # One run: a prompt step, then SD rounds (d = 3) at B = 1 (measured / price 1.0, 1.2,
     # 0.8) and one at B = 2 (1.1) that emitted 4 tokens: 2 of its 6 drafts accepted.
@@ -209,6 +249,7 @@ def test_cli_on_a_committed_recording(capsys: pytest.CaptureFixture[str]) -> Non
     assert "on the grid's own timed steps B = 1:" in out
     assert "beside" in out and "away" in out
     assert "### Pooled over 1 recording(s)" in out
+    assert "Prompt steps at the local speed:" in out
 
 
 def test_cli_refuses_a_bad_round_count(capsys: pytest.CaptureFixture[str]) -> None:

@@ -96,6 +96,54 @@ def test_priced_steps_hand_derived(tmp_path: Path) -> None:
     assert [row["ratio"] for row in rows] == pytest.approx([0.6, 36.0 / 70.0, 0.55])
     assert rows[1]["idle_before_ms"] == pytest.approx(4.0)
     assert rows[2]["idle_before_ms"] == pytest.approx(0.0)
+    # A table that names no platform gets no primitive-cache or wake model: nothing charged.
+    assert [row["created"] for row in rows] == [False, False, False]
+    assert [row["wake_ms"] for row in rows] == [0.0, 0.0, 0.0]
+
+
+class _ChargingModel:
+    """A served-step model stub: every step costs 10 ms; a prompt step with no decode request
+    is charged a 2.5 ms wake cost, and a token count it has not seen pays creation (each
+    counted in ``coverage`` as ``ServedStepModel`` counts them)."""
+
+    def __init__(self) -> None:
+        self.served = self
+        self.plain_decode_model = None
+        self.coverage: dict[str, int] = {}
+        self.wake_ms = 2.5
+        self.seen: set[int] = set()
+        self.decode = self.prefill = self
+
+    def price(self, count: int, tokens: float, coverage: dict[str, int]) -> float:
+        return 10.0
+
+    def price_step(self, decode: int, kv: int, prefill: int, tokens: int, *rest: Any) -> float:
+        count = decode + tokens
+        if count not in self.seen:
+            self.seen.add(count)
+            self.coverage["primitives:created"] = self.coverage.get("primitives:created", 0) + 1
+        if prefill and not decode:
+            self.coverage["wake"] = self.coverage.get("wake", 0) + 1
+        return 10.0
+
+
+def test_priced_steps_say_what_each_step_was_charged() -> None:
+    steps = pd.DataFrame(
+        {
+            # A prompt of 100 tokens at an idle engine (a new count: created, woken), the same
+            # count again (woken, not created), a decode step at a new count (created only).
+            "start_ms": [0.0, 50.0, 70.0],
+            "end_ms": [10.0, 60.0, 80.0],
+            "num_prefill_requests": [1, 1, 0],
+            "prefill_tokens": [100, 100, 0],
+            "num_decode_requests": [0, 0, 1],
+            "decode_kv_tokens": [0, 0, 100],
+            "draft_tokens": [0, 0, 0],
+        }
+    )
+    rows = priced_steps(steps, _ChargingModel(), 1.0, 0)
+    assert [row["created"] for row in rows] == [True, False, True]
+    assert [row["wake_ms"] for row in rows] == [2.5, 2.5, 0.0]
 
 
 def test_undrafted_steps_are_priced_by_the_plain_decode_steps(tmp_path: Path) -> None:
