@@ -15,6 +15,7 @@ down: one call each, as one layer of one step), the median time at a new M, at t
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
@@ -68,7 +69,14 @@ def probe(
     return statistics.median(new), statistics.median(cached)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(
+        prog="python -m qualification.engine.probe_onednn",
+        description="What a token count new to vLLM's CPU GEMM (oneDNN) cache costs: per "
+        "committed target shape, one GEMM per projection at a new token count against the same "
+        "count cached. Needs vLLM (tox -e engine), not a running engine; takes no arguments.",
+        epilog="example: .tox/engine/bin/python -m qualification.engine.probe_onednn",
+    ).parse_args(argv)
     try:
         import torch
         from vllm import _custom_ops as ops
