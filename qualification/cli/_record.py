@@ -38,8 +38,9 @@ def register(commands: Any) -> None:
         description=(
             "Drive vLLM in process with a model built from config (dummy weights): time a grid "
             "of decode, prefill and SD-round steps, then serve a seeded trace in wall-clock time "
-            "(twice by default) recording every request, token and step, the engine settings "
-            "read back from the engine, the host load, and the engine's Prometheus counters."
+            "(--served-runs times, 3 by default) recording every request, token and step, the "
+            "engine settings read back from the engine, the host load, and the engine's "
+            "Prometheus counters."
         ),
     )
     try:

@@ -78,6 +78,9 @@ def test_record_engine_help_states_its_defaults(capsys: pytest.CaptureFixture[st
     assert "vLLM max_num_seqs (default: 8)" in out
     assert "served: Poisson arrival rate in requests/s (default: 2.0)" in out
     assert "speculative decoding: none, draft_model" in out
+    # The description's count of served runs is the option's default (it said "twice").
+    assert "(--served-runs times, 3 by default)" in out
+    assert "served repeats of the trace, for the engine's own noise (default: 3)" in out
 
 
 @pytest.mark.parametrize(
