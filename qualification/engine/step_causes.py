@@ -34,11 +34,12 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import pandas as pd
 
+from aisim.cli import integer_argument
 from qualification.engine._diagnostic import BAD_INPUT, diagnostic_parser, run_diagnostic
 from qualification.engine._recording import EngineRecording
 
@@ -400,6 +401,11 @@ def analyse(
     return lines + [""], runs_rows, excess, wakes, prompts
 
 
+#: Most bootstrap resamples ``--rounds`` takes: 200 take ~3 s on a committed recording, so
+#: 10,000 take minutes; 10^11 ran on for ever (the count was unbounded).
+MAX_ROUNDS: Final = 10_000
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = diagnostic_parser(
         "step_causes",
@@ -408,11 +414,17 @@ def main(argv: list[str] | None = None) -> int:
         "served steps by shape.",
     )
     parser.add_argument(
-        "--rounds", type=int, default=200, help="bootstrap resamples (default: %(default)s)"
+        "--rounds",
+        type=integer_argument,
+        default=200,
+        help=f"bootstrap resamples, 1..{MAX_ROUNDS} (default: %(default)s)",
     )
     args = parser.parse_args(argv)
-    if args.rounds < 1:
-        print(f"error: --rounds: expected an integer >= 1, got {args.rounds}", file=sys.stderr)
+    if not 1 <= args.rounds <= MAX_ROUNDS:
+        print(
+            f"error: --rounds: expected an integer in 1..{MAX_ROUNDS}, got {args.rounds}",
+            file=sys.stderr,
+        )
         return BAD_INPUT
     pooled: list[tuple[Any, Any]] = []
     excess: list[float] = []
