@@ -92,10 +92,24 @@ def read_samples(path: Path) -> dict[str, float]:
     the sample when a value is NaN or infinite."""
     from prometheus_client.parser import text_string_to_metric_families
 
+    from aisim.files import MAX_TRACE_BYTES, input_file_problem
+
+    problem = input_file_problem(path, MAX_TRACE_BYTES)
+    if problem == "file not found":
+        raise DataIntegrityError(f"{str(path)!r}: metrics file is missing")
+    if problem is not None:  # a folder or a FIFO (read_text raised IsADirectoryError / blocked)
+        raise DataIntegrityError(f"{str(path)!r}: {problem}")
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataIntegrityError(f"{str(path)!r}: metrics file is missing") from None
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DataIntegrityError(f"{str(path)!r}: cannot read: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:  # was a UnicodeDecodeError traceback
+        raise DataIntegrityError(
+            f"{str(path)!r}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+            f"{exc.start}); expected Prometheus text exposition format"
+        ) from None
     samples: dict[str, float] = {}
     try:
         for family in text_string_to_metric_families(text):

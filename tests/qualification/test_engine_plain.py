@@ -975,3 +975,43 @@ def test_import_over_its_own_source_is_refused(tmp_path: Path) -> None:
         )
     assert sorted(str(p.relative_to(plain)) for p in plain.rglob("*")) == before
     assert len(load_recording(import_plain(plain, plain / "rec")).served) == 1
+
+
+@pytest.mark.parametrize("file", ["grid-metrics.prom", "served-1/metrics.prom"])
+def test_a_metrics_file_that_is_not_utf8_text_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], file: str
+) -> None:
+    """A metrics.prom of binary bytes ended engine-import (and qualify engine) in a
+    UnicodeDecodeError traceback, exit 1."""
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    (plain / file).write_bytes(b"vllm:x 1\n\xf4\n")
+    argv = ["qualify", "engine-import", str(plain), "--out", str(tmp_path / "rec")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"aisim: error: {str(plain / file)!r}: not UTF-8 text (byte 0xf4 at offset 9); expected "
+        "Prometheus text exposition format\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]
+
+
+@pytest.mark.parametrize("kind", ["folder", "binary"])
+def test_qualify_engine_names_a_bad_metrics_file_in_a_recording(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """A served run's metrics.prom that is a folder (IsADirectoryError) or binary
+    (UnicodeDecodeError) ended qualify engine in a traceback, exit 1."""
+    recording = import_plain(EXAMPLE, tmp_path / "rec")
+    metrics = recording / "served-1" / "metrics.prom"
+    if kind == "folder":
+        metrics.mkdir()
+        problem = "is a folder, not a file"
+    else:
+        metrics.write_bytes(b"\xff\xfe")
+        problem = (
+            "not UTF-8 text (byte 0xff at offset 0); expected Prometheus text exposition format"
+        )
+    out = tmp_path / "score"
+    assert main(["qualify", "engine", str(recording), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == f"aisim: error: {str(metrics)!r}: {problem}\n"
+    assert not out.exists()
