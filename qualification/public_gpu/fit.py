@@ -13,18 +13,38 @@ are fitted and existing ``hybrid`` and ``dspark`` blocks are kept."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
+from typing import Any, NoReturn
 
-from aisim.files import atomic_write_text, canonical_json
+from aisim.errors import AisimError, DataIntegrityError
+from aisim.files import atomic_write_text, canonical_json, check_output_file, load_config_file
 from qualification.public_gpu import request_overheads
 from qualification.public_gpu._fit import fit, fit_dspark, fit_hybrid, fit_mtp_acceptance
 
+PROG = "python -m qualification.public_gpu.fit"
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line on stderr, exit 2, as ``aisim``'s own."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        sys.exit(2)
+
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("evidence", nargs="?", type=Path, default=Path("evidence/public-gpu"))
+    """Bad input (a missing evidence folder, an unreadable ``fitted_terms.json``, an ``--out``
+    that cannot be written) is one line ``error: ...`` on stderr and exit 2, before any
+    fitting; they used to end in tracebacks, an unwritable ``--out`` after minutes of fitting."""
+    parser = _Parser(prog=PROG, description=__doc__)
+    parser.add_argument(
+        "evidence",
+        nargs="?",
+        type=Path,
+        default=Path("evidence/public-gpu"),
+        help="the public GPU evidence folder (default: %(default)s)",
+    )
     parser.add_argument("--out", type=Path, help="write the artefact to FILE")
     parser.add_argument(
         "--overwrite", action="store_true", help="replace --out if it exists (refused otherwise)"
@@ -36,15 +56,35 @@ def main(argv: list[str] | None = None) -> int:
         "--acceptance", action="store_true", help="fit the MTP acceptance rates only"
     )
     args = parser.parse_args(argv)
-    if args.out is not None and args.out.exists() and not args.overwrite:
-        # Refused before minutes of fitting, not after.
-        print(
-            f"error: {str(args.out)!r} already exists; pass --overwrite to replace it",
-            file=sys.stderr,
-        )
+    try:
+        return _run(args)
+    except AisimError as exc:
+        print(f"error: {' '.join(str(exc).splitlines())}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("error: interrupted; nothing written", file=sys.stderr)
+        return 130
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.out is not None:
+        # Refused before minutes of fitting, not after.
+        check_output_file(args.out, args.overwrite, "--out")
+    if not args.evidence.is_dir():
+        found = "not found" if not args.evidence.exists() else "not a folder"
+        raise DataIntegrityError(
+            f"EVIDENCE {str(args.evidence)!r}: {found}; expected the public GPU evidence folder "
+            "(default evidence/public-gpu, from a checkout's root)"
+        )
     existing = args.evidence / "fitted_terms.json"
-    previous = json.loads(existing.read_text("utf-8")) if existing.is_file() else {}
+    previous: Any = {}
+    if existing.exists():
+        previous = load_config_file(existing, "fitted_terms.json")
+        if not isinstance(previous, dict):
+            raise DataIntegrityError(
+                f"{str(existing)!r}: expected a JSON object (the fitted terms), got "
+                f"{type(previous).__name__}"
+            )
     if args.hybrid:
         artefact = {**previous, "hybrid": fit_hybrid(args.evidence)}
     elif args.acceptance:
