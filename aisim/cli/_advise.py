@@ -158,7 +158,7 @@ def _loads(text: str) -> list[float]:
 def build_question(args: argparse.Namespace) -> Any:
     """The checked question of ``aisim advise``'s flags."""
     from aisim._io import MAX_TRACE_BYTES, input_file_problem, load_config_file
-    from aisim.cli._intervals import parse_slos
+    from aisim.cli._intervals import check_workers, parse_slos
     from aisim.config import build_plan
     from aisim.uncertainty import (
         DEFAULT_SLOS,
@@ -181,10 +181,10 @@ def build_question(args: argparse.Namespace) -> Any:
         ("--max-batched-tokens", args.max_batched_tokens),
         ("--prompt-tokens", args.prompt_tokens),
         ("--output-tokens", args.output_tokens),
-        ("--workers", args.workers),
     ):
         if value < 1:
             raise ConfigError(f"{flag}: expected an integer >= 1, got {value}")
+    check_workers(args.workers)
     if args.requests is not None and args.requests < 1:
         raise ConfigError(f"--requests: expected an integer >= 1, got {args.requests}")
     depths = _integers(args.depths, "--depths", 1, 5)

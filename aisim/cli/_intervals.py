@@ -51,7 +51,7 @@ def add_interval_arguments(
         "--workers",
         type=integer,
         default=1,
-        help="processes for the replicas (default: %(default)s)",
+        help="processes for the replicas, 1..1024 (default: %(default)s)",
     )
     if slo_flag:
         group.add_argument(
@@ -258,6 +258,19 @@ def _repeat_detail(item: Any) -> str:
     return text
 
 
+#: Most processes ``--workers`` starts for the replicas, as ``aisim sweep --workers``: the
+#: replicas' pool starts one per replica up to the count given (``--intervals 10000 --workers
+#: 10000`` would have started ten thousand).
+MAX_WORKERS: Final = 1024
+
+
+def check_workers(workers: int) -> int:
+    """``workers`` if in 1..``MAX_WORKERS``; else a one-line error naming ``--workers``."""
+    if not 1 <= workers <= MAX_WORKERS:
+        raise ConfigError(f"--workers: expected an integer in 1..{MAX_WORKERS}, got {workers}")
+    return workers
+
+
 def prepare_intervals(args: argparse.Namespace, out: Any) -> Any:
     """Check ``aisim replay``'s interval flags before the run; returns the intervals.json path
     to write, or None without ``--intervals``."""
@@ -274,8 +287,7 @@ def prepare_intervals(args: argparse.Namespace, out: Any) -> Any:
         raise ConfigError(
             f"--acceptance-rounds: expected an integer >= 1, got {args.acceptance_rounds}"
         )
-    if args.workers < 1:
-        raise ConfigError(f"--workers: expected an integer >= 1, got {args.workers}")
+    check_workers(args.workers)
     parse_slos(args.slo)
     return check_writable(out / "intervals.json", args.overwrite)
 

@@ -384,7 +384,9 @@ def test_unrecognised_arguments_with_control_characters_stay_on_one_line(
     ("flag", "value", "message"),
     [
         ("--seed", "-1", "--seed: expected an integer in 0..4611686018427387903, got -1"),
-        ("--workers", "0", "--workers: expected an integer >= 1, got 0"),
+        ("--workers", "0", "--workers: expected an integer in 1..1024, got 0"),
+        # Unbounded, the replicas' pool started one process per replica up to the count.
+        ("--workers", "1025", "--workers: expected an integer in 1..1024, got 1025"),
         ("--acceptance-rounds", "0", "--acceptance-rounds: expected an integer >= 1, got 0"),
     ],
 )
@@ -492,4 +494,19 @@ def test_an_slo_given_twice_is_refused(tmp_path: Path, capsys: pytest.CaptureFix
         "aisim: error: --slo 'tpot_ms:p90=60': tpot_ms:p90 is already given (50 ms); give each "
         "metric and statistic once"
     )
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("value", ["0", "1025"])
+def test_advise_bounds_its_worker_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    """`aisim advise --workers 100000` was accepted (the replicas' pool starts one process per
+    replica up to the count given); the bound is aisim sweep's."""
+    out = tmp_path / "out"
+    argv = ["advise", "--model", "Qwen/Qwen3-8B", "--hardware", "h100_sxm", "--rate", "2"]
+    argv += ["--acceptance", "mtp=0.7", "--workers", value, "--out", str(out)]
+    code, _, err = run_cli(argv, capsys)
+    assert code == 2
+    assert err == f"aisim: error: --workers: expected an integer in 1..1024, got {value}\n"
     assert not out.exists()
