@@ -61,6 +61,7 @@ from qualification.engine._recording import (
     _check_requests,
     _check_steps,
     _non_decreasing,
+    check_maxima,
     check_setting_names,
     load_recording,
     served_order,
@@ -247,6 +248,9 @@ def read_csv(path: Path, schema: TableSchema) -> dict[str, list[Any]]:
                 for name, text in zip(header, line, strict=True)
             }
         )
+    # The cells as given, before a left-out column is derived from them (a start_ms summed
+    # from a wall_ms past the limit would be named instead of the wall_ms).
+    check_maxima(where, {name: [row[name] for row in rows] for name in header}, schema)
     order = [column.name for column in schema.columns if column.name not in header]
     for index, row in enumerate(rows):
         for name in order:
@@ -259,7 +263,9 @@ def _frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
 
 
 def _check_table(where: str, schema: TableSchema, columns: dict[str, list[Any]]) -> None:
-    """The value checks a loaded table gets (``read_table``), named by the CSV file."""
+    """The value checks a loaded table gets (``read_table``, ``check_maxima``: a derived
+    column too), named by the CSV file."""
+    check_maxima(where, columns, schema)
     frame = pd.DataFrame(
         {
             column.name: pd.Series(

@@ -27,16 +27,20 @@ from aisim.fpm import (
     load_frontend_cost,
     load_wake_cost,
 )
-from qualification.datasets import read_table
+from qualification.datasets import TableSchema, read_table
 from qualification.engine._prometheus import read_samples
 from qualification.engine._schema import (
     ENGINE_SETTINGS_SCHEMA,
     GRID_DIR,
     GRID_STEPS,
+    MAX_COUNT,
+    MAX_REQUEST_TOKENS,
+    MAX_TIME_MS,
     METRICS_FILE,
     SERVED_PREFIX,
     SERVED_REQUESTS,
     SERVED_STEPS,
+    column_maximum,
 )
 
 PHASES = ("decode", "prefill", "prefill-cached", "sd")
@@ -117,6 +121,7 @@ def load_step_table(path: str | Path) -> StepTable:
         data = given / GRID_DIR / GRID_STEPS.file_name
     frame, sidecar = read_table(data, GRID_STEPS)
     where = repr(str(data))
+    check_maxima(where, frame.to_dict("list"), GRID_STEPS)
     check_setting_names(repr(f"{data}.json"), sidecar)
     for row, phase in enumerate(frame["phase"].tolist()):
         if phase not in PHASES:
@@ -162,6 +167,10 @@ def load_served_run(path: str | Path) -> ServedRun:
                 f"{str(directory)!r}: {SERVED_REQUESTS.file_name} and {SERVED_STEPS.file_name} "
                 f"disagree on {key}: not one served run"
             )
+    check_maxima(
+        repr(str(directory / SERVED_REQUESTS.file_name)), requests.to_dict("list"), SERVED_REQUESTS
+    )
+    check_maxima(repr(str(directory / SERVED_STEPS.file_name)), steps.to_dict("list"), SERVED_STEPS)
     _check_requests(repr(str(directory / SERVED_REQUESTS.file_name)), requests)
     _check_steps(repr(str(directory / SERVED_STEPS.file_name)), steps)
     # metrics.prom is optional with SD off (another driver may not scrape one); with SD on
@@ -219,6 +228,32 @@ def check_not_plain(directory: Path) -> None:
             f"{str(directory)!r}: a plain engine recording (CSV + settings.json), not an imported "
             f"one; convert it first: aisim qualify engine-import {directory} --out RECORDING"
         )
+
+
+def check_maxima(where: str, columns: dict[Any, list[Any]], schema: TableSchema) -> None:
+    """Every numeric cell of ``columns`` at most ``column_maximum``'s bound (replay's limits);
+    DataIntegrityError naming file, row, column (and list entry), the value and the bound."""
+    limits = {
+        MAX_TIME_MS: "ms (2^32 ms, about 49.7 days: replay's time limit)",
+        MAX_REQUEST_TOKENS: "tokens (2^24: replay's limit per request)",
+        MAX_COUNT: "(2^40: replay's count limit)",
+    }
+    for column in schema.columns:
+        maximum = column_maximum(schema, column)
+        if maximum is None or column.name not in columns:
+            continue
+        shown = f"{maximum:.0f}" if isinstance(maximum, float) else str(maximum)
+        for row, cell in enumerate(columns[column.name]):
+            entries = list(cell) if column.kind == "list[float]" and cell is not None else [cell]
+            for index, value in enumerate(entries):
+                if value is None or not value > maximum:  # None, NaN: other checks name them
+                    continue
+                field = f"{column.name}[{index}]" if column.kind == "list[float]" else column.name
+                plain = value.item() if hasattr(value, "item") else value
+                raise DataIntegrityError(
+                    f"{where}: row {row}: {field}: {plain!r}; expected at most {shown} "
+                    f"{limits[maximum]}"
+                )
 
 
 def _check_requests(where: str, frame: pd.DataFrame) -> None:

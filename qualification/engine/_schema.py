@@ -139,6 +139,27 @@ AT_LEAST_ONE: Final = {
 }
 
 
+#: Largest time (ms) and count a recording's tables may hold: replay's limits (docs/replay.md
+#: "Limits": times 2^32 ms, about 49.7 days; tokens per request 2^24; counts 2^40), so a
+#: recording that imports also builds its replay and its errors stay finite (a wall_ms of 1e308
+#: imported and scored every error as inf %).
+MAX_TIME_MS: Final = float(1 << 32)
+MAX_REQUEST_TOKENS: Final = 1 << 24
+MAX_COUNT: Final = 1 << 40
+
+
+def column_maximum(schema: TableSchema, column: Column) -> float | int | None:
+    """The largest value of ``column``'s cells (each entry of a list), None for text; every
+    float column of an engine recording is a time in ms."""
+    if column.kind in ("float", "list[float]"):
+        return MAX_TIME_MS
+    if (schema.name, column.name) in AT_LEAST_ONE:
+        return MAX_REQUEST_TOKENS
+    if column.kind == "int":
+        return MAX_COUNT
+    return None
+
+
 def _row_schema(schema: TableSchema, defaults: dict[str, str]) -> dict[str, object]:
     """One table row as a JSON Schema object: a property per column (type, unit, meaning, and
     the plain layout's default where a CSV may leave the column out)."""
@@ -150,6 +171,11 @@ def _row_schema(schema: TableSchema, defaults: dict[str, str]) -> dict[str, obje
             bound = (1, False)
         if bound is not None:
             entry["exclusiveMinimum" if bound[1] else "minimum"] = bound[0]
+        maximum = column_maximum(schema, column)
+        if maximum is not None and column.kind == "list[float]":
+            entry["items"] = {"type": "number", "maximum": maximum}
+        elif maximum is not None:
+            entry["maximum"] = maximum
         if column.optional:
             entry = {"anyOf": [entry, {"type": "null"}]}
         entry["description"] = column.meaning

@@ -932,10 +932,15 @@ def test_the_published_row_schemas_state_the_ranges_import_enforces() -> None:
     assert grid["properties"]["batch_size"]["minimum"] == 1
     assert requests["properties"]["prompt_tokens"]["minimum"] == 1
     assert requests["properties"]["output_tokens"]["minimum"] == 1
+    # The maxima are replay's limits (2^32 ms, 2^24 tokens per request, counts 2^40).
+    assert grid["properties"]["wall_ms"]["maximum"] == 4294967296.0
+    assert requests["properties"]["token_times_ms"]["items"]["maximum"] == 4294967296.0
+    assert requests["properties"]["prompt_tokens"]["maximum"] == 16777216
+    assert grid["properties"]["batch_size"]["maximum"] == 1099511627776
     row = {"phase": "decode", "batch_size": 1, "context_tokens": 64, "total_kv_tokens": 64}
     row |= {"scheduled_tokens": 1, "wall_ms": 4.0}
     jsonschema.validate(row, grid)
-    for column, bad in (("wall_ms", -3.0), ("wall_ms", 0.0), ("batch_size", 0)):
+    for column, bad in (("wall_ms", -3.0), ("wall_ms", 0.0), ("batch_size", 0), ("wall_ms", 1e308)):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate({**row, column: bad}, grid)
 
@@ -1014,4 +1019,83 @@ def test_qualify_engine_names_a_bad_metrics_file_in_a_recording(
     out = tmp_path / "score"
     assert main(["qualify", "engine", str(recording), "--out", str(out)]) == 2
     assert capsys.readouterr().err == f"aisim: error: {str(metrics)!r}: {problem}\n"
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("file", "line", "old", "new", "message"),
+    [
+        # wall_ms 1e308 imported, and qualify engine scored every error as inf % (TPOT's as a
+        # 300-digit number) with a numpy RuntimeWarning.
+        (
+            "grid.csv",
+            1,
+            "decode,1,64,64,1,4.0",
+            "decode,1,64,64,1,1e308",
+            "row 0: wall_ms: 1e+308; expected at most 4294967296 ms (2^32 ms, about 49.7 days: "
+            "replay's time limit)",
+        ),
+        # Imported, then qualify engine refused it in the replay config's words
+        # ('traffic.source.requests[0].input_length: ...'), naming no file.
+        (
+            "served-1/requests.csv",
+            1,
+            "r0,40,",
+            "r0,4000000000000,",
+            "row 0: prompt_tokens: 4000000000000; expected at most 16777216 tokens (2^24: "
+            "replay's limit per request)",
+        ),
+        (
+            "served-1/requests.csv",
+            3,
+            "49.0;53.0",
+            "49.0;5e12",
+            "row 2: token_times_ms[3]: 5000000000000.0; expected at most 4294967296 ms (2^32 ms, "
+            "about 49.7 days: replay's time limit)",
+        ),
+        (
+            "served-1/steps.csv",
+            1,
+            "0.0,10.0,1,40,",
+            "0.0,10.0,1,4000000000000,",
+            "row 0: prefill_tokens: 4000000000000; expected at most 1099511627776 (2^40: "
+            "replay's count limit)",
+        ),
+    ],
+)
+def test_a_value_past_replay_s_limits_is_refused_at_import(
+    tmp_path: Path, file: str, line: int, old: str, new: str, message: str
+) -> None:
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    lines = (plain / file).read_text(encoding="utf-8").splitlines()
+    assert old in lines[line]
+    lines[line] = lines[line].replace(old, new)
+    (plain / file).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DataIntegrityError) as caught:
+        import_plain(plain, tmp_path / "rec")
+    assert str(caught.value) == f"{str(plain / file)!r}: {message}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]
+
+
+def test_qualify_engine_names_a_recording_s_value_past_the_limits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A recording's parquet edited past the limits (sidecar hash updated) is named by file,
+    row and column, not in the replay config's words."""
+    from qualification.datasets import read_table, write_table
+    from qualification.engine._schema import SERVED_REQUESTS
+
+    recording = import_plain(EXAMPLE, tmp_path / "rec")
+    data = recording / "served-1" / "requests.parquet"
+    frame, sidecar = read_table(data, SERVED_REQUESTS)
+    columns = {name: frame[name].tolist() for name in SERVED_REQUESTS.column_names}
+    columns["output_tokens"][1] = 1 << 25
+    write_table(data.parent, SERVED_REQUESTS, columns, sidecar, overwrite=True)
+    out = tmp_path / "score"
+    assert main(["qualify", "engine", str(recording), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"aisim: error: {str(data)!r}: row 1: output_tokens: 33554432; expected at most 16777216 "
+        "tokens (2^24: replay's limit per request)\n"
+    )
     assert not out.exists()
