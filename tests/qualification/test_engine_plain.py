@@ -1099,3 +1099,27 @@ def test_qualify_engine_names_a_recording_s_value_past_the_limits(
         "tokens (2^24: replay's limit per request)\n"
     )
     assert not out.exists()
+
+
+def test_qualify_engine_names_a_step_table_that_is_a_file_or_holds_no_grid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A --step-table that is a file (not .parquet) or a folder without grid/ was read as
+    'PATH/grid/grid_steps.parquet' and refused for that path's missing sidecar."""
+    recording = import_plain(EXAMPLE, tmp_path / "rec")
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x\n")
+    sidecar = recording / "grid" / "grid_steps.parquet.json"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    expected = "expected an engine recording, its grid/ folder or its grid_steps.parquet"
+    out = tmp_path / "o"
+    for table, problem in (
+        (a_file, "not a folder or a .parquet file"),
+        (sidecar, "not a folder or a .parquet file"),
+        (empty, "no grid/ folder and no grid_steps.parquet"),
+    ):
+        argv = ["qualify", "engine", str(recording), "--step-table", str(table), "--out", str(out)]
+        assert main(argv) == 2
+        assert capsys.readouterr().err == f"aisim: error: {str(table)!r}: {problem}; {expected}\n"
+    assert not out.exists()
