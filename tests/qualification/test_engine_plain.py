@@ -1123,3 +1123,20 @@ def test_qualify_engine_names_a_step_table_that_is_a_file_or_holds_no_grid(
         assert main(argv) == 2
         assert capsys.readouterr().err == f"aisim: error: {str(table)!r}: {problem}; {expected}\n"
     assert not out.exists()
+
+
+def test_a_plain_file_over_256_mib_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    """The import holds a CSV's cells as Python objects (a 50 MiB requests.csv peaked at
+    1.4 GB resident): at the 1 GiB trace limit a CSV would need some 28 GB. A sparse file
+    refused by its size alone, never read."""
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    requests = plain / "served-1" / "requests.csv"
+    with requests.open("r+b") as handle:
+        handle.truncate(256 * 2**20 + 1)
+    with pytest.raises(DataIntegrityError) as caught:
+        import_plain(plain, tmp_path / "rec")
+    assert str(caught.value) == (
+        f"{str(requests)!r}: is 268435457 bytes, over the limit of 268435456 (256 MiB)"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]
