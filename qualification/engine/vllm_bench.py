@@ -31,13 +31,21 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
+import io
 import math
+import sys
+import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from aisim.errors import AisimError, ConfigError, DataIntegrityError
-from aisim.files import MAX_TRACE_BYTES, atomic_write_text, input_file_problem
+from aisim.errors import AisimError, DataIntegrityError
+from aisim.files import (
+    MAX_TRACE_BYTES,
+    atomic_write_text,
+    check_output_file,
+    input_file_problem,
+    parse_json_text,
+)
 
 _LISTS = ("start_times", "ttfts", "itls", "input_lens", "output_lens", "errors")
 
@@ -155,36 +163,60 @@ def convert(source: str | Path, out: str | Path, *, overwrite: bool = False) -> 
     name: gzip-compressed); returns counts (requests, coalesced)."""
     path = Path(source)
     where = repr(str(path))
+    # Before the result is read: an existing requests.csv (without --overwrite), a folder in
+    # its place or an --out under a file.
+    target = check_output_file(Path(out) / "requests.csv", overwrite, "--out")
     problem = input_file_problem(path, MAX_TRACE_BYTES)  # a FIFO would block the read
     if problem is not None and problem != "file not found":
         raise DataIntegrityError(f"{where}: {problem}")
     try:
         raw = path.read_bytes()
-        result = json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+        if path.suffix == ".gz":
+            # At most the trace limit decompressed: gzip.decompress of a small bomb filled
+            # memory.
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as unzipped:
+                raw = unzipped.read(MAX_TRACE_BYTES + 1)
+            if len(raw) > MAX_TRACE_BYTES:
+                raise DataIntegrityError(
+                    f"{where}: decompresses to more than {MAX_TRACE_BYTES} bytes, the limit"
+                )
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise DataIntegrityError(f"{where}: missing") from None
-    except (OSError, EOFError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
         raise DataIntegrityError(f"{where}: not a readable JSON file ({exc})") from None
+    # parse_json_text refuses a key given twice (json.loads kept the last silently) and
+    # bounds the nesting.
+    result = parse_json_text(text, where)
     if not isinstance(result, dict):
         raise DataIntegrityError(f"{where}: expected a JSON object")
     rows, coalesced = bench_requests(result, where)
-    target = Path(out) / "requests.csv"
-    if target.exists() and not overwrite:
-        raise ConfigError(f"{str(target)!r} already exists; pass --overwrite to replace it")
     atomic_write_text(target, requests_csv(rows), overwrite=overwrite)
     return {"requests": len(rows), "coalesced": coalesced, "file": str(target)}
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line on stderr, exit 2, as ``aisim``'s own."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        sys.exit(2)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    """Bad input is one line ``error: ...`` on stderr (it was printed on stdout), exit 2."""
+    parser = _Parser(
+        prog="python -m qualification.engine.vllm_bench",
+        description=__doc__.split("\n", 1)[0],
+    )
     parser.add_argument("result", help="a vllm bench serve --save-detailed result JSON")
     parser.add_argument("--out", required=True, help="the plain layout's served-N folder")
-    parser.add_argument("--overwrite", action="store_true")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing requests.csv")
     args = parser.parse_args(argv)
     try:
         counts = convert(args.result, args.out, overwrite=args.overwrite)
     except AisimError as exc:
-        print(f"error: {exc}")
+        print(f"error: {' '.join(str(exc).splitlines())}", file=sys.stderr)
         return 2
     print(
         f"wrote {counts['file']}: {counts['requests']} requests, {counts['coalesced']} with "

@@ -150,3 +150,72 @@ def test_a_named_pipe_is_refused_without_blocking(tmp_path: Path) -> None:
         f"{str(source)!r}: is not a regular file (a FIFO, socket or device)"
     )
     assert not (tmp_path / "served-1").exists()
+
+
+def test_an_error_is_one_line_on_stderr_not_stdout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It was printed on stdout: a script reading the tool's output took it for its answer.
+    missing = tmp_path / "nope.json"
+    assert main([str(missing), "--out", str(tmp_path / "served-1")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"error: {str(missing)!r}: missing\n"
+
+
+def test_a_key_given_twice_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # json.loads kept the second 'ttfts' silently.
+    source = tmp_path / "r.json"
+    text = json.dumps(_result())
+    source.write_text(text[:-1] + ', "ttfts": [1, 1, 1]}', encoding="utf-8")
+    assert main([str(source), "--out", str(tmp_path / "served-1")]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {str(source)!r}: not valid JSON: duplicate key 'ttfts' in one object\n"
+    )
+    assert not (tmp_path / "served-1").exists()
+
+
+def test_a_gzip_result_is_read_and_a_bomb_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gzip
+
+    from qualification.engine import vllm_bench
+
+    source = tmp_path / "r.json.gz"
+    source.write_bytes(gzip.compress(json.dumps(_result()).encode()))
+    assert main([str(source), "--out", str(tmp_path / "served-1")]) == 0
+    assert "3 requests" in capsys.readouterr().out
+    # gzip.decompress expanded any file whole: the read stops at the limit (lowered here to
+    # 1000 bytes; a 1 MB file of spaces decompresses to 1.1 GB).
+    monkeypatch.setattr(vllm_bench, "MAX_TRACE_BYTES", 1000)
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(b" " * 5000))
+    assert main([str(bomb), "--out", str(tmp_path / "served-2")]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {str(bomb)!r}: decompresses to more than 1000 bytes, the limit\n"
+    )
+    assert not (tmp_path / "served-2").exists()
+
+
+def test_an_out_under_a_file_is_refused_before_reading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "served-1"
+    blocker.write_text("x\n")
+    # The result does not exist: this message shows --out was checked first.
+    assert main([str(tmp_path / "nope.json"), "--out", str(blocker)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: --out {str(blocker / 'requests.csv')!r}: {str(blocker)!r} is a file, not a "
+        "folder\n"
+    )
+
+
+def test_a_usage_error_is_one_line_naming_the_module(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (
+        "python -m qualification.engine.vllm_bench: error: the following arguments are "
+        "required: result, --out (see python -m qualification.engine.vllm_bench --help)\n"
+    )
