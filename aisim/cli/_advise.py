@@ -260,6 +260,12 @@ def build_question(args: argparse.Namespace) -> Any:
     nominal = float(args.rate) if kind == "rate" else 0.0
     if kind == "trace":
         nominal = _trace_rate(plan)
+        if not nominal > 0:  # advised 'at 0 req/s', every load the same replay
+            raise ConfigError(
+                f"--trace {args.trace!r}: the requests replayed all arrive at one time, so the "
+                "trace has no rate for --loads to scale; give a trace whose arrivals span some "
+                "time, or --rate / --concurrency"
+            )
     if kind == "concurrency":
         nominal = float(args.concurrency)
     return Question(

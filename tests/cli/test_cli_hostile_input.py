@@ -510,3 +510,24 @@ def test_advise_bounds_its_worker_count(
     assert code == 2
     assert err == f"aisim: error: --workers: expected an integer in 1..1024, got {value}\n"
     assert not out.exists()
+
+
+@pytest.mark.parametrize("rows", ["0,8,2\n", "0,8,2\n0,8,2\n"], ids=["one-request", "a-burst"])
+def test_advise_refuses_a_trace_whose_arrivals_span_no_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], rows: str
+) -> None:
+    """Its rate is 0: the advice was 'Recommendation at 0 req/s ... helps at every load searched
+    (up to 0 req/s)', each load the same replay (the loads scale the arrival times)."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n" + rows, encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["advise", "--model", "Qwen/Qwen3-8B", "--hardware", "h100_sxm", "--trace", str(trace)]
+    argv += ["--acceptance", "mtp=0.7", "--out", str(out)]
+    code, _, err = run_cli(argv, capsys)
+    assert code == 2
+    assert err == (
+        f"aisim: error: --trace {str(trace)!r}: the requests replayed all arrive at one time, so "
+        "the trace has no rate for --loads to scale; give a trace whose arrivals span some time, "
+        "or --rate / --concurrency\n"
+    )
+    assert not out.exists()
