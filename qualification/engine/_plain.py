@@ -362,11 +362,23 @@ def read_settings(path: Path) -> dict[str, Any]:
             f"{where}: {unknown[0]}: unknown field; allowed: identity, engine_settings, host, "
             "grid, driver"
         )
-    if "driver" in loaded and not isinstance(loaded["driver"], dict):
-        raise DataIntegrityError(f"{where}: driver: expected an object")
+    for part in ("host", "grid", "driver"):
+        # As the published schema says: a host of 5 imported and qualify engine ended in an
+        # AttributeError traceback.
+        if part in loaded and not isinstance(loaded[part], dict):
+            raise DataIntegrityError(
+                f"{where}: {part}: expected an object, got {type(loaded[part]).__name__}"
+            )
     identity = loaded.get("identity")
     if not isinstance(identity, dict):
         raise DataIntegrityError(f"{where}: identity: expected an object")
+    for key, value in identity.items():
+        # The identity is printed in engine.md's first lines: a line break split them.
+        if isinstance(value, str) and any(ord(c) < 32 or c in "\x7f\u2028\u2029" for c in value):
+            raise DataIntegrityError(
+                f"{where}: identity.{key}: {value!r} holds a control character; expected one "
+                "line of text"
+            )
     for key in ("engine", "engine_version"):
         if not isinstance(identity.get(key), str) or not identity[key]:
             raise DataIntegrityError(f"{where}: identity.{key}: expected a non-empty string")

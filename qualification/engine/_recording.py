@@ -130,6 +130,7 @@ def load_step_table(path: str | Path) -> StepTable:
     frame, sidecar = read_table(data, GRID_STEPS)
     where = repr(str(data))
     check_maxima(where, frame.to_dict("list"), GRID_STEPS)
+    check_sidecar_parts(repr(f"{data}.json"), sidecar)
     check_setting_names(repr(f"{data}.json"), sidecar)
     for row, phase in enumerate(frame["phase"].tolist()):
         if phase not in PHASES:
@@ -144,6 +145,19 @@ def load_step_table(path: str | Path) -> StepTable:
         load_wake_cost(data.parent / WAKE_FILE),
         load_admit_cost(data.parent / ADMIT_FILE),
     )
+
+
+def check_sidecar_parts(where: str, document: dict[str, Any]) -> None:
+    """The descriptive parts of a recording's sidecar that the score reads (``identity``,
+    ``engine_settings``, ``host``, ``grid``, ``driver``) are objects where present, as the
+    published schema says (a hand-edited ``"host": 5`` ended qualify engine in an
+    AttributeError traceback); DataIntegrityError naming the part."""
+    for part in ("identity", "engine_settings", "host", "grid", "driver"):
+        value = document.get(part)
+        if value is not None and not isinstance(value, dict):
+            raise DataIntegrityError(
+                f"{where}: {part}: expected an object, got {type(value).__name__}"
+            )
 
 
 def check_setting_names(where: str, document: dict[str, Any]) -> None:
@@ -168,6 +182,8 @@ def load_served_run(path: str | Path) -> ServedRun:
         directory = directory.parent
     requests, request_side = read_table(directory / SERVED_REQUESTS.file_name, SERVED_REQUESTS)
     steps, step_side = read_table(directory / SERVED_STEPS.file_name, SERVED_STEPS)
+    check_sidecar_parts(repr(f"{directory / SERVED_REQUESTS.file_name}.json"), request_side)
+    check_sidecar_parts(repr(f"{directory / SERVED_STEPS.file_name}.json"), step_side)
     check_setting_names(repr(f"{directory / SERVED_REQUESTS.file_name}.json"), request_side)
     for key in ("identity", "engine_settings", "command"):
         if request_side.get(key) != step_side.get(key):

@@ -1140,3 +1140,54 @@ def test_a_plain_file_over_256_mib_is_refused_before_it_is_read(tmp_path: Path) 
         f"{str(requests)!r}: is 268435457 bytes, over the limit of 268435456 (256 MiB)"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]
+
+
+@pytest.mark.parametrize(("part", "value", "shown"), [("host", 5, "int"), ("grid", [1, 2], "list")])
+def test_a_settings_part_that_is_not_an_object_is_refused_at_import(
+    tmp_path: Path, part: str, value: Any, shown: str
+) -> None:
+    """The published schema says host and grid are objects; "host": 5 imported and qualify
+    engine ended in an AttributeError traceback."""
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    settings = json.loads((plain / "settings.json").read_text(encoding="utf-8"))
+    settings[part] = value
+    (plain / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+    with pytest.raises(DataIntegrityError) as caught:
+        import_plain(plain, tmp_path / "rec")
+    assert str(caught.value) == (
+        f"{str(plain / 'settings.json')!r}: {part}: expected an object, got {shown}"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]
+
+
+def test_qualify_engine_names_a_sidecar_part_that_is_not_an_object(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recording = import_plain(EXAMPLE, tmp_path / "rec")
+    sidecar = recording / "served-1" / "requests.parquet.json"
+    document = json.loads(sidecar.read_text(encoding="utf-8"))
+    document["host"] = 5
+    sidecar.write_text(json.dumps(document), encoding="utf-8")
+    out = tmp_path / "score"
+    assert main(["qualify", "engine", str(recording), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"aisim: error: {str(sidecar)!r}: host: expected an object, got int\n"
+    )
+    assert not out.exists()
+
+
+def test_an_identity_with_a_line_break_is_refused(tmp_path: Path) -> None:
+    """engine.md prints the identity in its first lines: a line break in engine_version split
+    them (and could start a table row of its own)."""
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    settings = json.loads((plain / "settings.json").read_text(encoding="utf-8"))
+    settings["identity"]["engine_version"] = "0.32\n| evil |"
+    (plain / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+    with pytest.raises(DataIntegrityError) as caught:
+        import_plain(plain, tmp_path / "rec")
+    assert str(caught.value) == (
+        f"{str(plain / 'settings.json')!r}: identity.engine_version: '0.32\\n| evil |' holds a "
+        "control character; expected one line of text"
+    )
