@@ -23,6 +23,14 @@ ENGINE_FILES = ("engine.json", "engine.md", "scatter_e2e.png")
 OVERWRITE_HELP = "replace existing outputs (refused otherwise)"
 
 
+def _path(text: str) -> Path:
+    """``type=`` for path arguments: ``Path('')`` is ``.``, so ``--out ''`` wrote a score into
+    the current folder (and ``qualify engine ''`` read it as a recording)."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a path, got an empty string")
+    return Path(text)
+
+
 def register(commands: Any) -> None:
     """Add ``qualify`` with its ``mape``, ``calibrate`` and ``report`` subcommands."""
     qualify = commands.add_parser(
@@ -67,7 +75,7 @@ def register(commands: Any) -> None:
     mape.add_argument(
         "--tost-margin", type=number, default=0.10, help="TOST margin (default: %(default)s)"
     )
-    mape.add_argument("--out", metavar="DIR", type=Path, help="write mape.json, mape.md, plots")
+    mape.add_argument("--out", metavar="DIR", type=_path, help="write mape.json, mape.md, plots")
     mape.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     mape.set_defaults(handler=mape_command)
 
@@ -92,7 +100,7 @@ def register(commands: Any) -> None:
     calibrate.add_argument(
         "--version", type=integer, default=1, help="artefact version (default: %(default)s)"
     )
-    calibrate.add_argument("--out", metavar="FILE", type=Path, help="write the artefact here")
+    calibrate.add_argument("--out", metavar="FILE", type=_path, help="write the artefact here")
     calibrate.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     calibrate.set_defaults(handler=calibrate_command)
 
@@ -107,14 +115,15 @@ def register(commands: Any) -> None:
             "repeat noise. Evidence type: engine-measurement."
         ),
     )
-    engine.add_argument("dataset", metavar="DATASET", help="engine recording directory")
+    engine.add_argument("dataset", metavar="DATASET", type=_path, help="engine recording directory")
     engine.add_argument(
         "--step-table",
         metavar="DIR",
+        type=_path,
         help="the step table to price passes with (a recording or its grid/) (default: DATASET)",
     )
     engine.add_argument(
-        "--out", metavar="DIR", type=Path, help="write engine.json, engine.md, plots"
+        "--out", metavar="DIR", type=_path, help="write engine.json, engine.md, plots"
     )
     engine.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     engine.set_defaults(handler=engine_command)
@@ -128,9 +137,9 @@ def register(commands: Any) -> None:
             "to --out that `aisim qualify engine` scores. Nothing is written on an error."
         ),
     )
-    engine_import.add_argument("plain", metavar="PLAIN", type=Path, help="plain recording folder")
+    engine_import.add_argument("plain", metavar="PLAIN", type=_path, help="plain recording folder")
     engine_import.add_argument(
-        "--out", required=True, metavar="DIR", type=Path, help="recording to write"
+        "--out", required=True, metavar="DIR", type=_path, help="recording to write"
     )
     engine_import.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     engine_import.set_defaults(handler=engine_import_command)
@@ -146,18 +155,18 @@ def register(commands: Any) -> None:
         ),
     )
     report.add_argument(
-        "--out", metavar="DIR", type=Path, required=True, help="write report.html and report.json"
+        "--out", metavar="DIR", type=_path, required=True, help="write report.html and report.json"
     )
     report.add_argument(
         "--plan",
         metavar="FILE",
-        type=Path,
+        type=_path,
         help="acceptance criteria (default: the release plan, qualification/plan.yaml)",
     )
     report.add_argument(
         "--evidence",
         metavar="DIR",
-        type=Path,
+        type=_path,
         help=(
             "recorded datasets (default: ./evidence, else the evidence/ of the checkout aisim "
             "runs from)"
@@ -227,7 +236,7 @@ def register(commands: Any) -> None:
     public_gpu.add_argument(
         "--evidence",
         metavar="DIR",
-        type=Path,
+        type=_path,
         default=Path("evidence/public-gpu"),
         help="the public measurements (default: evidence/public-gpu)",
     )
@@ -238,7 +247,7 @@ def register(commands: Any) -> None:
         default=[],
         help="keep points whose id contains every TEXT given (repeatable), e.g. h200/sglang",
     )
-    public_gpu.add_argument("--out", metavar="DIR", type=Path, help="write the report here")
+    public_gpu.add_argument("--out", metavar="DIR", type=_path, help="write the report here")
     public_gpu.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     public_gpu.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     public_gpu.set_defaults(handler=public_gpu_command)
@@ -311,7 +320,7 @@ def engine_command(args: argparse.Namespace) -> int:
     table = load_step_table(args.step_table) if args.step_table else recording.grid
     if table is None:
         raise ConfigError(
-            f"qualify.engine.step_table: {args.dataset!r} has no grid/ step table; give "
+            f"qualify.engine.step_table: {str(args.dataset)!r} has no grid/ step table; give "
             "--step-table with a separate recording of the same engine"
         )
     report, per_request = score_recording(recording, table)

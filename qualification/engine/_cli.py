@@ -19,9 +19,16 @@ from aisim.files import atomic_write_text, canonical_json
 from qualification.engine._schema import GRID_DIR, SERVED_PREFIX
 
 
+def _path(text: str) -> Path:
+    """``type=`` for ``--out``: ``Path('')`` is ``.`` (the current folder)."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a path, got an empty string")
+    return Path(text)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
-    add("--out", required=True, type=Path, help="recording directory to write")
+    add("--out", required=True, type=_path, help="recording directory to write")
     add(
         "--shape",
         default="llama-8x512",

@@ -1191,3 +1191,34 @@ def test_an_identity_with_a_line_break_is_refused(tmp_path: Path) -> None:
         f"{str(plain / 'settings.json')!r}: identity.engine_version: '0.32\\n| evil |' holds a "
         "control character; expected one line of text"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "command", "argument"),
+    [
+        (["qualify", "engine", "REC", "--out", ""], "qualify engine", "--out"),
+        (["qualify", "engine", ""], "qualify engine", "DATASET"),
+        (["qualify", "engine-import", "PLAIN", "--out", ""], "qualify engine-import", "--out"),
+        (["qualify", "report", "--out", ""], "qualify report", "--out"),
+        (["qualify", "mape", "DATA", "--out", ""], "qualify mape", "--out"),
+    ],
+)
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    command: str,
+    argument: str,
+) -> None:
+    """Path('') is '.': 'qualify engine REC --out ""' wrote engine.json and the plots into the
+    current folder; 'qualify engine ""' read the current folder as a recording."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (
+        f"aisim {command}: error: argument {argument}: expected a path, got an empty string "
+        f"(see aisim {command} --help)\n"
+    )
+    assert list(tmp_path.iterdir()) == []
