@@ -470,6 +470,14 @@ def import_plain(source: str | Path, out: str | Path, *, overwrite: bool = False
             f"{str(target)!r}: is the plain recording {str(src)!r} or a folder above it; the "
             "import would write over its own input: give another --out"
         )
+    here = Path.cwd().resolve()
+    if target_at == here or target_at in here.parents:
+        # '--out . --overwrite' ended in a ValueError traceback ('.' has no name to put the
+        # staging folder beside), '--out ..' in an OSError after moving the parent's files.
+        raise ConfigError(
+            f"{str(target)!r}: is the current folder or a folder above it; the import replaces "
+            "its --out folder: give another --out"
+        )
     if target.exists() and not overwrite:
         raise ConfigError(f"{str(target)!r} already exists; pass --overwrite to replace it")
     settings = read_settings(src / SETTINGS_FILE)
@@ -544,7 +552,7 @@ def import_plain(source: str | Path, out: str | Path, *, overwrite: bool = False
             "files": {path.relative_to(src).as_posix(): _sha256(path) for path in files},
         },
     }
-    staging = target.with_name(f".{target.name}.import-{os.getpid()}")
+    staging = target_at.with_name(f".{target_at.name}.import-{os.getpid()}")
     if staging.exists():
         shutil.rmtree(staging)
     try:

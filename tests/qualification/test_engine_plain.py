@@ -1222,3 +1222,34 @@ def test_an_empty_path_is_refused_not_read_as_the_current_folder(
         f"(see aisim {command} --help)\n"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("out", [".", ".."])
+def test_import_over_the_current_folder_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, out: str
+) -> None:
+    """'--out . --overwrite' ended in a ValueError traceback ('.' has an empty name); '--out ..'
+    in an OSError after moving the parent's files into the staging folder (and back)."""
+    here = tmp_path / "work"
+    here.mkdir()
+    (here / "notes.txt").write_text("mine\n")
+    monkeypatch.chdir(here)
+    with pytest.raises(ConfigError) as caught:
+        import_plain(EXAMPLE, out, overwrite=True)
+    assert str(caught.value) == (
+        f"{out!r}: is the current folder or a folder above it; the import replaces its --out "
+        "folder: give another --out"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]
+    assert sorted(p.name for p in here.iterdir()) == ["notes.txt"]
+
+
+def test_import_to_a_relative_folder_beside_the_current_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = tmp_path / "work"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert import_plain(EXAMPLE, "../rec") == Path("../rec")
+    assert sorted(p.name for p in (tmp_path / "rec").iterdir()) == ["grid", "served-1"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rec", "work"]
