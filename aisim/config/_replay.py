@@ -351,6 +351,7 @@ def _scheduler(block: VllmScheduler | SglangScheduler | None, backend: str) -> S
         block.new_token_ratio_decay,
         block.scheduler_recv_interval,
         host_ms_per_request=block.host_us_per_request / 1000.0,
+        host_overlapped=block.host_overlapped,
     )
 
 

@@ -107,6 +107,9 @@ class SglangScheduler(EdgeModel):
     # Host work per request of a pass on the critical path (SGLang without the overlap
     # scheduler, e.g. EAGLE / MTP without SGLANG_ENABLE_SPEC_V2); 0: hidden behind the GPU.
     host_us_per_request: Annotated[float, Number(0.0, 1.0e6)] = 0.0
+    # With the overlap scheduler (event_loop_overlap) that host work runs beside the GPU's
+    # pass: a pass lasts the longer of the two instead of their sum.
+    host_overlapped: bool = False
 
     @model_validator(mode="after")
     def _floor_below_start(self) -> SglangScheduler:

@@ -194,7 +194,10 @@ class SchedulerPlan:
     ``adp_timeout_iters`` passes, then ``adp_batching_wait_iters`` more while every rank decodes.
     ``host_ms_per_request``: host work per request of a pass that runs between GPU passes instead
     of behind them (SGLang without its overlap scheduler, ``Scheduler.event_loop_normal``): a pass
-    lasts that much longer per request of its busiest rank; 0 with the overlap scheduler.
+    lasts that much longer per request of its busiest rank. ``host_overlapped``: that host work
+    runs beside the GPU's pass (SGLang's overlap scheduler, ``Scheduler.event_loop_overlap``,
+    prepares the next batch and processes the last one's results while the GPU runs), so a pass
+    lasts the longer of the two.
     """
 
     kind: str
@@ -209,6 +212,7 @@ class SchedulerPlan:
     adp_timeout_iters: int = 50
     adp_batching_wait_iters: int = 10
     host_ms_per_request: float = 0.0
+    host_overlapped: bool = False
 
 
 @dataclass(frozen=True, eq=False)

@@ -171,17 +171,26 @@ class Worker:
             # The length this pass drafted (vLLM's table, SGLang's adaptive steps, a trace).
             draft_length = max(rank.pass_drafts for rank in self.ranks)
             if draft_length == 0:
-                return self.plan.pricer.price_plain(works) + self._host_ms(works)
+                return self._with_host(self.plan.pricer.price_plain(works), works)
         plain = has_decode and not drafting and draft_length > 0
         try:
             if plain:
-                return self.plan.pricer.price_plain(works) + self._host_ms(works)
-            return self.plan.pricer.price(works, draft_length) + self._host_ms(works)
+                return self._with_host(self.plan.pricer.price_plain(works), works)
+            return self._with_host(self.plan.pricer.price(works, draft_length), works)
         except UnsupportedQuery as exc:
             raise UnsupportedQuery(
                 f"{self.plan.path}.timing: the estimator cannot price a pass of this replay "
                 f"({_describe(works)}): {exc}"
             ) from None
+
+    def _with_host(self, gpu_ms: float, works: list[RankWork]) -> float:
+        """The pass's duration from its GPU time and its host time (``_host_ms``): their sum
+        when the host work lies between GPU passes, the longer of the two when it overlaps
+        them (``host_overlapped``)."""
+        host_ms = self._host_ms(works)
+        if self.plan.scheduler.host_overlapped:
+            return gpu_ms if gpu_ms >= host_ms else host_ms
+        return gpu_ms + host_ms
 
     def _host_ms(self, works: list[RankWork]) -> float:
         """Host time on the pass's critical path: ``host_ms_per_request`` x the requests of the

@@ -2,7 +2,8 @@
 
 InferenceX (SemiAnalysisAI/InferenceX at 843c6254, ``benchmarks/benchmark_lib.sh`` and
 ``benchmarks/single_node/fixed_seq_len/dsr1_*.sh``; settings from the scripts at that commit,
-not from each run): ``benchmark_serving.py --dataset-name random --random-range-ratio 0.8
+not from each run, except ``dsr1_fp4_b200_mtp.sh``, changed after the runs, at the version
+they ran, ``FP4_B200_MTP_SCRIPT``): ``benchmark_serving.py --dataset-name random --random-range-ratio 0.8
 --num-prompts 10 x conc --max-concurrency conc --ignore-eos`` (lengths uniform in [0.8 L, L],
 ``sample_uniform``: ``randint(int(L x 0.8), L + 1)``), i.e. ``conc`` slots over 10 x conc
 prompts (``queue: shared``); the engine flags below per script; weights fp8 (DeepSeek-R1-0528)
@@ -26,6 +27,17 @@ from typing import Any, Final
 from aisim.catalogue import Deployment, builtin_gpu, builtin_model, deployed_weight_bytes
 
 SCRIPTS: Final = "SemiAnalysisAI/InferenceX@843c6254:benchmarks/single_node/fixed_seq_len/"
+#: ``dsr1_fp4_b200_mtp.sh`` as the B200 fp4 SGLang MTP runs ran it: the recipe was added on
+#: 2026-05-20 (292726bb, ``benchmarks/single_node/``) and moved unchanged in its settings by
+#: 1b234994 (2026-06-02); every such run in the fixtures is dated 2026-05-20 and the fixtures are
+#: of 2026-06-14, before 53973500 (2026-07-02, "low-latency search space") cut it to
+#: ``--max-running-requests 256 --cuda-graph-max-bs 256 --mem-fraction-static 0.85``. The runs'
+#: version: ``--max-running-requests 512 --cuda-graph-max-bs 512 --mem-fraction-static 0.82
+#: --chunked-prefill-size 16384 --max-prefill-tokens 16384``, and ``export
+#: SGLANG_ENABLE_SPEC_V2=1`` (the overlap scheduler on; every version exports it).
+FP4_B200_MTP_SCRIPT: Final = (
+    "SemiAnalysisAI/InferenceX@1b234994:benchmarks/single_node/fixed_seq_len/"
+)
 ENGINES: Final = ("sglang", "trt", "vllm")
 #: DeepSeek-V3 technical report (arXiv 2412.19437, section 5.4.3): "the acceptance rate of the
 #: second token prediction ranges between 85% and 90%" (natural text; the first draft only).
@@ -182,25 +194,40 @@ def sglang_settings(point: dict[str, Any]) -> dict[str, Any]:
             return _s(script, 32, 8192, 0.95, "fp8", 10)
         return _s(script, 128, 32768, 0.82, "fp8", recv)
     if hw == "b200" and precision == "fp4":
+        if mtp:
+            # The version the runs used (``FP4_B200_MTP_SCRIPT``), not 843c6254's.
+            return _s(script, 512, 16384, 0.82, "fp8", recv, FP4_B200_MTP_SCRIPT)
         return _s(script, 256, 16384, 0.85, "fp8", recv)
     raise Refusal(f"no InferenceX SGLang script for {precision} on {hw}")
 
 
 def serial_host(point: dict[str, Any]) -> bool:
-    """Whether the point's SGLang server ran without the overlap scheduler: the B200 MTP scripts
-    (``dsr1_fp8_b200_mtp.sh``, ``dsr1_fp4_b200_mtp.sh``) write ``SGLANG_ENABLE_SPEC_V2=1``
-    without ``export`` (from their first version to 843c6254), so the server never sees it and
-    SGLang disables the overlap scheduler for EAGLE / MTP (``python/sglang/srt/server_args.py``,
-    ``ServerArgs._handle_speculative_decoding``); the H200 MTP script exports it. Without SD
-    the overlap scheduler is SGLang's default."""
+    """Whether the point's SGLang server ran without the overlap scheduler: the B200 fp8 MTP
+    script (``dsr1_fp8_b200_mtp.sh``) writes ``SGLANG_ENABLE_SPEC_V2=1`` without ``export``
+    (from its first version to 843c6254), so the server never sees it and SGLang disables the
+    overlap scheduler for EAGLE / MTP (``python/sglang/srt/server_args.py``,
+    ``ServerArgs._handle_speculative_decoding``); the H200 MTP script and the B200 fp4 one (every
+    version, ``FP4_B200_MTP_SCRIPT``) export it. Without SD the overlap scheduler is SGLang's
+    default."""
     return bool(
-        point["engine"] == "sglang" and point["sd"] == "mtp" and point["hardware"] == "b200"
+        point["engine"] == "sglang"
+        and point["sd"] == "mtp"
+        and point["hardware"] == "b200"
+        and point["precision"] == "fp8"
     )
 
 
-def _s(script: str, running: int, chunk: int, memory: float, kv: str, recv: int) -> dict[str, Any]:
+def _s(
+    script: str,
+    running: int,
+    chunk: int,
+    memory: float,
+    kv: str,
+    recv: int,
+    scripts: str = SCRIPTS,
+) -> dict[str, Any]:
     return {
-        "script": SCRIPTS + script,
+        "script": scripts + script,
         "max_running_requests": running,
         "chunked_prefill_size": chunk,
         "memory_fraction": memory,
@@ -304,6 +331,15 @@ def inferencex_config(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
             settings["overlap_scheduler"] = (
                 "off (SGLANG_ENABLE_SPEC_V2 not exported): fitted host time "
                 f"{SGLANG_SERIAL_HOST_US_PER_REQUEST} us per request per pass"
+            )
+        elif point["sd"] == "mtp":
+            # The overlap scheduler runs the same MTP round's host work beside the GPU's pass
+            # (``Scheduler.event_loop_overlap``): it shows only where it outlasts the pass.
+            scheduler["host_us_per_request"] = SGLANG_SERIAL_HOST_US_PER_REQUEST
+            scheduler["host_overlapped"] = True
+            settings["overlap_scheduler"] = (
+                "on (SGLANG_ENABLE_SPEC_V2 exported): the fitted host time "
+                f"{SGLANG_SERIAL_HOST_US_PER_REQUEST} us per request per pass, beside the GPU"
             )
         backend = "sglang"
     else:

@@ -114,6 +114,21 @@ def test_sglang_b200_fp8_tp4_limits() -> None:
 
 
 @pytest.mark.parametrize(
+    ("sd", "running", "memory", "commit"),
+    [("mtp", 512, 0.82, "1b234994"), ("none", 256, 0.85, "843c6254")],
+)
+def test_sglang_b200_fp4_limits_as_run(sd: str, running: int, memory: float, commit: str) -> None:
+    # dsr1_fp4_b200_mtp.sh as its runs (2026-05-20) used it, 292726bb / 1b234994: max-running
+    # 512, mem fraction 0.82 (53973500, 2026-07-02, after them: 256, 0.85); dsr1_fp4_b200.sh
+    # kept 256 and 0.85 through 843c6254.
+    settings = sglang_settings(_point(hardware="b200", precision="fp4", sd=sd, conc=512))
+    assert settings["max_running_requests"] == running
+    assert settings["memory_fraction"] == memory
+    assert settings["chunked_prefill_size"] == 16384
+    assert f"InferenceX@{commit}:" in settings["script"]
+
+
+@pytest.mark.parametrize(
     ("changes", "interval"),
     [
         ({"conc": 8}, 10),
@@ -488,24 +503,27 @@ def test_committed_scored_run_is_what_the_code_predicts() -> None:
     ("changes", "serial"),
     [
         ({"hardware": "b200", "sd": "mtp", "conc": 512}, True),
-        ({"hardware": "b200", "sd": "mtp", "precision": "fp4", "conc": 16}, True),
-        # dsr1_fp8_h200_mtp.sh exports SGLANG_ENABLE_SPEC_V2: the overlap scheduler runs.
+        # dsr1_fp4_b200_mtp.sh exports SGLANG_ENABLE_SPEC_V2 (every version), as
+        # dsr1_fp8_h200_mtp.sh does: the overlap scheduler runs the MTP round's host work
+        # beside the GPU's pass.
+        ({"hardware": "b200", "sd": "mtp", "precision": "fp4", "conc": 16}, False),
         ({"hardware": "h200", "sd": "mtp"}, False),
-        # Without SD SGLang's overlap scheduler is its default.
-        ({"hardware": "b200", "sd": "none"}, False),
-        ({"hardware": "b200", "sd": "mtp", "engine": "trt"}, False),
+        # Without SD SGLang's overlap scheduler is its default, and no host time is priced.
+        ({"hardware": "b200", "sd": "none"}, None),
+        ({"hardware": "b200", "sd": "mtp", "engine": "trt"}, None),
     ],
 )
 def test_sglang_overlap_scheduler_off_only_where_spec_v2_was_not_exported(
-    changes: dict[str, Any], serial: bool
+    changes: dict[str, Any], serial: bool | None
 ) -> None:
     from qualification.public_gpu._workload import SGLANG_SERIAL_HOST_US_PER_REQUEST
 
     config, settings = replay_config(_point(**changes))
     scheduler = config["engine"]["workers"]["aggregated"]["scheduler"]
-    expected = SGLANG_SERIAL_HOST_US_PER_REQUEST if serial else None
+    expected = None if serial is None else SGLANG_SERIAL_HOST_US_PER_REQUEST
     assert scheduler.get("host_us_per_request") == expected
-    assert ("overlap_scheduler" in settings) == serial
+    assert scheduler.get("host_overlapped", False) == (serial is False)
+    assert ("overlap_scheduler" in settings) == (serial is not None)
 
 
 def test_serial_host_time_is_the_artefact_fitted_on_history_rows_only() -> None:

@@ -365,6 +365,22 @@ def test_sglang_host_time_without_overlap(ranks: int, ends: list[float]) -> None
     assert list(frame["e2e_latency_ms"]) == [ends[2], ends[2]]
 
 
+@pytest.mark.parametrize(("ranks", "ends"), [(1, [10.0, 18.0, 26.0]), (2, [10.0, 15.0, 20.0])])
+def test_sglang_host_time_with_overlap(ranks: int, ends: list[float]) -> None:
+    # With the overlap scheduler the same host work (4 ms per request of the busiest rank) runs
+    # beside the GPU's pass: a pass lasts the longer of the two. One rank, two requests: 8 ms
+    # of host work per pass; the prefill max(10, 8) = 10 (TTFT 10), each decode max(5, 8) = 8:
+    # tokens at 18 and 26. Two attention ranks (one request each): 4 ms, hidden behind every
+    # pass: 10, 15, 20, the replay without host time.
+    scheduler = {"host_us_per_request": 4000.0, "host_overlapped": True}
+    result = run_replay(
+        config([one(100, 3), one(100, 3)], backend="sglang", scheduler=scheduler, ranks=ranks)
+    )
+    frame = result.requests
+    assert list(frame["ttft_ms"]) == [ends[0], ends[0]]
+    assert list(frame["e2e_latency_ms"]) == [ends[2], ends[2]]
+
+
 def test_sglang_host_time_is_checked() -> None:
     from aisim.errors import ConfigError
 
