@@ -1,9 +1,9 @@
 """Fit SGLang's per-request host time without the overlap scheduler (held-out protocol).
 
-The InferenceX B200 SGLang MTP scripts (``dsr1_fp8_b200_mtp.sh``, ``dsr1_fp4_b200_mtp.sh`` at
-SemiAnalysisAI/InferenceX@843c6254) write ``SGLANG_ENABLE_SPEC_V2=1`` as a plain shell
-assignment that is never exported, so the server runs EAGLE / MTP without Spec V2, and SGLang
-then turns its overlap scheduler off (sgl-project/sglang ``python/sglang/srt/server_args.py``,
+The InferenceX B200 fp8 SGLang MTP script (``dsr1_fp8_b200_mtp.sh`` at
+SemiAnalysisAI/InferenceX@843c6254; the fp4 one exports it) writes ``SGLANG_ENABLE_SPEC_V2=1``
+as a plain shell assignment that is never exported, so the server runs EAGLE / MTP without
+Spec V2, and SGLang then turns its overlap scheduler off (sgl-project/sglang ``python/sglang/srt/server_args.py``,
 ``ServerArgs._handle_speculative_decoding``: ``disable_overlap_schedule = True`` unless
 ``envs.SGLANG_ENABLE_SPEC_V2``). Its ``Scheduler.event_loop_normal``
 (``python/sglang/srt/managers/scheduler.py``) then runs ``get_next_batch_to_run``,
