@@ -5,7 +5,8 @@ The plain layout (docs/evidence.md, "Bring your own engine"):
 
 ```
 PLAIN/
-  settings.json          # identity (engine, engine_version, target[, draft]), engine_settings[, host]
+  settings.json          # identity (engine, engine_version, target[, draft, target_shape,
+                         #   draft_shape, weights]), engine_settings[, host, grid, driver]
   grid.csv               # the step table: one row per timed engine step
   grid-metrics.prom      # the grid's Prometheus counters (needed with SD on)
   served-N/requests.csv  # one row per request
@@ -77,6 +78,16 @@ from qualification.engine._schema import (
 )
 
 SETTINGS_FILE: Final = "settings.json"
+#: ``settings.json``'s ``identity`` fields, as the published schema lists them.
+IDENTITY_FIELDS: Final = (
+    "engine",
+    "engine_version",
+    "target",
+    "draft",
+    "target_shape",
+    "draft_shape",
+    "weights",
+)
 GRID_FILE: Final = "grid.csv"
 GRID_METRICS_FILE: Final = "grid-metrics.prom"
 REQUESTS_FILE: Final = "requests.csv"
@@ -372,6 +383,13 @@ def read_settings(path: Path) -> dict[str, Any]:
     identity = loaded.get("identity")
     if not isinstance(identity, dict):
         raise DataIntegrityError(f"{where}: identity: expected an object")
+    unknown = [key for key in identity if key not in IDENTITY_FIELDS]
+    if unknown:  # a misspelt 'weigths' left engine.md saying 'weights not stated', silently
+        raise DataIntegrityError(
+            f"{where}: identity.{unknown[0]}: unknown field; allowed: {', '.join(IDENTITY_FIELDS)}"
+        )
+    if "weights" in identity and not isinstance(identity["weights"], str):
+        raise DataIntegrityError(f"{where}: identity.weights: expected a string")
     for key, value in identity.items():
         # The identity is printed in engine.md's first lines: a line break split them.
         if isinstance(value, str) and any(ord(c) < 32 or c in "\x7f\u2028\u2029" for c in value):

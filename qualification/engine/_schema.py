@@ -295,8 +295,15 @@ def engine_recording_schema() -> dict[str, object]:
                     "target": {"description": "the served model: its config.json or a name"},
                     "draft": {"description": "the draft model (draft_model SD) or null"},
                     "target_shape": {"type": "string"},
+                    "draft_shape": {"description": "the draft's shape (our recorders) or null"},
+                    "weights": {
+                        "type": "string",
+                        "description": "what weights were served (e.g. 'dummy (random); "
+                        "float32'); reported",
+                    },
                 },
                 "required": ["engine", "engine_version", "target"],
+                "additionalProperties": False,
             },
             "engine_settings": {
                 "type": "object",

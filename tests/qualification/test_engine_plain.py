@@ -1253,3 +1253,34 @@ def test_import_to_a_relative_folder_beside_the_current_one(
     assert import_plain(EXAMPLE, "../rec") == Path("../rec")
     assert sorted(p.name for p in (tmp_path / "rec").iterdir()) == ["grid", "served-1"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rec", "work"]
+
+
+def test_an_unknown_identity_field_is_refused_and_the_known_ones_are_published(
+    tmp_path: Path,
+) -> None:
+    """A misspelt 'weigths' imported and engine.md said 'weights not stated'; the published
+    schema did not list weights or draft_shape, which our recorders write."""
+    from aisim.config import json_schema
+
+    identity = json_schema("engine-recording")["properties"]["identity"]
+    assert list(identity["properties"]) == [
+        "engine",
+        "engine_version",
+        "target",
+        "draft",
+        "target_shape",
+        "draft_shape",
+        "weights",
+    ]
+    assert identity["additionalProperties"] is False
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    settings = json.loads((plain / "settings.json").read_text(encoding="utf-8"))
+    settings["identity"]["weigths"] = "bf16"
+    (plain / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+    with pytest.raises(DataIntegrityError) as caught:
+        import_plain(plain, tmp_path / "rec")
+    assert str(caught.value) == (
+        f"{str(plain / 'settings.json')!r}: identity.weigths: unknown field; allowed: engine, "
+        "engine_version, target, draft, target_shape, draft_shape, weights"
+    )
