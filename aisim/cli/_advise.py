@@ -374,6 +374,8 @@ def advise_command(args: argparse.Namespace) -> int:
     atomic_write_text(paths["advice.html"], to_html(answer, plot), overwrite=args.overwrite)
     if plot is not None:
         atomic_write_bytes(paths["gain_vs_load.png"], plot, overwrite=args.overwrite)
+    else:  # an earlier run's plot (--overwrite) would read as this answer's
+        paths["gain_vs_load.png"].unlink(missing_ok=True)
     if args.json:
         sys.stdout.write(canonical_json(answer))
     else:

@@ -531,3 +531,24 @@ def test_advise_refuses_a_trace_whose_arrivals_span_no_time(
         "or --rate / --concurrency\n"
     )
     assert not out.exists()
+
+
+def test_advise_without_matplotlib_drops_an_earlier_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With --overwrite and no matplotlib, advice.json/md/html were replaced and the earlier
+    run's gain_vs_load.png kept beside them, as if it were this answer's."""
+    import sys
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "gain_vs_load.png").write_bytes(b"an earlier answer's plot")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib: ImportError
+    argv = ["advise", "--model", "Qwen/Qwen3-8B", "--hardware", "h100_sxm", "--rate", "2"]
+    argv += ["--requests", "6", "--acceptance", "ngram=0.5", "--depths", "2", "--loads", "1"]
+    argv += ["--replicas", "2", "--out", str(out), "--overwrite"]
+    code, _, _ = run_cli(argv, capsys)
+    assert code == 0
+    assert sorted(p.name for p in out.iterdir()) == ["advice.html", "advice.json", "advice.md"]
+    notes = json.loads((out / "advice.json").read_text(encoding="utf-8"))["notes"]
+    assert "gain_vs_load.png not drawn: install aisim[qualify] (matplotlib)" in notes
