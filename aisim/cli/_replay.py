@@ -126,6 +126,9 @@ def replay_command(args: argparse.Namespace) -> int:
             forward_pass_model=model,
             admission_ms=admission_ms,
         )
+    if intervals is None and args.overwrite:
+        # An earlier run's intervals would read as this run's (they were kept beside it).
+        (out / "intervals.json").unlink(missing_ok=True)
     if args.json:
         sys.stdout.write(summary_path.read_text(encoding="utf-8"))
     else:

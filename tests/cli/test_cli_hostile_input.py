@@ -552,3 +552,20 @@ def test_advise_without_matplotlib_drops_an_earlier_plot(
     assert sorted(p.name for p in out.iterdir()) == ["advice.html", "advice.json", "advice.md"]
     notes = json.loads((out / "advice.json").read_text(encoding="utf-8"))["notes"]
     assert "gain_vs_load.png not drawn: install aisim[qualify] (matplotlib)" in notes
+
+
+def test_replay_overwrite_without_intervals_drops_the_earlier_intervals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'aisim replay C --out D --overwrite' after a run with --intervals kept the earlier
+    intervals.json beside the new summary.json, as if it were this run's."""
+    config = tmp_path / "replay.yaml"
+    config.write_text(REPLAY, encoding="utf-8")
+    (tmp_path / "t.csv").write_text("arrival_s,prompt_tokens,output_tokens\n0,8,2\n")
+    out = tmp_path / "out"
+    first = ["replay", str(config), "--out", str(out), "--intervals", "2"]
+    assert run_cli(first, capsys)[0] == 0
+    assert (out / "intervals.json").is_file()
+    again = ["replay", str(config), "--out", str(out), "--overwrite"]
+    assert run_cli(again, capsys)[0] == 0
+    assert sorted(p.name for p in out.iterdir()) == ["requests.parquet", "summary.json"]
