@@ -37,6 +37,13 @@ def undrafted_rounds(steps: Any, requests: Any, where: str = "recording") -> dic
     first round emitting more (None: no round emitted more). ``steps``: the served run's steps
     (``end_ms``); ``requests``: its requests (``request_id``, ``token_times_ms``). A token time
     that is no step's end is refused naming the request and token."""
+    if len(steps) == 0 and len(requests):
+        # A client-side driver (vllm bench serve) records no engine steps: this was refused as
+        # "token_times_ms[0] = 32.03 is no step's end_ms".
+        raise DataIntegrityError(
+            f"{where}: no engine steps (steps.csv left out: a client-side recording); the "
+            "undrafted rounds are read from the engine's steps"
+        )
     step_of = {float(end): index for index, end in enumerate(steps["end_ms"].tolist())}
     out: dict[str, int | None] = {}
     for rid, times in zip(
@@ -95,6 +102,16 @@ def describe_recording(recording: Any) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for run in recording.served:
+        counters = _undrafted_per_request(observed_acceptance(run))
+        if len(run.steps) == 0:
+            # A client-side recording (vllm bench serve): no engine steps to count rounds in;
+            # its repeat floor below needs only the requests.
+            lines.append(
+                f"| {run.name} | {len(run.requests)} | n/a (no engine steps) | n/a | "
+                + ("n/a" if counters is None else f"{counters:.2f}")
+                + " | n/a | n/a | n/a |"
+            )
+            continue
         counts = undrafted_rounds(run.steps, run.requests, repr(str(run.directory)))
         known = [count for count in counts.values() if count is not None]
         frame = run.requests.set_index(run.requests["request_id"].astype(str))
@@ -105,7 +122,6 @@ def describe_recording(recording: Any) -> str:
         spread = len(set(known)) > 1
         histogram = ", ".join(f"{k}: {n}" for k, n in sorted(Counter(known).items()))
         mean = f"{values.mean():.2f}" if known else "n/a"
-        counters = _undrafted_per_request(observed_acceptance(run))
         lines.append(
             f"| {run.name} | {len(counts)} | {histogram} | {mean} | "
             + ("n/a" if counters is None else f"{counters:.2f}")

@@ -83,3 +83,32 @@ def test_cli_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "| served-1 | 24 | 2: 9, 3: 7, 4: 7, 5: 1 | 3.00 | 3.00 | 0 |" in out
     assert "Repeat floor" in out
+
+
+def test_a_client_side_recording_reports_n_a_instead_of_failing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A recording without engine steps (vllm bench serve's) was refused: "request 'req-0':
+    token_times_ms[0] = 32.03 is no step's end_ms", though the repeat floor needs only the
+    requests."""
+    import shutil
+
+    from qualification.engine._plain import import_plain
+
+    example = ROOT / "docs" / "examples" / "engine-recording"
+    plain = tmp_path / "plain"
+    shutil.copytree(example, plain)
+    (plain / "served-1" / "steps.csv").unlink()
+    recording = import_plain(plain, tmp_path / "rec")
+    assert main([str(recording)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "| served-1 | 3 | n/a (no engine steps) | n/a | n/a | n/a | n/a | n/a |" in out.splitlines()
+    )
+    run = load_recording(recording).served[0]
+    with pytest.raises(DataIntegrityError) as caught:
+        undrafted_rounds(run.steps, run.requests, "run")
+    assert str(caught.value) == (
+        "run: no engine steps (steps.csv left out: a client-side recording); the undrafted "
+        "rounds are read from the engine's steps"
+    )
