@@ -158,7 +158,7 @@ def _loads(text: str) -> list[float]:
 def build_question(args: argparse.Namespace) -> Any:
     """The checked question of ``aisim advise``'s flags."""
     from aisim._io import MAX_TRACE_BYTES, input_file_problem, load_config_file
-    from aisim.cli._intervals import check_workers, parse_slos
+    from aisim.cli._intervals import check_acceptance_rounds, check_workers, parse_slos
     from aisim.config import build_plan
     from aisim.uncertainty import (
         DEFAULT_SLOS,
@@ -185,6 +185,7 @@ def build_question(args: argparse.Namespace) -> Any:
         if value < 1:
             raise ConfigError(f"{flag}: expected an integer >= 1, got {value}")
     check_workers(args.workers)
+    check_acceptance_rounds(args.acceptance_rounds)
     if args.requests is not None and args.requests < 1:
         raise ConfigError(f"--requests: expected an integer >= 1, got {args.requests}")
     depths = _integers(args.depths, "--depths", 1, 5)

@@ -271,6 +271,21 @@ def check_workers(workers: int) -> int:
     return workers
 
 
+#: Most rounds ``--acceptance-rounds`` takes: a rate times a count past 2^53 rounds in float
+#: to more rounds than there are (999999999999999999 was refused as 'rounds accepting >= 1
+#: drafts must be in 0..999999999999999999, got 1000000000000000000'); at 10^15 rounds the
+#: binomial spread is already below 10^-7.
+MAX_ACCEPTANCE_ROUNDS: Final = 10**15
+
+
+def check_acceptance_rounds(rounds: int | None) -> None:
+    """``rounds`` None or in 1..``MAX_ACCEPTANCE_ROUNDS``; else one line naming the flag."""
+    if rounds is not None and not 1 <= rounds <= MAX_ACCEPTANCE_ROUNDS:
+        raise ConfigError(
+            f"--acceptance-rounds: expected an integer in 1..{MAX_ACCEPTANCE_ROUNDS}, got {rounds}"
+        )
+
+
 def prepare_intervals(args: argparse.Namespace, out: Any) -> Any:
     """Check ``aisim replay``'s interval flags before the run; returns the intervals.json path
     to write, or None without ``--intervals``."""
@@ -283,10 +298,7 @@ def prepare_intervals(args: argparse.Namespace, out: Any) -> Any:
     check_replicas(args.intervals)
     check_seed(args.seed)
     Sources.parse(args.sources)
-    if args.acceptance_rounds is not None and args.acceptance_rounds < 1:
-        raise ConfigError(
-            f"--acceptance-rounds: expected an integer >= 1, got {args.acceptance_rounds}"
-        )
+    check_acceptance_rounds(args.acceptance_rounds)
     check_workers(args.workers)
     parse_slos(args.slo)
     return check_writable(out / "intervals.json", args.overwrite)

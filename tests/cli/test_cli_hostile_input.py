@@ -387,7 +387,20 @@ def test_unrecognised_arguments_with_control_characters_stay_on_one_line(
         ("--workers", "0", "--workers: expected an integer in 1..1024, got 0"),
         # Unbounded, the replicas' pool started one process per replica up to the count.
         ("--workers", "1025", "--workers: expected an integer in 1..1024, got 1025"),
-        ("--acceptance-rounds", "0", "--acceptance-rounds: expected an integer >= 1, got 0"),
+        (
+            "--acceptance-rounds",
+            "0",
+            "--acceptance-rounds: expected an integer in 1..1000000000000000, got 0",
+        ),
+        # Past 2^53 a rate times the count rounded to more rounds than there are: it was
+        # refused in the replicas' words ('rounds accepting >= 1 drafts must be in
+        # 0..999999999999999999, got 1000000000000000000').
+        (
+            "--acceptance-rounds",
+            "999999999999999999",
+            "--acceptance-rounds: expected an integer in 1..1000000000000000, got "
+            "999999999999999999",
+        ),
     ],
 )
 def test_a_bad_interval_flag_writes_no_replay(
@@ -569,3 +582,18 @@ def test_replay_overwrite_without_intervals_drops_the_earlier_intervals(
     again = ["replay", str(config), "--out", str(out), "--overwrite"]
     assert run_cli(again, capsys)[0] == 0
     assert sorted(p.name for p in out.iterdir()) == ["requests.parquet", "summary.json"]
+
+
+def test_advise_bounds_its_acceptance_rounds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    argv = ["advise", "--model", "Qwen/Qwen3-8B", "--hardware", "h100_sxm", "--rate", "2"]
+    argv += ["--acceptance", "mtp=0.7", "--acceptance-rounds", "999999999999999999"]
+    code, _, err = run_cli([*argv, "--out", str(out)], capsys)
+    assert code == 2
+    assert err == (
+        "aisim: error: --acceptance-rounds: expected an integer in 1..1000000000000000, got "
+        "999999999999999999\n"
+    )
+    assert not out.exists()
