@@ -222,10 +222,19 @@ def as_rank_list(metrics: object, path: str = "metrics") -> list[ForwardPassMetr
     """One ``ForwardPassMetrics`` or a non-empty list of them (one per attention-DP rank)."""
     if isinstance(metrics, ForwardPassMetrics):
         return [metrics]
+    if isinstance(metrics, list) and metrics:
+        # The pricer's form (once or twice per priced pass): checked in a native loop.
+        ranks: list[ForwardPassMetrics] = []
+        for item in metrics:
+            if not isinstance(item, ForwardPassMetrics):
+                break
+            ranks.append(item)
+        else:
+            return ranks
     if isinstance(metrics, (list, tuple)):
         if not metrics:
             raise ConfigError(f"{path}: expected at least one rank's ForwardPassMetrics, got []")
-        ranks: list[ForwardPassMetrics] = []
+        ranks = []
         for index, item in enumerate(metrics):
             if not isinstance(item, ForwardPassMetrics):
                 raise ConfigError(
