@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from aisim._fields import join_path
 from aisim.catalogue import GpuSpec, ModelSpec
@@ -50,6 +50,11 @@ from aisim.replay import (
 )
 from aisim.speculation import ResolvedSpeculation
 from aisim.traffic import HashIdCounts, TrafficStream, count_hash_ids, mark_private_blocks
+
+#: Most requests of a fixed-content traffic ``_scan`` keeps for the simulation's first pass (a
+#: larger one is read again, so a replay holds O(in-flight) requests; sweeps replay small
+#: traces, as the trace cache's ``STREAM_ROWS`` assumes).
+HELD_REQUESTS: Final = 20_000
 
 
 class EngineContext(Hardware):
@@ -138,8 +143,12 @@ def _scan(
     worker) before the first event, in O(1) memory: ``(requests, stream, count, total
     tokens)``. A traffic in arrival order is streamed (``requests`` empty); a trace that is not
     is held whole, so the simulation can take its arrivals in order (the summary says so:
-    ``arrival_order``)."""
+    ``arrival_order``). A small traffic whose content cannot change (``content_fixed``: a
+    sweep's pinned trace) keeps the requests of this pass, and the simulation's first pass
+    takes them instead of reading them again (the same requests: the second reading would
+    rebuild each from the same content)."""
     count = 0
+    held: list[RequestSpec] | None = [] if trace.content_fixed else None
     total_tokens = 0
     in_order = True
     last_ms = 0.0
@@ -148,6 +157,10 @@ def _scan(
         for worker in workers:
             check_request_fits(worker, request)
         hash_ids.add(request.hash_ids)
+        if held is not None:
+            held.append(request)
+            if len(held) > HELD_REQUESTS:
+                held = None
         count += 1
         total_tokens += request.prompt_tokens + request.output_tokens
         if request.arrival_ms < last_ms:
@@ -164,7 +177,15 @@ def _scan(
         return held, None, count, total_tokens
 
     def reread() -> Iterator[RequestSpec]:
-        """The traffic again; a file that changed since ``_scan`` read it is an error."""
+        """The traffic again; a file that changed since ``_scan`` read it is an error. The
+        first pass takes the requests ``_scan`` kept, if it kept them."""
+        nonlocal held
+        if held is not None:
+            kept, held = held, None
+            for request in kept:
+                request.private_from_block = hash_ids.private_from(request.hash_ids)
+                yield request
+            return
         previous_ms = 0.0
         for request in trace.requests(digest):
             if request.index >= count or request.arrival_ms < previous_ms:

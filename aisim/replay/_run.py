@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from aisim.errors import ConfigError
 from aisim.replay._engine import Simulation, SimulationResult
-from aisim.replay._outcome import RequestRecord
+from aisim.replay._outcome import REQUEST_COLUMNS, RequestRecord
 from aisim.replay._plan import ReplayPlan
 from aisim.replay._run_summary import RunSummary
 from aisim.replay._sketch import Distribution
-from aisim.replay._summary import distributions, request_columns, summarize
+from aisim.replay._summary import distributions, request_column, request_columns, summarize
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,9 +32,11 @@ class ReplayResult:
     statistics, SD statistics, the workers as they ran, the resolved configuration);
     ``summary`` / ``to_dict()``: its JSON form (``run_summary.to_dict()``), exactly what
     ``summary.json`` holds.
-    ``columns``: one list per request field; ``requests``: the same as a pandas DataFrame (built
-    on first access, ``aisim[qualify]``); both empty when the rows were streamed to a
-    ``request_sink``. Each access hands out a copy, so changing it changes nothing here.
+    ``columns``: one list per request field; ``column(name)``: one of them (a caller that
+    needs a few columns does not pay for every one); ``requests``: the same as a pandas
+    DataFrame (built on first access, ``aisim[qualify]``); all empty when the rows were
+    streamed to a ``request_sink``. The columns are built from the request records on first
+    access; each access hands out a copy, so changing it changes nothing here.
     ``tokens``: with ``per_token`` and no ``token_sink``, one list per column of the emission
     events (``request_id``, ``time_ms``, ``tokens``), else None. ``distributions``: the
     run-wide latency samples by statistic (``ttft``, ``time_to_second_token``, ``tpot``,
@@ -45,12 +47,16 @@ class ReplayResult:
     def __init__(
         self,
         summary: RunSummary,
-        columns: dict[str, list[Any]],
+        columns: dict[str, list[Any]] | None,
         tokens: dict[str, list[Any]] | None = None,
         distributions: dict[str, Distribution] | None = None,
+        records: list[RequestRecord] | None = None,
     ) -> None:
+        """``columns``: the request columns, or None to build them from ``records`` when first
+        asked for."""
         self._summary = summary
         self._columns = columns
+        self._records = records if records is not None else []
         self._tokens = tokens
         self._distributions = distributions if distributions is not None else {}
         self._frame: pd.DataFrame | None = None
@@ -75,7 +81,20 @@ class ReplayResult:
 
     @property
     def columns(self) -> dict[str, list[Any]]:
-        return {name: list(values) for name, values in self._columns.items()}
+        return {name: list(values) for name, values in self._all_columns().items()}
+
+    def column(self, name: str) -> list[Any]:
+        """The request column ``name`` (one of ``REQUEST_COLUMNS``), a copy."""
+        if name not in REQUEST_COLUMNS:
+            raise KeyError(f"{name!r}: expected a request column ({', '.join(REQUEST_COLUMNS)})")
+        if self._columns is not None:
+            return list(self._columns[name])
+        return request_column(self._records, name)
+
+    def _all_columns(self) -> dict[str, list[Any]]:
+        if self._columns is None:
+            self._columns = request_columns(self._records)
+        return self._columns
 
     def to_dict(self) -> dict[str, Any]:
         """The summary, JSON-ready (``canonical_json(result.to_dict())`` is ``summary.json``)."""
@@ -87,7 +106,7 @@ class ReplayResult:
             from aisim._extras import import_optional
 
             pandas = import_optional("pandas", "ReplayResult.requests (a DataFrame)")
-            self._frame = pandas.DataFrame(self._columns)
+            self._frame = pandas.DataFrame(self._all_columns())
         return self._frame.copy()
 
     def __repr__(self) -> str:
@@ -142,9 +161,8 @@ def run(
         plan, progress, progress_every, request_sink, tokens if keep_tokens else None, keep_tokens
     )
     result = _without_cyclic_gc(simulation)
-    columns = request_columns(result.log.records)
     summary = summarize(result, description or {})
-    return ReplayResult(summary, columns, kept, distributions(result))
+    return ReplayResult(summary, None, kept, distributions(result), result.log.records)
 
 
 def _without_cyclic_gc(simulation: Simulation) -> SimulationResult:

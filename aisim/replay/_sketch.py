@@ -182,8 +182,8 @@ class Distribution:
             sketch.add_repeated(value, count)
             return
         values = self.values
-        for _ in range(count):
-            values.append(value)
+        # One boxed float for the run, not one per sample (equal values either way).
+        values.extend([value] * count)
         if len(values) > self.exact_limit:
             self.sketch = sketch_of(values)
             self.values = []

@@ -32,13 +32,14 @@ STATISTICS = (("mean", -1.0), ("median", 50.0), ("p90", 90.0), ("p95", 95.0), ("
 
 def request_columns(records: list[RequestRecord]) -> dict[str, list[Any]]:
     """One list per column of ``REQUEST_COLUMNS``, one entry per record, in the given order."""
-    columns: dict[str, list[Any]] = {
-        name: [getattr(record, name) for record in records]
-        for name in REQUEST_COLUMNS
-        if name != "status"
-    }
-    columns["status"] = ["completed" if record.completed else "not_completed" for record in records]
-    return {name: columns[name] for name in REQUEST_COLUMNS}
+    return {name: request_column(records, name) for name in REQUEST_COLUMNS}
+
+
+def request_column(records: list[RequestRecord], name: str) -> list[Any]:
+    """Column ``name`` of ``REQUEST_COLUMNS``: one entry per record, in the given order."""
+    if name == "status":
+        return ["completed" if record.completed else "not_completed" for record in records]
+    return [getattr(record, name) for record in records]
 
 
 def distributions(result: SimulationResult) -> dict[str, Distribution]:

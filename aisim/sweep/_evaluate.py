@@ -47,6 +47,8 @@ INTEGER_COLUMNS: Final = (
     "preemptions",
 )
 SLO_COLUMNS: Final = {"ttft_ms": "ttft_ms", "tpot_ms": "tpot_ms", "e2e_ms": "e2e_latency_ms"}
+#: The request columns ``point_metrics`` reads (``row_columns``).
+ROW_COLUMNS: Final = ("status", "output_tokens", *SLO_COLUMNS.values())
 
 
 def metric_columns() -> list[str]:
@@ -85,7 +87,9 @@ def evaluate_point(
 ) -> dict[str, Any]:
     """Replay ``config``; returns ``{"status": "ok", ...metrics}`` or ``{"status": "error",
     "error": message}`` for a config the replay edge rejects (or a run that fails). ``draw``:
-    replay it as that Monte Carlo replica (its ``run(config, base_dir)``, ``aisim.uncertainty``)."""
+    replay it as that Monte Carlo replica (its ``run(config, base_dir)``, ``aisim.uncertainty``);
+    a replica's row carries no sketches (``SKETCH_COLUMNS``: nothing merges replicas' samples,
+    their figures are reduced over the replicas)."""
     from aisim.config import run_replay
 
     try:
@@ -95,12 +99,20 @@ def evaluate_point(
             result = draw.run(config, Path(base_dir))
     except AisimError as exc:
         return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
-    return {
+    row = {
         "status": "ok",
         "error": "",
-        **point_metrics(result.run_summary, result.columns, slos),
-        **point_sketches(result.distributions),
+        **point_metrics(result.run_summary, row_columns(result), slos),
     }
+    if draw is None:
+        row.update(point_sketches(result.distributions))
+    return row
+
+
+def row_columns(result: Any) -> dict[str, list[Any]]:
+    """The request columns of a ``ReplayResult`` that ``point_metrics`` reads (``ROW_COLUMNS``),
+    built without the others."""
+    return {name: result.column(name) for name in ROW_COLUMNS}
 
 
 def point_metrics(

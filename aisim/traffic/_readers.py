@@ -92,6 +92,12 @@ class TrafficStream(ABC):
             yield spec
 
     @property
+    def content_fixed(self) -> bool:
+        """Whether every pass reads the same content (a trace pinned by a sweep,
+        ``TRACES.pinned``): a later pass cannot find it changed."""
+        return False
+
+    @property
     def closed_loop_users(self) -> int:
         """Users of a per-user ``concurrency`` load (``RequestStream.closed_loop_users``), else
         0."""
@@ -204,6 +210,10 @@ class TraceStream(TrafficStream):
 
     def changed_error(self, why: str) -> str:
         return f"{self.source_path}.path: {self.file.name!r} changed while it was replayed ({why})"
+
+    @property
+    def content_fixed(self) -> bool:
+        return TRACES.is_pinned(self.file)
 
     def _specs(self, expect_digest: str) -> Iterator[RequestSpec]:
         digest = TRACES.digest(self.file, self.source_path)

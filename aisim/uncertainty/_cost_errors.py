@@ -220,17 +220,33 @@ class CostErrorTable:
     frontends: tuple[FrontEndSample, ...] = ()
     #: Per-request overhead errors by engine (``OverheadSample``).
     overheads: tuple[OverheadSample, ...] = ()
+    #: Per estimator: its samples, their groups (sorted) and its samples by step kind (in
+    #: ``STEP_KINDS`` order), made once (``_evidence``; ``sample`` runs per replica and worker).
+    _by_estimator: dict[str, tuple[list[ErrorSample], list[str], dict[str, list[ErrorSample]]]] = (
+        field(default_factory=dict, init=False, repr=False, compare=False)
+    )
+
+    def _evidence(
+        self, estimator: str
+    ) -> tuple[list[ErrorSample], list[str], dict[str, list[ErrorSample]]]:
+        found = self._by_estimator.get(estimator)
+        if found is None:
+            rows = [sample for sample in self.samples if sample.estimator == estimator]
+            groups = sorted({s.group for s in rows})
+            of_kind = {kind: [s for s in rows if s.step_kind == kind] for kind in STEP_KINDS}
+            found = (rows, groups, {kind: kept for kind, kept in of_kind.items() if kept})
+            self._by_estimator[estimator] = found
+        return found
 
     def estimators(self) -> list[str]:
         return sorted({sample.estimator for sample in self.samples})
 
     def kinds(self, estimator: str) -> list[str]:
         """The step kinds with evidence for ``estimator``, in ``STEP_KINDS`` order."""
-        found = {sample.step_kind for sample in self.samples if sample.estimator == estimator}
-        return [kind for kind in STEP_KINDS if kind in found]
+        return list(self._evidence(estimator)[2])
 
     def for_estimator(self, estimator: str) -> list[ErrorSample]:
-        return [sample for sample in self.samples if sample.estimator == estimator]
+        return list(self._evidence(estimator)[0])
 
     def excluding(self, source: str) -> CostErrorTable:
         """The table without the samples of ``source`` (a source id, or a folder above
@@ -400,14 +416,12 @@ class CostErrorTable:
         with evidence is drawn uniformly from that kind's samples of any group. A kind with
         ``relative_to`` is multiplied by the factor of the kind it is relative to. Kinds without
         evidence stay 1.0 (and are not in ``sampled``)."""
-        rows = self.for_estimator(estimator)
+        rows, groups, by_kind = self._evidence(estimator)
         if not rows:
             return CostFactors()
-        groups = sorted({s.group for s in rows})
         chosen = groups[int(rng.integers(len(groups)))]
         drawn: dict[str, ErrorSample] = {}
-        for kind in self.kinds(estimator):
-            of_kind = [s for s in rows if s.step_kind == kind]
+        for kind, of_kind in by_kind.items():
             in_group = [s for s in of_kind if s.group == chosen]
             pool = in_group or of_kind
             drawn[kind] = pool[int(rng.integers(len(pool)))]

@@ -139,6 +139,33 @@ def test_a_streamed_trace_is_read_one_request_ahead_of_the_clock(tmp_path: Path)
     assert all(status for chunk in chunks for status in (r.completed for r in chunk))
 
 
+def test_a_pinned_trace_replays_the_scanned_requests_first_then_reads_again(
+    tmp_path: Path,
+) -> None:
+    """A sweep's pinned trace: the plan's first simulation takes the requests the edge's scan
+    read (the same objects; no second reading), a second simulation reads the trace again, and
+    both replay exactly what the unpinned trace replays."""
+    from aisim.traffic import TRACES, read_contents
+
+    rows = [
+        {"timestamp": 9 * i, "input_length": 30 + i, "output_length": 5 + i % 3} for i in range(20)
+    ]
+    trace = write_trace(tmp_path, rows, "jsonl")
+    reference = request_columns(Simulation(build_plan(trace_document(trace))[0]).run().log.records)
+    with TRACES.pinned({str(trace): read_contents(trace)}):
+        plan, _ = build_plan(trace_document(trace))
+        assert plan.stream is not None
+        first = list(plan.stream.requests())
+        again = list(plan.stream.requests())
+        plan, _ = build_plan(trace_document(trace))
+        runs = [request_columns(Simulation(plan).run().log.records) for _ in range(2)]
+    assert [r.index for r in first] == [r.index for r in again] == list(range(20))
+    assert all(a is not b for a, b in zip(first, again, strict=True))  # read again: fresh
+    for columns in runs:
+        for name in REQUEST_COLUMNS:
+            assert same(columns[name], reference[name]), name
+
+
 def test_a_plan_of_a_streamed_trace_replays_again(tmp_path: Path) -> None:
     rows = [{"timestamp": 9 * i, "input_length": 30, "output_length": 5} for i in range(20)]
     plan, _ = build_plan(trace_document(write_trace(tmp_path, rows, "jsonl")))

@@ -281,3 +281,22 @@ def test_an_out_of_order_trace_replays_in_arrival_order(order: list[int], backen
     position = {request_id: row for row, request_id in enumerate(shuffled["request_id"])}
     for name in REQUEST_COLUMNS:
         assert same([shuffled[name][position[f"r{i}"]] for i in range(12)], ordered[name]), name
+
+
+def test_a_request_column_alone_equals_that_column_of_them_all() -> None:
+    """``ReplayResult.column(name)`` builds one column from the request records: the same
+    values as ``columns[name]``, a copy each time; a name that is no column is a KeyError."""
+    requests = [
+        {"timestamp": 0, "input_length": 40, "output_length": 6},
+        {"timestamp": 5, "input_length": 20, "output_length": 1},
+        {"timestamp": 9, "input_length": 70, "output_length": 12},
+    ]
+    result = run_replay(config(requests, rates=[0.7]))
+    columns = result.columns
+    for name in REQUEST_COLUMNS:
+        assert same(result.column(name), columns[name]), name
+    assert columns["status"] == ["completed"] * 3
+    result.column("status").append("changed")
+    assert result.column("status") == ["completed"] * 3
+    with pytest.raises(KeyError, match="'ttft'"):
+        result.column("ttft")
