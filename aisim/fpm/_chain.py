@@ -48,6 +48,8 @@ class SelectedModel(ForwardPassModel):
         self.candidates = candidates
         self.skipped = skipped
         self.scheme = scheme
+        # The chain asks its candidates in order, statelessly: as pure as they all are.
+        self.pure_prices = all(candidate.pure_prices for candidate in candidates)
         if scheme is not None:
             self.draft_weight_bytes = scheme.draft_weight_bytes
             self.draft_kv_bytes_per_token = scheme.draft_kv_bytes_per_token

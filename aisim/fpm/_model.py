@@ -32,7 +32,9 @@ class ForwardPassModel:
     target's ``ModelSpec`` or ``None`` when the data carries no geometry), ``data_identity``
     (SHA-256 of the data used, ``None`` for analytic models), ``speculation`` (a label such as
     ``eagle3 d=3 w=4``, or ``none``), ``draft_weight_bytes`` and ``draft_kv_bytes_per_token``
-    (capacity planning; 0 when there is no drafter or it is unknown).
+    (capacity planning; 0 when there is no drafter or it is unknown), ``pure_prices`` (True
+    when an answer depends on the query alone, no state carried between queries, so a replay
+    may remember it: the roofline, and a chain of such estimators; False by default).
     """
 
     def __init__(
@@ -53,6 +55,7 @@ class ForwardPassModel:
         self.speculation = speculation
         self.draft_weight_bytes = 0
         self.draft_kv_bytes_per_token = 0
+        self.pure_prices = False
         self._draft_length_refusal = draft_length_refusal
 
     # -- what subclasses provide -------------------------------------------------------------

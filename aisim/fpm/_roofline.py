@@ -123,6 +123,8 @@ class RooflineModel(ForwardPassModel):
                 "draft_length"
             ),
         )
+        # Analytic: a price is a function of the query and of what is set here.
+        self.pure_prices = True
         self.gpu = gpu
         self.terms = terms
         self.backend = backend

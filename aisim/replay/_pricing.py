@@ -20,6 +20,8 @@ KIND_MIXED: Final = 1
 KIND_DECODE: Final = 2
 KIND_SD_ROUND: Final = 3
 SCALE_KINDS: Final = ("prefill", "mixed", "decode", "sd_round")
+#: Most answers a ``PassPricer`` remembers per model (then it forgets them all and starts over).
+MEMO_LIMIT: Final = 1 << 16
 
 #: Builds one rank's metrics from (num_decode_requests, sum_decode_kv_tokens,
 #: num_prefill_requests, sum_prefill_tokens, past_kv_lengths, extend_lengths), positionally.
@@ -29,7 +31,10 @@ MetricsFactory = Callable[[int, int, int, int, "list[int] | None", "list[int] | 
 class PassModel(Protocol):
     """What prices a pass: every ``aisim.fpm`` estimator, or any object with this method
     (``run_replay(forward_pass_model=...)``). ``metrics`` holds one metrics object per rank;
-    ``draft_length`` is given only to a model that applies the STP->SD scaling rule."""
+    ``draft_length`` is given only to a model that applies the STP->SD scaling rule. A model
+    whose attribute ``pure_prices`` is ``True`` promises that its answer depends on the query
+    alone (no state carried from one query to the next): the pricer then asks it once per
+    distinct single-rank query and remembers the answer (``PassPricer._ask``)."""
 
     def estimate_forward_pass_time_ms(
         self, metrics: Sequence[Any], *, draft_length: int | None = None
@@ -143,6 +148,14 @@ def interpolate(quantiles: tuple[float, ...], u: float) -> float:
     return quantiles[index] + (quantiles[index + 1] - quantiles[index]) * fraction
 
 
+def _decode_key(decodes: int, kv: int, draft_length: int) -> int:
+    """One integer for a decode-only query (a native one: below 2**61), or -1 when a count is
+    too large to pack: KV tokens below 2**43, requests below 2**12, draft length below 2**6."""
+    if 0 <= draft_length < 64 and 0 <= decodes < 4096 and 0 <= kv < (1 << 43):
+        return (kv << 18) | (decodes << 6) | draft_length
+    return -1
+
+
 class PassPricer:
     """Prices a pass from its per-rank work and the configured draft length (0: no SD).
 
@@ -186,6 +199,14 @@ class PassPricer:
         self.scale = scale
         #: Whether the main model prices SD rounds natively (a scaled answer's kind).
         self.model_native = bool(getattr(model, "prices_speculation_natively", False))
+        #: When ``model`` has ``pure_prices``: its answers so far, by single-rank query. A replay
+        #: at low load repeats 15-60 % of its passes exactly; those are not priced again. A
+        #: decode-only query is keyed by one integer (``_decode_key``), any other by a tuple
+        #: (decode requests, their KV, prefill requests, their tokens, draft length).
+        self._memo: dict[int, float] | None = None
+        self._wide_memo: dict[tuple[int, int, int, int, int], float] = {}
+        if not wants_request_lists and getattr(model, "pure_prices", False) is True:
+            self._memo = {}
 
     @staticmethod
     def fixed(prefill_ms: float, decode_ms: float) -> PassPricer:
@@ -282,12 +303,38 @@ class PassPricer:
         """``model``'s price of the ranks' prefill and/or decode work (``draft_length`` > 0:
         asked with it), scaled by ``self.scale`` if any: ``sd_round`` says whether decode-only
         work of a speculating worker is an SD round (asked with a draft length, or of a model
-        that prices SD natively) rather than a plain decode step."""
-        metrics = self._metrics(ranks, prefill, decode)
-        if draft_length > 0:
-            price = float(model.estimate_forward_pass_time_ms(metrics, draft_length=draft_length))
+        that prices SD natively) rather than a plain decode step. A model with ``pure_prices``
+        is asked once per distinct single-rank query (its answer is remembered, unscaled: the
+        scale's per-step draws are made for every pass as before)."""
+        memo = self._memo
+        if memo is None or model is not self.model or len(ranks) != 1:
+            price = self._model_price(model, ranks, prefill, decode, draft_length)
         else:
-            price = float(model.estimate_forward_pass_time_ms(metrics))
+            work = ranks[0]
+            decodes = work.num_decode_requests if decode else 0
+            kv = work.sum_decode_kv_tokens if decode else 0
+            prefills = work.num_prefill_requests if prefill else 0
+            tokens = work.sum_prefill_tokens if prefill else 0
+            key = _decode_key(decodes, kv, draft_length) if prefills == 0 and tokens == 0 else -1
+            if key >= 0:
+                known = memo.get(key)
+                if known is None:
+                    price = self._model_price(model, ranks, prefill, decode, draft_length)
+                    if len(memo) >= MEMO_LIMIT:
+                        memo.clear()
+                    memo[key] = price
+                else:
+                    price = known
+            else:
+                wide = (decodes, kv, prefills, tokens, draft_length)
+                remembered = self._wide_memo.get(wide)
+                if remembered is None:
+                    price = self._model_price(model, ranks, prefill, decode, draft_length)
+                    if len(self._wide_memo) >= MEMO_LIMIT:
+                        self._wide_memo.clear()
+                    self._wide_memo[wide] = price
+                else:
+                    price = remembered
         scale = self.scale
         if scale is None:
             return price
@@ -307,6 +354,19 @@ class PassPricer:
         else:
             kind = KIND_DECODE
         return scale.apply(price, kind)
+
+    def _model_price(
+        self,
+        model: PassModel,
+        ranks: list[RankWork],
+        prefill: bool,
+        decode: bool,
+        draft_length: int,
+    ) -> float:
+        metrics = self._metrics(ranks, prefill, decode)
+        if draft_length > 0:
+            return float(model.estimate_forward_pass_time_ms(metrics, draft_length=draft_length))
+        return float(model.estimate_forward_pass_time_ms(metrics))
 
     def _metrics(self, ranks: list[RankWork], prefill: bool, decode: bool) -> list[object]:
         factory = self.metrics_factory

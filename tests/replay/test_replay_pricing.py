@@ -147,3 +147,62 @@ def test_run_replay_refuses_a_model_that_cannot_price() -> None:
 
     with pytest.raises(ConfigError, match=r"forward_pass_model: expected an object with"):
         run_replay(roofline_config(None), forward_pass_model=object())
+
+
+class CountingModel:
+    """Prices a rank at 1 ms per decode request, 0.01 ms per KV token and 0.5 ms per prefill
+    token (a pass: its slowest rank); counts its calls. ``pure_prices`` as given."""
+
+    def __init__(self, pure: object) -> None:
+        self.pure_prices = pure
+        self.calls = 0
+
+    def estimate_forward_pass_time_ms(self, metrics: Any, *, draft_length: Any = None) -> float:
+        self.calls += 1
+        return max(
+            1.0 * work.num_decode_requests
+            + 0.01 * work.sum_decode_kv_tokens
+            + 0.5 * work.sum_prefill_tokens
+            for work in metrics
+        )
+
+
+HUGE_KV = 1 << 44  # past the packed decode key: remembered under the tuple key
+
+
+@pytest.mark.parametrize(("pure", "calls"), [(True, 6), (False, 10), (1, 10), (None, 10)])
+def test_a_model_with_pure_prices_is_asked_once_per_distinct_pass(pure: object, calls: int) -> None:
+    """Ten passes: decode (2 req, 100 KV) x 3 and (3, 100) once, a 10-token prefill x 2, a
+    decode over 2**44 KV tokens x 2 (too large for the packed key) and a two-rank pass x 2. A
+    model that declares ``pure_prices = True`` is asked once per distinct single-rank pass (4)
+    and for every multi-rank pass (2): 6 calls; any other value (False, 1, None) every time.
+    The prices are the model's either way."""
+    model = CountingModel(pure)
+    pricer = PassPricer.from_model(model, fpm.ForwardPassMetrics, False)
+    passes = [
+        [rank(decodes=2, kv=100)],
+        [rank(decodes=2, kv=100)],
+        [rank(decodes=3, kv=100)],
+        [rank(decodes=2, kv=100)],
+        [rank(prefills=1, tokens=10)],
+        [rank(prefills=1, tokens=10)],
+        [rank(decodes=1, kv=HUGE_KV)],
+        [rank(decodes=1, kv=HUGE_KV)],
+        [rank(decodes=2, kv=100), rank()],
+        [rank(decodes=2, kv=100), rank()],
+    ]
+    prices = [pricer.price(ranks, 0) for ranks in passes]
+    huge = 1.0 + 0.01 * HUGE_KV
+    assert prices == [3.0, 3.0, 4.0, 3.0, 5.0, 5.0, huge, huge, 3.0, 3.0]
+    assert model.calls == calls
+
+
+def test_the_roofline_and_a_chain_of_rooflines_declare_pure_prices() -> None:
+    """The analytic roofline carries no state between queries; a chain is as pure as all its
+    candidates; a fitted table is not declared pure (the default)."""
+    chain = best_available({"model": "Qwen/Qwen3-8B", "hardware": "h100_sxm"})
+    assert [candidate.name for candidate in chain.candidates] == ["roofline"]
+    assert chain.candidates[0].pure_prices is True
+    assert chain.pure_prices is True
+    table = fpm.table_from_points([{"batch_size": 8, "total_kv_tokens": 64, "latency_ms": 8.0}])
+    assert table.pure_prices is False
