@@ -32,6 +32,7 @@ import csv
 import hashlib
 import math
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -128,6 +129,12 @@ OPTIONAL: Final[dict[str, dict[str, Default]]] = {
     },
 }
 
+#: An integer cell's text: ASCII digits, an optional leading '-'.
+_INTEGER_TEXT: Final = re.compile(r"-?[0-9]+")
+#: What float() skips or reads that a number cell may not hold: '_' between digits, blanks
+#: around it, digits of other scripts.
+_NOT_IN_A_NUMBER: Final = re.compile(r"[_\s]|[^\x00-\x7f]")
+
 #: An integer cell's bound: a recording's integer columns are int64.
 _INT64: Final = 1 << 63
 
@@ -184,10 +191,10 @@ def _cell(where: str, row: int, column: Any, text: str) -> Any:
             return False
         raise DataIntegrityError(f"{place}: expected true or false, got {text!r}")
     if column.kind == "int":
-        try:
-            integer = int(text)
-        except ValueError:
-            raise DataIntegrityError(f"{place}: expected an integer, got {text!r}") from None
+        # ASCII digits only: int() also took '4_0', ' 40 ', '+40' and other scripts' digits.
+        if _INTEGER_TEXT.fullmatch(text) is None:
+            raise DataIntegrityError(f"{place}: expected an integer, got {text!r}")
+        integer = int(text)
         if not -_INT64 <= integer < _INT64:  # the parquet column is int64
             raise DataIntegrityError(
                 f"{place}: expected an integer of at most {_INT64 - 1} (64 bits), got {text!r}"
@@ -198,6 +205,8 @@ def _cell(where: str, row: int, column: Any, text: str) -> Any:
     for index, part in enumerate(parts):
         field = f"{place}[{index}]" if column.kind == "list[float]" else place
         try:
+            if _NOT_IN_A_NUMBER.search(part):  # float() also took '1_0.5' and ' 10.5 '
+                raise ValueError(part)
             value = float(part)
         except ValueError:
             raise DataIntegrityError(f"{field}: expected a number, got {part!r}") from None

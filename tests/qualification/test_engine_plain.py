@@ -1284,3 +1284,29 @@ def test_an_unknown_identity_field_is_refused_and_the_known_ones_are_published(
         f"{str(plain / 'settings.json')!r}: identity.weigths: unknown field; allowed: engine, "
         "engine_version, target, draft, target_shape, draft_shape, weights"
     )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        # int() and float() took each of these: '4_0' imported as 40, ' 40 ' as 40, the
+        # Arabic-Indic digits as 40, '1_0.0' as 10.0.
+        (",40,", ",4_0,", "row 0: prompt_tokens: expected an integer, got '4_0'"),
+        (",40,", ", 40 ,", "row 0: prompt_tokens: expected an integer, got ' 40 '"),
+        (",40,", ",\u0664\u0660,", "row 0: prompt_tokens: expected an integer, got '\u0664\u0660'"),
+        (",10.0,26.0,", ",1_0.0,26.0,", "row 0: first_token_ms: expected a number, got '1_0.0'"),
+        (";21.0;", "; 21.0;", "row 0: token_times_ms[1]: expected a number, got ' 21.0'"),
+    ],
+)
+def test_a_number_cell_is_read_strictly(tmp_path: Path, old: str, new: str, message: str) -> None:
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    requests = plain / "served-1" / "requests.csv"
+    lines = requests.read_text(encoding="utf-8").splitlines()
+    assert old in lines[1]
+    lines[1] = lines[1].replace(old, new, 1)
+    requests.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DataIntegrityError) as caught:
+        import_plain(plain, tmp_path / "rec")
+    assert str(caught.value) == f"{str(requests)!r}: {message}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]
