@@ -89,6 +89,9 @@ def replay_command(args: argparse.Namespace) -> int:
     """Handler of ``aisim replay``; user errors raise ``ConfigError``."""
     check_path_text(args.config, "CONFIG")
     outputs = ("summary.json", "requests.parquet", *(("tokens.parquet",) if args.per_token else ()))
+    if args.intervals is not None:
+        # A folder named intervals.json was found only after the replay's files were written.
+        outputs = (*outputs, "intervals.json")
     out = check_output_dir(args.out, args.overwrite, "--out", outputs)
     summary_path = out / "summary.json"
     intervals_path = prepare_intervals(args, out)

@@ -597,3 +597,23 @@ def test_advise_bounds_its_acceptance_rounds(
         "999999999999999999\n"
     )
     assert not out.exists()
+
+
+def test_replay_intervals_refuses_a_folder_named_intervals_json_before_the_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was found after summary.json and requests.parquet were written ('cannot write
+    .../intervals.json: Is a directory', exit 2, the replay's files left behind)."""
+    config = tmp_path / "replay.yaml"
+    config.write_text(REPLAY, encoding="utf-8")
+    (tmp_path / "t.csv").write_text("arrival_s,prompt_tokens,output_tokens\n0,8,2\n")
+    out = tmp_path / "out"
+    (out / "intervals.json").mkdir(parents=True)
+    argv = ["replay", str(config), "--out", str(out), "--intervals", "2", "--overwrite"]
+    code, _, err = run_cli(argv, capsys)
+    assert code == 2
+    assert err == (
+        f"aisim: error: --out {str(out / 'intervals.json')!r}: is a folder; give the path of a "
+        "file to write\n"
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["intervals.json"]
