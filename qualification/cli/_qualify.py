@@ -19,7 +19,9 @@ from aisim.files import atomic_write_text, canonical_json, check_output_dir, che
 #: What ``qualify mape --out`` and ``qualify engine --out`` write besides their plots (checked
 #: before any work; the plots' names are checked again when they are known).
 MAPE_FILES = ("mape.json", "mape.md", "predicted_vs_measured.png", "signed_error_by_config.png")
-ENGINE_FILES = ("engine.json", "engine.md", "scatter_e2e.png")
+#: Every file ``qualify engine --out`` writes (``qualification.engine.write_outputs``): a folder
+#: named cdf_ttft.png was found only after the scoring.
+ENGINE_FILES = ("engine.json", "engine.md", "cdf_ttft.png", "cdf_e2e.png", "scatter_e2e.png")
 OVERWRITE_HELP = "replace existing outputs (refused otherwise)"
 
 

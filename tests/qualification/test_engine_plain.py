@@ -1310,3 +1310,20 @@ def test_a_number_cell_is_read_strictly(tmp_path: Path, old: str, new: str, mess
         import_plain(plain, tmp_path / "rec")
     assert str(caught.value) == f"{str(requests)!r}: {message}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain"]
+
+
+@pytest.mark.parametrize("name", ["cdf_ttft.png", "cdf_e2e.png"])
+def test_qualify_engine_refuses_a_folder_at_a_plot_before_scoring(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """The CDF plots were not among the outputs checked first: with --overwrite a folder
+    named cdf_ttft.png was found after the scoring ('cannot write ...: Is a directory')."""
+    recording = import_plain(EXAMPLE, tmp_path / "rec")
+    out = tmp_path / "score"
+    (out / name).mkdir(parents=True)
+    argv = ["qualify", "engine", str(recording), "--out", str(out), "--overwrite"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"aisim: error: --out {str(out / name)!r}: is a folder; give the path of a file to write\n"
+    )
+    assert sorted(p.name for p in out.iterdir()) == [name]
