@@ -144,7 +144,7 @@ def test_sigterm_cleans_up_like_sigint(tmp_path: Path) -> None:
     made, and says so on one line (exit 143)."""
     (tmp_path / "r.yaml").write_text(
         "traffic:\n"
-        "  source: {type: synthetic, num_requests: 400000, prompt_tokens: 8, output_tokens: 2}\n"
+        "  source: {type: synthetic, num_requests: 1000000, prompt_tokens: 8, output_tokens: 2}\n"
         "  load: {type: poisson, rate_rps: 100000.0}\n"
         f"engine:\n  workers:\n    aggregated:\n"
         "      kv_cache: {capacity: {type: fixed, blocks: 1000000}}\n"
