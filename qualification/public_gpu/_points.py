@@ -35,60 +35,78 @@ def _ms(value: Any) -> float | None:
 
 def inferencex_points(evidence: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Every InferenceX row (all engines; refused ones are counted later) and the file meta."""
-    data = _read(evidence / INFERENCEX_FILE)
+    path = evidence / INFERENCEX_FILE
+    data = _read(path)
+    rows = data.get("rows") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        if not isinstance(data, dict) or "rows" not in data:
+            raise DataIntegrityError(f"{path}: missing key 'rows' (the list of measured points)")
+        raise DataIntegrityError(f"{path}: 'rows': expected a list, got {type(rows).__name__}")
     points = []
-    for row in data["rows"]:
-        metrics = row["metrics"]
-        file = row["file"]
-        source = data["files"][file]["source_meta"]["source"]
-        tp = row["decode_tp"]
-        engine = row["framework"]
-        point_id = (
-            f"ix-{file}-{row['source_index']}/{row['hardware']}/{engine}/{row['precision']}/"
-            f"{row['spec_method']}/tp{tp}-ep{row['decode_ep']}"
-            f"{'-dpa' if row['decode_dp_attention'] else ''}/{row['isl']}-{row['osl']}/"
-            f"c{row['conc']}"
-        )
-        points.append(
-            {
-                "id": point_id,
-                "source": f"inferencex-{file}",
-                "citation": {
-                    "repository": source["repository"],
-                    "path": source["path"],
-                    "commit": source["commit"],
-                    "index": row["source_index"],
-                    "run_url": row["run_url"],
-                },
-                "model": "deepseek-ai/DeepSeek-R1",
-                "hardware": row["hardware"],
-                "engine": engine,
-                "image": row.get("image"),
-                "date": row.get("date"),
-                "precision": row["precision"],
-                "sd": row["spec_method"],
-                "tp": tp,
-                "ep": row["decode_ep"],
-                "dp_attention": bool(row["decode_dp_attention"]),
-                "disaggregated": bool(row["disagg"]),
-                "multinode": bool(row["is_multinode"]),
-                "gpus": row.get("num_decode_gpu"),
-                "isl": row["isl"],
-                "osl": row["osl"],
-                "conc": row["conc"],
-                "also_in_latest": bool(row.get("also_in_latest", False)),
-                "dataset": f"random {row['isl']}/{row['osl']}",
-                "acceptance_length": None,
-                "measured": {
-                    "median_ttft_ms": _ms(metrics.get("median_ttft")),
-                    "mean_tpot_ms": _ms(metrics.get("mean_tpot")),
-                    "median_tpot_ms": _ms(metrics.get("median_tpot")),
-                    "tput_per_gpu": metrics.get("tput_per_gpu"),
-                    "output_tput_per_gpu": metrics.get("output_tput_per_gpu"),
-                },
-            }
-        )
+    for index, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise DataIntegrityError(
+                f"{path}: rows[{index}]: expected an object, got {type(row).__name__}"
+            )
+        try:
+            points.append(_inferencex_point(data, row))
+        except KeyError as exc:
+            raise DataIntegrityError(f"{path}: rows[{index}]: missing key {exc.args[0]!r}") from exc
+        except (TypeError, AttributeError, ValueError) as exc:
+            raise DataIntegrityError(f"{path}: rows[{index}]: malformed row ({exc})") from exc
     return points, data
+
+
+def _inferencex_point(data: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
+    """One InferenceX row in the flat shape (a missing key raises ``KeyError``)."""
+    metrics = row["metrics"]
+    file = row["file"]
+    source = data["files"][file]["source_meta"]["source"]
+    tp = row["decode_tp"]
+    engine = row["framework"]
+    point_id = (
+        f"ix-{file}-{row['source_index']}/{row['hardware']}/{engine}/{row['precision']}/"
+        f"{row['spec_method']}/tp{tp}-ep{row['decode_ep']}"
+        f"{'-dpa' if row['decode_dp_attention'] else ''}/{row['isl']}-{row['osl']}/"
+        f"c{row['conc']}"
+    )
+    return {
+        "id": point_id,
+        "source": f"inferencex-{file}",
+        "citation": {
+            "repository": source["repository"],
+            "path": source["path"],
+            "commit": source["commit"],
+            "index": row["source_index"],
+            "run_url": row["run_url"],
+        },
+        "model": "deepseek-ai/DeepSeek-R1",
+        "hardware": row["hardware"],
+        "engine": engine,
+        "image": row.get("image"),
+        "date": row.get("date"),
+        "precision": row["precision"],
+        "sd": row["spec_method"],
+        "tp": tp,
+        "ep": row["decode_ep"],
+        "dp_attention": bool(row["decode_dp_attention"]),
+        "disaggregated": bool(row["disagg"]),
+        "multinode": bool(row["is_multinode"]),
+        "gpus": row.get("num_decode_gpu"),
+        "isl": row["isl"],
+        "osl": row["osl"],
+        "conc": row["conc"],
+        "also_in_latest": bool(row.get("also_in_latest", False)),
+        "dataset": f"random {row['isl']}/{row['osl']}",
+        "acceptance_length": None,
+        "measured": {
+            "median_ttft_ms": _ms(metrics.get("median_ttft")),
+            "mean_tpot_ms": _ms(metrics.get("mean_tpot")),
+            "median_tpot_ms": _ms(metrics.get("median_tpot")),
+            "tput_per_gpu": metrics.get("tput_per_gpu"),
+            "output_tput_per_gpu": metrics.get("output_tput_per_gpu"),
+        },
+    }
 
 
 def speculators_points(evidence: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:

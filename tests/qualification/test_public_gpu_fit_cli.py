@@ -1,6 +1,7 @@
 """`python -m qualification.public_gpu.fit --out FILE` never replaces a file without
 `--overwrite`, and refuses before any fitting (minutes) rather than after."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,38 @@ def test_a_usage_error_is_one_line_naming_the_module(capsys: pytest.CaptureFixtu
         "python -m qualification.public_gpu.fit: error: unrecognized arguments: --bogus (see "
         "python -m qualification.public_gpu.fit --help)\n"
     )
+
+
+_IX = "inferencex_dsr1_h100_h200_b200.json"
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        ("drop-rows", "missing key 'rows' (the list of measured points)"),
+        ("rows-not-list", "'rows': expected a list, got dict"),
+        ("row-not-object", "rows[3]: expected an object, got int"),
+        ("row-without-conc", "rows[0]: missing key 'conc'"),
+    ],
+)
+def test_a_malformed_inferencex_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: str, problem: str
+) -> None:
+    """An InferenceX file without its rows (or with a row that is not an object or lacks a
+    field) ended in a KeyError traceback; it is refused in one line before any fitting."""
+    data = json.loads((Path("evidence/public-gpu") / _IX).read_text("utf-8"))
+    if edit == "drop-rows":
+        del data["rows"]
+    elif edit == "rows-not-list":
+        data["rows"] = {}
+    elif edit == "row-not-object":
+        data["rows"][3] = 7
+    else:
+        del data["rows"][0]["conc"]
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    (evidence / _IX).write_text(json.dumps(data), "utf-8")
+    assert main([str(evidence)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"error: {evidence / _IX}: {problem}\n"
