@@ -66,13 +66,17 @@ class Sources:
             return Sources()
         if spelled == "none":
             return Sources(False, False, False, False, False, False, False)
-        names = [name.strip() for name in spelled.split(",") if name.strip()]
-        unknown = [name for name in names if name not in SOURCE_NAMES]
-        if unknown or not names:
-            raise ConfigError(
-                f"{path}: expected all, none or a comma list of {', '.join(SOURCE_NAMES)}, "
-                f"got {text!r}"
-            )
+        allowed = f"expected all, none or a comma list of {', '.join(SOURCE_NAMES)}"
+        names = [name.strip() for name in spelled.split(",")]
+        unknown = [name for name in names if name and name not in SOURCE_NAMES]
+        if unknown or names == [""]:
+            raise ConfigError(f"{path}: {allowed}, got {text!r}")
+        # 'cost,' and 'cost,cost' were read as 'cost': a slip in the list went unseen.
+        if "" in names:
+            raise ConfigError(f"{path}: empty item in {text!r}; {allowed}")
+        repeated = next((name for i, name in enumerate(names) if name in names[:i]), None)
+        if repeated is not None:
+            raise ConfigError(f"{path}: {repeated!r} repeated in {text!r}; name each source once")
         return Sources(
             "acceptance" in names,
             "cost" in names,

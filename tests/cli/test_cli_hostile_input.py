@@ -617,3 +617,47 @@ def test_replay_intervals_refuses_a_folder_named_intervals_json_before_the_repla
         "file to write\n"
     )
     assert sorted(p.name for p in out.iterdir()) == ["intervals.json"]
+
+
+_SOURCES_ALLOWED = (
+    "expected all, none or a comma list of acceptance, cost, simulation, repeat, drift, "
+    "frontend, overhead"
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("cost,", f"empty item in 'cost,'; {_SOURCES_ALLOWED}"),
+        ("cost,,drift", f"empty item in 'cost,,drift'; {_SOURCES_ALLOWED}"),
+        ("cost,cost", "'cost' repeated in 'cost,cost'; name each source once"),
+        ("drift, cost,drift", "'drift' repeated in 'drift, cost,drift'; name each source once"),
+    ],
+)
+@pytest.mark.parametrize("command", ["replay", "advise", "qualification.uncertainty"])
+def test_sources_refuses_an_empty_or_repeated_item(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, value: str, problem: str
+) -> None:
+    """`--sources cost,` and `--sources cost,cost` were read as `cost`: a slip in the list
+    (a name dropped, or one typed twice for another) went unseen."""
+    out = tmp_path / "out"
+    if command == "qualification.uncertainty":
+        from qualification.uncertainty.__main__ import main as uncertainty_main
+
+        argv = ["coverage-public-gpu", "--replicas", "2", "--sources", value]
+        assert uncertainty_main(argv) == 2
+        captured = capsys.readouterr()
+        assert captured.err == f"error: --sources: {problem}\n"
+        return
+    if command == "replay":
+        config = tmp_path / "replay.yaml"
+        config.write_text(REPLAY, encoding="utf-8")
+        (tmp_path / "t.csv").write_text("arrival_s,prompt_tokens,output_tokens\n0,8,2\n")
+        argv = ["replay", str(config), "--out", str(out), "--intervals", "3"]
+    else:
+        argv = ["advise", "--model", "Qwen/Qwen3-8B", "--hardware", "h100_sxm", "--rate", "2"]
+        argv += ["--acceptance", "mtp=0.7", "--out", str(out)]
+    code, _, err = run_cli([*argv, "--sources", value], capsys)
+    assert code == 2
+    assert err == f"aisim: error: --sources: {problem}\n"
+    assert not out.exists()
