@@ -1,8 +1,9 @@
 """The ``aisim`` command: one subcommand per capability, each in its own module.
 
 Public: ``main(argv)`` (what the ``aisim`` script runs), ``build_parser()`` and the strict
-``type=`` converters ``integer_argument`` / ``number_argument`` that the harness's commands
-share (``aisim record``'s flags); the subcommand modules are private. Subcommands of other
+``type=`` converters ``integer_argument`` / ``number_argument`` and the ``OneLineParser`` whose
+usage errors are one line (exit 2) that the harness's commands share (``aisim record``'s flags,
+its ``python -m`` tools); the subcommand modules are private. Subcommands of other
 installed packages come from the ``aisim.commands`` entry-point group (``_plugin_commands``):
 that is how the harness adds ``snapshot``, ``compare``, ``record`` and ``qualify`` without this
 package importing it (docs/design.md#import-graph).
@@ -17,11 +18,12 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+from aisim.cli._args import Parser as OneLineParser
 from aisim.cli._args import integer as integer_argument
 from aisim.cli._args import number as number_argument
 from aisim.errors import AisimError
 
-__all__ = ["build_parser", "integer_argument", "main", "number_argument"]
+__all__ = ["OneLineParser", "build_parser", "integer_argument", "main", "number_argument"]
 
 
 #: The group a package declares its ``aisim`` subcommands in (pyproject.toml

@@ -8,8 +8,9 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Final, NoReturn
+from typing import Final
 
+from aisim.cli import OneLineParser
 from aisim.errors import AisimError, DataIntegrityError
 from qualification.engine._recording import EngineRecording, load_recording
 from qualification.engine._schema import GRID_DIR, SERVED_PREFIX
@@ -20,14 +21,6 @@ BAD_INPUT: Final = 2
 
 #: A committed recording every diagnostic runs on, shown in ``--help``.
 EXAMPLE: Final = "evidence/engine/vllm-cpu-quiet-llama-4x256-ngram"
-
-
-class _DiagnosticParser(argparse.ArgumentParser):
-    """Usage errors in one line on stderr, exit 2, as ``aisim``'s own."""
-
-    def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-        sys.exit(BAD_INPUT)
 
 
 class _ExampleFormatter(argparse.HelpFormatter):
@@ -42,7 +35,7 @@ class _ExampleFormatter(argparse.HelpFormatter):
 def diagnostic_parser(module: str, description: str) -> argparse.ArgumentParser:
     """``python -m qualification.engine.MODULE DIR [DIR ...]``, with an example in ``--help``."""
     command = f"python -m qualification.engine.{module}"
-    parser = _DiagnosticParser(
+    parser = OneLineParser(
         prog=command,
         description=f"{description} No engine needed.",
         epilog=f"examples:\n  {command} {EXAMPLE}\n  {command} evidence/engine/vllm-cpu-*",

@@ -29,15 +29,15 @@ Usage: ``python -m qualification.engine.vllm_bench RESULT.json --out PLAIN/serve
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import io
 import math
 import sys
 import zlib
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
+from aisim.cli import OneLineParser
 from aisim.errors import AisimError, DataIntegrityError
 from aisim.files import (
     MAX_TRACE_BYTES,
@@ -195,17 +195,9 @@ def convert(source: str | Path, out: str | Path, *, overwrite: bool = False) -> 
     return {"requests": len(rows), "coalesced": coalesced, "file": str(target)}
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors in one line on stderr, exit 2, as ``aisim``'s own."""
-
-    def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-        sys.exit(2)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Bad input is one line ``error: ...`` on stderr (it was printed on stdout), exit 2."""
-    parser = _Parser(
+    parser = OneLineParser(
         prog="python -m qualification.engine.vllm_bench",
         description=__doc__.split("\n", 1)[0],
     )

@@ -15,8 +15,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
+from aisim.cli import OneLineParser
 from aisim.errors import AisimError, DataIntegrityError
 from aisim.files import atomic_write_text, canonical_json, check_output_file, load_config_file
 from qualification.public_gpu import request_overheads
@@ -25,19 +26,11 @@ from qualification.public_gpu._fit import fit, fit_dspark, fit_hybrid, fit_mtp_a
 PROG = "python -m qualification.public_gpu.fit"
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors in one line on stderr, exit 2, as ``aisim``'s own."""
-
-    def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-        sys.exit(2)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Bad input (a missing evidence folder, an unreadable ``fitted_terms.json``, an ``--out``
     that cannot be written) is one line ``error: ...`` on stderr and exit 2, before any
     fitting; they used to end in tracebacks, an unwritable ``--out`` after minutes of fitting."""
-    parser = _Parser(prog=PROG, description=__doc__)
+    parser = OneLineParser(prog=PROG, description=__doc__)
     parser.add_argument(
         "evidence",
         nargs="?",

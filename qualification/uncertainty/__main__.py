@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Final, NoReturn
+from typing import Final
 
-from aisim.cli import integer_argument
+from aisim.cli import OneLineParser, integer_argument
 from aisim.errors import AisimError, ConfigError
 from aisim.files import atomic_write_text, canonical_json, check_output_file
 from qualification.uncertainty._table import ABOUT, build_table
@@ -24,20 +24,12 @@ SOURCES: Final = ("all", "inferencex-latest", "speculators")
 MAX_WORKERS: Final = 1024
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors in one line on stderr, exit 2, as ``aisim``'s own."""
-
-    def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-        sys.exit(2)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Bad input is one line ``error: ...`` on stderr and exit 2, before any replay: a replica
     count or seed out of range, an unknown ``--source``, ``--workers`` or ``--max-conc`` below
     1, an ``--out`` that exists (without ``--overwrite``) or cannot be written."""
-    parser = _Parser(prog=PROG)
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = OneLineParser(prog=PROG)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     build = commands.add_parser("build", help="write the cost-error table")
     build.add_argument("--check", action="store_true", help="only compare with the committed file")
     cover = commands.add_parser("coverage", help="coverage of the 90 %% intervals (held out)")
