@@ -258,9 +258,9 @@ def _repeat_detail(item: Any) -> str:
     return text
 
 
-#: Most processes ``--workers`` starts for the replicas, as ``aisim sweep --workers``: the
-#: replicas' pool starts one per replica up to the count given (``--intervals 10000 --workers
-#: 10000`` would have started ten thousand).
+#: Most processes (or Ray CPUs) ``--workers`` starts: a sweep's pool one per point and the
+#: replicas' pool one per replica up to the count given (``--intervals 10000 --workers 10000``
+#: would have started ten thousand). ``aisim sweep``, ``replay --intervals`` and ``advise``.
 MAX_WORKERS: Final = 1024
 
 

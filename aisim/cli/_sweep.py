@@ -21,6 +21,7 @@ from aisim._io import (
     check_path_text,
 )
 from aisim.cli._args import ExamplesFormatter, integer
+from aisim.cli._intervals import MAX_WORKERS
 from aisim.errors import ConfigError
 
 #: Least time between two redraws of the progress bar.
@@ -96,10 +97,6 @@ def register(commands: Any) -> None:
         help="what the intervals include: all, none, or a list (default: %(default)s)",
     )
     parser.set_defaults(handler=sweep_command)
-
-
-#: Most worker processes (or Ray CPUs) a sweep starts: one per point up to this many.
-MAX_WORKERS: Final = 1024
 
 
 def _positive(text: str) -> int:
