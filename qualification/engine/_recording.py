@@ -106,27 +106,24 @@ class EngineRecording:
 def load_step_table(path: str | Path) -> StepTable:
     """``path``: a recording, its ``grid/`` folder, or ``grid_steps.parquet``."""
     given = Path(path)
-    if not given.exists():
-        raise DataIntegrityError(
-            f"{str(given)!r}: not found; expected an engine recording, its grid/ folder or its "
-            "grid_steps.parquet"
-        )
     expected = "expected an engine recording, its grid/ folder or its grid_steps.parquet"
-    if given.is_dir():
-        check_not_plain(given)
-    elif given.suffix != ".parquet":
-        # It was read as a folder: "'FILE/grid/grid_steps.parquet': sidecar ... is missing".
-        raise DataIntegrityError(f"{str(given)!r}: not a folder or a .parquet file; {expected}")
-    if given.suffix == ".parquet" and not given.is_dir():
+    if not given.exists():
+        raise DataIntegrityError(f"{str(given)!r}: not found; {expected}")
+    if not given.is_dir():
+        if given.suffix != ".parquet":
+            # It was read as a folder: "'FILE/grid/grid_steps.parquet': sidecar ... is missing".
+            raise DataIntegrityError(f"{str(given)!r}: not a folder or a .parquet file; {expected}")
         data = given
-    elif (given / GRID_STEPS.file_name).exists() or given.name == GRID_DIR:
-        data = given / GRID_STEPS.file_name
-    elif (given / GRID_DIR).is_dir():
-        data = given / GRID_DIR / GRID_STEPS.file_name
     else:
-        raise DataIntegrityError(
-            f"{str(given)!r}: no {GRID_DIR}/ folder and no {GRID_STEPS.file_name}; {expected}"
-        )
+        check_not_plain(given)
+        if (given / GRID_STEPS.file_name).exists() or given.name == GRID_DIR:
+            data = given / GRID_STEPS.file_name
+        elif (given / GRID_DIR).is_dir():
+            data = given / GRID_DIR / GRID_STEPS.file_name
+        else:
+            raise DataIntegrityError(
+                f"{str(given)!r}: no {GRID_DIR}/ folder and no {GRID_STEPS.file_name}; {expected}"
+            )
     frame, sidecar = read_table(data, GRID_STEPS)
     where = repr(str(data))
     check_maxima(where, frame.to_dict("list"), GRID_STEPS)
