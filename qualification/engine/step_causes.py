@@ -42,6 +42,7 @@ import pandas as pd
 from aisim.cli import integer_argument
 from qualification.engine._diagnostic import BAD_INPUT, diagnostic_parser, run_diagnostic
 from qualification.engine._recording import EngineRecording
+from qualification.engine.step_diff import IDLE_MS
 
 #: The half-width, in percent, of the step model's target (issue 23).
 TOLERANCE_PCT = 5.0
@@ -276,11 +277,6 @@ def prefill_excess(rows: Sequence[dict[str, Any]]) -> list[float]:
         for row in rows
         if row["kind"] == "prefill" and row["price_ms"] > 0
     ]
-
-
-#: A prompt step that began more than this (ms) after the step before it ended started an
-#: engine that had sat idle (``step_diff.diff_run`` uses the same bound).
-IDLE_MS = 5.0
 
 
 def prompt_steps(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -36,6 +36,10 @@ import numpy as np
 from qualification.engine._diagnostic import diagnostic_parser, run_diagnostic
 from qualification.engine._recording import EngineRecording
 
+#: A step that began more than this (ms) after the step before it ended started an engine that
+#: had sat idle (``diff_run``'s after-idle / busy split; ``step_causes`` uses the same bound).
+IDLE_MS = 5.0
+
 KINDS = ("prefill", "mixed", "decode", "decode-drafted", "decode-partial", "decode-undrafted")
 
 
@@ -524,8 +528,8 @@ def diff_run(
         if not mine and not theirs:
             continue
         ratios = np.array([row["ratio"] for row in mine], dtype=float)
-        after_idle = [row["ratio"] for row in mine if row["idle_before_ms"] > 5.0]
-        busy = [row["ratio"] for row in mine if not row["idle_before_ms"] > 5.0]
+        after_idle = [row["ratio"] for row in mine if row["idle_before_ms"] > IDLE_MS]
+        busy = [row["ratio"] for row in mine if not row["idle_before_ms"] > IDLE_MS]
         kinds[kind] = {
             "engine_steps": len(mine),
             "engine_ms": float(sum(row["measured_ms"] for row in mine)),
