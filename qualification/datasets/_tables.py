@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -229,16 +229,22 @@ def column_bound(column: Column) -> tuple[float, bool] | None:
     return None
 
 
-def check_values(where: str, frame: pd.DataFrame, expected: TableSchema) -> None:
+def check_values(
+    where: str,
+    frame: pd.DataFrame,
+    expected: TableSchema,
+    name_row: Callable[[int], str] = "row {}".format,
+) -> None:
     """Physically impossible values (negative sizes, non-positive or non-finite times:
-    ``column_bound``)."""
+    ``column_bound``); the error names the row ``name_row(index)`` (``frame``'s index): a
+    parquet table's ``row N``, 0-based as pandas numbers it, by default."""
     for column in expected.columns:
         values = frame[column.name]
         if column.optional:
             values = values.dropna()
         elif column.kind in ("int", "float") and bool(values.isna().any()):
             row = int(values[values.isna()].index[0])
-            raise DataIntegrityError(f"{where}: row {row}: column {column.name!r} is missing")
+            raise DataIntegrityError(f"{where}: {name_row(row)}: column {column.name!r} is missing")
         bound = column_bound(column)
         if column.kind == "int" and bound is not None:
             minimum = int(bound[0])
@@ -256,7 +262,7 @@ def check_values(where: str, frame: pd.DataFrame, expected: TableSchema) -> None
         if len(bad):
             row = int(bad.index[0])
             raise DataIntegrityError(
-                f"{where}: row {row}: {column.name}: impossible value "
+                f"{where}: {name_row(row)}: {column.name}: impossible value "
                 f"{_plain_value(bad.iloc[0], column.kind)}; expected {allowed}"
             )
 

@@ -19,7 +19,8 @@ PLAIN/
 
 CSV columns are the engine-recording schemas' (``aisim schema engine-recording``); some may be
 left out and take a documented default (``OPTIONAL``), an empty ``cpu_ms`` cell means "not
-recorded", ``token_times_ms`` is ``;``-joined. Rows are named 0-based, the header not counted.
+recorded", ``token_times_ms`` is ``;``-joined. A row is named by its line in the file, as an
+editor or a spreadsheet numbers it (the header is line 1, the first row line 2).
 Every file is parsed and checked as a recording is loaded (types, finite numbers, causal order,
 complete requests, monotone steps) *before* anything is written; the first problem is one
 ``DataIntegrityError`` line naming the file, the row and the field. The output is written to a
@@ -58,7 +59,9 @@ from aisim.fpm import (
 from qualification.datasets import TableSchema, check_values, non_finite_field, write_table
 from qualification.engine._prometheus import read_samples
 from qualification.engine._recording import (
+    PARQUET_ROW,
     PHASES,
+    RowName,
     _check_requests,
     _check_steps,
     _non_decreasing,
@@ -175,9 +178,9 @@ def _point_id(row: dict[str, Any]) -> str:
     return f"{row['phase']}-b{row['batch_size']}-c{row['context_tokens']}{suffix}"
 
 
-def _cell(where: str, row: int, column: Any, text: str) -> Any:
-    """One CSV cell parsed as ``column.kind``; DataIntegrityError naming file, row and field."""
-    place = f"{where}: row {row}: {column.name}"
+def _cell(where: str, line: int, column: Any, text: str) -> Any:
+    """One CSV cell parsed as ``column.kind``; DataIntegrityError naming file, line and field."""
+    place = f"{where}: line {line}: {column.name}"
     if text == "":
         if column.optional:
             return None
@@ -233,15 +236,22 @@ def _check_input(path: Path, where: str) -> None:
         raise DataIntegrityError(f"{where}: {problem}")
 
 
-def read_csv(path: Path, schema: TableSchema) -> dict[str, list[Any]]:
-    """``path`` parsed as ``schema``'s columns (left-out optional ones filled in)."""
+def read_csv(path: Path, schema: TableSchema) -> tuple[dict[str, list[Any]], RowName]:
+    """``path`` parsed as ``schema``'s columns (left-out optional ones filled in), and how an
+    error names a row: ``line N``, the line of the file it starts on (the header is line 1)."""
     where = repr(str(path))
     _check_input(path, where)
+    lines: list[list[str]] = []
+    numbers: list[int] = []  # the line each row starts on (a quoted cell may hold a newline)
     try:
         with path.open(encoding="utf-8-sig", newline="") as handle:  # Excel writes a BOM
             reader = csv.reader(handle)
             header = next(reader, None)
-            lines = list(reader)
+            start = reader.line_num + 1
+            for line in reader:
+                numbers.append(start)
+                lines.append(line)
+                start = reader.line_num + 1
     except FileNotFoundError:
         raise DataIntegrityError(f"{where}: missing") from None
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
@@ -263,35 +273,42 @@ def read_csv(path: Path, schema: TableSchema) -> dict[str, list[Any]]:
         if column.name not in header and column.name not in defaults:
             raise DataIntegrityError(f"{where}: missing column {column.name!r}")
     rows: list[dict[str, Any]] = []
-    for index, line in enumerate(lines):
+    for number, line in zip(numbers, lines, strict=True):
         if len(line) != len(header):
             raise DataIntegrityError(
-                f"{where}: row {index}: {len(line)} fields, the header has {len(header)}"
+                f"{where}: line {number}: {len(line)} fields, the header has {len(header)}"
             )
         rows.append(
             {
-                name: _cell(where, index, known[name], text)
+                name: _cell(where, number, known[name], text)
                 for name, text in zip(header, line, strict=True)
             }
         )
+
+    def name_row(index: int) -> str:
+        return f"line {numbers[index]}"
+
     # The cells as given, before a left-out column is derived from them (a start_ms summed
     # from a wall_ms past the limit would be named instead of the wall_ms).
-    check_maxima(where, {name: [row[name] for row in rows] for name in header}, schema)
+    check_maxima(where, {name: [row[name] for row in rows] for name in header}, schema, name_row)
     order = [column.name for column in schema.columns if column.name not in header]
     for index, row in enumerate(rows):
         for name in order:
             row[name] = defaults[name](row, index)
-    return {column.name: [row[column.name] for row in rows] for column in schema.columns}
+    columns = {column.name: [row[column.name] for row in rows] for column in schema.columns}
+    return columns, name_row
 
 
 def _frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
     return pd.DataFrame({name: pd.Series(values, dtype=object) for name, values in columns.items()})
 
 
-def _check_table(where: str, schema: TableSchema, columns: dict[str, list[Any]]) -> None:
+def _check_table(
+    where: str, schema: TableSchema, columns: dict[str, list[Any]], name_row: RowName
+) -> None:
     """The value checks a loaded table gets (``read_table``, ``check_maxima``: a derived
-    column too), named by the CSV file."""
-    check_maxima(where, columns, schema)
+    column too), named by the CSV file and line."""
+    check_maxima(where, columns, schema, name_row)
     frame = pd.DataFrame(
         {
             column.name: pd.Series(
@@ -301,20 +318,20 @@ def _check_table(where: str, schema: TableSchema, columns: dict[str, list[Any]])
             for column in schema.columns
         }
     )
-    check_values(where, frame, schema)
+    check_values(where, frame, schema, name_row)
 
 
 def read_grid(path: Path) -> dict[str, list[Any]]:
     """``grid.csv``: checked, ``repetition`` numbered per point and ``start_ms`` the cumulative
     wall time where the CSV leaves them out."""
-    columns = read_csv(path, GRID_STEPS)
+    columns, name_row = read_csv(path, GRID_STEPS)
     where = repr(str(path))
     if not columns["phase"]:
         raise DataIntegrityError(f"{where}: no rows; a step table needs its timed steps")
     for row, phase in enumerate(columns["phase"]):
         if phase not in PHASES:
             raise DataIntegrityError(
-                f"{where}: row {row}: phase: {phase!r} is not one of {', '.join(PHASES)}"
+                f"{where}: {name_row(row)}: phase: {phase!r} is not one of {', '.join(PHASES)}"
             )
     seen: dict[str, int] = {}
     for row, point in enumerate(columns["point_id"]):
@@ -326,8 +343,9 @@ def read_grid(path: Path) -> dict[str, list[Any]]:
         if isinstance(start, float) and math.isnan(start):
             columns["start_ms"][row] = clock
         clock = float(columns["start_ms"][row]) + float(columns["wall_ms"][row])
-    _check_table(where, GRID_STEPS, columns)
-    _non_decreasing(where, [float(value) for value in columns["start_ms"]], "start_ms", 0)
+    _check_table(where, GRID_STEPS, columns, name_row)
+    starts = [float(value) for value in columns["start_ms"]]
+    _non_decreasing(where, starts, lambda index: f"{name_row(index)}: start_ms")
     return columns
 
 
@@ -336,16 +354,16 @@ def read_served(directory: Path) -> tuple[dict[str, list[Any]], dict[str, list[A
     without ``steps.csv`` (a client-side driver such as ``vllm bench serve`` sees requests, not
     engine steps) gets an empty step table: scored the same, the per-step diagnostics n/a."""
     requests_path, steps_path = directory / REQUESTS_FILE, directory / STEPS_FILE
-    requests = read_csv(requests_path, SERVED_REQUESTS)
-    steps = (
+    requests, request_row = read_csv(requests_path, SERVED_REQUESTS)
+    steps, step_row = (
         read_csv(steps_path, SERVED_STEPS)
         if steps_path.exists() or not requests_path.exists()
-        else {column.name: [] for column in SERVED_STEPS.columns}
+        else ({column.name: [] for column in SERVED_STEPS.columns}, PARQUET_ROW)
     )
-    _check_table(repr(str(requests_path)), SERVED_REQUESTS, requests)
-    _check_table(repr(str(steps_path)), SERVED_STEPS, steps)
-    _check_requests(repr(str(requests_path)), _frame(requests))
-    _check_steps(repr(str(steps_path)), _frame(steps))
+    _check_table(repr(str(requests_path)), SERVED_REQUESTS, requests, request_row)
+    _check_table(repr(str(steps_path)), SERVED_STEPS, steps, step_row)
+    _check_requests(repr(str(requests_path)), _frame(requests), request_row)
+    _check_steps(repr(str(steps_path)), _frame(steps), step_row)
     return requests, steps
 
 

@@ -10,6 +10,7 @@ another. Any violation is one ``DataIntegrityError`` line naming the file, the r
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,11 @@ from qualification.engine._schema import (
 )
 
 PHASES = ("decode", "prefill", "prefill-cached", "sd")
+#: How an error names a table's row: a parquet table's ``row N``, 0-based as pandas and
+#: pyarrow number it. A plain CSV's rows are named by their line in the file instead
+#: (``_plain.read_csv``).
+RowName = Callable[[int], str]
+PARQUET_ROW: RowName = "row {}".format
 
 
 @dataclass(frozen=True)
@@ -132,9 +138,9 @@ def load_step_table(path: str | Path) -> StepTable:
     for row, phase in enumerate(frame["phase"].tolist()):
         if phase not in PHASES:
             raise DataIntegrityError(
-                f"{where}: row {row}: phase: {phase!r} is not one of {', '.join(PHASES)}"
+                f"{where}: {PARQUET_ROW(row)}: phase: {phase!r} is not one of {', '.join(PHASES)}"
             )
-    _non_decreasing(where, frame["start_ms"].tolist(), "start_ms", 0)
+    _non_decreasing(where, frame["start_ms"].tolist(), "row {}: start_ms".format)
     return StepTable(
         data.parent,
         frame,
@@ -251,9 +257,15 @@ def check_not_plain(directory: Path) -> None:
         )
 
 
-def check_maxima(where: str, columns: dict[Any, list[Any]], schema: TableSchema) -> None:
+def check_maxima(
+    where: str,
+    columns: dict[Any, list[Any]],
+    schema: TableSchema,
+    name_row: RowName = PARQUET_ROW,
+) -> None:
     """Every numeric cell of ``columns`` at most ``column_maximum``'s bound (replay's limits);
-    DataIntegrityError naming file, row, column (and list entry), the value and the bound."""
+    DataIntegrityError naming file, row (``name_row``), column (and list entry), the value and
+    the bound."""
     limits = {
         MAX_TIME_MS: "ms (2^32 ms, about 49.7 days: replay's time limit)",
         MAX_REQUEST_TOKENS: "tokens (2^24: replay's limit per request)",
@@ -272,95 +284,89 @@ def check_maxima(where: str, columns: dict[Any, list[Any]], schema: TableSchema)
                 field = f"{column.name}[{index}]" if column.kind == "list[float]" else column.name
                 plain = value.item() if hasattr(value, "item") else value
                 raise DataIntegrityError(
-                    f"{where}: row {row}: {field}: {plain!r}; expected at most {shown} "
+                    f"{where}: {name_row(row)}: {field}: {plain!r}; expected at most {shown} "
                     f"{limits[maximum]}"
                 )
 
 
-def _check_requests(where: str, frame: pd.DataFrame) -> None:
+def _check_requests(where: str, frame: pd.DataFrame, name_row: RowName = PARQUET_ROW) -> None:
     seen: set[str] = set()
     records = frame.to_dict("records")
     if not records:
         raise DataIntegrityError(f"{where}: no requests; a served run has at least one")
     for row, record in enumerate(records):
+        at = f"{where}: {name_row(row)}"
         rid = str(record["request_id"])
         if rid in seen:
-            raise DataIntegrityError(f"{where}: row {row}: request_id: {rid!r} appears twice")
+            raise DataIntegrityError(f"{at}: request_id: {rid!r} appears twice")
         seen.add(rid)
         for name in ("prompt_tokens", "output_tokens"):
             # An engine refuses an empty prompt and emits at least one token per request (the
             # published schema says so: ``_schema.AT_LEAST_ONE``).
             if not int(record[name]) >= 1:
                 raise DataIntegrityError(
-                    f"{where}: row {row}: {name}: {int(record[name])}; expected an integer >= 1"
+                    f"{at}: {name}: {int(record[name])}; expected an integer >= 1"
                 )
         order = ("arrival_ms", "added_ms", "first_token_ms", "finish_ms")
         if not record["arrival_ms"] >= 0:
             raise DataIntegrityError(
-                f"{where}: row {row}: arrival_ms: {record['arrival_ms']!r} is before the run start"
+                f"{at}: arrival_ms: {record['arrival_ms']!r} is before the run start"
             )
         for earlier, later in zip(order, order[1:], strict=False):
             if not float(record[later]) >= float(record[earlier]):
                 raise DataIntegrityError(
-                    f"{where}: row {row}: {later}: {record[later]!r} is before {earlier} "
+                    f"{at}: {later}: {record[later]!r} is before {earlier} "
                     f"{record[earlier]!r} (timestamps must be in causal order)"
                 )
         times = [float(value) for value in record["token_times_ms"]]
         wanted = int(record["output_tokens"])
         if len(times) < wanted:
             raise DataIntegrityError(
-                f"{where}: row {row}: token_times_ms: request {rid!r} never finished (emitted "
+                f"{at}: token_times_ms: request {rid!r} never finished (emitted "
                 f"{len(times)} of its {wanted} output tokens)"
             )
         if len(times) > wanted:
             raise DataIntegrityError(
-                f"{where}: row {row}: token_times_ms: {len(times)} times for the {wanted} output "
+                f"{at}: token_times_ms: {len(times)} times for the {wanted} output "
                 f"tokens of request {rid!r} (output_tokens); expected one time per output token"
             )
         for index, value in enumerate(times):
             if not math.isfinite(value):
                 raise DataIntegrityError(
-                    f"{where}: row {row}: token_times_ms[{index}]: {value!r}; expected a finite "
-                    "time (ms)"
+                    f"{at}: token_times_ms[{index}]: {value!r}; expected a finite time (ms)"
                 )
-        _non_decreasing(where, times, "token_times_ms", row)
+        _non_decreasing(where, times, f"{name_row(row)}: token_times_ms[{{}}]".format)
         for index, field in ((0, "first_token_ms"), (len(times) - 1, "finish_ms")):
             if times[index] != float(record[field]):
                 raise DataIntegrityError(
-                    f"{where}: row {row}: token_times_ms[{index}]: {times[index]!r} differs from "
+                    f"{at}: token_times_ms[{index}]: {times[index]!r} differs from "
                     f"{field} {float(record[field])!r}; expected the same time"
                 )
 
 
-def _check_steps(where: str, frame: pd.DataFrame) -> None:
+def _check_steps(where: str, frame: pd.DataFrame, name_row: RowName = PARQUET_ROW) -> None:
     previous_end = -math.inf
     for row, record in enumerate(frame.to_dict("records")):
+        at = f"{where}: {name_row(row)}"
         if int(record["step_index"]) != row:
-            raise DataIntegrityError(
-                f"{where}: row {row}: step_index: {record['step_index']!r}, expected {row}"
-            )
+            raise DataIntegrityError(f"{at}: step_index: {record['step_index']!r}, expected {row}")
         start, end = float(record["start_ms"]), float(record["end_ms"])
         if not start >= previous_end:
             raise DataIntegrityError(
-                f"{where}: row {row}: start_ms: {start!r} is before the previous step's end "
+                f"{at}: start_ms: {start!r} is before the previous step's end "
                 f"{previous_end!r} (steps must not overlap)"
             )
         if not end >= start:
-            raise DataIntegrityError(
-                f"{where}: row {row}: end_ms: {end!r} is before start_ms {start!r}"
-            )
+            raise DataIntegrityError(f"{at}: end_ms: {end!r} is before start_ms {start!r}")
         previous_end = end
 
 
-def _non_decreasing(where: str, values: list[float], field: str, row: int) -> None:
+def _non_decreasing(where: str, values: list[float], name_entry: RowName) -> None:
+    """``values`` never go backwards; the error names the entry ``name_entry(index)`` (a
+    column's row and field, or a list cell's entry)."""
     for index in range(1, len(values)):
         if values[index] < values[index - 1]:
-            place = (
-                f"row {row}: {field}[{index}]"
-                if field == "token_times_ms"
-                else f"row {index}: {field}"
-            )
             raise DataIntegrityError(
-                f"{where}: {place}: {values[index]!r} is before {values[index - 1]!r} "
+                f"{where}: {name_entry(index)}: {values[index]!r} is before {values[index - 1]!r} "
                 "(timestamps must not go backwards)"
             )

@@ -205,48 +205,48 @@ def test_a_missing_counter_is_named_as_missing(tmp_path: Path) -> None:
 
 
 BAD = [
-    ("served-1/requests.csv", "first_token_ms", 3, "", r"row 3: first_token_ms: missing"),
-    ("served-1/requests.csv", "finish_ms", 2, "nan", r"row 2: finish_ms: expected a finite"),
+    ("served-1/requests.csv", "first_token_ms", 3, "", r"line 5: first_token_ms: missing"),
+    ("served-1/requests.csv", "finish_ms", 2, "nan", r"line 4: finish_ms: expected a finite"),
     (
         "served-1/requests.csv",
         "output_tokens",
         1,
         "999",
-        r"requests\.csv': row 1: token_times_ms: request 'r0001' never finished",
+        r"requests\.csv': line 3: token_times_ms: request 'r0001' never finished",
     ),
     (
         "served-1/requests.csv",
         "output_tokens",
         1,
         "1",
-        r"requests\.csv': row 1: token_times_ms: \d+ times for the 1 output tokens of request "
+        r"requests\.csv': line 3: token_times_ms: \d+ times for the 1 output tokens of request "
         r"'r0001' \(output_tokens\); expected one time per output token$",
     ),
-    ("served-1/steps.csv", "start_ms", 5, "1.0", r"steps\.csv': row 5: start_ms: 1\.0 is before"),
-    ("served-1/steps.csv", "cpu_ms", 2, "inf", r"steps\.csv': row 2: cpu_ms: expected a finite"),
-    ("grid.csv", "start_ms", 4, "0.0", r"grid\.csv': row 4: start_ms: 0\.0 is before"),
+    ("served-1/steps.csv", "start_ms", 5, "1.0", r"steps\.csv': line 7: start_ms: 1\.0 is before"),
+    ("served-1/steps.csv", "cpu_ms", 2, "inf", r"steps\.csv': line 4: cpu_ms: expected a finite"),
+    ("grid.csv", "start_ms", 4, "0.0", r"grid\.csv': line 6: start_ms: 0\.0 is before"),
     (
         "grid.csv",
         "wall_ms",
         0,
         "-3.0",
-        r"grid\.csv': row 0: wall_ms: impossible value -3\.0; expected a finite number > 0 \(ms\)$",
+        r"grid\.csv': line 2: wall_ms: impossible value -3\.0; expected a finite number > 0 \(ms\)$",
     ),
     (
         "grid.csv",
         "batch_size",
         1,
         "0",
-        r"grid\.csv': row 1: batch_size: impossible value 0; expected an integer >= 1$",
+        r"grid\.csv': line 3: batch_size: impossible value 0; expected an integer >= 1$",
     ),
     (
         "served-1/requests.csv",
         "prompt_tokens",
         2,
         "0",
-        r"requests\.csv': row 2: prompt_tokens: 0; expected an integer >= 1$",
+        r"requests\.csv': line 4: prompt_tokens: 0; expected an integer >= 1$",
     ),
-    ("grid.csv", "phase", 0, "decoding", r"grid\.csv': row 0: phase: 'decoding' is not one of"),
+    ("grid.csv", "phase", 0, "decoding", r"grid\.csv': line 2: phase: 'decoding' is not one of"),
 ]
 
 
@@ -261,6 +261,40 @@ def test_bad_plain_input_is_one_line_and_nothing_is_written(
     assert "\n" not in str(caught.value)
     assert str(plain / file) in str(caught.value)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["plain"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        # A blank line after the first row: the file's line 3, read as a row of no fields.
+        (lambda lines: [*lines[:2], "", *lines[2:]], "line 3: 0 fields, the header has 7"),
+        # The first row's request_id quoted across lines 2 and 3: the second request starts
+        # on line 4, and its prompt_tokens is named there.
+        (
+            lambda lines: [
+                lines[0],
+                '"r0',
+                'x"' + lines[1].removeprefix("r0"),
+                lines[2].replace("r1,50,", "r1,y,"),
+                *lines[3:],
+            ],
+            "line 4: prompt_tokens: expected an integer, got 'y'",
+        ),
+    ],
+)
+def test_a_csv_row_is_named_by_its_line_in_the_file(
+    tmp_path: Path, edit: Any, message: str
+) -> None:
+    """The header is line 1 and the first row line 2, as an editor or a spreadsheet shows
+    them; a blank line and a quoted cell holding a line break count as the file's lines."""
+    plain = tmp_path / "plain"
+    shutil.copytree(EXAMPLE, plain)
+    requests = plain / "served-1" / "requests.csv"
+    lines = requests.read_text(encoding="utf-8").splitlines()
+    requests.write_text("\n".join(edit(lines)) + "\n", encoding="utf-8")
+    with pytest.raises(DataIntegrityError) as caught:
+        import_plain(plain, tmp_path / "rec")
+    assert str(caught.value) == f"{str(requests)!r}: {message}"
 
 
 @pytest.mark.parametrize("file", ["grid.csv", "served-1/requests.csv"])
@@ -644,18 +678,18 @@ def test_a_bad_setting_is_named(tmp_path: Path, key: str, value: Any, message: s
 @pytest.mark.parametrize(
     ("file", "old", "new", "place"),
     [
-        ("served-1/requests.csv", "r0,40,", "r0,10000000000000000000,", "row 0: prompt_tokens"),
+        ("served-1/requests.csv", "r0,40,", "r0,10000000000000000000,", "line 2: prompt_tokens"),
         (
             "served-1/steps.csv",
             "41.0,45.0,0,0,1,60,",
             "41.0,45.0,0,0,1,9223372036854775808,",
-            "row 4: decode_kv_tokens",
+            "line 6: decode_kv_tokens",
         ),
         (
             "grid.csv",
             "decode,1,64,64,",
             "decode,1,64,-9223372036854775809,",
-            "row 0: total_kv_tokens",
+            "line 2: total_kv_tokens",
         ),
     ],
 )
@@ -1032,7 +1066,7 @@ def test_qualify_engine_names_a_bad_metrics_file_in_a_recording(
             1,
             "decode,1,64,64,1,4.0",
             "decode,1,64,64,1,1e308",
-            "row 0: wall_ms: 1e+308; expected at most 4294967296 ms (2^32 ms, about 49.7 days: "
+            "line 2: wall_ms: 1e+308; expected at most 4294967296 ms (2^32 ms, about 49.7 days: "
             "replay's time limit)",
         ),
         # Imported, then qualify engine refused it in the replay config's words
@@ -1042,7 +1076,7 @@ def test_qualify_engine_names_a_bad_metrics_file_in_a_recording(
             1,
             "r0,40,",
             "r0,4000000000000,",
-            "row 0: prompt_tokens: 4000000000000; expected at most 16777216 tokens (2^24: "
+            "line 2: prompt_tokens: 4000000000000; expected at most 16777216 tokens (2^24: "
             "replay's limit per request)",
         ),
         (
@@ -1050,7 +1084,7 @@ def test_qualify_engine_names_a_bad_metrics_file_in_a_recording(
             3,
             "49.0;53.0",
             "49.0;5e12",
-            "row 2: token_times_ms[3]: 5000000000000.0; expected at most 4294967296 ms (2^32 ms, "
+            "line 4: token_times_ms[3]: 5000000000000.0; expected at most 4294967296 ms (2^32 ms, "
             "about 49.7 days: replay's time limit)",
         ),
         (
@@ -1058,7 +1092,7 @@ def test_qualify_engine_names_a_bad_metrics_file_in_a_recording(
             1,
             "0.0,10.0,1,40,",
             "0.0,10.0,1,4000000000000,",
-            "row 0: prefill_tokens: 4000000000000; expected at most 1099511627776 (2^40: "
+            "line 2: prefill_tokens: 4000000000000; expected at most 1099511627776 (2^40: "
             "replay's count limit)",
         ),
     ],
@@ -1291,11 +1325,15 @@ def test_an_unknown_identity_field_is_refused_and_the_known_ones_are_published(
     [
         # int() and float() took each of these: '4_0' imported as 40, ' 40 ' as 40, the
         # Arabic-Indic digits as 40, '1_0.0' as 10.0.
-        (",40,", ",4_0,", "row 0: prompt_tokens: expected an integer, got '4_0'"),
-        (",40,", ", 40 ,", "row 0: prompt_tokens: expected an integer, got ' 40 '"),
-        (",40,", ",\u0664\u0660,", "row 0: prompt_tokens: expected an integer, got '\u0664\u0660'"),
-        (",10.0,26.0,", ",1_0.0,26.0,", "row 0: first_token_ms: expected a number, got '1_0.0'"),
-        (";21.0;", "; 21.0;", "row 0: token_times_ms[1]: expected a number, got ' 21.0'"),
+        (",40,", ",4_0,", "line 2: prompt_tokens: expected an integer, got '4_0'"),
+        (",40,", ", 40 ,", "line 2: prompt_tokens: expected an integer, got ' 40 '"),
+        (
+            ",40,",
+            ",\u0664\u0660,",
+            "line 2: prompt_tokens: expected an integer, got '\u0664\u0660'",
+        ),
+        (",10.0,26.0,", ",1_0.0,26.0,", "line 2: first_token_ms: expected a number, got '1_0.0'"),
+        (";21.0;", "; 21.0;", "line 2: token_times_ms[1]: expected a number, got ' 21.0'"),
     ],
 )
 def test_a_number_cell_is_read_strictly(tmp_path: Path, old: str, new: str, message: str) -> None:
