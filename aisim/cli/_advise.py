@@ -128,31 +128,37 @@ def register(commands: Any) -> None:
 
 
 def _integers(text: str, flag: str, low: int, high: int) -> list[int]:
-    values = []
+    """``text``'s comma list of distinct integers in ``low..high``, sorted; a repeated one (a
+    slip: one typed twice for another) is refused, as is anything but ASCII digits (``'²'``
+    passed ``str.isdigit`` and ended in int()'s traceback)."""
+    allowed = f"expected a comma list of distinct integers in {low}..{high}"
+    values: list[int] = []
     for part in text.split(","):
         part = part.strip()
-        if not part.isdigit() or not low <= int(part) <= high:
-            raise ConfigError(
-                f"{flag} {text!r}: expected a comma list of integers in {low}..{high}"
-            )
+        if not (part.isascii() and part.isdigit()) or not low <= int(part) <= high:
+            raise ConfigError(f"{flag} {text!r}: {allowed}")
+        if int(part) in values:
+            raise ConfigError(f"{flag} {text!r}: {int(part)} is given twice; {allowed}")
         values.append(int(part))
-    return sorted(set(values))
+    return sorted(values)
 
 
 def _loads(text: str) -> list[float]:
-    values = []
+    """``--loads``' comma list of distinct multipliers in 0.01..100, sorted, with the nominal
+    load 1 added when it is not given."""
+    allowed = "expected a comma list of distinct multipliers in 0.01..100"
+    values: list[float] = []
     for part in text.split(","):
         try:
             value = float(part)
         except ValueError:
             value = math.nan
         if not (math.isfinite(value) and 0.01 <= value <= 100):
-            raise ConfigError(
-                f"--loads {text!r}: expected a comma list of multipliers in 0.01..100"
-            )
+            raise ConfigError(f"--loads {text!r}: {allowed}")
+        if value in values:
+            raise ConfigError(f"--loads {text!r}: {value:g} is given twice; {allowed}")
         values.append(value)
-    loads = sorted(set(values) | {1.0})
-    return loads
+    return sorted(set(values) | {1.0})
 
 
 def build_question(args: argparse.Namespace) -> Any:

@@ -661,3 +661,40 @@ def test_sources_refuses_an_empty_or_repeated_item(
     assert code == 2
     assert err == f"aisim: error: --sources: {problem}\n"
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "problem"),
+    [
+        ("--depths", "1,1", "1 is given twice; expected a comma list of distinct integers in 1..5"),
+        (
+            "--depths",
+            "3, 2,3",
+            "3 is given twice; expected a comma list of distinct integers in 1..5",
+        ),
+        # '²' passed str.isdigit and ended in int()'s ValueError traceback.
+        ("--depths", "2,\u00b2", "expected a comma list of distinct integers in 1..5"),
+        (
+            "--loads",
+            "2,2",
+            "2 is given twice; expected a comma list of distinct multipliers in 0.01..100",
+        ),
+        (
+            "--loads",
+            "0.5,1,1.0",
+            "1 is given twice; expected a comma list of distinct multipliers in 0.01..100",
+        ),
+    ],
+)
+def test_advise_refuses_a_repeated_depth_or_load(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, problem: str
+) -> None:
+    """`--depths 1,1` was read as `--depths 1` and `--loads 2,2` as `--loads 2`: a slip in the
+    list (one typed twice for another) went unseen."""
+    out = tmp_path / "out"
+    argv = ["advise", "--model", "Qwen/Qwen3-8B", "--hardware", "h100_sxm", "--rate", "2"]
+    argv += ["--acceptance", "mtp=0.7", "--out", str(out), flag, value]
+    code, _, err = run_cli(argv, capsys)
+    assert code == 2
+    assert err == f"aisim: error: {flag} {value!r}: {problem}\n"
+    assert not out.exists()
