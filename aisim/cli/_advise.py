@@ -356,16 +356,11 @@ def _trace_rate(plan: Any) -> float:
 
 def advise_command(args: argparse.Namespace) -> int:
     """Handler of ``aisim advise``."""
-    from aisim._io import (
-        atomic_write_bytes,
-        atomic_write_text,
-        canonical_json,
-        check_output_dir,
-    )
+    from aisim._io import canonical_json, check_output_dir
+    from aisim.cli._outputs import write_together
     from aisim.uncertainty import advise
 
     out = check_output_dir(args.out, args.overwrite, "--out", tuple(OUTPUTS))
-    paths = {name: out / name for name in OUTPUTS}
     question = build_question(args)
     try:
         answer = advise(question, workers=args.workers)
@@ -375,18 +370,20 @@ def advise_command(args: argparse.Namespace) -> int:
     if plot is None:
         answer["notes"].append("gain_vs_load.png not drawn: install aisim[qualify] (matplotlib)")
     markdown = to_markdown(answer)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(paths["advice.json"], canonical_json(answer), overwrite=args.overwrite)
-    atomic_write_text(paths["advice.md"], markdown, overwrite=args.overwrite)
-    atomic_write_text(paths["advice.html"], to_html(answer, plot), overwrite=args.overwrite)
-    if plot is not None:
-        atomic_write_bytes(paths["gain_vs_load.png"], plot, overwrite=args.overwrite)
-    else:  # an earlier run's plot (--overwrite) would read as this answer's
-        paths["gain_vs_load.png"].unlink(missing_ok=True)
+    # One set: a failure part way leaves the earlier advice whole, not a new advice.json
+    # beside an earlier advice.html; without a plot an earlier run's would read as this one's.
+    files = {
+        "advice.json": canonical_json(answer).encode("utf-8"),
+        "advice.md": markdown.encode("utf-8"),
+        "advice.html": to_html(answer, plot).encode("utf-8"),
+        "gain_vs_load.png": plot,
+    }
+    write_together(out, files, overwrite=args.overwrite)
+    written = [str(out / name) for name, data in files.items() if data is not None]
     if args.json:
         sys.stdout.write(canonical_json(answer))
     else:
-        sys.stdout.write(markdown + f"\nwrote {', '.join(str(p) for p in paths.values())}\n")
+        sys.stdout.write(markdown + f"\nwrote {', '.join(written)}\n")
     return 0
 
 

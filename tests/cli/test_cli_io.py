@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from aisim.cli._outputs import write_synced, write_together
 from aisim.errors import ConfigError
 from aisim.files import atomic_write_text, load_config_file
 
@@ -100,3 +103,84 @@ def test_a_full_disk_under_stdout_is_one_line(argv: list[str]) -> None:
         )
     assert done.returncode == 2
     assert done.stderr == "aisim: error: cannot write the output: No space left on device\n"
+
+
+def _listing(folder: Path) -> dict[str, bytes]:
+    """Every entry of ``folder`` (hidden ones too: a staging folder left behind would show)."""
+    return {p.name: p.read_bytes() if p.is_file() else b"<folder>" for p in folder.iterdir()}
+
+
+EARLIER = {"advice.json": b"{}\n", "advice.md": b"# earlier\n", "gain_vs_load.png": b"png 1"}
+
+
+def _fail_on(failing: str, error: BaseException) -> Callable[[Path, bytes], None]:
+    """A writer that writes every file but ``failing``, where it raises ``error``."""
+
+    def write(path: Path, data: bytes) -> None:
+        if path.name == failing:
+            raise error
+        write_synced(path, data)
+
+    return write
+
+
+@pytest.mark.parametrize(
+    "error", [OSError(errno.ENOSPC, "No space left on device"), KeyboardInterrupt()]
+)
+def test_a_failing_writer_leaves_the_earlier_set_whole(
+    tmp_path: Path, error: BaseException
+) -> None:
+    """aisim advise wrote its four files one by one: a failure at the third left a new
+    advice.json and advice.md beside the earlier advice.html and plot."""
+    out = tmp_path / "out"
+    out.mkdir()
+    for name, data in EARLIER.items():
+        (out / name).write_bytes(data)
+    (out / "notes.txt").write_bytes(b"the user's")
+    new = {"advice.json": b"{new}", "advice.md": b"new", "advice.html": b"new", "x.png": None}
+    caught = ConfigError if isinstance(error, OSError) else KeyboardInterrupt
+    with pytest.raises(caught) as info:
+        write_together(out, new, overwrite=True, write=_fail_on("advice.html", error))
+    if caught is ConfigError:
+        assert (
+            str(info.value) == f"cannot write {str(out / 'advice.html')!r}: No space left on device"
+        )
+    assert _listing(out) == {**EARLIER, "notes.txt": b"the user's"}
+
+
+def test_a_failing_writer_leaves_no_new_folder(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    error = OSError(errno.EIO, "Input/output error")
+    with pytest.raises(ConfigError, match="advice.md'.*Input/output error$"):
+        write_together(
+            out,
+            {"advice.json": b"{}", "advice.md": b"x"},
+            overwrite=False,
+            write=_fail_on("advice.md", error),
+        )
+    assert _listing(tmp_path) == {}
+
+
+def test_the_set_replaces_the_earlier_one_and_drops_an_output_not_made(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    for name, data in EARLIER.items():
+        (out / name).write_bytes(data)
+    new = {"advice.json": b"[1]", "advice.md": b"# new\n", "gain_vs_load.png": None}
+    write_together(out, new, overwrite=True)
+    assert _listing(out) == {"advice.json": b"[1]", "advice.md": b"# new\n"}
+
+
+def test_a_file_that_appeared_meanwhile_is_not_overwritten(tmp_path: Path) -> None:
+    """The outputs are checked before a command's work (check_output_dir) and again before
+    the renames: a user's file that appeared in between stops the whole set."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "advice.md").write_bytes(b"the user's")
+    with pytest.raises(ConfigError) as info:
+        write_together(out, {"advice.json": b"{}", "advice.md": b"x"}, overwrite=False)
+    assert (
+        str(info.value)
+        == f"{str(out / 'advice.md')!r} already exists; pass --overwrite to replace it"
+    )
+    assert _listing(out) == {"advice.md": b"the user's"}
