@@ -1,8 +1,9 @@
 """The ``aisim`` command: one subcommand per capability, each in its own module.
 
 Public: ``main(argv)`` (what the ``aisim`` script runs), ``build_parser()`` and the strict
-``type=`` converters ``integer_argument`` / ``number_argument`` and the ``OneLineParser`` whose
-usage errors are one line (exit 2) that the harness's commands share (``aisim record``'s flags,
+``type=`` converters ``integer_argument`` / ``number_argument``, the ``OneLineParser`` whose
+usage errors are one line (exit 2) and the ``ExamplesFormatter`` that prints an ``examples``
+epilog as written, which the harness's commands share (``aisim record``'s flags,
 its ``python -m`` tools); the subcommand modules are private. Subcommands of other
 installed packages come from the ``aisim.commands`` entry-point group (``_plugin_commands``):
 that is how the harness adds ``snapshot``, ``compare``, ``record`` and ``qualify`` without this
@@ -18,12 +19,20 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+from aisim.cli._args import ExamplesFormatter
 from aisim.cli._args import Parser as OneLineParser
 from aisim.cli._args import integer as integer_argument
 from aisim.cli._args import number as number_argument
 from aisim.errors import AisimError
 
-__all__ = ["OneLineParser", "build_parser", "integer_argument", "main", "number_argument"]
+__all__ = [
+    "ExamplesFormatter",
+    "OneLineParser",
+    "build_parser",
+    "integer_argument",
+    "main",
+    "number_argument",
+]
 
 
 #: The group a package declares its ``aisim`` subcommands in (pyproject.toml
@@ -62,7 +71,7 @@ examples (from a checkout's root; docs/ explains each command):
 
 def build_parser() -> argparse.ArgumentParser:
     from aisim.cli import _advise, _estimate, _replay, _schema, _speculation, _sweep
-    from aisim.cli._args import ExamplesFormatter, Parser
+    from aisim.cli._args import Parser
 
     parser = Parser(
         prog="aisim",

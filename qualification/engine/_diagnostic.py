@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
-from aisim.cli import OneLineParser
+from aisim.cli import ExamplesFormatter, OneLineParser
 from aisim.errors import AisimError, DataIntegrityError
 from qualification.engine._recording import EngineRecording, load_recording
 from qualification.engine._schema import GRID_DIR, SERVED_PREFIX
@@ -23,15 +23,6 @@ BAD_INPUT: Final = 2
 EXAMPLE: Final = "evidence/engine/vllm-cpu-quiet-llama-4x256-ngram"
 
 
-class _ExampleFormatter(argparse.HelpFormatter):
-    """The examples printed as written (a command line must not be reflowed)."""
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        if text.startswith("example"):
-            return "\n".join(indent + line for line in text.splitlines())
-        return super()._fill_text(text, width, indent)
-
-
 def diagnostic_parser(module: str, description: str) -> argparse.ArgumentParser:
     """``python -m qualification.engine.MODULE DIR [DIR ...]``, with an example in ``--help``."""
     command = f"python -m qualification.engine.{module}"
@@ -39,7 +30,7 @@ def diagnostic_parser(module: str, description: str) -> argparse.ArgumentParser:
         prog=command,
         description=f"{description} No engine needed.",
         epilog=f"examples:\n  {command} {EXAMPLE}\n  {command} evidence/engine/vllm-cpu-*",
-        formatter_class=_ExampleFormatter,
+        formatter_class=ExamplesFormatter,
     )
     parser.add_argument(
         "recordings",
