@@ -47,7 +47,8 @@ from typing import Any
 
 import pandas as pd
 
-from aisim.errors import DataIntegrityError
+from aisim.errors import AisimError, DataIntegrityError
+from aisim.files import atomic_write_text, check_output_file
 from aisim.fpm import FRONTEND_FILE, FRONTEND_SCHEMA, served_step_model
 from qualification.engine._recording import StepTable, load_step_table
 
@@ -323,20 +324,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--overwrite", action="store_true")
     args = parser.parse_args(argv)
     out = args.out or args.recording / FRONTEND_FILE
-    if out.exists() and not args.overwrite:
-        print(f"error: {str(out)!r} exists; pass --overwrite to replace it", file=sys.stderr)
-        return 2
     try:
+        check_output_file(out, args.overwrite, "--out")
         data = build(
             args.recording, args.probe or args.recording / PROBE_FILE, args.table or args.recording
         )
-    except DataIntegrityError as exc:
+        atomic_write_text(
+            out, json.dumps(data, indent=1, sort_keys=True) + "\n", overwrite=args.overwrite
+        )
+    except AisimError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    out.parent.mkdir(parents=True, exist_ok=True)
-    temporary = out.with_name(out.name + ".tmp")
-    temporary.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    temporary.replace(out)
     print(json.dumps(data["terms"]))
     return 0
 

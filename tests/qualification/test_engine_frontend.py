@@ -356,3 +356,21 @@ def test_the_host_speed_of_two_grids_is_the_median_ratio_at_common_points() -> N
     assert host_speed(mine, reference) == (1.75, 2)
     with pytest.raises(DataIntegrityError, match="no grid point timed in both"):
         host_speed(table([("p3", 1.0, False)]), reference)
+
+
+@pytest.mark.parametrize("module", ["frontend", "frontend_cpu"])
+def test_a_folder_at_out_is_refused_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], module: str
+) -> None:
+    """With --overwrite a folder at --out passed the 'exists' check and the temp file's rename
+    onto it ended in an IsADirectoryError traceback, after the model was built."""
+    import importlib
+
+    tool = importlib.import_module(f"qualification.engine.{module}")
+    out = tmp_path / "frontend_model.json"
+    (out / "inside").mkdir(parents=True)
+    # No recording at all: the output is checked first, so its error is the one shown.
+    assert tool.main([str(tmp_path / "no-recording"), "--out", str(out), "--overwrite"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: --out {str(out)!r}: is a folder; give the path of a file to write\n"
+    )
