@@ -21,8 +21,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aisim._io import read_parquet_bytes, read_sidecar_object, read_verified_bytes
-from aisim.errors import DataIntegrityError
+from aisim._io import (
+    MAX_DOCUMENT_BYTES,
+    input_file_problem,
+    parse_json_text,
+    read_input_bytes,
+    read_parquet_bytes,
+    read_sidecar_object,
+    read_verified_bytes,
+)
+from aisim.errors import ConfigError, DataIntegrityError
 from aisim.fpm._engine_steps import (
     LinearStepCost,
     PrimitiveCache,
@@ -382,16 +390,22 @@ def load_admit_cost(path: str | Path) -> WakeCost | None:
 def _read_versioned_json(file: Path, schema_name: str, what: str) -> dict[str, Any] | None:
     """The JSON object of ``file`` whose ``schema`` is ``schema_name`` version 1, or None when
     the file does not exist. DataIntegrityError naming the file (and ``what`` it should hold)
-    when it is unreadable, not an object, or of another schema or version."""
-    import json
-
+    when it is unreadable (a folder, a FIFO, which would block the read forever, a file over
+    ``MAX_DOCUMENT_BYTES``, not UTF-8, not JSON, a key given twice), not an object, or of
+    another schema or version."""
     where = repr(str(file))
-    if not file.exists():
+    problem = input_file_problem(file, MAX_DOCUMENT_BYTES)
+    if problem == "file not found":
         return None
+    if problem is not None:
+        raise DataIntegrityError(f"{where}: {problem}")
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise DataIntegrityError(f"{where}: unreadable {what} ({exc})") from None
+        data = parse_json_text(read_input_bytes(file, MAX_DOCUMENT_BYTES, where).decode(), where)
+    except UnicodeDecodeError as exc:
+        raise DataIntegrityError(f"{where}: unreadable {what} (not UTF-8: {exc.reason})") from None
+    except ConfigError as exc:
+        problem = str(exc).removeprefix(f"{where}: ")
+        raise DataIntegrityError(f"{where}: unreadable {what} ({problem})") from None
     if not isinstance(data, dict):
         raise DataIntegrityError(f"{where}: a JSON object expected, got {type(data).__name__}")
     schema = data.get("schema")

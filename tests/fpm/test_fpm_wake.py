@@ -293,3 +293,41 @@ def test_a_table_without_cached_prefill_steps_prices_creation_from_its_decode_st
     # A table that timed its prefill points cached keeps that measure.
     cached = served_step_model(_rows(True), {"platform": "cpu"}, {}, 0, where="hand")
     assert cached.describe()["creation_source"] == "prefill new - cached"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "oversized", "duplicate key"])
+def test_a_wake_model_that_is_no_json_file_is_one_line_without_blocking(
+    tmp_path: Path, kind: str
+) -> None:
+    """A named pipe at wake_model.json blocked `aisim qualify engine` forever (read until a
+    writer closed it); a folder was '[Errno 21] Is a directory'; a file of any size was read
+    whole; a key given twice kept its last value."""
+    import os
+
+    from aisim._io import MAX_DOCUMENT_BYTES
+
+    path = tmp_path / WAKE_FILE
+    where = repr(str(path))
+    if kind == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no named pipes here")
+        os.mkfifo(path)
+        expected = f"{where}: is not a regular file (a FIFO, socket or device)"
+    elif kind == "folder":
+        path.mkdir()
+        expected = f"{where}: is a folder, not a file"
+    elif kind == "oversized":
+        with path.open("wb") as handle:  # sparse: no 64 MiB written
+            handle.truncate(MAX_DOCUMENT_BYTES + 1)
+        expected = (
+            f"{where}: is {MAX_DOCUMENT_BYTES + 1} bytes, over the limit of {MAX_DOCUMENT_BYTES} "
+            "(64 MiB)"
+        )
+    else:
+        path.write_text('{"schema": {"name": "aisim.engine_wake"}, "schema": 1}')
+        expected = (
+            f"{where}: unreadable wake model (not valid JSON: duplicate key 'schema' in one object)"
+        )
+    with pytest.raises(DataIntegrityError) as caught:
+        load_wake_cost(path)
+    assert str(caught.value) == expected

@@ -979,10 +979,21 @@ def test_the_published_row_schemas_state_the_ranges_import_enforces() -> None:
             jsonschema.validate({**row, column: bad}, grid)
 
 
-@pytest.mark.parametrize("file", ["grid.csv", "settings.json", "served-1/metrics.prom"])
+@pytest.mark.parametrize(
+    "file",
+    [
+        "grid.csv",
+        "settings.json",
+        "served-1/metrics.prom",
+        "wake_model.json",
+        "admit_model.json",
+        "frontend_model.json",
+    ],
+)
 def test_a_fifo_in_the_plain_layout_is_refused_without_blocking(tmp_path: Path, file: str) -> None:
     """A named pipe where grid.csv goes used to block the import forever (opened and read
-    until a writer closes it); settings.json and metrics.prom likewise."""
+    until a writer closes it); settings.json, metrics.prom and the probed models likewise
+    (the models' reader, aisim.fpm's, blocked aisim qualify engine on a recording too)."""
     import os
 
     if not hasattr(os, "mkfifo"):
