@@ -15,10 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from aisim._io import (
+    MAX_DOCUMENT_BYTES,
     MAX_TRACE_BYTES,
     atomic_write_text,
     canonical_json,
     input_file_problem,
+    parse_json_text,
+    read_input_bytes,
     writable_folder,
 )
 from aisim.config import SweepPlan, apply_axes, check_merge_over, load_sweep
@@ -265,7 +268,11 @@ class _Store:
         identity = canonical_json(plan.describe())
         sweep_file = out / SWEEP_FILE
         if sweep_file.exists():
-            same = sweep_file.read_text(encoding="utf-8") == identity
+            # Compared as bytes, read only when a regular file of a plausible size (one that
+            # is not UTF-8 ended in a UnicodeDecodeError traceback, even with --overwrite).
+            same = input_file_problem(sweep_file, MAX_DOCUMENT_BYTES) is None and read_input_bytes(
+                sweep_file, MAX_DOCUMENT_BYTES, repr(str(sweep_file))
+            ) == identity.encode("utf-8")
             if not same and not overwrite:
                 raise ConfigError(
                     f"--out {str(out)!r} holds the points of a different sweep; pass --overwrite "
@@ -302,7 +309,7 @@ class _Store:
             file = self.points_dir / f"{point.point_id}.json"
             if not file.is_file():
                 continue
-            row = json.loads(file.read_text(encoding="utf-8"))["row"]
+            row = _stored_row(file)
             # A point written before points kept their sketches runs again (rows are
             # deterministic, so its other values come out the same); so does an error point
             # an earlier version stored.
@@ -319,6 +326,30 @@ class _Store:
             "row": {key: _nan_to_none_shallow(value) for key, value in row.items()},
         }
         atomic_write_text(self.points_dir / f"{point.point_id}.json", _json(record), overwrite=True)
+
+
+def _stored_row(file: Path) -> dict[str, Any]:
+    """The row of a point file this store wrote (``{"row": {"status": ..., ...}, ...}``); a
+    file that is not one (edited by hand, another tool's, a disk error) is one ConfigError
+    naming it and what to do, not a JSON traceback (a point is never half-written: writes are
+    atomic)."""
+    where = repr(str(file))
+    try:
+        text = read_input_bytes(file, MAX_DOCUMENT_BYTES, where).decode("utf-8")
+        record = parse_json_text(text, where)
+    except UnicodeDecodeError:
+        problem = "not UTF-8 text"
+    except ConfigError as exc:
+        problem = str(exc).removeprefix(f"{where}: ")
+    else:
+        row = record.get("row") if isinstance(record, dict) else None
+        if isinstance(row, dict) and isinstance(row.get("status"), str):
+            return row
+        problem = 'expected an object whose "row" is an object with a "status"'
+    raise ConfigError(
+        f"{where}: not a point file aisim sweep wrote ({problem}); delete it to run that point "
+        "again, or pass --overwrite to start the sweep afresh"
+    )
 
 
 def _json(value: Any) -> str:

@@ -196,3 +196,45 @@ def test_a_folder_the_sweep_did_not_write_keeps_its_files(
     assert main([*argv, "--overwrite"]) == 0
     assert main(argv) == 0
     assert "skipped 1 finished points" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (b'{"row": ', "not valid JSON: Expecting value at line 1, column 9"),
+        (b"[1]", 'expected an object whose "row" is an object with a "status"'),
+        (b'{"row": 5}', 'expected an object whose "row" is an object with a "status"'),
+        (b"\xff", "not UTF-8 text"),
+    ],
+)
+def test_a_point_file_the_sweep_did_not_write_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: bytes, problem: str
+) -> None:
+    """A point file edited by hand (or another tool's of that name) ended the resumed sweep in
+    a JSONDecodeError / TypeError traceback; a sweep.json that is not UTF-8 likewise, even with
+    --overwrite."""
+    from aisim.cli import main
+
+    sweep = tmp_path / "sweep.yaml"
+    small = {key: value for key, value in SWEEP.items() if key != "merge_over"}
+    small["axes"] = {"traffic.load.rate_rps": [2]}
+    sweep.write_text(yaml.safe_dump(small), encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["sweep", str(sweep), "--out", str(out), "--workers", "1", "--no-progress"]
+    assert main(argv) == 0
+    (name,) = _finished(out)
+    point = out / "points" / name
+    point.write_bytes(text)
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"aisim: error: {str(point)!r}: not a point file aisim sweep wrote ({problem}); delete "
+        "it to run that point again, or pass --overwrite to start the sweep afresh\n"
+    )
+    assert point.read_bytes() == text
+    assert main([*argv, "--overwrite"]) == 0
+    (out / "sweep.json").write_bytes(text)
+    assert main(argv) == 2
+    assert "holds the points of a different sweep; pass --overwrite" in capsys.readouterr().err
+    assert main([*argv, "--overwrite"]) == 0
+    assert "skipped 0 finished points" in capsys.readouterr().out
