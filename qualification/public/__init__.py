@@ -4,9 +4,13 @@
   ratios) predicted by ``roofline`` or ``roofline_ideal``, with the absolute percentage error,
   the MAPE over all rows and over the held-out rows (``validation`` rows no version term saw).
   ``roofline`` prices a row whose engine has a version term (``version_terms``: a cost term
-  the engine version stated by the source pays and the default does not, fitted on the rows in
-  its ``fitted_on``, ``fit_version_terms``) with that term; ``version_terms=False`` keeps the
-  default (the cost-error samples of ``qualification.uncertainty`` describe the default).
+  the engine version stated by the source pays and the default does not) with that term:
+  ``draft_step_host_s`` fitted on the rows in its ``fitted_on`` (``fit_version_terms``), and
+  ``step_host_s``, the host time per engine step measured on a real vLLM V1 engine
+  (``step_host_terms``; ``qualification/engine/probe_step_host.py``), which sees no row;
+  ``version_terms=False`` keeps the default, ``step_host=False`` leaves the measured term out
+  (and fits the draft-step term without it: the pricing the cost-error table of
+  ``qualification.uncertainty`` was built with).
 * ``prefill_reference(estimator)``: Llama-3.1-70B prefill at TP 4 / 8 against a silicon-based
   reference simulator's figures (``reference_prefill.json``, ``_prefill``).
 * ``rulecheck(...)``: the default's ``T_SD / F_STP((d + 1) B, K)`` over d, B, K on each built-in
@@ -96,19 +100,71 @@ def _round_model(setup: dict[str, Any], estimator: str, draft_tokens: int) -> An
     return _estimator(setup, estimator, speculation)
 
 
-def fit_version_terms(data: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
-    """Each version term of ``measurements.json`` fitted on its ``fitted_on`` rows (roofline).
+#: The version-term kinds: one fitted on public rows, one measured apart from them.
+FITTED_TERM: Final = "draft_step_host_s"
+MEASURED_TERM: Final = "step_host_s"
 
-    ``draft_step_host_s`` (the only kind): the round / STP ratio of an EAGLE-3 row with ``k``
-    draft steps is ``(R + k h) / S`` (``R`` the default's round, ``S`` its STP step, which has
-    no draft step), linear in ``h``; least squares over the rows gives
-    ``h = sum k (m S - R) / sum k^2`` (``m`` the measured ratio). Keyed by engine."""
+
+def step_host_terms(data: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Each measured ``step_host_s`` of ``measurements.json``, keyed by engine:
+    ``{"step_host_ms": value_ms, "batch": batch}``, the host time one engine step of that
+    version adds to the GPU's work at that batch (``version_terms[i]``)."""
+    data = data if data is not None else load_measurements()
+    terms: dict[str, dict[str, Any]] = {}
+    for index, entry in enumerate(data.get("version_terms", [])):
+        if entry["term"] != MEASURED_TERM:
+            continue
+        value = entry.get("value_ms")
+        batch = entry.get("batch")
+        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+            raise ValueError(
+                f"version_terms[{index}].value_ms: {value!r}; expected milliseconds >= 0"
+            )
+        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+            raise ValueError(f"version_terms[{index}].batch: {batch!r}; expected an int >= 1")
+        terms[entry["engine"]] = {"step_host_ms": float(value), "batch": batch}
+    return terms
+
+
+def _step_host_ms(terms: dict[str, dict[str, Any]], row: dict[str, Any]) -> float:
+    """The measured host time per step a row's engine pays (0 where it has none); refuses a
+    row at a batch the term was not measured at."""
+    term = terms.get(row["engine"])
+    if term is None:
+        return 0.0
+    if row["batch"] != term["batch"]:
+        raise ValueError(
+            f"{row.get('id', 'sd_round_setup')}.batch: {row['batch']}; the {MEASURED_TERM} of "
+            f"{row['engine']} was measured at batch {term['batch']} only"
+        )
+    value: float = term["step_host_ms"]
+    return value
+
+
+def fit_version_terms(
+    data: dict[str, Any] | None = None, step_host: bool = True
+) -> dict[str, dict[str, Any]]:
+    """Each fitted version term of ``measurements.json`` on its ``fitted_on`` rows (roofline).
+
+    ``draft_step_host_s`` (the only fitted kind): the round / STP ratio of an EAGLE-3 row with
+    ``k`` draft steps is ``(R + s + k h) / (S + s)`` (``R`` the default's round, ``S`` its STP
+    step, which has no draft step, ``s`` the engine's measured ``step_host_s``, paid once by
+    both; 0 with ``step_host=False`` or none), linear in ``h``; least squares over the rows on
+    the round's milliseconds gives ``h = sum k (m (S + s) - R - s) / sum k^2`` (``m`` the
+    measured ratio). Keyed by engine."""
     data = data if data is not None else load_measurements()
     setup = data["sd_round_setup"]
+    hosts = step_host_terms(data) if step_host else {}
     fitted: dict[str, dict[str, Any]] = {}
     for entry in data.get("version_terms", []):
-        if entry["term"] != "draft_step_host_s" or entry["engine"] != setup["engine"]:
-            raise ValueError(f"version_terms: no fit for {entry['term']} on {entry['engine']}")
+        if entry["term"] == MEASURED_TERM:
+            continue
+        if entry["term"] != FITTED_TERM or entry["engine"] != setup["engine"]:
+            raise ValueError(
+                f"version_terms: no fit for {entry['term']} on {entry['engine']}; fitted: "
+                f"{FITTED_TERM} on {setup['engine']}, measured: {MEASURED_TERM}"
+            )
+        host = _step_host_ms(hosts, setup)
         stp = _estimator(setup, "roofline").estimate_forward_pass_time_ms(
             _decode(setup["batch"], setup["kv_per_request"])
         )
@@ -122,33 +178,43 @@ def fit_version_terms(data: dict[str, Any] | None = None) -> dict[str, dict[str,
                 _decode(setup["batch"], setup["kv_per_request"])
             )
             measured = row["tpot_ms"] * row["acceptance_length"] / setup["stp_ms"]
-            numerator += steps * (measured * stp - round_ms)
+            numerator += steps * (measured * (stp + host) - round_ms - host)
             denominator += steps * steps
         fitted[entry["engine"]] = {
             "term": entry["term"],
             "draft_step_host_ms": numerator / denominator,
             "fitted_on": list(entry["fitted_on"]),
+            "step_host_ms": host,
         }
     return fitted
 
 
 #: The name a row seen by a version term carries in ``seen_by``.
-VERSION_TERM: Final = "draft_step_host_s"
+VERSION_TERM: Final = FITTED_TERM
 
 
-def score(estimator: str = "roofline", version_terms: bool = True) -> dict[str, Any]:
-    """Predicted vs measured for every public row, with MAPE (all rows and held-out rows)."""
+def score(
+    estimator: str = "roofline", version_terms: bool = True, step_host: bool = True
+) -> dict[str, Any]:
+    """Predicted vs measured for every public row, with MAPE (all rows and held-out rows).
+
+    With the version terms (roofline only), a decode row of an engine with a measured
+    ``step_host_s`` costs the default's step plus that host time, and the SD round / STP
+    ratio of such an engine pays it once in the round and once in the STP step."""
     data = load_measurements()
-    fitted = fit_version_terms(data) if version_terms and estimator == "roofline" else {}
+    priced = version_terms and estimator == "roofline"
+    fitted = fit_version_terms(data, step_host) if priced else {}
+    hosts = step_host_terms(data) if priced and step_host else {}
     rows: list[dict[str, Any]] = []
     for row in data["decode_steps"]:
         model = _estimator(row, estimator)
         predicted = model.estimate_forward_pass_time_ms(
             _decode(row["batch"], row["kv_per_request"])
-        )
+        ) + _step_host_ms(hosts, row)
         rows.append(_scored(row["id"], "decode_ms", row["measured_ms"], predicted, row["role"]))
     setup = data["sd_round_setup"]
-    stp = _estimator(setup, estimator).estimate_forward_pass_time_ms(
+    host = _step_host_ms(hosts, setup)
+    stp = host + _estimator(setup, estimator).estimate_forward_pass_time_ms(
         _decode(setup["batch"], setup["kv_per_request"])
     )
     term = fitted.get(setup["engine"])
@@ -156,7 +222,7 @@ def score(estimator: str = "roofline", version_terms: bool = True) -> dict[str, 
         model = _round_model(setup, estimator, row["draft_tokens"])
         if term is not None:
             model = _with_terms(model, draft_step_host_s=term["draft_step_host_ms"] / 1000.0)
-        round_ms = model.estimate_forward_pass_time_ms(
+        round_ms = host + model.estimate_forward_pass_time_ms(
             _decode(setup["batch"], setup["kv_per_request"])
         )
         measured = row["tpot_ms"] * row["acceptance_length"] / setup["stp_ms"]
@@ -168,6 +234,7 @@ def score(estimator: str = "roofline", version_terms: bool = True) -> dict[str, 
     return {
         "estimator": estimator,
         "version_terms": fitted,
+        "step_host_terms": hosts,
         "rows": rows,
         "mape_percent": _mape(rows),
         "mape_held_out_percent": _mape(held),
@@ -220,6 +287,12 @@ def score_markdown(before: dict[str, Any], after: dict[str, Any]) -> str:
             f"{new['error_percent']:+.1f} % | {role} |"
         )
     lines.append("")
+    for engine, host in sorted(after.get("step_host_terms", {}).items()):
+        lines.append(
+            f"- version term of {engine} ({after['estimator']}): {MEASURED_TERM} = "
+            f"{host['step_host_ms']:.3f} ms per engine step at batch {host['batch']}, measured "
+            "(qualification/engine/probe_step_host.py), seen by no row"
+        )
     for engine, term in sorted(after.get("version_terms", {}).items()):
         lines.append(
             f"- version term of {engine} ({after['estimator']}): {term['term']} = "
@@ -367,6 +440,8 @@ def rulecheck_markdown(rows: list[dict[str, Any]]) -> str:
 
 __all__ = [
     "ESTIMATORS",
+    "FITTED_TERM",
+    "MEASURED_TERM",
     "PREFILL_WEIGHTS",
     "VERSION_TERM",
     "fit_version_terms",
@@ -379,4 +454,5 @@ __all__ = [
     "rulecheck_markdown",
     "score",
     "score_markdown",
+    "step_host_terms",
 ]

@@ -276,8 +276,11 @@ def public_coverage(
     evidence = table if table is not None else load_cost_errors()
     data = load_measurements()
     # Priced as the cost-error table's samples are: the round / STP rows with their engine's
-    # version term, judged only where the term did not see them (``seen_by`` empty).
-    scored = {row["id"]: row for row in score("roofline", version_terms=True)["rows"]}
+    # version term, judged only where the term did not see them (``seen_by`` empty); without
+    # the measured step host time (``step_host=False``, as the table was built).
+    scored = {
+        row["id"]: row for row in score("roofline", version_terms=True, step_host=False)["rows"]
+    }
     rows = []
     roofline = evidence.for_estimator("roofline")
     serving_decode = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from qualification.public import load_measurements, rulecheck, score
+from qualification.public import _step_host_ms, load_measurements, rulecheck, score, step_host_terms
 
 
 def test_every_public_row_names_its_source_and_role() -> None:
@@ -31,7 +31,7 @@ def test_default_decode_is_within_ten_percent_and_vllm_2025_draft_steps_are_a_kn
 
 
 def test_the_vllm_2025_draft_step_host_time_is_fitted_on_k2_k3_and_judged_on_k4_to_k7() -> None:
-    scored = score("roofline")
+    scored = score("roofline", step_host=False)
     default = {row["id"]: row for row in score("roofline", version_terms=False)["rows"]}
     term = scored["version_terms"]["vllm (V1, mid 2025)"]
     fitted_on = ["vllm-20780/eagle3/k2", "vllm-20780/eagle3/k3"]
@@ -66,6 +66,73 @@ def test_the_vllm_2025_draft_step_host_time_is_fitted_on_k2_k3_and_judged_on_k4_
     for row in scored["rows"]:
         if row["quantity"] == "decode_ms":
             assert row["predicted"] == default[row["id"]]["predicted"]
+
+
+def test_vllm_v1_2025_decode_steps_pay_the_measured_step_host_time() -> None:
+    scored = score("roofline")
+    default = {row["id"]: row for row in score("roofline", version_terms=False)["rows"]}
+    # Measured by qualification/engine/probe_step_host.py (docs/estimators.md): 0.512 ms at
+    # batch 1 for both vLLM V1 versions of 2025; it saw no row, so every row stays held out.
+    assert scored["step_host_terms"] == {
+        "vllm (V1, April 2025)": {"step_host_ms": 0.512, "batch": 1},
+        "vllm (V1, mid 2025)": {"step_host_ms": 0.512, "batch": 1},
+    }
+    rows = {row["id"]: row for row in scored["rows"]}
+    v1 = ("vllm-20780/llama-3.1-8b/h100/b1", "vllm-16937/llama-3.1-8b/h100/b1")
+    for row_id, row in rows.items():
+        if row["quantity"] != "decode_ms":
+            continue
+        moved = row["predicted"] - default[row_id]["predicted"]
+        assert moved == pytest.approx(0.512 if row_id in v1 else 0.0, abs=1e-12)
+        assert row["held_out"] and row["seen_by"] == []
+    # By hand from the docs table's default prices: 6.581 + 0.512 = 7.093 ms against 7.07
+    # (+0.33 %) and 7.5188 (-5.66 %); the other four rows keep +4.20, -6.94, -4.52, -23.87 %.
+    assert rows[v1[0]]["error_percent"] == pytest.approx(100 * (7.093 - 7.07) / 7.07, abs=0.01)
+    assert rows[v1[1]]["error_percent"] == pytest.approx(100 * (7.093 - 7.5188) / 7.5188, abs=0.01)
+    by_hand = (0.33 + 5.66 + 4.20 + 6.94 + 4.52 + 23.87) / 6  # 7.59 %, 9.82 % without
+    assert scored["mape_decode_percent"] == pytest.approx(by_hand, abs=0.01)
+
+
+def test_a_step_host_time_paid_by_round_and_stp_moves_the_draft_step_fit_not_the_ratios() -> None:
+    """The round / STP ratio becomes (R + s + k h) / (S + s). The default prices a batch-1
+    round as the STP step plus k equal draft steps, R = S + k c, so the refit keeps the slope
+    (c + h) / S: h' = h + (c + h) s / S, and every ratio stays where it was."""
+    with_host = score("roofline")
+    without = score("roofline", step_host=False)
+    default = {row["id"]: row for row in score("roofline", version_terms=False)["rows"]}
+    stp_price = default["vllm-20780/llama-3.1-8b/h100/b1"]["predicted"]  # 6.581 ms
+    # c, the default's price of one draft step: (ratio - 1) S / k, the same for every k (to
+    # 2e-5 ms: each step reads the KV its predecessors appended).
+    draft = [
+        (default[f"vllm-20780/eagle3/k{k}"]["predicted"] - 1.0) * stp_price / k for k in range(2, 8)
+    ]
+    assert max(draft) - min(draft) < 2e-5
+    h = without["version_terms"]["vllm (V1, mid 2025)"]["draft_step_host_ms"]
+    refit = with_host["version_terms"]["vllm (V1, mid 2025)"]["draft_step_host_ms"]
+    assert refit == pytest.approx(h + (draft[0] + h) * 0.512 / stp_price, rel=1e-5)
+    # 1.042 ms -> 1.149 ms (docs/estimators.md): 0.338 ms per default draft step.
+    assert (round(h, 3), round(refit, 3), round(draft[0], 3)) == (1.042, 1.149, 0.338)
+    pairs = zip(with_host["rows"], without["rows"], strict=True)
+    for new, old in pairs:
+        if new["quantity"] == "round_over_stp":
+            assert new["predicted"] == pytest.approx(old["predicted"], rel=1e-5)
+    assert with_host["mape_sd_percent"] == pytest.approx(without["mape_sd_percent"], abs=1e-3)
+
+
+def test_a_step_host_term_refuses_bad_values_and_a_row_at_another_batch() -> None:
+    data = load_measurements()
+    terms = [entry for entry in data["version_terms"] if entry["term"] == "step_host_s"]
+    bad = {**data, "version_terms": [{**terms[0], "value_ms": -0.5}]}
+    with pytest.raises(ValueError, match=r"version_terms\[0\]\.value_ms: -0\.5; expected"):
+        step_host_terms(bad)
+    bad = {**data, "version_terms": [{**terms[0], "batch": 0}]}
+    with pytest.raises(ValueError, match=r"version_terms\[0\]\.batch: 0; expected an int"):
+        step_host_terms(bad)
+    hosts = step_host_terms(data)
+    row = {"id": "x/b8", "engine": "vllm (V1, mid 2025)", "batch": 8}
+    with pytest.raises(ValueError, match=r"x/b8\.batch: 8; the step_host_s .* batch 1 only"):
+        _step_host_ms(hosts, row)
+    assert _step_host_ms(hosts, {**row, "engine": "sglang"}) == 0.0
 
 
 def test_measured_ratio_is_tpot_times_acceptance_over_stp() -> None:
