@@ -14,6 +14,7 @@ allowed.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from aisim._fields import as_float, as_int, as_list, as_mapping, describe
@@ -32,11 +33,15 @@ POINT_KEYS = ("batch_size", "total_kv_tokens", "latency_ms")
 MAX_LATENCY_MS = 1e9
 
 
-def read_points(points: object, path: str) -> list[tuple[int, int, float]]:
+def read_points(
+    points: object, path: str, name_row: Callable[[int], str] | None = None
+) -> list[tuple[int, int, float]]:
     """Validated ``(batch_size, total_kv_tokens, latency_ms)`` tuples from a list of mappings.
 
     Each mapping needs ``batch_size`` (>= 1), ``total_kv_tokens`` (>= 0) and ``latency_ms``
     (finite, in (0, ``MAX_LATENCY_MS``]); other keys are ignored. Duplicate coordinates and empty lists are errors.
+    An error names the point ``path[i].field``, or ``name_row(i): field`` for the rows of a
+    table file (``line 3: latency_ms``).
     """
     rows = as_list(points, path)
     if not rows:
@@ -44,16 +49,21 @@ def read_points(points: object, path: str) -> list[tuple[int, int, float]]:
     result: list[tuple[int, int, float]] = []
     seen: set[tuple[int, int]] = set()
     for index, raw in enumerate(rows):
-        where = f"{path}[{index}]"
+        where = f"{path}[{index}]" if name_row is None else name_row(index)
+        dot = "." if name_row is None else ": "
         point = as_mapping(raw, where)
         for key in POINT_KEYS:
             if key not in point:
-                raise ConfigError(f"{where}.{key}: required field is missing")
-        batch = as_int(_plain(point["batch_size"]), f"{where}.batch_size", 1, MAX_COUNT)
-        kv = as_int(_plain(point["total_kv_tokens"]), f"{where}.total_kv_tokens", 0, MAX_COUNT)
-        latency = as_float(_plain(point["latency_ms"]), f"{where}.latency_ms", 0.0, MAX_LATENCY_MS)
+                raise ConfigError(f"{where}{dot}{key}: required field is missing")
+        batch = as_int(_plain(point["batch_size"]), f"{where}{dot}batch_size", 1, MAX_COUNT)
+        kv = as_int(_plain(point["total_kv_tokens"]), f"{where}{dot}total_kv_tokens", 0, MAX_COUNT)
+        latency = as_float(
+            _plain(point["latency_ms"]), f"{where}{dot}latency_ms", 0.0, MAX_LATENCY_MS
+        )
         if latency <= 0.0:
-            raise ConfigError(f"{where}.latency_ms: expected a finite number > 0, got {latency!r}")
+            raise ConfigError(
+                f"{where}{dot}latency_ms: expected a finite number > 0, got {latency!r}"
+            )
         if (batch, kv) in seen:
             raise ConfigError(
                 f"{where}: duplicate point at batch_size={batch}, total_kv_tokens={kv}; "

@@ -27,7 +27,7 @@ Any malformed value is a ``DataIntegrityError`` naming the file and the field.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from aisim.errors import ConfigError, DataIntegrityError
@@ -52,7 +52,10 @@ GEOMETRY_KEYS: Final = (
 
 
 def recorded_round_models(
-    table: Mapping[str, list[Any]], sidecar: Mapping[str, Any], source: str
+    table: Mapping[str, list[Any]],
+    sidecar: Mapping[str, Any],
+    source: str,
+    name_row: Callable[[int], str] = "row {}".format,
 ) -> list[MeasuredRoundModel]:
     """One ``measured_round`` estimator per recorded d, in increasing d.
 
@@ -69,11 +72,13 @@ def recorded_round_models(
             duration = float(table["duration_ms"][index])
         except (TypeError, ValueError):
             raise DataIntegrityError(
-                f"{where}: row {index}: draft_length/batch_size/total_kv_tokens must be "
+                f"{where}: {name_row(index)}: draft_length/batch_size/total_kv_tokens must be "
                 "integers and duration_ms a number"
             ) from None
         if depth < 1:
-            raise DataIntegrityError(f"{where}: row {index}: draft_length {depth} is not >= 1")
+            raise DataIntegrityError(
+                f"{where}: {name_row(index)}: draft_length {depth} is not >= 1"
+            )
         rounds.setdefault(depth, {}).setdefault((batch, kv), []).append(duration)
     if not rounds:
         raise DataIntegrityError(f"{where}: no recorded rounds")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,8 @@ from aisim._io import (
     atomic_write_text,
     canonical_json,
     check_path_text,
+    float_text_problem,
+    int_text_problem,
     read_sidecar_object,
     read_verified_bytes,
 )
@@ -45,6 +47,9 @@ from aisim.fpm._recorded_rounds import recorded_round_models
 from aisim.fpm._table import TableModel
 
 Estimator = TableModel | MeasuredRoundModel
+#: How an error names a table file's row: a CSV file's by its line (the header is line 1, as
+#: an editor or a spreadsheet numbers it), a parquet file's ``row N``, 0-based as pandas does.
+RowName = Callable[[int], str]
 
 STP_TABLE_SCHEMA = "aisim.stp_table"
 MEASURED_ROUNDS_SCHEMA = "aisim.measured_rounds"
@@ -118,9 +123,9 @@ def load_table_models(path: object, *, field: str = "tables") -> list[Estimator]
     schema = sidecar["schema"]["name"]
     if schema == RECORDER_ROUNDS_SCHEMA:
         columns = ("draft_length", "batch_size", "total_kv_tokens", "duration_ms")
-        table = verified_columns(data_file, sidecar, columns)
-        return list(recorded_round_models(table, sidecar, str(data_file)))
-    rows = _read_rows(data_file, sidecar, LATENCY_COLUMNS[schema])
+        table, name_row = verified_columns(data_file, sidecar, columns)
+        return list(recorded_round_models(table, sidecar, str(data_file), name_row))
+    rows, name_row = _read_rows(data_file, sidecar, LATENCY_COLUMNS[schema])
     identity = sidecar.get("identity") or {}
     if not isinstance(identity, dict):
         raise DataIntegrityError(f"{str(data_file)!r}: sidecar identity must be a JSON object")
@@ -133,7 +138,7 @@ def load_table_models(path: object, *, field: str = "tables") -> list[Estimator]
         if schema == MEASURED_ROUNDS_SCHEMA:
             return [
                 MeasuredRoundModel(
-                    read_points(points, "points"),
+                    read_points(points, "points", name_row),
                     check_identity(identity, "identity"),
                     sidecar["sha256"],
                     source,
@@ -141,7 +146,7 @@ def load_table_models(path: object, *, field: str = "tables") -> list[Estimator]
             ]
         return [
             TableModel(
-                read_points(points, "points"),
+                read_points(points, "points", name_row),
                 check_identity(identity, "identity"),
                 sidecar["sha256"],
                 source,
@@ -193,42 +198,62 @@ def _read_sidecar(data_file: Path) -> dict[str, Any]:
 
 def _read_rows(
     data_file: Path, sidecar: Mapping[str, Any], latency_column: str
-) -> list[tuple[int, int, float]]:
+) -> tuple[list[tuple[int, int, float]], RowName]:
     where = repr(str(data_file))
     columns = ("batch_size", "total_kv_tokens", latency_column)
-    table = verified_columns(data_file, sidecar, columns)
+    table, name_row = verified_columns(data_file, sidecar, columns)
     rows: list[tuple[int, int, float]] = []
     for index in range(len(table["batch_size"])):
-        batch = _cell(table, index, "batch_size", where)
-        kv = _cell(table, index, "total_kv_tokens", where)
-        latency = _cell(table, index, latency_column, where)
-        rows.append((int(batch), int(kv), float(latency)))
-    return rows
+        values: list[int | float] = []
+        for name in columns:
+            value = _cell(table[name][index], name)
+            if value is None:
+                expected = "a number" if name == latency_column else "an integer"
+                raise DataIntegrityError(
+                    f"{where}: {name_row(index)}: {name}: expected {expected}, got "
+                    f"{table[name][index]!r}"
+                )
+            values.append(value)
+        rows.append((int(values[0]), int(values[1]), float(values[2])))
+    return rows, name_row
 
 
-def _cell(table: Mapping[str, list[Any]], index: int, column: str, where: str) -> int | float:
-    """Row ``index`` of ``column``: an integer for the two count columns, else a number (its
-    range is checked with the points); DataIntegrityError naming file, row, column and value."""
-    value = table[column][index]
+def _cell(value: Any, column: str) -> int | float | None:
+    """A cell as an integer for the two count columns, else a number (its range is checked
+    with the points), or None when it is not one. A CSV cell (text) is read in aisim's strict
+    number syntax (``int()`` and ``float()`` took '4_0' and ' 40 ' as 40, 'nan'); a count may
+    be written as a whole decimal ('8.0', as pandas writes an integer column with a gap)."""
     counted = column in ("batch_size", "total_kv_tokens")
-    try:
-        return integral(value) if counted else float(value)
-    except (TypeError, ValueError):
-        expected = "an integer" if counted else "a number"
-        raise DataIntegrityError(
-            f"{where}: row {index}: {column}: expected {expected}, got {value!r}"
-        ) from None
+    if not isinstance(value, str):  # parquet: typed already
+        try:
+            return integral(value) if counted else float(value)
+        except (TypeError, ValueError):
+            return None
+    if counted and int_text_problem(value) is None:
+        return int(value)
+    if float_text_problem(value) is not None:
+        return None
+    number = float(value)
+    if not counted:
+        return number
+    return int(number) if number.is_integer() and any(c in value for c in ".eE") else None
 
 
 def verified_columns(
     data_file: Path, sidecar: Mapping[str, Any], columns: Sequence[str]
-) -> dict[str, list[Any]]:
+) -> tuple[dict[str, list[Any]], RowName]:
     """``columns`` of ``data_file`` after the size, SHA-256 and row-count checks against its
-    (already read) sidecar; ``DataIntegrityError`` naming the file on any mismatch."""
+    (already read) sidecar, and how an error names a row (``RowName``); ``DataIntegrityError``
+    naming the file on any mismatch."""
     where = repr(str(data_file))
     data = read_verified_bytes(data_file, sidecar)
+    lines: list[int] = []
+
+    def name_row(index: int) -> str:
+        return f"line {lines[index]}" if lines else f"row {index}"
+
     if data_file.suffix == ".csv":
-        table = _csv_columns(data, where, columns)
+        table, lines = _csv_columns(data, where, columns)
     elif data_file.suffix == ".parquet":
         table = _parquet_columns(data, where, columns)
     else:
@@ -238,28 +263,36 @@ def verified_columns(
         raise DataIntegrityError(
             f"{where}: {count} rows, sidecar row_count says {sidecar.get('row_count')!r}"
         )
-    return table
+    return table, name_row
 
 
-def _csv_columns(data: bytes, where: str, columns: Sequence[str]) -> dict[str, list[Any]]:
+def _csv_columns(
+    data: bytes, where: str, columns: Sequence[str]
+) -> tuple[dict[str, list[str]], list[int]]:
+    """``columns`` of the CSV ``data`` and the line each row starts on (the header is line 1;
+    a blank line is skipped, a quoted cell may hold a line break)."""
+    rows: list[list[str]] = []
+    lines: list[int] = []
     try:
-        reader = csv.DictReader(io.StringIO(data.decode("utf-8")))
-        records = list(reader)
+        reader = csv.reader(io.StringIO(data.decode("utf-8"), newline=""))
+        header = next(reader, [])
+        start = reader.line_num + 1
+        for row in reader:
+            if row:
+                rows.append(row)
+                lines.append(start)
+            start = reader.line_num + 1
     except (UnicodeDecodeError, csv.Error) as exc:
         raise DataIntegrityError(f"{where}: not a readable CSV file: {exc}") from None
-    missing = [name for name in columns if name not in (reader.fieldnames or [])]
+    missing = [name for name in columns if name not in header]
     if missing:
         raise DataIntegrityError(f"{where}: missing column(s) {', '.join(missing)}")
-    width = len(reader.fieldnames or [])
-    for index, record in enumerate(records):
-        # DictReader files a short row's missing cells as None and a long row's extra cells
-        # under the key None: either way the cells are not where the header says.
-        if None in record or None in record.values():
-            count = width + len(record.get(None) or []) - list(record.values()).count(None)
+    for row, line in zip(rows, lines, strict=True):
+        if len(row) != len(header):
             raise DataIntegrityError(
-                f"{where}: row {index}: {count} fields, the header has {width}"
+                f"{where}: line {line}: {len(row)} fields, the header has {len(header)}"
             )
-    return {name: [record[name] for record in records] for name in columns}
+    return {name: [row[header.index(name)] for row in rows] for name in columns}, lines
 
 
 def _parquet_columns(data: bytes, where: str, columns: Sequence[str]) -> dict[str, list[Any]]:

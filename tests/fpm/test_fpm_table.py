@@ -174,11 +174,24 @@ def _resealed_csv(path: Path, text: str, rows: int) -> None:
 @pytest.mark.parametrize(
     ("row", "message"),
     [
-        ("1.5,0,2.0", "row 1: batch_size: expected an integer, got '1.5'"),
-        ("2,many,2.0", "row 1: total_kv_tokens: expected an integer, got 'many'"),
-        ("2,0,fast", "row 1: latency_ms: expected a number, got 'fast'"),
-        ("2,0", "row 1: 2 fields, the header has 3"),
-        ("2,0,2.0,9", "row 1: 4 fields, the header has 3"),
+        ("1.5,0,2.0", "line 3: batch_size: expected an integer, got '1.5'"),
+        ("2,many,2.0", "line 3: total_kv_tokens: expected an integer, got 'many'"),
+        ("2,0,fast", "line 3: latency_ms: expected a number, got 'fast'"),
+        ("2,0", "line 3: 2 fields, the header has 3"),
+        ("2,0,2.0,9", "line 3: 4 fields, the header has 3"),
+        # int() and float() took these: '4_0' as 40, ' 0' as 0, 'nan' (refused later, by
+        # value); a 23-digit count was read through a float and shown as 99999999999999991611392.
+        ("4_0,0,2.0", "line 3: batch_size: expected an integer, got '4_0'"),
+        ("2, 0,2.0", "line 3: total_kv_tokens: expected an integer, got ' 0'"),
+        ("2,0,nan", "line 3: latency_ms: expected a number, got 'nan'"),
+        ("9" * 23 + ",0,1.0", f"line 3: batch_size: expected an integer, got '{'9' * 23}'"),
+        # A value out of range is named by its line too (it was 'points[1].latency_ms').
+        ("2,0,-1.0", "line 3: latency_ms: expected a finite number in 0.0..1000000000.0, got -1.0"),
+        # A blank line is skipped, and counted: the row after it is line 4.
+        (
+            "\n2,0,-1.0",
+            "line 4: latency_ms: expected a finite number in 0.0..1000000000.0, got -1.0",
+        ),
     ],
 )
 def test_a_bad_csv_cell_is_named_by_row_column_and_value(
@@ -193,3 +206,16 @@ def test_a_bad_csv_cell_is_named_by_row_column_and_value(
     with pytest.raises(DataIntegrityError) as caught:
         load_table_file(target)
     assert str(caught.value) == f"{str(target)!r}: {message}"
+
+
+def test_a_csv_count_may_be_a_whole_decimal(tmp_path: Path) -> None:
+    """'1.0' and '1e2' are whole numbers (as pandas writes an integer column with a gap): read
+    as 1 and 100, as an integral float is anywhere in aisim's input."""
+    target = tmp_path / "stp.csv"
+    write_table_file(target, GRID)
+    rows = "1.0,0,1.0\n1,1e2,3.0\n4,0,4.0\n4,100,10.0\n"
+    _resealed_csv(target, f"batch_size,total_kv_tokens,latency_ms\n{rows}", 4)
+    # The same table as GRID, so the same answer as the bilinear test's by hand: at B=2, K=50
+    # (every point used) 2 + 5 * (2 - 1) / (4 - 1) = 11/3.
+    loaded = load_table_file(target)
+    assert loaded.estimate_forward_pass_time_ms(ForwardPassMetrics(2, 50)) == pytest.approx(11 / 3)
