@@ -93,8 +93,13 @@ def _int_list(text: str | None, default: tuple[int, ...], field: str) -> tuple[i
                 f"record.{field}: expected comma-separated integers in 1..{highest}, got "
                 f"{_short(text)}"
             )
+        if int(part) in values:  # a slip (one typed twice for another), not dropped unseen
+            raise ConfigError(
+                f"record.{field}: {int(part)} is given twice in {_short(text)}; expected "
+                f"comma-separated distinct integers in 1..{highest}"
+            )
         values.append(int(part))
-    return tuple(sorted(set(values)))
+    return tuple(sorted(values))
 
 
 def _short(text: str) -> str:

@@ -291,6 +291,13 @@ def test_a_folder_given_as_a_trace_is_not_not_found(
             "record.kv: expected comma-separated integers in 1..1048576, got '99999999'",
         ),
         ("--seed", "-1", "record.seed: expected an integer in 0..4294967295, got -1"),
+        # Read as '--d 1,2' before: a repeated value was dropped unseen.
+        (
+            "--d",
+            "1,2,1",
+            "record.d: 1 is given twice in '1,2,1'; expected comma-separated distinct integers "
+            "in 1..16",
+        ),
     ],
 )
 def test_record_flags_are_bounded_before_anything_runs(
