@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from aisim.errors import AisimError, ConfigError
-from aisim.files import atomic_write_text, canonical_json
+from aisim.files import atomic_write_text, canonical_json, int_text_problem
 from qualification.engine._schema import GRID_DIR, SERVED_PREFIX
 
 
@@ -168,15 +168,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _ints(text: str, field: str) -> tuple[int, ...]:
-    try:
-        values = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
-    except ValueError:
-        raise ConfigError(
-            f"record.{field}: expected comma-separated integers, got {text!r}"
-        ) from None
-    if not values or values[0] < 1:
-        raise ConfigError(f"record.{field}: expected positive integers, got {text!r}")
-    return values
+    """``text``'s comma list of distinct integers >= 1, sorted. ASCII digits only (``int()``
+    took ' 4', '+4' and '4_0'); an empty item ('1,,2') or a repeated value ('1,1', one typed
+    for another) is refused, where both were dropped unseen."""
+    allowed = "expected comma-separated distinct integers >= 1"
+    values: list[int] = []
+    for part in text.split(","):
+        if int_text_problem(part) is not None or int(part) < 1:
+            raise ConfigError(f"record.{field}: {allowed}, got {text!r}")
+        if int(part) in values:
+            raise ConfigError(f"record.{field}: {int(part)} is given twice in {text!r}; {allowed}")
+        values.append(int(part))
+    return tuple(sorted(values))
 
 
 def _range(text: str, field: str) -> tuple[int, int]:

@@ -194,6 +194,36 @@ def test_a_missing_extra_writes_nothing(
     assert not Path("o").exists()
 
 
+@pytest.mark.parametrize(
+    ("flag", "value", "problem"),
+    [
+        ("--batch", "1,2,1", "1 is given twice in '1,2,1'; "),
+        ("--context", "16,,64", ""),
+        ("--prefill", "4_0", ""),
+        ("--prefill-batch", " 2", ""),
+        ("--batch", "0", ""),
+    ],
+)
+def test_record_engine_grid_lists_are_strict(
+    here: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    flag: str,
+    value: str,
+    problem: str,
+) -> None:
+    """'1,2,1' was read as '1,2', '16,,64' as '16,64', '4_0' as 40 and ' 2' as 2, unseen."""
+    monkeypatch.setitem(sys.modules, "vllm", None)  # named before vLLM is looked for
+    field = flag[2:].replace("-", "_")
+    expected = f"{problem}expected comma-separated distinct integers >= 1"
+    if not problem:
+        expected += f", got {value!r}"
+    assert refused(["record", "engine", "--out", "o", flag, value], capsys) == (
+        f"aisim: error: record.{field}: {expected}"
+    )
+    assert not Path("o").exists()
+
+
 def test_a_rerun_drops_outputs_it_no_longer_produces(
     here: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
