@@ -33,6 +33,7 @@ from aisim._io import (
     read_parquet_bytes,
     read_sidecar_object,
     read_verified_bytes,
+    write_together,
 )
 
 __all__ = [
@@ -58,4 +59,5 @@ __all__ = [
     "read_parquet_bytes",
     "read_sidecar_object",
     "read_verified_bytes",
+    "write_together",
 ]

@@ -356,8 +356,7 @@ def _trace_rate(plan: Any) -> float:
 
 def advise_command(args: argparse.Namespace) -> int:
     """Handler of ``aisim advise``."""
-    from aisim._io import canonical_json, check_output_dir
-    from aisim.cli._outputs import write_together
+    from aisim._io import canonical_json, check_output_dir, write_together
     from aisim.uncertainty import advise
 
     out = check_output_dir(args.out, args.overwrite, "--out", tuple(OUTPUTS))

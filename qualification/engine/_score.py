@@ -338,20 +338,21 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def write_outputs(
     report: dict[str, Any], per_request: dict[str, Any], out: Path, *, overwrite: bool
 ) -> list[Path]:
-    """Write engine.json, engine.md and the plots under ``out`` atomically; every target is
-    checked before anything is written (nothing is replaced without ``overwrite``)."""
-    from aisim.files import atomic_write_bytes, atomic_write_text, canonical_json, check_writable
+    """Write engine.json, engine.md and the plots under ``out`` as one set (``write_together``:
+    a failure part way leaves an earlier score whole, never this run's engine.json beside an
+    earlier run's plots); every target is checked before anything is written (nothing is
+    replaced without ``overwrite``)."""
+    from aisim.files import canonical_json, check_writable, write_together
     from qualification.engine._render import plots, to_markdown
 
     images = plots(per_request)
     targets = [out / "engine.json", out / "engine.md", *(out / name for name in images)]
     for path in targets:
         check_writable(path, overwrite)
-    # Every byte is produced before the first file is written: a failure leaves nothing.
-    report_json = canonical_json(finite(report))
-    markdown = to_markdown(report, sorted(images))
-    for name, data in images.items():
-        atomic_write_bytes(out / name, data, overwrite=overwrite)
-    atomic_write_text(targets[0], report_json, overwrite=overwrite)
-    atomic_write_text(targets[1], markdown, overwrite=overwrite)
+    files = {
+        "engine.json": canonical_json(finite(report)).encode("utf-8"),
+        "engine.md": to_markdown(report, sorted(images)).encode("utf-8"),
+        **images,
+    }
+    write_together(out, files, overwrite=overwrite)
     return targets

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from aisim.cli._outputs import write_synced, write_together
+from aisim._io import write_synced
 from aisim.errors import ConfigError
-from aisim.files import atomic_write_text, load_config_file
+from aisim.files import atomic_write_text, load_config_file, write_together
 
 
 def test_yaml_errors_are_one_line_with_position(tmp_path: Path) -> None:
