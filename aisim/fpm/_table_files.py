@@ -274,7 +274,7 @@ def _csv_columns(
     rows: list[list[str]] = []
     lines: list[int] = []
     try:
-        reader = csv.reader(io.StringIO(data.decode("utf-8"), newline=""))
+        reader = csv.reader(io.StringIO(data.decode("utf-8-sig"), newline=""))  # Excel: BOM
         header = next(reader, [])
         start = reader.line_num + 1
         for row in reader:

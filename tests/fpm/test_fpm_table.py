@@ -219,3 +219,15 @@ def test_a_csv_count_may_be_a_whole_decimal(tmp_path: Path) -> None:
     # (every point used) 2 + 5 * (2 - 1) / (4 - 1) = 11/3.
     loaded = load_table_file(target)
     assert loaded.estimate_forward_pass_time_ms(ForwardPassMetrics(2, 50)) == pytest.approx(11 / 3)
+
+
+def test_a_csv_table_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
+    """Excel writes 'CSV UTF-8' with a BOM: its header's first name read as '\\ufeffbatch_size'
+    and the table was refused for a missing batch_size column."""
+    target = tmp_path / "stp.csv"
+    write_table_file(target, GRID)
+    rows = "1,0,1.0\n1,100,3.0\n4,0,4.0\n4,100,10.0\n"
+    _resealed_csv(target, f"\ufeffbatch_size,total_kv_tokens,latency_ms\n{rows}", 4)
+    # As the bilinear test's by hand: at B=2, K=50, 11/3.
+    loaded = load_table_file(target)
+    assert loaded.estimate_forward_pass_time_ms(ForwardPassMetrics(2, 50)) == pytest.approx(11 / 3)
