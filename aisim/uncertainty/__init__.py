@@ -24,6 +24,7 @@ from aisim.uncertainty._cost_errors import (
     OverheadSample,
     RepeatSample,
     load_cost_errors,
+    overhead_regime,
     repeat_factor,
 )
 from aisim.uncertainty._draw import Draw, WorkerDraw
@@ -56,6 +57,7 @@ __all__ = [
     "WorkerDraw",
     "check_replicas",
     "load_cost_errors",
+    "overhead_regime",
     "replay_intervals",
     "DEFAULT_SLOS",
     "Question",

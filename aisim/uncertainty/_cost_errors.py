@@ -42,6 +42,25 @@ REPEAT_METRICS: Final = (
     "output_throughput_tok_s",
 )
 TABLE_FILE: Final = "cost_errors.v1.json"
+#: A replica draws the per-request overhead's error from its regime's samples only when the
+#: engine has at least this many there (else from all the engine's samples): with fewer, a
+#: 90 % interval's tails would be one or two points' (the nearest-rank 5 % and 95 % of n < 20
+#: samples are their minimum and maximum). Chosen before the regime-aware draw was judged,
+#: with the misses it was meant for known (docs/uncertainty.md, "The overhead's regime").
+MIN_REGIME_OVERHEADS: Final = 20
+
+
+def overhead_regime(users: int) -> str:
+    """The regime of a closed loop of ``users`` concurrent requests, as the public GPU scored
+    run groups its points (``aisim qualify public-gpu``, "By concurrency"): ``conc<=8`` (1-8:
+    the time to first token is mostly the prefill and the overhead), ``conc16-64`` (9-64),
+    ``conc>=128`` (above 64: requests wait behind running ones). The overhead source draws the
+    error of a point's own regime (``CostErrorTable.sample_overhead``)."""
+    if users <= 8:
+        return "conc<=8"
+    if users <= 64:
+        return "conc16-64"
+    return "conc>=128"
 
 
 @dataclass(frozen=True)
@@ -145,18 +164,22 @@ class OverheadSample:
     caller adds to a replay's TTFT and E2E (the public GPU fit's per-engine request overhead,
     ``evidence/public-gpu/fitted_terms.json`` ``request_overhead_ms``): measured median TTFT
     minus the prediction with that overhead, the overhead refitted without the point (leave
-    its own row out), in ms. The ``overhead`` source adds one of ``engine``'s to a replica's
-    TTFT and E2E (``CostErrorTable.sample_overhead``)."""
+    its own row out), in ms; on a training point the overhead was not fitted on (above
+    concurrency 8), measured minus predicted. ``regime``: the point's (``overhead_regime`` of
+    its concurrency; None: unknown). The ``overhead`` source adds one of ``engine``'s to a
+    replica's TTFT and E2E (``CostErrorTable.sample_overhead``)."""
 
     engine: str
     group: str
     source: str
     evidence_type: str
     residual_ms: float
+    regime: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "engine": self.engine,
+            "regime": self.regime,
             "group": self.group,
             "source": self.source,
             "evidence_type": self.evidence_type,
@@ -281,27 +304,44 @@ class CostErrorTable:
     def overheads_for(self, engine: str) -> list[OverheadSample]:
         return [sample for sample in self.overheads if sample.engine == engine]
 
-    def sample_overhead(self, rng: Any, engine: str) -> float | None:
-        """One replica's per-request overhead error for ``engine`` (ms): one point's, drawn
-        uniformly (``rng``: a numpy Generator); None when the engine has none."""
+    def overheads_drawn(self, engine: str, regime: str | None = None) -> list[OverheadSample]:
+        """The overhead errors a replica of ``engine`` in ``regime`` draws from: the engine's
+        samples of that regime when there are at least ``MIN_REGIME_OVERHEADS``, else all the
+        engine's (also when ``regime`` is None: a load that is not a closed loop)."""
         rows = self.overheads_for(engine)
+        if regime is not None:
+            same = [row for row in rows if row.regime == regime]
+            if len(same) >= MIN_REGIME_OVERHEADS:
+                return same
+        return rows
+
+    def sample_overhead(self, rng: Any, engine: str, regime: str | None = None) -> float | None:
+        """One replica's per-request overhead error for ``engine`` in ``regime`` (ms): one
+        point's of ``overheads_drawn``, drawn uniformly (``rng``: a numpy Generator); None when
+        the engine has none."""
+        rows = self.overheads_drawn(engine, regime)
         if not rows:
             return None
         return rows[int(rng.integers(len(rows)))].residual_ms
 
-    def describe_overheads(self, engine: str) -> dict[str, Any]:
-        """The overhead errors a replica of ``engine`` draws from: how many points, their
-        5/50/95 % (nearest rank, ms) and sources."""
-        values = sorted(row.residual_ms for row in self.overheads_for(engine))
+    def describe_overheads(self, engine: str, regime: str | None = None) -> dict[str, Any]:
+        """The overhead errors a replica of ``engine`` in ``regime`` draws from: the regime
+        asked and the one drawn from (``all``: every regime of the engine), how many points, their 5/50/95 %
+        (nearest rank, ms) and sources."""
+        rows = self.overheads_drawn(engine, regime)
+        values = sorted(row.residual_ms for row in rows)
+        own = regime is not None and sum(row.regime == regime for row in rows) == len(rows)
         return {
             "engine": engine,
+            "regime": regime,
+            "drawn_from": regime if own and len(rows) >= MIN_REGIME_OVERHEADS else "all",
             "samples": len(values),
             "residual_ms": {
                 "p05": _quantile(values, 0.05),
                 "p50": _quantile(values, 0.5),
                 "p95": _quantile(values, 0.95),
             },
-            "sources": sorted({row.source for row in self.overheads_for(engine)}),
+            "sources": sorted({row.source for row in rows}),
         }
 
     def frontends_for(self, estimator: str) -> list[FrontEndSample]:
@@ -533,6 +573,7 @@ def _overhead(row: object, where: str) -> OverheadSample:
             source=str(row["source"]),
             evidence_type=str(row["evidence_type"]),
             residual_ms=float(value),
+            regime=None if row.get("regime") is None else str(row["regime"]),
         )
     except KeyError as exc:
         raise DataIntegrityError(f"{where}.{exc.args[0]}: missing") from None

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from aisim.uncertainty._acceptance import AcceptanceCounts, AcceptanceSpread, ProfileSpread
-from aisim.uncertainty._cost_errors import CostErrorTable, CostFactors
+from aisim.uncertainty._cost_errors import CostErrorTable, CostFactors, overhead_regime
 from aisim.uncertainty._draw import Draw, WorkerDraw
 from aisim.uncertainty._sources import Sources
 
@@ -286,10 +286,11 @@ def describe_sources(
     else:
         overhead_detail = [
             {
-                "drawn": "each replica adds one fitted point's error of the per-request overhead "
-                "(measured minus predicted median TTFT, the overhead refitted without the point) "
-                "to its TTFT and E2E",
-                **table.describe_overheads(request_overhead),
+                "drawn": "each replica adds one training point's error of the per-request "
+                "overhead (measured minus predicted median TTFT, the overhead refitted without "
+                "the point) to its TTFT and E2E, from the points of the replay's regime (its "
+                "concurrency band) when the engine has enough there",
+                **table.describe_overheads(request_overhead, load_regime(config)),
             }
         ]
     described["overhead"] = {
@@ -316,6 +317,21 @@ def repeat_estimator(workers: list[WorkerFacts], table: CostErrorTable) -> str |
 def _mapping_at(mapping: dict[str, Any], key: str) -> dict[str, Any]:
     value = mapping.get(key)
     return value if isinstance(value, dict) else {}
+
+
+def load_regime(config: dict[str, Any]) -> str | None:
+    """The overhead's regime of a validated replay config, read from its traffic alone:
+    ``overhead_regime`` of a closed loop's ``users``; None for any other load (rate, trace
+    timestamps), whose concurrency the config does not fix."""
+    load = _mapping_at(_mapping_at(config, "traffic"), "load")
+    users = load.get("users")
+    if (
+        load.get("type") != "concurrency"
+        or isinstance(users, bool)
+        or not isinstance(users, (int, float))
+    ):
+        return None
+    return overhead_regime(int(users))
 
 
 def plan_draws(
@@ -382,7 +398,9 @@ def plan_draws(
         repeat = () if repeating is None else table.sample_repeat(streams["repeat"], repeating)
         overhead = None
         if sources.overhead and request_overhead is not None:
-            overhead = table.sample_overhead(streams["overhead"], request_overhead)
+            overhead = table.sample_overhead(
+                streams["overhead"], request_overhead, load_regime(config)
+            )
         draws.append(
             Draw(replica, traffic_seed, tuple(sampled), repeat, admission or 0.0, overhead or 0.0)
         )

@@ -5,7 +5,8 @@ Signed error = (predicted - measured) / measured, in percent, per metric:
 * ``median_ttft_ms``, ``mean_tpot_ms``, ``median_tpot_ms``, ``tput_per_gpu`` (InferenceX) or
   ``output_tput_per_gpu`` (the speculators sweep, whose one GPU's output tokens/s is measured).
 
-Each scored row carries its ``regime`` (``ISL/OSL``), concurrency band and step kind (``decode``
+Each scored row carries its ``regime`` (``ISL/OSL``), concurrency band (``overhead_regime``:
+the regime the overhead source draws by) and step kind (``decode``
 for no SD, ``sd_round`` for MTP and DSpark) so a consumer (the uncertainty work) can take error
 distributions per estimator regime. The SD gain of an MTP point is its throughput and TPOT over
 the no-SD point of the same source file, deployment, lengths and concurrency (the history pairs).
@@ -20,6 +21,8 @@ from __future__ import annotations
 import statistics
 from typing import Any, Final
 
+from aisim.uncertainty import overhead_regime
+
 METRICS: Final = ("median_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "tput_per_gpu")
 SPEC_METRICS: Final = ("median_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "output_tput_per_gpu")
 
@@ -28,14 +31,6 @@ def _error(predicted: Any, measured: Any) -> float | None:
     if predicted is None or measured is None or float(measured) == 0.0:
         return None
     return 100.0 * (float(predicted) - float(measured)) / float(measured)
-
-
-def band(conc: int) -> str:
-    if conc <= 8:
-        return "conc<=8"
-    if conc <= 64:
-        return "conc16-64"
-    return "conc>=128"
 
 
 #: The terms a training row was fitted into (qualification/public_gpu/_fit.py).
@@ -106,7 +101,7 @@ def score_rows(
                 "conc": point["conc"],
                 "dataset": point["dataset"],
                 "regime": f"{point['dataset']}",
-                "concurrency_band": band(int(point["conc"])),
+                "concurrency_band": overhead_regime(int(point["conc"])),
                 "step_kind": "sd_round" if point["sd"] != "none" else "decode",
                 "also_in_latest": point["also_in_latest"],
                 "seen_by": saw,

@@ -36,12 +36,16 @@ evidence: one sample per measured / predicted step-price ratio, with its provena
   before the first token that ``aisim qualify public-gpu`` adds to every replayed TTFT
   (``evidence/public-gpu/fitted_terms.json`` ``request_overhead_ms``: SGLang and TensorRT-LLM
   from the InferenceX history rows, vLLM from the ``hybrid`` block's Qwen3.8-27B HumanEval
-  points), on the very rows it was fitted on (no SD for InferenceX; concurrency <= 8): measured
+  points), on the rows it was fitted on (no SD for InferenceX; concurrency <= 8): measured
   minus predicted median TTFT (``scored/public_gpu_rows.csv``), with the overhead refitted
   without the row (leave its own row out: the overhead is the median of the rows' gaps, so the
   row's residual moves by the median of the others' gaps minus the median of all; for
   InferenceX, whose overhead was fitted on the surrogate's gaps, by the replayed gaps' median
-  shift, ``overhead_samples``).
+  shift, ``overhead_samples``); and on the same fits' training rows above concurrency 8, whose
+  TTFT no term was fitted on, measured minus predicted. Each sample carries its regime (the
+  concurrency band, ``aisim.uncertainty.overhead_regime``): a replica draws from its own
+  regime's samples where the engine has ``MIN_REGIME_OVERHEADS`` there (docs/uncertainty.md,
+  "The overhead's regime").
 * repeat samples (``repeat_samples``): per served run of an engine recording whose runs are
   repeats, each measured figure's deviation from the mean of the recording's runs, less the part
   the run's step-price level explains (``repeat_samples``).
@@ -62,6 +66,7 @@ from aisim.uncertainty import (
     FrontEndSample,
     OverheadSample,
     RepeatSample,
+    overhead_regime,
     repeat_factor,
 )
 
@@ -207,10 +212,13 @@ def public_gpu_samples(root: Path) -> tuple[list[ErrorSample], dict[str, dict[st
 
 
 def overhead_samples(root: Path) -> list[OverheadSample]:
-    """The per-request overhead's errors by engine on the rows it was fitted on (module doc):
-    per row, measured - predicted median TTFT - (median of the other rows' gaps - median of
-    all), a gap being measured - (predicted - the fitted overhead): the row's residual had the
-    overhead been fitted without it."""
+    """The per-request overhead's errors by engine on its fit's training points (module doc),
+    each with its regime (``overhead_regime`` of its concurrency). On a point the overhead was
+    fitted on (concurrency <= 8; without SD for InferenceX): measured - predicted median TTFT
+    - (median of the other fitted points' gaps - median of all), a gap being measured -
+    (predicted - the fitted overhead): the point's residual had the overhead been fitted
+    without it. On the fit's other training points (above concurrency 8, whose TTFT no term
+    was fitted on): measured - predicted."""
     import csv
     import json
 
@@ -235,30 +243,35 @@ def overhead_samples(root: Path) -> list[OverheadSample]:
         chosen = [
             (
                 row["id"],
+                int(row["conc"]),
                 float(row["median_ttft_ms_measured"]),
                 float(row["median_ttft_ms_predicted"]),
             )
             for row in rows
             if row["id"] in training
             and row["engine"] == engine
-            and int(row["conc"]) <= TTFT_MAX_CONC
             and (row["sd"] == "none" or not no_sd_only)
             and row.get("median_ttft_ms_measured")
             and row.get("median_ttft_ms_predicted")
         ]
-        if len(chosen) < 2:
+        fit_rows = [row for row in chosen if row[1] <= TTFT_MAX_CONC]
+        if len(fit_rows) < 2:
             continue
-        gaps = [measured - (predicted - overhead) for _, measured, predicted in chosen]
+        gaps = [measured - (predicted - overhead) for _, _, measured, predicted in fit_rows]
         middle = statistics.median(gaps)
-        for index, (point_id, measured, predicted) in enumerate(chosen):
-            others = statistics.median(gaps[:index] + gaps[index + 1 :])
+        shifts = {
+            row[0]: statistics.median(gaps[:index] + gaps[index + 1 :]) - middle
+            for index, row in enumerate(fit_rows)
+        }
+        for point_id, conc, measured, predicted in chosen:
             samples.append(
                 OverheadSample(
                     engine,
                     f"public-gpu/{point_id}",
                     f"{PUBLIC_GPU_ROWS}#{point_id}",
                     "public-measurement",
-                    round(measured - predicted - (others - middle), 6),
+                    round(measured - predicted - shifts.get(point_id, 0.0), 6),
+                    overhead_regime(conc),
                 )
             )
     return samples
