@@ -461,39 +461,110 @@ def write_together(
     disk, an interrupt, an error from ``write``) leaves ``folder`` as it was, a folder this call
     created removed again; the renames (one folder, one file system, no data written) are the
     only step a failure could interrupt with part of the set in place. An ``OSError`` is one
-    ``ConfigError`` naming the file; the staging folder is removed either way."""
-    created = not os.path.lexists(folder)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=".aisim-", suffix=".tmp", dir=folder))
-    except OSError as exc:
-        raise ConfigError(f"{field} {str(folder)!r}: cannot write: {_os_reason(exc)}") from None
-    try:
+    ``ConfigError`` naming the file; the staging folder is removed either way. A name may hold
+    one subfolder (``plots/a.png``). ``StagedFiles`` is the same for files streamed in parts."""
+    with StagedFiles(folder, overwrite=overwrite, field=field, write=write) as staged:
         for name, data in files.items():
-            if data is not None:
-                try:
-                    write(stage / name, data)
-                except OSError as exc:
-                    reason = _os_reason(exc)
-                    raise ConfigError(f"cannot write {str(folder / name)!r}: {reason}") from None
-        for name in files:
-            check_output_file(folder / name, overwrite, field)
-        for name, data in files.items():
+            staged.add(name, data)
+        staged.commit()
+
+
+class StagedFiles:
+    """A command's output files as one set, for writers that stream (``write_together`` is the
+    whole-bytes form): the hidden staging folder ``stage`` is made inside ``folder`` (created if
+    missing) on construction; ``add`` writes a file there (or marks an output not made this
+    run: removed at ``commit``), a streaming writer writes ``path(name)`` itself and ``adopt``s
+    it, ``commit`` checks every name (``check_output_file``) and renames the set into place.
+
+    Use it as a context manager: leaving the block without ``commit`` (an exception, an
+    interrupt) removes the staging folder with everything in it, and ``folder`` too when this
+    object created it and it is empty, so nothing of the run is left and an earlier set stays
+    whole."""
+
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        overwrite: bool,
+        field: str = "--out",
+        write: Callable[[Path, bytes], None] = write_synced,
+    ) -> None:
+        self.folder = folder
+        self.overwrite = overwrite
+        self.field = field
+        self._write = write
+        self._present: dict[str, bool] = {}
+        self._created = not os.path.lexists(folder)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            self.stage = Path(tempfile.mkdtemp(prefix=".aisim-", suffix=".tmp", dir=folder))
+        except OSError as exc:
+            raise ConfigError(f"{field} {str(folder)!r}: cannot write: {_os_reason(exc)}") from None
+
+    def __enter__(self) -> StagedFiles:
+        return self
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if kind is not None:
+            self.discard()
+
+    def path(self, name: str) -> Path:
+        """Where the file ``name`` (relative to ``folder``) is staged; its folder exists."""
+        staged = self.stage / name
+        if staged.parent != self.stage:
             try:
-                if data is None:
-                    (folder / name).unlink(missing_ok=True)
-                else:
-                    os.replace(stage / name, folder / name)
+                staged.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 reason = _os_reason(exc)
-                raise ConfigError(f"cannot write {str(folder / name)!r}: {reason}") from None
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        if created:
-            with contextlib.suppress(OSError):  # only when empty: nothing of this run's got in
-                folder.rmdir()
-        raise
-    shutil.rmtree(stage, ignore_errors=True)
+                raise ConfigError(f"cannot write {str(self.folder / name)!r}: {reason}") from None
+        return staged
+
+    def adopt(self, name: str) -> None:
+        """``name`` is written at ``path(name)`` (by a streaming writer): part of the set."""
+        self._present[name] = True
+
+    def add(self, name: str, data: bytes | None) -> None:
+        """Stage ``data`` as the file ``name``; None: an earlier run's ``name`` is removed at
+        ``commit`` (no such output this run). An ``OSError`` is one ``ConfigError``."""
+        if data is None:
+            self._present[name] = False
+            return
+        try:
+            self._write(self.path(name), data)
+        except OSError as exc:
+            reason = _os_reason(exc)
+            raise ConfigError(f"cannot write {str(self.folder / name)!r}: {reason}") from None
+        self._present[name] = True
+
+    def commit(self) -> list[Path]:
+        """Check every name again, then rename the staged files into place (and remove the
+        outputs not made); the staging folder is removed. Returns the paths written."""
+        for name in self._present:
+            check_output_file(self.folder / name, self.overwrite, self.field)
+        written = []
+        for name, present in self._present.items():
+            target = self.folder / name
+            try:
+                if not present:
+                    target.unlink(missing_ok=True)
+                    continue
+                if target.parent != self.folder:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(self.stage / name, target)
+            except OSError as exc:
+                reason = _os_reason(exc)
+                raise ConfigError(f"cannot write {str(target)!r}: {reason}") from None
+            written.append(target)
+        shutil.rmtree(self.stage, ignore_errors=True)
+        return written
+
+    def discard(self) -> None:
+        """Remove the staging folder (and ``folder`` when this object made it and it is
+        empty: nothing of this run's got in)."""
+        shutil.rmtree(self.stage, ignore_errors=True)
+        if self._created:
+            with contextlib.suppress(OSError):
+                self.folder.rmdir()
 
 
 def create_temp_beside(target: Path) -> tuple[int, str]:

@@ -326,12 +326,10 @@ def run_intervals(
     )
 
 
-def write_intervals(args: argparse.Namespace, path: Any, report: dict[str, Any]) -> str:
-    """Write ``report`` (``run_intervals``) to ``intervals.json`` atomically, return the text to
-    print (nothing with ``--json``: the file is the JSON answer)."""
-    from aisim._io import atomic_write_text, canonical_json
-
-    atomic_write_text(path, canonical_json(report), overwrite=args.overwrite)
+def render_interval_report(args: argparse.Namespace, path: Any, report: dict[str, Any]) -> str:
+    """The text to print for ``report`` (``run_intervals``), written to ``path``
+    (``intervals.json``, with the replay's set): nothing with ``--json`` (the file is the JSON
+    answer)."""
     if args.json:
         return ""
     return render_intervals(report) + f"wrote {path}\n"

@@ -1,31 +1,32 @@
 """``aisim replay CONFIG --out DIR``: run a replay and write ``summary.json`` and
-``requests.parquet`` (plus ``tokens.parquet`` with ``--per-token``) atomically (docs/replay.md).
-The parquet files are streamed to temp files while the replay runs and renamed at the end; a
-failed run leaves none of them behind."""
+``requests.parquet`` (plus ``tokens.parquet`` with ``--per-token`` and ``intervals.json`` with
+``--intervals``) as one set (docs/replay.md): the parquet files are streamed into a staging
+folder while the replay runs and the whole set is renamed into place at the end; a failed run
+leaves none of them behind and an earlier run's set whole."""
 
 from __future__ import annotations
 
 import argparse
 import math
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aisim._io import (
-    atomic_write_text,
+    StagedFiles,
     canonical_json,
     check_output_dir,
     check_path_text,
-    check_writable,
+    write_synced,
 )
 from aisim.cli._args import ExamplesFormatter, integer
 from aisim.cli._intervals import (
     add_interval_arguments,
     prepare_intervals,
+    render_interval_report,
     run_intervals,
-    write_intervals,
 )
 from aisim.errors import SimulationError
 
@@ -117,6 +118,12 @@ def replay_command(args: argparse.Namespace) -> int:
                 return step_table_model(config, step_table)
 
         intervals = run_intervals(args, factory, admission_ms)
+    files: dict[str, bytes | None] = {}
+    if intervals is not None:
+        files["intervals.json"] = canonical_json(intervals).encode("utf-8")
+    elif args.overwrite:
+        # An earlier run's intervals would read as this run's (they were kept beside it).
+        files["intervals.json"] = None
     show = not args.no_progress and sys.stderr.isatty()
     with _progress(show) as callback:
         summary, written = write_replay(
@@ -128,16 +135,14 @@ def replay_command(args: argparse.Namespace) -> int:
             PROGRESS_EVERY_EVENTS,
             forward_pass_model=model,
             admission_ms=admission_ms,
+            files=files,
         )
-    if intervals is None and args.overwrite:
-        # An earlier run's intervals would read as this run's (they were kept beside it).
-        (out / "intervals.json").unlink(missing_ok=True)
     if args.json:
         sys.stdout.write(summary_path.read_text(encoding="utf-8"))
     else:
-        sys.stdout.write(render_text(summary, *written))
+        sys.stdout.write(render_text(summary, *(p for p in written if p != intervals_path)))
     if intervals is not None:
-        sys.stdout.write(write_intervals(args, intervals_path, intervals))
+        sys.stdout.write(render_interval_report(args, intervals_path, intervals))
     return 0
 
 
@@ -150,52 +155,53 @@ def write_replay(
     progress_every: int = PROGRESS_EVERY_EVENTS,
     forward_pass_model: object | None = None,
     admission_ms: float = 0.0,
+    files: Mapping[str, bytes | None] | None = None,
+    write: Callable[[Path, bytes], None] = write_synced,
 ) -> tuple[RunSummary, list[Path]]:
-    """Replay ``config`` into ``out``: ``requests.parquet`` (and ``tokens.parquet`` when
-    ``per_token`` or the config's ``simulation.per_token`` asks) streamed to temp files while the
-    replay runs, renamed once it and its summary succeeded, then ``summary.json``. Anything
-    that fails (a bad line deep in a trace, an interrupted run) deletes the temp files and a
-    folder this call created, so no partial output is left. Returns the summary and the paths
-    written (summary first). ``forward_pass_model`` and ``admission_ms``: ``run_replay``'s."""
+    """Replay ``config`` into ``out`` as one set (``aisim._io.StagedFiles``): ``requests.parquet``
+    (and ``tokens.parquet`` when ``per_token`` or the config's ``simulation.per_token`` asks) is
+    streamed into a hidden staging folder in ``out`` while the replay runs, ``summary.json`` (and
+    ``files``: more outputs of this run, e.g. ``intervals.json``; None removes an earlier run's)
+    is written there by ``write``, and only then are they all renamed into place. Anything that
+    fails (a bad line deep in a trace, an interrupted run, a full disk at the last write)
+    removes the staging folder and a folder this call created, so an earlier run's set is left
+    whole and no partial output is left. Returns the summary and the paths written (summary
+    first). ``forward_pass_model`` and ``admission_ms``: ``run_replay``'s."""
     from aisim.config import run_replay
     from aisim.replay import RequestsParquet, TokensParquet
 
-    created = not out.exists()
-    requests_stream = RequestsParquet(out / "requests.parquet")
-    tokens_stream = TokensParquet(out / "tokens.parquet")
-    try:
-        result = run_replay(
-            config,
-            progress=progress,
-            progress_every=progress_every,
-            per_token=True if per_token else None,
-            request_sink=requests_stream.sink,
-            token_sink=tokens_stream.sink,
-            forward_pass_model=forward_pass_model,
-            admission_ms=admission_ms,
-        )
-        summary = result.run_summary
-        summary_text = _summary_json(summary.to_dict())
-        wants_tokens = per_token or tokens_stream.rows > 0
-        if wants_tokens:
-            # The config's simulation.per_token asks for it too, which the CLI could not check
-            # up front: refused here, before requests.parquet is renamed into place.
-            check_writable(out / "tokens.parquet", overwrite)
-        written = [requests_stream.commit(overwrite)]
-        if wants_tokens:
-            written.append(tokens_stream.commit(overwrite))
-    except BaseException:
-        requests_stream.discard()
-        tokens_stream.discard()
-        if created and out.is_dir() and not any(out.iterdir()):
-            out.rmdir()
-        raise
-    tokens_stream.discard()
-    if not wants_tokens and overwrite:
-        # An earlier run's per-token file would read as this run's.
-        (out / "tokens.parquet").unlink(missing_ok=True)
-    summary_path = atomic_write_text(out / "summary.json", summary_text, overwrite=overwrite)
-    return summary, [summary_path, *written]
+    with StagedFiles(out, overwrite=overwrite, write=write) as staged:
+        requests_stream = RequestsParquet(staged.path("requests.parquet"))
+        tokens_stream = TokensParquet(staged.path("tokens.parquet"))
+        try:
+            result = run_replay(
+                config,
+                progress=progress,
+                progress_every=progress_every,
+                per_token=True if per_token else None,
+                request_sink=requests_stream.sink,
+                token_sink=tokens_stream.sink,
+                forward_pass_model=forward_pass_model,
+                admission_ms=admission_ms,
+            )
+            summary = result.run_summary
+            summary_text = _summary_json(summary.to_dict())
+            staged.add("summary.json", summary_text.encode("utf-8"))
+            requests_stream.commit(overwrite=False)
+            staged.adopt("requests.parquet")
+            if per_token or tokens_stream.rows > 0:
+                tokens_stream.commit(overwrite=False)
+                staged.adopt("tokens.parquet")
+            elif overwrite:
+                # An earlier run's per-token file would read as this run's.
+                staged.add("tokens.parquet", None)
+            for name, data in (files or {}).items():
+                staged.add(name, data)
+        finally:
+            requests_stream.discard()
+            tokens_stream.discard()
+        written = staged.commit()
+    return summary, written
 
 
 def step_table_model(config: str, step_table: Path) -> object:

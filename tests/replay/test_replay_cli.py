@@ -4,6 +4,7 @@ docs examples run as documented."""
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 from pathlib import Path
 
@@ -86,6 +87,66 @@ def test_a_configs_per_token_file_is_not_overwritten_and_nothing_else_is_written
     )
     assert sorted(p.name for p in out.iterdir()) == ["tokens.parquet"]
     assert (out / "tokens.parquet").read_text(encoding="utf-8") == "the user's"
+
+
+def _listing(folder: Path) -> dict[str, bytes]:
+    """Every entry of ``folder``, hidden ones too (a staging folder left behind would show)."""
+    return {p.name: p.read_bytes() if p.is_file() else b"<folder>" for p in folder.iterdir()}
+
+
+@pytest.mark.parametrize(
+    "error", [OSError(errno.ENOSPC, "No space left on device"), KeyboardInterrupt()]
+)
+def test_a_failure_at_the_last_write_leaves_the_earlier_set_whole(
+    tmp_path: Path, error: BaseException
+) -> None:
+    """summary.json was written after requests.parquet had been renamed into place: a full disk
+    (or an interrupt) at that last write left this run's requests.parquet beside the earlier
+    run's summary.json. The writer of the whole-bytes outputs is a collaborator of
+    write_replay, so the failure is injected there."""
+    from aisim._io import write_synced
+    from aisim.cli._replay import write_replay
+
+    config = write_config(tmp_path)
+    out = tmp_path / "out"
+    assert main(["replay", str(config), "--out", str(out), "--per-token"]) == 0
+    (out / "intervals.json").write_bytes(b"{}\n")  # an earlier run's, kept by a plain run
+    before = _listing(out)
+    assert sorted(before) == [
+        "intervals.json",
+        "requests.parquet",
+        "summary.json",
+        "tokens.parquet",
+    ]
+    other = tmp_path / "other.yaml"
+    changed = json.loads(json.dumps(CONFIG))
+    changed["traffic"]["source"]["requests"][0]["output_length"] = 9
+    other.write_text(yaml.safe_dump(changed))
+
+    def fail_on_summary(path: Path, data: bytes) -> None:
+        if path.name == "summary.json":
+            raise error
+        write_synced(path, data)
+
+    caught = ConfigError if isinstance(error, OSError) else KeyboardInterrupt
+    with pytest.raises(caught) as info:
+        write_replay(
+            str(other), out, True, False, files={"intervals.json": None}, write=fail_on_summary
+        )
+    if caught is ConfigError:
+        assert str(info.value) == (
+            f"cannot write {str(out / 'summary.json')!r}: No space left on device"
+        )
+    assert _listing(out) == before
+    # The same run with a working writer replaces the whole set (tokens and intervals of the
+    # earlier run are removed: they would read as this run's).
+    summary, written = write_replay(str(other), out, True, False, files={"intervals.json": None})
+    assert [p.name for p in written] == ["summary.json", "requests.parquet"]
+    assert sorted(_listing(out)) == ["requests.parquet", "summary.json"]
+    assert summary.completed_requests == 1
+    frame = pd.read_parquet(out / "requests.parquet")
+    assert list(frame["output_tokens"]) == [9]
+    assert list(frame["e2e_latency_ms"]) == [20.0]  # 10 + ceil(8 / 4) * 5
 
 
 def test_config_error_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

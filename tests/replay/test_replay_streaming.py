@@ -243,7 +243,8 @@ def test_bad_line_deep_in_a_trace_is_one_line_and_leaves_nothing(
 
 
 def test_a_run_that_fails_midway_leaves_no_partial_output(tmp_path: Path) -> None:
-    """Row groups already streamed to the temp files are deleted when the run fails later."""
+    """Row groups already streamed into the staging folder are deleted when the run fails
+    later."""
     from aisim.cli._replay import write_replay
 
     rows = [
@@ -256,7 +257,8 @@ def test_a_run_that_fails_midway_leaves_no_partial_output(tmp_path: Path) -> Non
 
     def interrupt(events: int, completed: int, now_ms: float) -> None:
         if completed > 20_000:  # more than one chunk of 16,384 rows is on disk by now
-            seen.extend(p.stat().st_size for p in out.iterdir())
+            # In the staging folder inside out (hidden), renamed into place at the end.
+            seen.extend(p.stat().st_size for p in out.rglob("*") if p.is_file())
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
