@@ -11,14 +11,15 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Final
 
 from aisim._io import (
-    atomic_write_bytes,
-    atomic_write_text,
+    StagedFiles,
     canonical_json,
     check_output_dir,
     check_path_text,
+    write_synced,
 )
 from aisim.cli._args import ExamplesFormatter, integer
 from aisim.cli._intervals import MAX_WORKERS
@@ -107,15 +108,7 @@ def _positive(text: str) -> int:
 
 
 def sweep_command(args: argparse.Namespace) -> int:
-    from aisim.sweep import (
-        merge,
-        render_merged,
-        render_text,
-        run,
-        summarize,
-        summarize_merged,
-        write_plots,
-    )
+    from aisim.sweep import render_merged, render_text, run, summarize
 
     check_path_text(args.sweep, "SWEEP")
     # The sweep replaces its own outputs (it resumes), so there only their kind and place are
@@ -174,37 +167,56 @@ def sweep_command(args: argparse.Namespace) -> int:
     summary["skipped_points"] = frame.attrs["skipped_points"]
     if "intervals" in frame.attrs:
         summary["intervals"] = frame.attrs["intervals"]
-    buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
-    atomic_write_bytes(out / "points.parquet", buffer.getvalue(), overwrite=True)
-    written = [out / "points.parquet"]
-    if "merge_over" in frame.attrs:
-        merged = merge(frame)
-        summary["merged"] = summarize_merged(merged)
-        buffer = io.BytesIO()
-        merged.to_parquet(buffer, index=False)
-        atomic_write_bytes(out / "merged.parquet", buffer.getvalue(), overwrite=True)
-        written.append(out / "merged.parquet")
-    else:
-        # An earlier run's pooled percentiles would read as this run's.
-        (out / "merged.parquet").unlink(missing_ok=True)
-    atomic_write_text(out / "summary.json", canonical_json(summary), overwrite=True)
-    plots = write_plots(frame, out / "plots")
-    for name in PLOT_FILES:
-        if out / "plots" / name not in plots:
-            (out / "plots" / name).unlink(missing_ok=True)
+    written = write_outputs(out, frame, summary)
     if args.json:
         sys.stdout.write(canonical_json(summary))
     else:
         sys.stdout.write(render_text(summary))
         if "merged" in summary:
             sys.stdout.write(render_merged(summary["merged"]))
-        written.extend([out / "summary.json", *plots])
         sys.stdout.write(
             f"skipped {summary['skipped_points']} finished points; wrote "
             f"{', '.join(str(p) for p in written)}\n"
         )
     return 0
+
+
+def write_outputs(
+    out: Path,
+    frame: Any,
+    summary: dict[str, Any],
+    write: Callable[[Path, bytes], None] = write_synced,
+) -> list[Path]:
+    """Write the sweep's final outputs under ``out`` as one set (``write_together``, each file
+    by ``write``): ``points.parquet``, ``merged.parquet`` when the frame was merged over axes
+    (``summary`` gains its digest, ``merged``), ``summary.json`` and ``plots/*.png``; an output
+    not made this run (``merged.parquet``, a plot) is removed, lest an earlier run's read as
+    this one's. A failure part way leaves the earlier run's set whole. The sweep owns these
+    names (checked before the first point), so they are replaced. Returns the paths written."""
+    from aisim.sweep import merge, summarize_merged
+    from aisim.sweep._report import plot_images
+
+    files: dict[str, bytes | None] = {"points.parquet": _parquet_bytes(frame)}
+    if "merge_over" in frame.attrs:
+        merged = merge(frame)
+        summary["merged"] = summarize_merged(merged)
+        files["merged.parquet"] = _parquet_bytes(merged)
+    else:
+        files["merged.parquet"] = None
+    files["summary.json"] = canonical_json(summary).encode("utf-8")
+    images = plot_images(frame)
+    for name in PLOT_FILES:
+        files[f"plots/{name}"] = images.get(name)
+    with StagedFiles(out, overwrite=True, write=write) as staged:
+        for name, data in files.items():
+            staged.add(name, data)
+        return staged.commit()
+
+
+def _parquet_bytes(frame: Any) -> bytes:
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
 
 
 @contextmanager

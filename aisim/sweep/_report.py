@@ -149,17 +149,26 @@ def scheme_label(row: dict[str, Any]) -> str:
 
 def write_plots(frame: pd.DataFrame, folder: Path) -> list[Path]:
     """``throughput_vs_latency.png`` (Pareto front drawn) and, when the sweep has SD-off
-    baselines, ``sd_gain_vs_load.png``. Written atomically, without time stamps."""
+    baselines, ``sd_gain_vs_load.png`` (``plot_images``), each written atomically."""
+    from aisim._io import atomic_write_bytes
+
+    return [
+        atomic_write_bytes(folder / name, data, overwrite=True)
+        for name, data in plot_images(frame).items()
+    ]
+
+
+def plot_images(frame: pd.DataFrame) -> dict[str, bytes]:
+    """The sweep's plots as PNG bytes by file name: ``throughput_vs_latency.png`` and, when the
+    sweep has SD-off baselines, ``sd_gain_vs_load.png``; without time stamps (byte-stable)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from aisim._io import atomic_write_bytes
-
     slos: dict[str, dict[str, float]] = dict(frame.attrs["slos"])
     latency = headline_latency(slos)
-    written = []
+    images = {}
     ok = frame[frame["status"] == "ok"]
     figure, axis = plt.subplots(figsize=(7, 4.5))
     for met, marker, label in ((True, "o", "meets SLOs"), (False, "x", "misses SLOs")):
@@ -182,7 +191,7 @@ def write_plots(frame: pd.DataFrame, folder: Path) -> list[Path]:
     axis.set_xlabel(f"{latency} (ms)")
     axis.set_ylabel("output tokens/s per GPU")
     axis.legend()
-    written.append(_save(figure, folder / "throughput_vs_latency.png", atomic_write_bytes))
+    images["throughput_vs_latency.png"] = _png(figure)
     plt.close(figure)
     gains = sd_gains(frame)
     if gains:
@@ -206,9 +215,9 @@ def write_plots(frame: pd.DataFrame, folder: Path) -> list[Path]:
         axis.set_xlabel(_load_label(gains) if numeric is not None else "load")
         axis.set_ylabel("SD speedup of mean TPOT (off / on)")
         axis.legend(fontsize=7)
-        written.append(_save(figure, folder / "sd_gain_vs_load.png", atomic_write_bytes))
+        images["sd_gain_vs_load.png"] = _png(figure)
         plt.close(figure)
-    return written
+    return images
 
 
 def render_text(summary: dict[str, Any]) -> str:
@@ -255,12 +264,12 @@ def _describe_point(row: dict[str, Any], axes: list[str], latency: str) -> dict[
     }
 
 
-def _save(figure: Any, path: Path, write: Any) -> Path:
+def _png(figure: Any) -> bytes:
     import io
 
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
-    return Path(write(path, buffer.getvalue(), overwrite=True))
+    return buffer.getvalue()
 
 
 def _numeric_load(gains: list[dict[str, Any]]) -> Any:

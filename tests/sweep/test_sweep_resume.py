@@ -3,6 +3,7 @@ point's sketches) and the merged percentiles equal those of an uninterrupted run
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -196,6 +197,63 @@ def test_a_folder_the_sweep_did_not_write_keeps_its_files(
     assert main([*argv, "--overwrite"]) == 0
     assert main(argv) == 0
     assert "skipped 1 finished points" in capsys.readouterr().out
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` by relative path, hidden ones too (a staging folder left
+    behind would show)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("failing", ["summary.json", "throughput_vs_latency.png"])
+def test_a_failure_at_a_final_write_leaves_the_earlier_outputs_whole(
+    tmp_path: Path, failing: str
+) -> None:
+    """points.parquet, merged.parquet, summary.json and the plots were written one after
+    another: a full disk at summary.json (or a plot) left this run's points.parquet beside the
+    earlier run's summary.json. The writer is a collaborator of write_outputs, so the failure is
+    injected there; the earlier set stays byte-identical and no staging folder is left."""
+    import errno
+
+    from aisim._io import write_synced
+    from aisim.cli import main
+    from aisim.cli._sweep import write_outputs
+    from aisim.errors import ConfigError
+    from aisim.sweep import run, summarize
+
+    sweep = tmp_path / "sweep.yaml"
+    small = {**SWEEP, "axes": {**SWEEP["axes"], "traffic.load.rate_rps": [2]}}
+    small["axes"]["engine.workers.aggregated.scheduler.max_sequences"] = [4, 16]
+    sweep.write_text(yaml.safe_dump(small), encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["sweep", str(sweep), "--out", str(out), "--workers", "1", "--no-progress"]) == 0
+    frame = run(str(sweep), workers=1, out=out)  # resumed: every point read back
+    before = _files(out)
+    assert {"points.parquet", "merged.parquet", "summary.json"} <= set(before)
+    assert "plots/throughput_vs_latency.png" in before
+    summary = {**summarize(frame), "skipped_points": 99}  # differs from the earlier summary
+    del frame.attrs["merge_over"]  # and this run merges nothing: merged.parquet is removed
+
+    def fail(path: Path, data: bytes) -> None:
+        if path.name == failing:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        write_synced(path, data)
+
+    with pytest.raises(ConfigError, match="No space left on device$"):
+        write_outputs(out, frame, dict(summary), write=fail)
+    assert _files(out) == before
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["points", "plots", "points.parquet", "merged.parquet", "summary.json", "sweep.json"]
+    )
+    written = write_outputs(out, frame, dict(summary))
+    assert [str(p.relative_to(out)) for p in written] == [
+        "points.parquet",
+        "summary.json",
+        "plots/throughput_vs_latency.png",
+    ]
+    after = _files(out)
+    assert "merged.parquet" not in after
+    assert json.loads(after["summary.json"])["skipped_points"] == 99
 
 
 @pytest.mark.parametrize(
