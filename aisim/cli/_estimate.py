@@ -146,9 +146,10 @@ def _speculation(args: argparse.Namespace) -> object:
 
 
 #: The config fields ``aisim estimate`` builds from its flags: an error in one names the flag.
-#: (``model``, ``hardware`` and ``tables`` already read as their flags.)
+#: (``model`` and ``hardware`` already read as their flags.)
 FLAG_OF_FIELD: Final = (
     ("tensor_parallel", "--tp"),
+    ("tables", "--table"),
     ("draft_length", "--draft-length"),
 )
 #: ... and those of the speculation block ``--scheme`` builds.

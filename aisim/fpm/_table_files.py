@@ -31,11 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from aisim._io import (
+    MAX_TRACE_BYTES,
     atomic_write_bytes,
     atomic_write_text,
     canonical_json,
     check_path_text,
     float_text_problem,
+    input_file_problem,
     int_text_problem,
     read_sidecar_object,
     read_verified_bytes,
@@ -117,8 +119,12 @@ def load_table_models(path: object, *, field: str = "tables") -> list[Estimator]
     table, which gives one ``measured_round`` estimator per recorded draft length. ``field``:
     the config field that names the file, for errors (``engine.workers.decode.timing.tables[0]``)."""
     data_file = _data_path(check_path_text(path, field))
-    if not data_file.is_file():
-        raise ConfigError(f"{field}: {str(data_file)!r}: file not found (or not a file)")
+    problem = input_file_problem(data_file, MAX_TRACE_BYTES)
+    if problem is not None:
+        raise ConfigError(
+            f"{field}: {str(data_file)!r}: {problem}; expected a table file: NAME.parquet or "
+            "NAME.csv beside its sidecar NAME.parquet.json or NAME.csv.json"
+        )
     sidecar = _read_sidecar(data_file)
     schema = sidecar["schema"]["name"]
     if schema == RECORDER_ROUNDS_SCHEMA:

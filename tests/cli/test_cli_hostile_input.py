@@ -214,7 +214,7 @@ def test_json_integers_past_pythons_digit_limit_are_errors() -> None:
         (["estimate", "--model", "Qwen3-8B", "--hardware", LONG_NAME], "hardware"),
         (
             ["estimate", "--model", "Qwen3-8B", "--hardware", "h100", "--table", LONG_NAME],
-            "tables[0]",
+            "--table (tables[0])",
         ),
         (["replay", LONG_NAME, "--out", "o"], "CONFIG"),
         (["replay", "r.yaml", "--out", LONG_NAME], "--out"),

@@ -187,5 +187,7 @@ def test_a_missing_table_names_the_whole_field_path(
     monkeypatch.chdir(tmp_path)
     missing = str((tmp_path / "cfg" / "stp.csv").resolve())
     assert _error(lambda: run_replay("cfg/replay.yaml")) == (
-        f"engine.workers.aggregated.timing.tables[0]: {missing!r}: file not found (or not a file)"
+        f"engine.workers.aggregated.timing.tables[0]: {missing!r}: file not found; expected a "
+        "table file: NAME.parquet or NAME.csv beside its sidecar NAME.parquet.json or "
+        "NAME.csv.json"
     )

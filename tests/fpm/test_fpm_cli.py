@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +55,38 @@ def test_roofline_with_a_scheme_prints_native_evidence(capsys: pytest.CaptureFix
     assert ideal["details"]["mtp_compute_scale"] == pytest.approx(39 / 36)
 
 
+TABLE_ALLOWED = (
+    "expected a table file: NAME.parquet or NAME.csv beside its sidecar NAME.parquet.json or "
+    "NAME.csv.json"
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (".", "is a folder, not a file"),
+        ("no-such-table.csv", "file not found"),
+        ("fifo.parquet", "is not a regular file (a FIFO, socket or device)"),
+    ],
+)
+def test_a_table_that_is_no_file_names_the_flag(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    value: str,
+    problem: str,
+) -> None:
+    """`--table /tmp` said 'tables[0]: ... file not found (or not a file)': neither the flag
+    nor that it was a folder. A FIFO is refused without being opened (no hang)."""
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo("fifo.parquet")
+    argv = ["estimate", "--model", "Qwen3-8B", "--hardware", "h100", "--kv", "10"]
+    assert main([*argv, "--table", value]) == 2
+    assert capsys.readouterr().err == (
+        f"aisim: error: --table (tables[0]): {value!r}: {problem}; {TABLE_ALLOWED}\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
@@ -66,7 +99,6 @@ def test_roofline_with_a_scheme_prints_native_evidence(capsys: pytest.CaptureFix
         (["--kv-total", "5"], "--kv-total"),
         (["--estimator", "table"], "table is not available"),
         (["--table", "no-such-table.parquet"], "'no-such-table.parquet': file not found"),
-        (["--table", "."], "'.': file not found (or not a file)"),
     ],
 )
 def test_user_errors_exit_2_with_one_line(
