@@ -163,7 +163,7 @@ def _loads(text: str) -> list[float]:
 
 def build_question(args: argparse.Namespace) -> Any:
     """The checked question of ``aisim advise``'s flags."""
-    from aisim._io import MAX_TRACE_BYTES, input_file_problem, load_config_file
+    from aisim._io import MAX_TRACE_BYTES, input_file_problem
     from aisim.cli._intervals import check_acceptance_rounds, check_workers, parse_slos
     from aisim.config import build_plan
     from aisim.uncertainty import (
@@ -196,9 +196,7 @@ def build_question(args: argparse.Namespace) -> Any:
         raise ConfigError(f"--requests: expected an integer >= 1, got {args.requests}")
     depths = _integers(args.depths, "--depths", 1, 5)
     loads = _loads(args.loads)
-    draft_config = (
-        load_config_file(args.draft_config, "--draft-config") if args.draft_config else None
-    )
+    draft_config = _draft_config(args.draft_config) if args.draft_config is not None else None
     found, notes = variants(
         parse_acceptance(args.acceptance), depths, draft_config, args.draft_model
     )
@@ -303,6 +301,8 @@ FLAG_OF_FIELD: Final = (
     ("traffic.load.rate_rps", "--rate"),
     ("traffic.load.users", "--concurrency"),
     ("engine.model", "--model"),
+    ("engine.speculation.draft_config", "--draft-config"),
+    ("engine.speculation.draft_model_path", "--draft-model"),
     ("engine.hardware", "--hardware"),
     ("engine.workers.aggregated.parallelism.tensor", "--tp"),
     ("engine.workers.aggregated.scheduler.max_sequences", "--max-sequences"),
@@ -310,6 +310,23 @@ FLAG_OF_FIELD: Final = (
     ("engine.workers.aggregated.kv_cache.capacity.blocks", "--kv-blocks"),
     ("engine.workers.aggregated.kv_cache.capacity", "--kv-blocks"),
 )
+
+
+def _draft_config(text: str) -> Any:
+    """The mapping in the ``--draft-config`` file; every problem with the file is one line
+    naming the flag and the value (the loader's own errors name only the path)."""
+    from aisim._io import MAX_DOCUMENT_BYTES, check_path_text, input_file_problem, load_config_file
+
+    path = check_path_text(text, "--draft-config")
+    problem = input_file_problem(path, MAX_DOCUMENT_BYTES)
+    if problem is not None:
+        raise ConfigError(
+            f"--draft-config {text!r}: {problem}; expected the drafter's config.json (a file)"
+        )
+    try:
+        return load_config_file(path, "--draft-config")
+    except ConfigError as exc:
+        raise ConfigError(f"--draft-config: {exc}") from None
 
 
 def _synthetic(args: argparse.Namespace) -> dict[str, Any]:

@@ -15,6 +15,7 @@ count finite as a float. GPU figures are finite and at most ``MAX_GPU_FIGURE``.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Annotated, ClassVar, Final, TypeVar
@@ -320,6 +321,20 @@ def _read_text(file: Path, path: str, what: str, read_as: str | None = None) -> 
         raise ConfigError(
             f"{path}: cannot read {read_as or what} {str(file)!r}: {' '.join(str(exc).split())}"
         ) from None
+
+
+def check_tensor_parallel(tensor: int, model: ModelSpec, field: str) -> None:
+    """``tensor`` GPUs can split ``model``'s attention heads evenly; else a ``ConfigError`` at
+    ``field`` listing the divisors. vLLM refuses the same deployment
+    (``ModelConfig.verify_with_parallel_config``): each GPU holds heads / TP whole heads."""
+    heads = model.num_attention_heads
+    if tensor >= 1 and heads % tensor != 0:
+        small = [d for d in range(1, math.isqrt(heads) + 1) if heads % d == 0]
+        divisors = ", ".join(str(d) for d in sorted({*small, *(heads // d for d in small)}))
+        raise ConfigError(
+            f"{field}: {tensor} does not divide the {heads} attention heads of {model.name} "
+            f"(each GPU must hold whole heads); expected one of {divisors}"
+        )
 
 
 def get_model(name_or_path: object, path: str = "model", base_dir: Path | None = None) -> ModelSpec:

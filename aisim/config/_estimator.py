@@ -42,7 +42,13 @@ from aisim.catalogue import (
     GpuSpec,
     ModelSpec,
 )
-from aisim.config._catalogue import HardwareFile, ModelFile, get_gpu, get_model
+from aisim.config._catalogue import (
+    HardwareFile,
+    ModelFile,
+    check_tensor_parallel,
+    get_gpu,
+    get_model,
+)
 from aisim.config._edge import Choice, EdgeModel, Integer, NameOr, OrNone, check_input, validate
 from aisim.config._speculation import resolve_speculation
 from aisim.config._speculation_models import SpeculationConfig
@@ -153,6 +159,7 @@ def best_available(
     model_spec: ModelSpec | None = None
     if block.model is not None:
         model_spec = get_model(block.model, _join(path, "model"), base)
+        check_tensor_parallel(block.tensor_parallel, model_spec, _join(path, "tensor_parallel"))
     gpu: GpuSpec | None = None
     if block.hardware is not None:
         gpu = get_gpu(block.hardware, _join(path, "hardware"), base)
@@ -229,6 +236,8 @@ def worker_estimator(
             gpu = get_gpu(block.hardware, _join(path, "hardware"), defaults.base_dir)
     backend = block.backend if "backend" in given else defaults.backend
     tensor = block.tensor_parallel if "tensor_parallel" in given else defaults.tensor_parallel
+    if model_spec is not None and "tensor_parallel" in given:
+        check_tensor_parallel(tensor, model_spec, _join(path, "tensor_parallel"))
     role = block.role if "role" in given else defaults.role
     given_speculation = block.speculation
     resolved: ResolvedSpeculation | None = None

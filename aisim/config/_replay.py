@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from aisim._fields import join_path
 from aisim.catalogue import GpuSpec, ModelSpec
-from aisim.config._catalogue import get_gpu, get_model
+from aisim.config._catalogue import check_tensor_parallel, get_gpu, get_model
 from aisim.config._edge import check_input, validate
 from aisim.config._estimator import WorkerDefaults, worker_estimator
 from aisim.config._replay_capacity import Hardware, kv_cache_plan, transfer_price
@@ -205,6 +205,8 @@ def _scan(
 def _worker(block: Worker, role: str, context: EngineContext) -> tuple[WorkerPlan, dict[str, Any]]:
     path = f"engine.workers.{role}"
     tensor = block.parallelism.tensor
+    if context.model is not None:
+        check_tensor_parallel(tensor, context.model, f"{path}.parallelism.tensor")
     ranks = block.parallelism.attention_data
     resolved, speculation = _speculation(block, role, tensor, context, path)
     if speculation.adaptive_tiers is not None and ranks > 1:

@@ -75,9 +75,9 @@ def test_tensor_parallel_must_divide_the_heads(tp: int, capsys: pytest.CaptureFi
     # Qwen3-8B has 32 attention heads (its published config.json).
     argv = ["estimate", "--model", "Qwen3-8B", "--hardware", "h100", "--tp", str(tp)]
     error = _run(argv, capsys)
-    assert (
-        f"roofline: tensor_parallel: {tp} does not divide the 32 attention heads of Qwen/Qwen3-8B"
-        in error
+    assert error == (
+        f"aisim: error: --tp (tensor_parallel): {tp} does not divide the 32 attention heads of "
+        "Qwen/Qwen3-8B (each GPU must hold whole heads); expected one of 1, 2, 4, 8, 16, 32\n"
     )
 
 

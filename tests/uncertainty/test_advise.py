@@ -201,6 +201,50 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys, flags, message) -> None:
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        # Reported under the config path (engine.workers...timing.estimator: no estimator is
+        # available for auto: ... roofline: tensor_parallel: 3 ...). Qwen3-8B has 32 heads.
+        (
+            ("--acceptance", "mtp=0.7", "--tp", "3"),
+            "--tp (engine.workers.aggregated.parallelism.tensor): 3 does not divide the 32 "
+            "attention heads of Qwen/Qwen3-8B (each GPU must hold whole heads); expected one of "
+            "1, 2, 4, 8, 16, 32",
+        ),
+        # The loader's own errors named the path alone ('/tmp': is a folder, not a file).
+        (
+            ("--acceptance", "eagle3=0.5", "--draft-config", "."),
+            "--draft-config '.': is a folder, not a file; expected the drafter's config.json "
+            "(a file)",
+        ),
+        (
+            ("--acceptance", "eagle3=0.5", "--draft-config", "missing.json"),
+            "--draft-config 'missing.json': file not found; expected the drafter's config.json "
+            "(a file)",
+        ),
+        (
+            ("--acceptance", "eagle3=0.5", "--draft-config", "bad.json"),
+            "--draft-config: 'bad.json': not valid JSON: Expecting ',' delimiter at line 2, "
+            "column 1",
+        ),
+        (
+            ("--acceptance", "eagle3=0.5", "--draft-config", "empty.json"),
+            "--draft-config (engine.speculation.draft_config.hidden_size): required field is "
+            "missing",
+        ),
+    ],
+)
+def test_a_bad_flag_is_named_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, flags, message
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("bad.json").write_text("[1\n", encoding="utf-8")
+    Path("empty.json").write_text("{}\n", encoding="utf-8")
+    assert run_cli(tmp_path, *flags) == 2
+    assert capsys.readouterr().err == f"aisim: error: {message}\n"
+
+
 def test_cli_writes_every_answer(tmp_path: Path, capsys) -> None:
     code = run_cli(
         tmp_path, "--acceptance", "ngram=0.5", "--depths", "2", "--loads", "1", "--replicas", "2"
