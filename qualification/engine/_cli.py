@@ -103,19 +103,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="turn vLLM's prefix caching off (default: on)",
     )
-    add("--batch", default="1,2,4,8", help="grid: decode batch sizes (default: %(default)s)")
+    add(
+        "--batch",
+        default="1,2,4,8",
+        help="grid: decode batch sizes, each in 1..--max-num-seqs (a larger batch never "
+        "decodes as one step) (default: %(default)s)",
+    )
     add(
         "--context",
         default="16,64,256,512",
-        help="grid: per-request contexts, the smallest at or below the shortest served prompt "
+        help="grid: per-request contexts, the smallest at or below the shortest served prompt; "
+        "each in 1..--max-model-len minus 1 (a prompt and one output token must fit) "
         "(default: %(default)s)",
     )
     add(
         "--prefill-batch",
         default="1,2,4",
-        help="grid: prefill requests per step (default: %(default)s)",
+        help="grid: prefill requests per step, each in 1..--max-num-seqs (no more requests run "
+        "at once) (default: %(default)s)",
     )
-    add("--prefill", default="16,64,128,384", help="grid: prompt lengths (default: %(default)s)")
+    add(
+        "--prefill",
+        default="16,64,128,384",
+        help="grid: prompt lengths, each in 1..--max-num-batched-tokens and below "
+        "--max-model-len (a longer prompt is chunked over several steps, never one prefill "
+        "step) (default: %(default)s)",
+    )
     add("--reps", type=int, default=5, help="grid: timed steps per point (default: %(default)s)")
     add(
         "--warmup",
@@ -167,17 +180,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--no-progress", action="store_true", help="print no progress lines on stderr")
 
 
-def _ints(text: str, field: str) -> tuple[int, ...]:
-    """``text``'s comma list of distinct integers >= 1, sorted. ASCII digits only (``int()``
-    took ' 4', '+4' and '4_0'); an empty item ('1,,2') or a repeated value ('1,1', one typed
-    for another) is refused, where both were dropped unseen."""
-    allowed = "expected comma-separated distinct integers >= 1"
+#: Most values one grid list may hold (the grid is their product, times --reps).
+MAX_GRID_VALUES = 64
+
+
+def _ints(text: str, flag: str, high: int, why: str) -> tuple[int, ...]:
+    """``text``'s comma list of distinct integers in 1..``high``, sorted; at most
+    ``MAX_GRID_VALUES`` of them. ASCII digits only (``int()`` took ' 4', '+4' and '4_0'); an
+    empty item ('1,,2') or a repeated value ('1,1', one typed for another) is refused, where
+    both were dropped unseen. Errors are one line naming ``flag`` and ``why`` the bound holds."""
+    where = f"{flag} (record.{flag[2:].replace('-', '_')})"
+    allowed = f"expected comma-separated distinct integers in 1..{high} ({why})"
     values: list[int] = []
-    for part in text.split(","):
-        if int_text_problem(part) is not None or int(part) < 1:
-            raise ConfigError(f"record.{field}: {allowed}, got {text!r}")
+    parts = text.split(",")
+    if len(parts) > MAX_GRID_VALUES:
+        raise ConfigError(
+            f"{where}: at most {MAX_GRID_VALUES} values (the grid is their product), got "
+            f"{len(parts)}"
+        )
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    for part in parts:
+        if int_text_problem(part) is not None or not 1 <= int(part) <= high:
+            raise ConfigError(f"{where}: {allowed}, got {shown!r}")
         if int(part) in values:
-            raise ConfigError(f"record.{field}: {int(part)} is given twice in {text!r}; {allowed}")
+            raise ConfigError(f"{where}: {int(part)} is given twice in {shown!r}; {allowed}")
         values.append(int(part))
     return tuple(sorted(values))
 
@@ -235,11 +261,31 @@ def check_arguments(args: argparse.Namespace) -> tuple[Any, Any, Any, Any, Any]:
         )
     if args.served_runs < 1 or args.reps < 1 or args.warmup < 0:
         raise ConfigError("record: --served-runs and --reps must be >= 1, --warmup >= 0")
+    for flag, value in (
+        ("--max-num-seqs", args.max_num_seqs),
+        ("--max-num-batched-tokens", args.max_num_batched_tokens),
+        ("--max-model-len", args.max_model_len),
+    ):
+        if value < 1 or (flag == "--max-model-len" and value < 2):
+            low = 2 if flag == "--max-model-len" else 1
+            raise ConfigError(f"{flag}: expected an integer >= {low}, got {value}")
+    seqs = args.max_num_seqs
     spec = GridSpec(
-        _ints(args.batch, "batch"),
-        _ints(args.context, "context"),
-        _ints(args.prefill_batch, "prefill_batch"),
-        _ints(args.prefill, "prefill"),
+        _ints(args.batch, "--batch", seqs, "at most --max-num-seqs, the engine's running cap"),
+        _ints(
+            args.context,
+            "--context",
+            args.max_model_len - 1,
+            "below --max-model-len: a prompt and one output token must fit",
+        ),
+        _ints(args.prefill_batch, "--prefill-batch", seqs, "at most --max-num-seqs"),
+        _ints(
+            args.prefill,
+            "--prefill",
+            min(args.max_num_batched_tokens, args.max_model_len - 1),
+            "at most --max-num-batched-tokens and below --max-model-len: a longer prompt is "
+            "chunked, never one prefill step",
+        ),
         args.reps,
         args.warmup,
     )

@@ -194,6 +194,17 @@ def test_a_missing_extra_writes_nothing(
     assert not Path("o").exists()
 
 
+#: What each grid list allows, with the default engine flags (--max-num-seqs 8,
+#: --max-num-batched-tokens 512, --max-model-len 1024).
+GRID_ALLOWED = {
+    "--batch": "1..8 (at most --max-num-seqs, the engine's running cap)",
+    "--context": "1..1023 (below --max-model-len: a prompt and one output token must fit)",
+    "--prefill-batch": "1..8 (at most --max-num-seqs)",
+    "--prefill": "1..512 (at most --max-num-batched-tokens and below --max-model-len: a longer "
+    "prompt is chunked, never one prefill step)",
+}
+
+
 @pytest.mark.parametrize(
     ("flag", "value", "problem"),
     [
@@ -202,6 +213,13 @@ def test_a_missing_extra_writes_nothing(
         ("--prefill", "4_0", ""),
         ("--prefill-batch", " 2", ""),
         ("--batch", "0", ""),
+        # No upper bound before: a batch over the running cap never decodes as one step and a
+        # prompt over the step budget is chunked, so those grid points were skipped unseen.
+        ("--batch", "4,16", ""),
+        ("--context", "1024", ""),
+        ("--prefill-batch", "9", ""),
+        ("--prefill", "16,513", ""),
+        ("--prefill", "99999999999999999999", ""),
     ],
 )
 def test_record_engine_grid_lists_are_strict(
@@ -215,12 +233,36 @@ def test_record_engine_grid_lists_are_strict(
     """'1,2,1' was read as '1,2', '16,,64' as '16,64', '4_0' as 40 and ' 2' as 2, unseen."""
     monkeypatch.setitem(sys.modules, "vllm", None)  # named before vLLM is looked for
     field = flag[2:].replace("-", "_")
-    expected = f"{problem}expected comma-separated distinct integers >= 1"
+    expected = f"{problem}expected comma-separated distinct integers in {GRID_ALLOWED[flag]}"
     if not problem:
         expected += f", got {value!r}"
     assert refused(["record", "engine", "--out", "o", flag, value], capsys) == (
-        f"aisim: error: record.{field}: {expected}"
+        f"aisim: error: {flag} (record.{field}): {expected}"
     )
+    assert not Path("o").exists()
+
+
+def test_record_engine_grid_bounds_follow_the_engine_flags(
+    here: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    argv = ["record", "engine", "--out", "o", "--max-num-seqs", "2", "--batch", "1,2,4"]
+    assert refused(argv, capsys) == (
+        "aisim: error: --batch (record.batch): expected comma-separated distinct integers in "
+        "1..2 (at most --max-num-seqs, the engine's running cap), got '1,2,4'"
+    )
+    argv = ["record", "engine", "--out", "o", "--max-num-batched-tokens", "64", "--prefill", "65"]
+    assert refused(argv, capsys).startswith(
+        "aisim: error: --prefill (record.prefill): expected comma-separated distinct integers "
+        "in 1..64 (at most --max-num-batched-tokens"
+    )
+    many = ",".join(str(n) for n in range(1, 66))
+    assert refused(["record", "engine", "--out", "o", "--context", many], capsys) == (
+        "aisim: error: --context (record.context): at most 64 values (the grid is their "
+        "product), got 65"
+    )
+    argv = ["record", "engine", "--out", "o", "--max-num-seqs", "0"]
+    assert refused(argv, capsys) == "aisim: error: --max-num-seqs: expected an integer >= 1, got 0"
     assert not Path("o").exists()
 
 
