@@ -5,7 +5,8 @@ efficiency))``; a pass is the sum of its operations. Per layer: the QKV projecti
 (reads every request's KV bytes at the KV bandwidth efficiency), the output projection GEMM, the
 MLP (dense SwiGLU, or MoE with the routed experts the batch touches plus shared experts), norms and
 activation (memory-bound elementwise), and, when tensor parallel > 1, two all-reduces (measured
-latency curve, or the ideal ring-bandwidth model). Each norm is fused with the residual add: it
+latency curve and NCCL's measured bus bandwidth by message size, ``allreduce_message_seconds``,
+or the ideal ring-bandwidth model). Each norm is fused with the residual add: it
 reads the input and the residual and writes both back (vLLM ``fused_add_rms_norm_kernel``,
 ``csrc/layernorm_kernels.cu``, from ``RMSNorm.forward_cuda`` with a residual; SGLang
 ``RMSNorm.forward_cuda`` and TensorRT-LLM ``RMSNorm.forward`` call FlashInfer's
@@ -22,6 +23,8 @@ epilogue applies the scales while writing its output (no separate dequantization
 """
 
 from __future__ import annotations
+
+import math
 
 from aisim.catalogue import (
     CHECKPOINT,
@@ -171,7 +174,10 @@ class LayerStack:
             efficiency = terms.scaled_mm_fp8_efficiency.get(gpu.sm_version, efficiency)
         self.gemm_flops_per_s = deployment.gemm_peak_flops(gpu) * efficiency
         self.head_flops_per_s = gpu.bf16_flops * terms.gemm_compute_efficiency
-        self.attention_flops_per_s = gpu.bf16_flops * terms.attention_compute_efficiency
+        attention = terms.attention_efficiency_by_sm.get(
+            gpu.sm_version, terms.attention_compute_efficiency
+        )
+        self.attention_flops_per_s = gpu.bf16_flops * attention
         self.bytes_per_s = gpu.hbm_bytes_per_s * terms.weight_bandwidth_efficiency
         # KV bytes are scaled so that one division by ``bytes_per_s`` prices them at the KV
         # efficiency (exactly 1.0 when both efficiencies are equal: the ideal roofline).
@@ -180,9 +186,17 @@ class LayerStack:
         self.allreduce_points: list[tuple[float, float]] = _allreduce_points(
             terms.allreduce_curve, tensor_parallel
         )
-        # Large all-reduces (beyond the measured latency curve): NCCL's bus bandwidth on this
-        # GPU's NVLink generation (NVLS where measured, else the ring's protocol efficiency).
+        # All-reduces beyond the measured latency curve, up to the custom all-reduce limit: NCCL's
+        # peak bus bandwidth on this GPU's NVLink generation (NVLS where measured, else the
+        # ring's protocol efficiency).
         self.allreduce_bus_bytes_per_s = allreduce_bus_bytes_per_s(terms, gpu)
+        # Beyond the engines' custom all-reduce limit: NCCL's measured bus bandwidth by size for
+        # this NVLink generation, or vLLM's symmetric memory where measured and faster.
+        self.custom_allreduce_max_bytes = terms.custom_allreduce_max_bytes
+        self.nccl_bus_curve = terms.allreduce_nccl_bus_curve.get(gpu.nvlink_bytes_per_s, [])
+        self.symm_mem_points = terms.allreduce_symm_mem_curve.get(gpu.sm_version, {}).get(
+            tensor_parallel, []
+        )
         # Data-parallel attention: the replica's GPUs, the MoE's token multiplier, and the
         # all-to-all that carries tokens to their experts.
         self.attention_ranks = float(ranks)
@@ -299,7 +313,18 @@ class LayerStack:
     def _allreduce(self, tokens: float) -> float:
         if self.tensor_parallel <= 1:
             return 0.0
-        message = tokens * self.hidden * self.dtype
+        return self.allreduce_message_seconds(tokens * self.hidden * self.dtype)
+
+    def allreduce_message_seconds(self, message: float) -> float:
+        """One all-reduce of ``message`` bytes over this stack's tensor-parallel GPUs (TP > 1):
+        up to the engines' custom all-reduce limit the measured latency curve and beyond its
+        last point NCCL's peak bus bandwidth (``allreduce_seconds``); beyond the limit NCCL's
+        bus bandwidth at that size, or vLLM's symmetric memory where measured and faster
+        (``large_allreduce_seconds``); without a curve the ideal ring model."""
+        if self.nccl_bus_curve and message > self.custom_allreduce_max_bytes > 0.0:
+            return large_allreduce_seconds(
+                self.nccl_bus_curve, self.symm_mem_points, self.tensor_parallel, message
+            )
         if self.allreduce_points:
             return allreduce_seconds(
                 self.allreduce_points,
@@ -575,6 +600,44 @@ def allreduce_seconds(
         return interpolate_latency(points, message_bytes)
     n = float(tensor_parallel)
     return last_s + 2.0 * (n - 1.0) / n * (message_bytes - last_bytes) / bus_bytes_per_s
+
+
+def large_allreduce_seconds(
+    nccl_bus_curve: list[tuple[float, float]],
+    symm_mem_points: list[tuple[float, float]],
+    tensor_parallel: int,
+    message_bytes: float,
+) -> float:
+    """All-reduce time of a message beyond the engines' custom all-reduce limit.
+
+    NCCL: ``2 (n - 1) / n x message / bus`` (nccl-tests' definition of bus bandwidth), the bus
+    bandwidth read off the measured curve at this size (``nccl_bus_bandwidth``). Where vLLM's
+    symmetric-memory all-reduce has a measured latency at this size (``symm_mem_points``, empty
+    elsewhere), the faster of the two (linear in bytes between its points, not used outside
+    them: vLLM hands larger messages to NCCL)."""
+    n = float(tensor_parallel)
+    seconds = (
+        2.0 * (n - 1.0) / n * message_bytes / nccl_bus_bandwidth(nccl_bus_curve, message_bytes)
+    )
+    if symm_mem_points and symm_mem_points[0][0] <= message_bytes <= symm_mem_points[-1][0]:
+        symmetric = interpolate_latency(symm_mem_points, message_bytes)
+        seconds = symmetric if symmetric < seconds else seconds
+    return seconds
+
+
+def nccl_bus_bandwidth(curve: list[tuple[float, float]], message_bytes: float) -> float:
+    """Bus bandwidth at ``message_bytes`` on a measured (bytes, bus bytes/s) curve: linear in
+    log2(size) between points (the sizes double), the end points' values held beyond them."""
+    first_bytes, first_bus = curve[0]
+    if message_bytes <= first_bytes:
+        return first_bus
+    for index in range(1, len(curve)):
+        high_bytes, high_bus = curve[index]
+        if message_bytes <= high_bytes:
+            low_bytes, low_bus = curve[index - 1]
+            fraction = math.log(message_bytes / low_bytes) / math.log(high_bytes / low_bytes)
+            return low_bus + fraction * (high_bus - low_bus)
+    return curve[-1][1]
 
 
 def interpolate_latency(points: list[tuple[float, float]], message_bytes: float) -> float:

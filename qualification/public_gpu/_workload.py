@@ -68,7 +68,7 @@ MTP_ACCEPTANCE: Final[dict[str, dict[str, float]]] = {
 #: with the activation quantization priced and the MTP acceptance per ISL/OSL, 148 before the
 #: norms were priced as fused add-RMSNorms). Applied where ``serial_host`` says the overlap
 #: scheduler was off.
-SGLANG_SERIAL_HOST_US_PER_REQUEST: Final = 142.0
+SGLANG_SERIAL_HOST_US_PER_REQUEST: Final = 134.0
 GIB: Final = 1024.0**3
 #: Memory left for activations and CUDA graphs beside the engine's own fraction (replay's
 #: documented default reserve, aisim/config kv_cache capacity ``default``).

@@ -15,7 +15,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "estimators.md"
 
 def test_each_source_is_a_public_address_listed_in_the_docs_next_to_its_value() -> None:
     text = DOC.read_text()
-    assert len(COST_SOURCES) == 14
+    assert len(COST_SOURCES) == 18
     for source in COST_SOURCES:
         assert source.source.startswith("https://"), source.name
         row = re.search(rf"^\| `{source.name}` \|(.*)$", text, re.M)
@@ -29,7 +29,10 @@ def test_scalar_values_in_the_sources_are_the_constants_the_model_uses() -> None
         if source.name in (
             "ALLREDUCE_CURVE",
             "ALLREDUCE_BUS_BYTES_PER_S",
+            "ALLREDUCE_NCCL_BUS_CURVE",
+            "ALLREDUCE_SYMM_MEM_CURVE",
             "SCALED_MM_FP8_EFFICIENCY",
+            "ATTENTION_EFFICIENCY_BY_SM",
         ):
             continue
         assert float(source.value) == getattr(_costs, source.name), source.name
@@ -42,6 +45,9 @@ def test_scalar_values_in_the_sources_are_the_constants_the_model_uses() -> None
     assert MEASURED_TERMS.gemm_compute_efficiency == _costs.GEMM_COMPUTE_EFFICIENCY
     # vllm#19566: 2545 of B200's 4500 dense FP8 TFLOP/s, SM100 only.
     assert MEASURED_TERMS.scaled_mm_fp8_efficiency == {100: 2545.0 / 4500.0}
+    # flash-attention#2280: FlashAttention-4, 1534.8 of B200's 2250 dense BF16 TFLOP/s.
+    assert MEASURED_TERMS.attention_efficiency_by_sm == {100: 1534.8 / 2250.0}
+    assert MEASURED_TERMS.custom_allreduce_max_bytes == 8192 * 1024
     assert (
         MEASURED_TERMS.linear_state_bandwidth_efficiency == _costs.LINEAR_STATE_BANDWIDTH_EFFICIENCY
     )
@@ -60,6 +66,28 @@ def test_the_allreduce_curve_is_the_published_table_made_non_decreasing() -> Non
         curve = _costs.ALLREDUCE_CURVE[tp]
         assert [size for size, _ in curve] == [512, 4096, 32768, 262144, 524288, 1048576]
         assert [seconds * 1000.0 for _, seconds in curve] == pytest.approx(milliseconds)
+
+
+def test_the_large_message_allreduce_curves_are_the_published_tables() -> None:
+    # Azure/AI-benchmarking-guide, NCCL all_reduce busBw in GB/s at 16 MiB .. 8 GiB (the
+    # tables write 16M, 33M, 67M, 134M, 268M, 536M, 1G, 2G, 4G, 8G), copied by hand:
+    # ND_H200_v5_results.md (8x H200, NVLS) and ND_GB200_v6_results.md (4x GB200).
+    h200 = [240.41, 300.91, 368.11, 412.45, 432.24, 442.72, 467.58, 472.57, 477.41, 479.98]
+    gb200 = [331.09, 422.62, 550.73, 574.19, 593.53, 618.74, 646.87, 666.63, 673.06, 679.61]
+    sizes = [16 * 2**20 * 2**i for i in range(10)]
+    for line_rate, published in ((450e9, h200), (900e9, gb200)):
+        curve = _costs.ALLREDUCE_NCCL_BUS_CURVE[line_rate]
+        assert [size for size, _ in curve] == sizes
+        assert [bus / 1e9 for _, bus in curve] == pytest.approx(published)
+    assert sizes[-1] == 8 * 2**30
+    # vllm#42324, Hopper world size 8, symm_mem_multimem ms at 8 .. 64 MiB.
+    (tp8,) = _costs.ALLREDUCE_SYMM_MEM_CURVE[90].values()
+    assert list(_costs.ALLREDUCE_SYMM_MEM_CURVE) == [90]
+    assert list(_costs.ALLREDUCE_SYMM_MEM_CURVE[90]) == [8]
+    assert [size / 2**20 for size, _ in tp8] == pytest.approx([8, 16, 32, 47.84, 64])
+    assert [seconds * 1000.0 for _, seconds in tp8] == pytest.approx(
+        [0.046, 0.087, 0.165, 0.244, 0.320]
+    )
 
 
 def test_the_ideal_terms_are_the_former_constants_without_overheads() -> None:

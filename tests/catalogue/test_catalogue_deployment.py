@@ -7,6 +7,8 @@ sources named in aisim/catalogue/_deployment.py and _costs.py.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from aisim.catalogue import builtin_gpu, builtin_model
@@ -90,8 +92,8 @@ def test_per_tensor_fp8_prefill_pays_the_absmax_pass_and_two_launches_per_gemm()
     # scales: the GEMMs are compute-bound (the same time), so the passes differ by the
     # quantization's extra bytes and launches. Quantized inputs per token and layer: QKV 4096,
     # O 4096, gate/up 4096, down 12288 = 24576; 36 layers x 4096 tokens: 3.624 G elements x
-    # (5 - 3.03125) bytes / (3.35 TB/s x 0.826) = 2.5783 ms; plus 2 more launches per
-    # quantized GEMM: 36 x 4 x 2 x 3.48 us = 1.0022 ms.
+    # (5 - 3.03125) bytes / (3.35 TB/s x 0.834) = 2.5536 ms; plus 2 more launches per
+    # quantized GEMM: 36 x 4 x 2 x 3.49 us = 1.0051 ms.
     spec = builtin_model("Qwen/Qwen3-8B")
     gpu = builtin_gpu("h100_sxm")
     assert spec is not None and gpu is not None
@@ -107,10 +109,10 @@ def test_per_tensor_fp8_prefill_pays_the_absmax_pass_and_two_launches_per_gemm()
             MEASURED_TERMS,
             deployment=Deployment(weights="fp8", activation_scales=scales),
         )
-        prices[scales] = stack.seconds(shape) + stack.kernels(shape) * 3.48e-6
+        prices[scales] = stack.seconds(shape) + stack.kernels(shape) * 3.49e-6
     elements = 24576.0 * 36 * 4096
-    expected = elements * (5.0 - 3.03125) / (3.35e12 * 0.826) + 36 * 4 * 2 * 3.48e-6
-    assert expected == pytest.approx(3.5806e-3, abs=1e-7)
+    expected = elements * (5.0 - 3.03125) / (3.35e12 * 0.834) + 36 * 4 * 2 * 3.49e-6
+    assert expected == pytest.approx(3.5587e-3, abs=1e-7)
     assert prices["tensor"] - prices["group"] == pytest.approx(expected, rel=1e-9)
 
 
@@ -151,7 +153,7 @@ def test_ep8_prices_the_busiest_groups_experts_in_a_deepseek_decode_step() -> No
     # the 8 GPUs; EP 8 holds 32 whole experts per GPU and waits for the busiest GPU, 8 x
     # E[max of 8 Binomial(32, p)] experts' worth. Everything else is equal, and the MoE layers
     # are memory-bound at 4 tokens, so the 58 MoE layers differ by
-    # (EP8 load - EP1 touched) x 3 x 7168 x 2048 / 8 weights x fp8 bytes / (7.7 TB/s x 0.826, catalogue b200_sxm).
+    # (EP8 load - EP1 touched) x 3 x 7168 x 2048 / 8 weights x fp8 bytes / (7.7 TB/s x 0.834, catalogue b200_sxm).
     spec = builtin_model("deepseek-ai/DeepSeek-R1")
     gpu = builtin_gpu("b200_sxm")
     assert spec is not None and gpu is not None
@@ -168,12 +170,12 @@ def test_ep8_prices_the_busiest_groups_experts_in_a_deepseek_decode_step() -> No
     shape = decode_shape(4, 4000, 1)
     weight_bytes = Deployment("fp8").weight_bytes_per_parameter(spec)
     expert_weights = 3.0 * 7168.0 * 2048.0 / 8.0
-    expected = 58 * (load - touched) * expert_weights * weight_bytes / (7.7e12 * 0.826)
+    expected = 58 * (load - touched) * expert_weights * weight_bytes / (7.7e12 * 0.834)
     assert stacks[1].seconds(shape) - stacks[0].seconds(shape) == pytest.approx(expected, rel=1e-9)
-    assert expected == pytest.approx(1.11e-3, abs=0.01e-3)  # about 1.1 ms a step
+    assert expected == pytest.approx(1.10e-3, abs=0.01e-3)  # about 1.1 ms a step
     # Once the batch touches (nearly: p = 1 - 8e-8) every expert the groups are equal.
     wide = decode_shape(512, 512_000, 1)
-    assert stacks[1].seconds(wide) == pytest.approx(stacks[0].seconds(wide), rel=1e-6)
+    assert stacks[1].seconds(wide) == pytest.approx(stacks[0].seconds(wide), rel=1e-5)
 
 
 def test_allreduce_latency_regime_reads_the_measured_curve() -> None:
@@ -208,6 +210,97 @@ def test_allreduce_bandwidth_regime_uses_nccl_bus_bandwidth_per_nvlink_generatio
     assert allreduce_bus_bytes_per_s(MEASURED_TERMS, _gpu("a100_sxm")) == pytest.approx(
         300e9 * 370.0 / 450.0
     )
+
+
+def _llama_70b_stack(gpu_name: str, tensor_parallel: int) -> LayerStack:
+    # Llama-3.1-70B: hidden 8192, bf16, so one token's all-reduce message is 16 KiB.
+    return LayerStack(_llama_spec(), _gpu(gpu_name), tensor_parallel, 80, 0, MEASURED_TERMS)
+
+
+MIB = 1_048_576.0
+
+
+def test_allreduce_up_to_the_custom_allreduce_limit_keeps_the_curve_and_peak_bus() -> None:
+    # Up to 8 MiB (CustomAllreduce(max_size=8192 * 1024)): the 1 MiB point of the TP 8 curve
+    # (33.8 us) + 2 x 7/8 x the extra bytes at NCCL's peak (480 GB/s NVLink4, 830 NVLink5).
+    # H100 at 4 MiB: 33.8 + 1.75 x 3,145,728 / 480e9 s = 33.8 + 11.4688 = 45.2688 us;
+    # at 8 MiB: 33.8 + 1.75 x 7,340,032 / 480e9 = 60.5605 us.
+    h100 = _llama_70b_stack("h100_sxm", 8)
+    assert h100.allreduce_message_seconds(4 * MIB) == pytest.approx(45.2688e-6, rel=1e-5)
+    assert h100.allreduce_message_seconds(8 * MIB) == pytest.approx(60.5605e-6, rel=1e-5)
+    # B200 at 4 MiB: 33.8 + 1.75 x 3,145,728 / 830e9 = 40.4326 us; 8 MiB: 49.2760 us.
+    b200 = _llama_70b_stack("b200_sxm", 8)
+    assert b200.allreduce_message_seconds(4 * MIB) == pytest.approx(40.4326e-6, rel=1e-5)
+    assert b200.allreduce_message_seconds(8 * MIB) == pytest.approx(49.2760e-6, rel=1e-5)
+
+
+def test_allreduce_beyond_the_limit_reads_nccl_bus_bandwidth_by_size_per_nvlink_generation() -> (
+    None
+):
+    # NVLink4 (Azure ND H200 v5, NCCL 2.20.5 NVLS busBw): 240.41 GB/s at 16 MiB, 300.91 at
+    # 32 MiB, 412.45 at 128 MiB. TP 4 has no symmetric-memory figure: NCCL alone,
+    # 2 x 3/4 x 16,777,216 / 240.41e9 = 104.6788 us; at 12 MiB (below the first point, held):
+    # 1.5 x 12,582,912 / 240.41e9 = 78.5091 us.
+    h100 = _llama_70b_stack("h100_sxm", 4)
+    assert h100.allreduce_message_seconds(16 * MIB) == pytest.approx(104.6788e-6, rel=1e-5)
+    assert h100.allreduce_message_seconds(12 * MIB) == pytest.approx(78.5091e-6, rel=1e-5)
+    # TP 8 at 128 MiB (beyond vLLM's 64 MiB symmetric-memory limit): 1.75 x 134,217,728 /
+    # 412.45e9 = 569.4776 us.
+    h100_tp8 = _llama_70b_stack("h100_sxm", 8)
+    assert h100_tp8.allreduce_message_seconds(128 * MIB) == pytest.approx(569.4776e-6, rel=1e-5)
+    # NVLink5 (Azure ND GB200 v6, NCCL 2.25.1): 331.09 GB/s at 16 MiB, 422.62 at 32, 550.73
+    # at 64. TP 8, 16 MiB: 1.75 x 16,777,216 / 331.09e9 = 88.6772 us; 24 MiB, log-size
+    # linear: 331.09 + log2(1.5) x (422.62 - 331.09) = 331.09 + 0.5849625 x 91.53 = 384.6316
+    # GB/s, 1.75 x 25,165,824 / 384.6316e9 = 114.4997 us.
+    b200 = _llama_70b_stack("b200_sxm", 8)
+    assert b200.allreduce_message_seconds(16 * MIB) == pytest.approx(88.6772e-6, rel=1e-5)
+    assert b200.allreduce_message_seconds(24 * MIB) == pytest.approx(114.4997e-6, rel=1e-5)
+    # Beyond the last point (8 GiB: 479.98 GB/s on NVLink4) the last figure is held:
+    # 16 GiB at TP 8, 1.75 x 17,179,869,184 / 479.98e9 s = 62.6375 ms.
+    assert h100_tp8.allreduce_message_seconds(16384 * MIB) == pytest.approx(62.6375e-3, rel=1e-5)
+
+
+def test_allreduce_on_hopper_tp8_takes_the_faster_of_nccl_and_vllm_symmetric_memory() -> None:
+    # vllm#42324, Hopper, 8 GPUs, symm_mem_multimem: 0.087 ms at 16 MiB, 0.165 at 32 MiB.
+    # 16 MiB: NCCL 1.75 x 16,777,216 / 240.41e9 = 122.1252 us, so 87 us. 24 MiB: symmetric
+    # memory halfway, (87 + 165) / 2 = 126 us; NCCL at 275.8002 GB/s (log-size linear between
+    # 240.41 and 300.91) 1.75 x 25,165,824 / 275.8002e9 = 159.6815 us: 126 us.
+    h100 = _llama_70b_stack("h100_sxm", 8)
+    assert h100.allreduce_message_seconds(16 * MIB) == pytest.approx(87e-6, rel=1e-9)
+    assert h100.allreduce_message_seconds(24 * MIB) == pytest.approx(126e-6, rel=1e-9)
+    # B200 has no symmetric-memory table: NCCL (88.6772 us at 16 MiB, above).
+    b200 = _llama_70b_stack("b200_sxm", 8)
+    assert b200.allreduce_message_seconds(16 * MIB) == pytest.approx(88.6772e-6, rel=1e-5)
+
+
+def test_b200_attention_runs_at_flashattention4s_measured_efficiency() -> None:
+    # flash-attention#2280: FlashAttention-4 forward 1534.8 TFLOP/s (BF16, head dim 128,
+    # non-causal) on B200; Hopper keeps FlashAttention-3's 0.75 of 989 = 741.75 TFLOP/s.
+    assert _llama_70b_stack("b200_sxm", 8).attention_flops_per_s == pytest.approx(1534.8e12)
+    assert _llama_70b_stack("h100_sxm", 8).attention_flops_per_s == pytest.approx(741.75e12)
+    # A 8192-token prefill at TP 8 (8 of 64 query heads, head dim 128): 4 x 8 x 128 = 4096
+    # FLOPs per (query, key) pair, 8192 x 8193 / 2 = 33,558,528 pairs: 137.456 GFLOP per
+    # layer, 89.561 us at 1534.8 TFLOP/s where FlashAttention-3's 0.75 of 2250 (1687.5)
+    # gave 81.455 us (compute-bound: the layer's KV and output reads are 16.8 MB, under 3 us),
+    # 8.104 us more per layer, 648.3 us over 80 layers.
+    b200 = _llama_70b_stack("b200_sxm", 8)
+    fa3 = LayerStack(
+        _llama_spec(),
+        _gpu("b200_sxm"),
+        8,
+        80,
+        0,
+        dataclasses.replace(MEASURED_TERMS, attention_efficiency_by_sm={}),
+    )
+    shape = prefill_shape(1, 8192, None, None)
+    difference = b200.seconds(shape) - fa3.seconds(shape)
+    assert difference == pytest.approx(648.33e-6, rel=1e-4)
+
+
+def _llama_spec():  # type: ignore[no-untyped-def]
+    spec = builtin_model("meta-llama/Meta-Llama-3.1-70B")
+    assert spec is not None
+    return spec
 
 
 def _gpu(name: str):  # type: ignore[no-untyped-def]

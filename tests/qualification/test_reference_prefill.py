@@ -111,26 +111,30 @@ def test_fp8_rows_are_priced_with_fp8_weights_and_per_tensor_activation_quantiza
     # 0.7 x 989 TFLOP/s and 202.5 ms at 0.7 x 1978. The reference's dynamic per-tensor
     # activations cost, per quantized GEMM input element, 5 bytes (absmax read 2, quantize read
     # 2 and write 1): inputs 8192 (QKV) + 2048 (O) + 8192 (gate/up) + 7168 (down) per token and
-    # layer, 16.78 G elements, 83.9 GB at 0.826 x 3.35 TB/s = 30.32 ms; and 3 launches each
-    # (memset, reduction, quantize): 80 x 4 x 3 x 3.48 us = 3.34 ms. 202.50 - 30.32 - 3.34.
-    assert _saved_by_fp8("h100_sxm", 4) == pytest.approx(168.84, abs=0.02)
+    # layer, 16.78 G elements, 83.9 GB at 0.834 x 3.35 TB/s = 30.03 ms; and 3 launches each
+    # (memset, reduction, quantize): 80 x 4 x 3 x 3.49 us = 3.35 ms. 202.50 - 30.03 - 3.35.
+    assert _saved_by_fp8("h100_sxm", 4) == pytest.approx(169.12, abs=0.02)
 
 
 def test_b200_fp8_gemms_run_at_the_measured_cutlass_scaled_mm_efficiency() -> None:
     # B200 TP 8, 8k tokens: 140.2 TFLOP of GEMMs (106.95 M parameters per GPU and layer), 89.01
     # ms at 0.7 x 2250 TFLOP/s (BF16) and 55.08 ms at vllm#19566's 2545 TFLOP/s (fp8
-    # cutlass_scaled_mm); quantization 13.76 G elements x 5 bytes at 0.826 x 7.7 TB/s = 10.82
-    # ms, and 3.34 ms of launches: 89.01 - 55.08 - 10.82 - 3.34.
-    assert _saved_by_fp8("b200_sxm", 8) == pytest.approx(19.77, abs=0.02)
+    # cutlass_scaled_mm); quantization 13.76 G elements x 5 bytes at 0.834 x 7.7 TB/s = 10.71
+    # ms, and 3.35 ms of launches: 89.01 - 55.08 - 10.71 - 3.35.
+    assert _saved_by_fp8("b200_sxm", 8) == pytest.approx(19.87, abs=0.02)
 
 
-def test_the_default_is_within_ten_percent_on_hopper_and_b200_is_the_known_gap() -> None:
+def test_the_default_is_within_fifteen_percent_of_every_row() -> None:
     result = prefill_reference("roofline")
     for row in result["rows"]:
-        if row["weights"] == "bf16" and row["hardware"] in ("h100_sxm", "h200_sxm"):
-            assert abs(row["error_percent"]) <= 10.0, row["id"]
+        assert abs(row["error_percent"]) <= 15.0, row["id"]
     bf16 = result["groups"]["bf16"]
-    assert bf16["median_abs_error_percent"] <= 15.0
-    # B200 is priced under the reference (docs/estimators.md: its NCCL all-reduce at 16..256
-    # MiB and its attention kernels run below the figures aisim takes).
-    assert "b200_sxm" in bf16["worst"]
+    assert bf16["median_abs_error_percent"] <= 5.0
+    # The bf16 rows furthest off are Hopper TP 4 at 1k tokens, over the reference: their 16 MiB
+    # all-reduces run at NCCL's measured 240 GB/s (docs/estimators.md, "All-reduce by GPU").
+    assert bf16["worst"] in (
+        "aisimulate/llama-3.1-70b/h100_sxm/bf16/tp4/isl1024",
+        "aisimulate/llama-3.1-70b/h200_sxm/bf16/tp4/isl1024",
+    )
+    worst = next(row for row in result["rows"] if row["id"] == bf16["worst"])
+    assert worst["error_percent"] > 0.0
