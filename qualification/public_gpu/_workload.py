@@ -64,9 +64,10 @@ MTP_ACCEPTANCE: Final[dict[str, dict[str, float]]] = {
 #: SGLang's host time per request per pass without the overlap scheduler, **fitted** on the
 #: B200 SGLang MTP history rows at 1024/1024 and 512 streams (``_fit_host.fit_serial_host``;
 #: ``fitted_terms.json``: ``sglang_serial_host_us_per_request``): the rounded value the committed
-#: scored run replayed (143 before the prompt's draft extend was priced, 146 before the refit
-#: with the activation quantization priced and the MTP acceptance per ISL/OSL, 148 before the
-#: norms were priced as fused add-RMSNorms). Applied where ``serial_host`` says the overlap
+#: scored run replayed (142 before the refit with the all-reduce's NCCL curves and B200's
+#: FlashAttention-4 efficiency, 143 before the prompt's draft extend was priced, 146 before the
+#: refit with the activation quantization priced and the MTP acceptance per ISL/OSL, 148 before
+#: the norms were priced as fused add-RMSNorms). Applied where ``serial_host`` says the overlap
 #: scheduler was off.
 SGLANG_SERIAL_HOST_US_PER_REQUEST: Final = 134.0
 GIB: Final = 1024.0**3
