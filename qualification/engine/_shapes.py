@@ -8,9 +8,10 @@ from typing import Any, Final
 from aisim.errors import ConfigError
 
 
-def _llama(
+def llama_config(
     layers: int, hidden: int, heads: int, kv_heads: int, ffn: int, vocab: int
 ) -> dict[str, Any]:
+    """A Llama ``config.json`` (float32, untied head, head dim ``hidden // heads``)."""
     return {
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",
@@ -34,13 +35,13 @@ def _llama(
 
 #: Target shapes by name: layers x hidden.
 SHAPES: Final = {
-    "llama-4x256": _llama(4, 256, 4, 2, 688, 8192),
-    "llama-8x512": _llama(8, 512, 8, 4, 1376, 16384),
-    "llama-12x768": _llama(12, 768, 12, 4, 2048, 16384),
-    "llama-12x384": _llama(12, 384, 6, 2, 1024, 16384),
-    "llama-1x256": _llama(1, 256, 4, 2, 688, 8192),
-    "llama-1x384": _llama(1, 384, 6, 2, 1024, 16384),
-    "llama-1x512": _llama(1, 512, 8, 4, 1376, 16384),
+    "llama-4x256": llama_config(4, 256, 4, 2, 688, 8192),
+    "llama-8x512": llama_config(8, 512, 8, 4, 1376, 16384),
+    "llama-12x768": llama_config(12, 768, 12, 4, 2048, 16384),
+    "llama-12x384": llama_config(12, 384, 6, 2, 1024, 16384),
+    "llama-1x256": llama_config(1, 256, 4, 2, 688, 8192),
+    "llama-1x384": llama_config(1, 384, 6, 2, 1024, 16384),
+    "llama-1x512": llama_config(1, 512, 8, 4, 1376, 16384),
 }
 
 

@@ -44,27 +44,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from qualification.engine._shapes import llama_config
+from qualification.engine._vllm import set_process_environment
+
 #: The tiny Llama the engine serves (config.json only, float32, dummy weights): its forward is
 #: subtracted, so it is kept small; the host work does not depend on the model's size.
-TINY_LLAMA: dict[str, Any] = {
-    "architectures": ["LlamaForCausalLM"],
-    "model_type": "llama",
-    "hidden_size": 64,
-    "intermediate_size": 172,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-    "head_dim": 32,
-    "vocab_size": 512,
-    "max_position_embeddings": 4096,
-    "rms_norm_eps": 1e-6,
-    "rope_theta": 10000.0,
-    "hidden_act": "silu",
-    "tie_word_embeddings": False,
-    "torch_dtype": "float32",
-    "bos_token_id": 1,
-    "eos_token_id": 2,
-}
+TINY_LLAMA: dict[str, Any] = llama_config(1, 64, 2, 1, 172, 512)
 
 #: Parts timed inside a step, in the order of the report.
 PARTS = (
@@ -262,12 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     batches: list[int] = args.batches
-    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    set_process_environment()
     try:
         import vllm
     except ImportError as exc:
