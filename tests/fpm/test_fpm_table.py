@@ -208,26 +208,25 @@ def test_a_bad_csv_cell_is_named_by_row_column_and_value(
     assert str(caught.value) == f"{str(target)!r}: {message}"
 
 
-def test_a_csv_count_may_be_a_whole_decimal(tmp_path: Path) -> None:
-    """'1.0' and '1e2' are whole numbers (as pandas writes an integer column with a gap): read
-    as 1 and 100, as an integral float is anywhere in aisim's input."""
+@pytest.mark.parametrize(
+    "text",
+    [
+        # '1.0' and '1e2' are whole numbers (as pandas writes an integer column with a gap):
+        # read as 1 and 100, as an integral float is anywhere in aisim's input.
+        "batch_size,total_kv_tokens,latency_ms\n1.0,0,1.0\n1,1e2,3.0\n4,0,4.0\n4,100,10.0\n",
+        # Excel writes 'CSV UTF-8' with a byte-order mark: the header's first name read as
+        # '\ufeffbatch_size' and the table was refused for a missing batch_size column.
+        "\ufeffbatch_size,total_kv_tokens,latency_ms\n1,0,1.0\n1,100,3.0\n4,0,4.0\n4,100,10.0\n",
+    ],
+    ids=["whole-decimal-counts", "byte-order-mark"],
+)
+def test_a_csv_table_loads_whole_decimal_counts_and_a_byte_order_mark(
+    tmp_path: Path, text: str
+) -> None:
     target = tmp_path / "stp.csv"
     write_table_file(target, GRID)
-    rows = "1.0,0,1.0\n1,1e2,3.0\n4,0,4.0\n4,100,10.0\n"
-    _resealed_csv(target, f"batch_size,total_kv_tokens,latency_ms\n{rows}", 4)
+    _resealed_csv(target, text, 4)
     # The same table as GRID, so the same answer as the bilinear test's by hand: at B=2, K=50
     # (every point used) 2 + 5 * (2 - 1) / (4 - 1) = 11/3.
-    loaded = load_table_file(target)
-    assert loaded.estimate_forward_pass_time_ms(ForwardPassMetrics(2, 50)) == pytest.approx(11 / 3)
-
-
-def test_a_csv_table_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
-    """Excel writes 'CSV UTF-8' with a BOM: its header's first name read as '\\ufeffbatch_size'
-    and the table was refused for a missing batch_size column."""
-    target = tmp_path / "stp.csv"
-    write_table_file(target, GRID)
-    rows = "1,0,1.0\n1,100,3.0\n4,0,4.0\n4,100,10.0\n"
-    _resealed_csv(target, f"\ufeffbatch_size,total_kv_tokens,latency_ms\n{rows}", 4)
-    # As the bilinear test's by hand: at B=2, K=50, 11/3.
     loaded = load_table_file(target)
     assert loaded.estimate_forward_pass_time_ms(ForwardPassMetrics(2, 50)) == pytest.approx(11 / 3)
