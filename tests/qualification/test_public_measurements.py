@@ -87,12 +87,20 @@ def test_vllm_v1_2025_decode_steps_pay_the_measured_step_host_time() -> None:
         moved = row["predicted"] - default[row_id]["predicted"]
         assert moved == pytest.approx(0.512 if row_id in v1 else 0.0, abs=1e-12)
         assert row["held_out"] and row["seen_by"] == []
-    # By hand from the docs table's default prices: 6.532 + 0.512 = 7.044 ms against 7.07
-    # (-0.37 %) and 7.5188 (-6.31 %); the other four rows keep +3.42, -7.62, -5.15, -24.38 %.
+    # Against the published figures (7.07 and 7.5188 ms, measurements.json): the default's
+    # price of the setup, 6.532 ms (the docs table: the code's own figure, a pin), + 0.512 =
+    # 7.044 ms, -0.37 % and -6.31 %.
     assert rows[v1[0]]["error_percent"] == pytest.approx(100 * (7.044 - 7.07) / 7.07, abs=0.01)
     assert rows[v1[1]]["error_percent"] == pytest.approx(100 * (7.044 - 7.5188) / 7.5188, abs=0.01)
-    by_hand = (0.37 + 6.31 + 3.42 + 7.62 + 5.15 + 24.38) / 6  # 7.88 %, 10.22 % without
-    assert scored["mape_decode_percent"] == pytest.approx(by_hand, abs=0.01)
+    # The decode MAPE is the mean |error| of the six decode rows, each from its published
+    # measurement (the other four at their default price: moved 0 above).
+    decode = [row for row in rows.values() if row["quantity"] == "decode_ms"]
+    errors = [abs(row["predicted"] - row["measured"]) / row["measured"] * 100.0 for row in decode]
+    assert len(decode) == 6
+    assert scored["mape_decode_percent"] == pytest.approx(sum(errors) / 6, rel=1e-9)
+    # The figure cost-model/public-decode quotes (a pin of the code's output; 10.22 % without
+    # the term, docs/estimators.md).
+    assert round(scored["mape_decode_percent"], 2) == 7.88
 
 
 def test_a_step_host_time_paid_by_round_and_stp_moves_the_draft_step_fit_not_the_ratios() -> None:
