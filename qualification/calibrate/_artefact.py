@@ -29,6 +29,22 @@ FORM = "(a * d + b) * F_STP((d + 1) * B, K_total)"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
+def check_artefact_name(name: object, field: str) -> str:
+    """``name`` as an artefact name (a file-safe identifier); ``ConfigError`` at ``field``."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        shown = name if not isinstance(name, str) or len(name) <= 60 else name[:57] + "..."
+        raise ConfigError(
+            f"{field}: expected 1-100 letters, digits, '.', '_' or '-', starting with a letter "
+            f"or digit, got {shown!r}"
+        )
+    return name
+
+
+def check_artefact_version(version: object, field: str) -> int:
+    """``version`` as an artefact version, 1..1000000; ``ConfigError`` at ``field``."""
+    return as_int(version, field, 1, 1_000_000)
+
+
 def build_artefact(
     name: str,
     version: int,
@@ -37,11 +53,8 @@ def build_artefact(
     validation: dict[str, Any],
 ) -> dict[str, Any]:
     """The artefact (a JSON-ready mapping); ``name`` must be a simple file-safe identifier."""
-    if not _NAME.match(name):
-        raise ConfigError(
-            f"calibrate.name: expected letters, digits, '.', '_' or '-' (1-100 chars), got {name!r}"
-        )
-    version = as_int(version, "calibrate.version", 1, 1_000_000)
+    check_artefact_name(name, "calibrate.name")
+    version = check_artefact_version(version, "calibrate.version")
     identity = dataset.identity
     return {
         "schema": ARTEFACT_SCHEMA,

@@ -54,7 +54,7 @@ def calibrate(
         "published_rule_same_rows": summarize(usable),
     }
     artefact = build_artefact(
-        name or default_name(dataset), version, everything, dataset, validation
+        default_name(dataset) if name is None else name, version, everything, dataset, validation
     )
     return {
         "dataset": {

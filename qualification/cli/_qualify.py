@@ -283,8 +283,14 @@ def mape_command(args: argparse.Namespace) -> int:
 
 def calibrate_command(args: argparse.Namespace) -> int:
     from qualification.calibrate import calibrate, calibration_markdown
+    from qualification.calibrate._artefact import check_artefact_name, check_artefact_version
     from qualification.datasets import load_dataset
 
+    # Before the fit (minutes on a big dataset), under the flags' names; '' was read as no
+    # name (the default one) unseen.
+    if args.name is not None:
+        check_artefact_name(args.name, "--name")
+    check_artefact_version(args.version, "--version")
     if args.out is not None:
         check_output_file(args.out, args.overwrite, "--out")
     dataset = load_dataset(args.dataset)

@@ -477,6 +477,29 @@ def test_negative_calibration_coefficients(here: Path, capsys: pytest.CaptureFix
     )
 
 
+NAME_ALLOWED = "expected 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        # '' was read as no name: the artefact got the default name, exit 0.
+        (["--name", ""], f"--name: {NAME_ALLOWED}, got ''"),
+        (["--name", "../x"], f"--name: {NAME_ALLOWED}, got '../x'"),
+        (["--name", ".hidden"], f"--name: {NAME_ALLOWED}, got '.hidden'"),
+        (["--version", "0"], "--version: expected an integer in 1..1000000, got 0"),
+    ],
+)
+def test_calibrate_name_and_version_are_checked_before_the_fit(
+    here: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    """They were checked after the fit, under 'calibrate.name' / 'calibrate.version'; the
+    dataset named here does not exist, so an answer about the flag shows nothing else ran."""
+    argv = ["qualify", "calibrate", "no-such-dataset", *flags, "--out", "a.json"]
+    assert refused(argv, capsys) == f"aisim: error: {message}"
+    assert not Path("a.json").exists()
+
+
 def test_a_calibration_outside_its_drafter_scope(
     here: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
