@@ -9,6 +9,7 @@ Snapshot file (canonical JSON)::
 from __future__ import annotations
 
 import hashlib
+import math
 from pathlib import Path
 from typing import Any
 
@@ -68,5 +69,28 @@ def load_snapshot(path: str | Path) -> dict[str, Any]:
         )
     predictions = as_mapping(root.get("predictions"), join_path(where, "predictions"))
     for scenario_id, values in predictions.items():
-        as_mapping(values, f"{where}.predictions[{scenario_id!r}]")
+        field = f"{where}.predictions[{scenario_id!r}]"
+        for metric, value in as_mapping(values, field).items():
+            _check_prediction(value, f"{field}.{metric}")
     return root
+
+
+def _check_prediction(value: Any, field: str) -> None:
+    """A prediction as ``take_snapshot`` writes it: a finite number, or text (a non-finite
+    figure spelled 'nan'/'inf'/'-inf', or a scenario's ``error``). Anything else (NaN or
+    Infinity as JSON numbers, true, null, a list or mapping, a number past a float's range)
+    was compared as a moved prediction, exit 1, instead of being named as a malformed file."""
+    if isinstance(value, str):
+        return
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            if math.isfinite(float(value)):
+                return
+        except OverflowError:
+            pass
+    shown = repr(value)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    raise ConfigError(
+        f"{field}: expected a finite number or a text ('nan', 'inf', an error), got {shown} "
+        f"({type(value).__name__}); not a snapshot aisim wrote"
+    )

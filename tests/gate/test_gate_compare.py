@@ -130,6 +130,39 @@ def test_malformed_snapshots_are_one_clear_error(
     assert err.startswith("aisim: error: ") and message in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("NaN", "nan (float)"),
+        ("-Infinity", "-inf (float)"),
+        ("true", "True (bool)"),
+        ("null", "None (NoneType)"),
+        ("[1]", "[1] (list)"),
+        ('{"a": 1}', "{'a': 1} (dict)"),
+        ("1" + "0" * 400, "1000000000000000000000000000000000000... (int)"),
+    ],
+)
+def test_a_prediction_no_snapshot_holds_is_one_error_not_a_moved_prediction(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, shown: str
+) -> None:
+    """Compared as 'moved' (exit 1, a table row with 'nan' or 'True'), either side, where aisim
+    writes only finite numbers and text ('nan', 'inf', an error message) there."""
+    bad = tmp_path / "bad.json"
+    bad.write_text(
+        '{"format": 1, "predictions": {"r/b8": {"latency_ms": ' + value + "}}}",
+        encoding="utf-8",
+    )
+    ok = _write(tmp_path, "ok.json", {"r/b8": {"latency_ms": 12.5}})
+    for argv in (["compare", ok, str(bad)], ["compare", str(bad), ok]):
+        assert main(argv) == 2
+        assert capsys.readouterr().err == (
+            f"aisim: error: {bad}.predictions['r/b8'].latency_ms: expected a finite number or a "
+            f"text ('nan', 'inf', an error), got {shown}; not a snapshot aisim wrote\n"
+        )
+    spelled = _write(tmp_path, "spelled.json", {"r/b8": {"latency_ms": "nan", "error": "x"}})
+    assert main(["compare", ok, spelled]) == 1  # text is a prediction: it moved
+
+
 def test_missing_snapshot_and_bad_rtol(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ok = _write(tmp_path, "ok.json", BASE)
     assert main(["compare", str(tmp_path / "none.json"), ok]) == 2
