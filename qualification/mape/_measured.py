@@ -43,7 +43,11 @@ class MeasuredRoundPredictor:
             for model in load_table_models(dataset.directory / SD_ROUNDS.file_name)
             if isinstance(model, MeasuredRoundModel)
         ]
-        loaded = [m for m in load_table_models(rounds) if isinstance(m, MeasuredRoundModel)]
+        loaded = [
+            m
+            for m in load_table_models(rounds, field="--rounds")
+            if isinstance(m, MeasuredRoundModel)
+        ]
         if not loaded:
             raise ConfigError(f"qualify.rounds: {str(rounds)!r} holds no measured SD rounds")
         digest = loaded[0].data_identity or ""

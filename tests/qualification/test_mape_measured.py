@@ -98,6 +98,30 @@ def test_cli_scores_and_refuses(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize(
+    ("make", "problem"),
+    [
+        ("mkdir", "is a folder, not a file"),
+        ("mkfifo", "is not a regular file (a FIFO, socket or device)"),
+    ],
+)
+def test_rounds_that_are_no_file_name_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], make: str, problem: str
+) -> None:
+    """Said 'tables: ...': the field of a config, not the flag given. A FIFO is not opened."""
+    import os
+
+    rounds = tmp_path / "rounds.parquet"
+    getattr(os, make)(rounds)
+    run2 = str(EVIDENCE / "cpu-qwen3-0.6b-mtp-run2")
+    argv = ["qualify", "mape", run2, "--estimator", "measured_round", "--rounds", str(rounds)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"aisim: error: --rounds: {str(rounds)!r}: {problem}; expected a table file: "
+        "NAME.parquet or NAME.csv beside its sidecar NAME.parquet.json or NAME.csv.json\n"
+    )
+
+
+@pytest.mark.parametrize(
     ("scored", "source", "shown"),
     [
         ("cpu-qwen3-0.6b-mtp-run2", "cpu-qwen3-0.6b-mtp", "6.65 % round-weighted / 6.72 %"),
