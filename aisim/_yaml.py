@@ -138,7 +138,9 @@ def load_yaml(text: str, source: str) -> Any:
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: not valid YAML: {one_line_error(exc)}") from None
     except (ValueError, OverflowError) as exc:  # e.g. the timestamp 2001-02-30
-        raise ConfigError(f"{source}: not valid YAML: {' '.join(str(exc).split())}") from None
+        from aisim._io import value_error_text
+
+        raise ConfigError(f"{source}: not valid YAML: {value_error_text(exc)}") from None
     finally:
         loader.dispose()
 

@@ -192,7 +192,9 @@ def _json_records(text: str, name: str, prefix: str) -> list[tuple[Any, str]]:
             elif isinstance(exc, RecursionError):
                 detail = "nested too deeply"
             else:
-                detail = " ".join(str(exc).split())[:80]
+                from aisim._io import value_error_text
+
+                detail = value_error_text(exc)[:80]
             raise ConfigError(
                 f"{prefix}{name!r}:{number}: not JSON ({detail}); expected SGLang request "
                 f"outputs as a JSON array or JSON lines"

@@ -23,6 +23,28 @@ def test_yaml_errors_are_one_line_with_position(tmp_path: Path) -> None:
     assert "not valid YAML" in message and "line 2, column 2" in message
 
 
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("big.json", '{"depth": ' + "9" * 5000 + "}"),
+        ("big.yaml", "depth: " + "9" * 5000 + "\n"),
+    ],
+)
+def test_an_integer_too_long_to_read_is_said_without_interpreter_advice(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    """Python's message ended in 'use sys.set_int_max_str_digits() to increase the limit',
+    advice for a programmer that a user of the command cannot follow."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    kind = "JSON" if name.endswith(".json") else "YAML"
+    with pytest.raises(ConfigError) as info:
+        load_config_file(path)
+    assert str(info.value) == (
+        f"{str(path)!r}: not valid {kind}: an integer of 5000 digits; at most 4300 digits are read"
+    )
+
+
 def test_json_errors_are_one_line_with_position(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"a": 1,}')

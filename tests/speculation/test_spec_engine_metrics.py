@@ -302,7 +302,9 @@ def test_sglang_requests_as_a_json_array_and_bad_entries(tmp_path: Path) -> None
     assert message.endswith("spec_accept_histogram[1]: expected a non-negative whole count, got -1")
     array.write_text('{"meta_info": {"spec_accept_histogram": [1]}}\n' + "9" * 5000, "utf-8")
     message = _error(lambda: measure_engine_acceptance(array, "sglang-requests"))
-    assert message.startswith(f"{str(array)!r}:2: not JSON (Exceeds the limit")
+    assert message.startswith(
+        f"{str(array)!r}:2: not JSON (an integer of 5000 digits; at most 4300 digits are read)"
+    )
     message = _error(lambda: measure_engine_acceptance(SGLANG_REQUESTS, labels={"model_name": "m"}))
     assert "sglang-requests has none" in message
 
