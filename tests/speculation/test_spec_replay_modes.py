@@ -476,3 +476,29 @@ def test_an_acceptance_trace_that_is_not_utf8_is_named_as_a_trace(tmp_path: Path
         f"speculation.acceptance_trace: {str(path)!r}: not UTF-8 text (byte 38); expected an "
         "acceptance trace (JSON lines)"
     )
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        # json.loads raised these past the JSONDecodeError the reader caught: a traceback.
+        (
+            '{"request_id": "r0", "accepted": [' + "9" * 5000 + "]}",
+            "an integer of 5000 digits; at most 4300 digits are read",
+        ),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ],
+)
+def test_an_acceptance_trace_line_python_cannot_parse_is_one_line(
+    tmp_path: Path, line: str, problem: str
+) -> None:
+    from aisim import resolve_speculation
+
+    path = tmp_path / "trace.jsonl"
+    path.write_text('{"request_id": "r0", "accepted": [1]}\n' + line + "\n", encoding="utf-8")
+    speculation = {"kind": "mtp", "params": {"depth": 3}, "acceptance_trace": {"path": str(path)}}
+    with pytest.raises(ConfigError) as caught:
+        resolve_speculation(speculation)
+    assert str(caught.value) == (
+        f"speculation.acceptance_trace: {str(path)!r} line 2: not JSON ({problem})"
+    )
