@@ -244,7 +244,10 @@ def check_values(
             values = values.dropna()
         elif column.kind in ("int", "float") and bool(values.isna().any()):
             row = int(values[values.isna()].index[0])
-            raise DataIntegrityError(f"{where}: {name_row(row)}: column {column.name!r} is missing")
+            raise DataIntegrityError(
+                f"{where}: {name_row(row)}: {column.name}: no value (null or NaN); every row "
+                f"needs a {'number' if column.kind == 'float' else 'whole number'} there"
+            )
         bound = column_bound(column)
         if column.kind == "int" and bound is not None:
             minimum = int(bound[0])

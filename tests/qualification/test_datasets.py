@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -123,6 +124,17 @@ def test_not_a_dataset_directory(tmp_path: Path) -> None:
 def test_impossible_values_are_rejected(make_dataset: Callable[..., RecordedDataset]) -> None:
     with pytest.raises(DataIntegrityError, match="duration_ms.*impossible value"):
         make_dataset("bad", STP, [(1, 1, 256, [14.0, -1.0])])
+
+
+def test_a_nan_duration_is_named_as_no_value(make_dataset: Callable[..., RecordedDataset]) -> None:
+    """A NaN (or null) duration said 'column 'duration_ms' is missing' while the column was
+    there: the row's value is what is missing."""
+    with pytest.raises(DataIntegrityError) as info:
+        make_dataset("nan", STP, [(1, 1, 256, [14.0, math.nan])])
+    assert str(info.value).endswith(
+        "sd_rounds.parquet': row 1: duration_ms: no value (null or NaN); every row needs a "
+        "number there"
+    )
 
 
 def test_duplicate_keys_are_rejected(make_dataset: Callable[..., RecordedDataset]) -> None:

@@ -81,7 +81,8 @@ def _with(column: str, row: int, value: Any) -> dict[str, list[Any]]:
     [
         (
             _with("first_token_ms", 1, math.nan),
-            r"requests\.parquet': row 1: column 'first_token_ms' is missing",
+            r"requests\.parquet': row 1: first_token_ms: no value \(null or NaN\); every row "
+            r"needs a number there$",
         ),
         (
             _with("first_token_ms", 1, 4.0),
