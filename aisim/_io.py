@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from aisim._input_limits import MAX_EXPANDED_NODES as MAX_EXPANDED_NODES  # re-exported
 from aisim._input_limits import MAX_NESTING_DEPTH
+from aisim._text import value_error_text
 from aisim.errors import ConfigError, DataIntegrityError
 
 #: Longest file name (one path component) in bytes, as on Linux and macOS (NAME_MAX).
@@ -212,19 +213,6 @@ def parse_json_text(text: str, source: str) -> Any:
         ) from None
     except ValueError as exc:  # e.g. an integer with more than 4300 digits
         raise ConfigError(f"{source}: not valid JSON: {value_error_text(exc)}") from None
-
-
-def value_error_text(exc: ValueError | OverflowError) -> str:
-    """``exc``'s message on one line; Python's refusal of a long integer ('Exceeds the limit
-    (4300 digits) for integer string conversion: value has N digits; use
-    sys.set_int_max_str_digits() ...') is said without the interpreter advice a user cannot
-    act on."""
-    text = " ".join(str(exc).split())
-    found = re.search(r"limit \((\d+) digits\).*value has (\d+) digits", text)
-    if found is not None:
-        limit, digits = found.groups()
-        return f"an integer of {digits} digits; at most {limit} digits are read"
-    return text
 
 
 class _DuplicateKey(Exception):

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from aisim._input_limits import MAX_EXPANDED_NODES, MAX_NESTING_DEPTH
+from aisim._text import value_error_text
 from aisim.errors import ConfigError
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -138,8 +139,6 @@ def load_yaml(text: str, source: str) -> Any:
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: not valid YAML: {one_line_error(exc)}") from None
     except (ValueError, OverflowError) as exc:  # e.g. the timestamp 2001-02-30
-        from aisim._io import value_error_text
-
         raise ConfigError(f"{source}: not valid YAML: {value_error_text(exc)}") from None
     finally:
         loader.dispose()

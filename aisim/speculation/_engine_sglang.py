@@ -192,7 +192,7 @@ def _json_records(text: str, name: str, prefix: str) -> list[tuple[Any, str]]:
             elif isinstance(exc, RecursionError):
                 detail = "nested too deeply"
             else:
-                from aisim._io import value_error_text
+                from aisim._text import value_error_text
 
                 detail = value_error_text(exc)[:80]
             raise ConfigError(

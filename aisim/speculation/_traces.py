@@ -69,7 +69,7 @@ def read_trace(text: str, name: str, format: str, depth: int, where: str) -> Acc
         except RecursionError:  # thousands of nested brackets
             raise ConfigError(f"{at}: not JSON (nested too deeply)") from None
         except ValueError as exc:  # an integer past Python's 4300 digits
-            from aisim._io import value_error_text
+            from aisim._text import value_error_text
 
             raise ConfigError(f"{at}: not JSON ({value_error_text(exc)})") from None
         if not isinstance(item, dict):
