@@ -193,8 +193,7 @@ def write_outputs(
     not made this run (``merged.parquet``, a plot) is removed, lest an earlier run's read as
     this one's. A failure part way leaves the earlier run's set whole. The sweep owns these
     names (checked before the first point), so they are replaced. Returns the paths written."""
-    from aisim.sweep import merge, summarize_merged
-    from aisim.sweep._report import plot_images
+    from aisim.sweep import merge, plot_images, summarize_merged
 
     files: dict[str, bytes | None] = {"points.parquet": _parquet_bytes(frame)}
     if "merge_over" in frame.attrs:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from aisim.sweep._backends import Task, run_tasks, start_method
 from aisim.sweep._evaluate import evaluate_point, point_metrics
 from aisim.sweep._merge import merge, render_merged, summarize_merged
-from aisim.sweep._report import render_text, summarize, write_plots
+from aisim.sweep._report import plot_images, render_text, summarize, write_plots
 from aisim.sweep._run import expand, run
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "summarize",
     "summarize_merged",
     "write_plots",
+    "plot_images",
     "Task",
     "expand",
     "point_metrics",

@@ -16,6 +16,7 @@ from __future__ import annotations
 from aisim.uncertainty._acceptance import AcceptanceCounts
 from aisim.uncertainty._advise import DEFAULT_SLOS, Question, advise, parse_acceptance, variants
 from aisim.uncertainty._cost_errors import (
+    MIN_REGIME_OVERHEADS,
     REPEAT_METRICS,
     CostErrorTable,
     CostFactors,
@@ -43,6 +44,7 @@ from aisim.uncertainty._sweep import add_sweep_intervals
 
 __all__ = [
     "METRICS",
+    "MIN_REGIME_OVERHEADS",
     "REPEAT_METRICS",
     "RepeatSample",
     "repeat_factor",

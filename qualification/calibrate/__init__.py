@@ -5,6 +5,8 @@ from qualification.calibrate._artefact import (
     artefact_file_name,
     build_artefact,
     calibrated_factory,
+    check_artefact_name,
+    check_artefact_version,
     load_artefact,
 )
 from qualification.calibrate._calibrate import calibrate, held_out_rows
@@ -30,6 +32,8 @@ __all__ = [
     "calibrate",
     "calibration_markdown",
     "calibrated_factory",
+    "check_artefact_name",
+    "check_artefact_version",
     "cross_validate",
     "fit_coefficients",
     "load_artefact",

@@ -282,8 +282,12 @@ def mape_command(args: argparse.Namespace) -> int:
 
 
 def calibrate_command(args: argparse.Namespace) -> int:
-    from qualification.calibrate import calibrate, calibration_markdown
-    from qualification.calibrate._artefact import check_artefact_name, check_artefact_version
+    from qualification.calibrate import (
+        calibrate,
+        calibration_markdown,
+        check_artefact_name,
+        check_artefact_version,
+    )
     from qualification.datasets import load_dataset
 
     # Before the fit (minutes on a big dataset), under the flags' names; '' was read as no

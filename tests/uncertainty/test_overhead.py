@@ -15,6 +15,7 @@ from single_request import single_request
 
 from aisim.errors import DataIntegrityError
 from aisim.uncertainty import (
+    MIN_REGIME_OVERHEADS,
     CostErrorTable,
     OverheadSample,
     Sources,
@@ -22,7 +23,6 @@ from aisim.uncertainty import (
     overhead_regime,
     replay_intervals,
 )
-from aisim.uncertainty._cost_errors import MIN_REGIME_OVERHEADS
 
 ROOT = Path(__file__).resolve().parents[2]
 ONLY_OVERHEAD = Sources(False, False, False, False, False, False, True)
