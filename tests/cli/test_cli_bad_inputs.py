@@ -159,7 +159,8 @@ def test_sigterm_cleans_up_like_sigint(tmp_path: Path) -> None:
         text=True,
     )
     deadline = time.monotonic() + 120
-    while not list(out.glob(".requests.parquet.*.tmp")):
+    # requests.parquet streams into the set's hidden staging folder (aisim._io.StagedFiles)
+    while not list(out.glob(".aisim-*.tmp/.requests.parquet.*.tmp")):
         assert process.poll() is None, process.communicate()
         assert time.monotonic() < deadline, "no temp file appeared"
         time.sleep(0.05)
