@@ -30,6 +30,7 @@ if os.environ.get("POOL_GRIDS") == "1":
         pd.read_parquet(rec / f"{name}/grid/grid_steps.parquet")
         for name in ("grid-before", "grid-after")
     ]
+    (plain / "grid.csv").unlink()  # export_plain wrote grid-before's alone; writes refuse to overwrite
     write_plain_grid(plain / "grid.csv", pool_grid_passes(passes))
 grid_side = json.loads((rec / "grid-before/grid/grid_steps.parquet.json").read_text())
 log = (rec / "raw/server.log").read_text()
@@ -74,7 +75,8 @@ host = {
         "before": load_at("grid-before-start"),
         "after": load_at("grid-before-end"),
     },
-    "note": (
+    "note": os.environ.get("HOST_NOTE_SERVED")
+    or (
         "pinned: the vllm serve processes (API server, engine core, worker) shared CPU 1 of 2 "
         "(taskset -c 1, OMP_NUM_THREADS=1); a fence kept every other process on CPU 0, where "
         "other work ran throughout; the client (vllm bench serve, nice -10) ran on CPU "

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One recording: our recorder's grid (in process, CPU 1), then `vllm serve` (CPU 1) driven by
 # `vllm bench serve` (CPU $CLIENT_CPU) for $RUNS served runs, then a second grid as a drift check.
-# usage: ENGINE_ROOT=DIR record.sh NAME ; env SHAPE MODEL CLIENT_CPU RUNS N RATE BENCH_EXTRA CLIENT1_RUN
+# usage: ENGINE_ROOT=DIR record.sh NAME ; env SHAPE MODEL CLIENT_CPU RUNS N RATE BENCH_EXTRA CLIENT1_RUN HOST_NOTE
 # PROBE=1: the front-end probe (frontend_probe.py, fixed shapes timed through the server, client
 # on CPU $CLIENT_CPU) before every served run and after the last one, into raw/frontend_probe.csv
 # (and the server processes' CPU time per probe batch into raw/frontend_probe-cpu.csv).
@@ -11,7 +11,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 NAME=$1; R=$ENGINE/rec/$NAME; mkdir -p "$R/raw"
 H="$R/raw/host.log"
 host() { echo "$1 $(date -u +%FT%T.%3NZ) load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$H"; }
-NOTE='pinned: the engine ran on CPU 1 of 2 (taskset -c 1, OMP_NUM_THREADS=1); a fence kept every other process on CPU 0, where other work ran throughout; L3 cache and memory bandwidth were shared with that work'
+# HOST_NOTE: how the host ran, into the grid's sidecar (assemble.py takes HOST_NOTE_SERVED for the served runs')
+NOTE=${HOST_NOTE:-'pinned: the engine ran on CPU 1 of 2 (taskset -c 1, OMP_NUM_THREADS=1); a fence kept every other process on CPU 0, where other work ran throughout; L3 cache and memory bandwidth were shared with that work'}
 GRID() {
   host "grid-$1-start"
   taskset -c 1 env OMP_NUM_THREADS=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 "$ENGINE/venv/bin/aisim" record engine \
