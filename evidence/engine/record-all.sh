@@ -52,6 +52,11 @@ for config in llama-12x384:128: llama-12x384:128:llama-1x384 llama-4x256:128: ll
   IFS=: read -r shape block draft <<< "$config"
   out="$PROBES/$shape-b$block${draft:+-$draft}"; mkdir -p "$out"
   taskset -c 1 "$PYTHON" -m qualification.engine.probe_served_steps --shape "$shape" --block-size "$block" ${draft:+--draft-shape "$draft"} --reps 24 --idle 300 --out "$out/wake_model.json" --note "$PROBE_NOTE" --overwrite
+done
+for config in llama-12x384:128: llama-12x384:128:llama-1x384 llama-4x256:128: llama-4x256:32:llama-1x256 llama-4x256:32: llama-8x512:32:llama-1x512 llama-8x512:32:; do
+  IFS=: read -r shape block draft <<< "$config"  # a second wake pass minutes later, pooled with the first
+  out="$PROBES/$shape-b$block${draft:+-$draft}"
+  taskset -c 1 "$PYTHON" -m qualification.engine.probe_served_steps --shape "$shape" --block-size "$block" ${draft:+--draft-shape "$draft"} --reps 24 --idle 300 --pool "$out/wake_model.json" --out "$out/wake_model.json" --note "$PROBE_NOTE" --overwrite
   taskset -c 1 "$PYTHON" -m qualification.engine.probe_served_steps --shape "$shape" --block-size "$block" ${draft:+--draft-shape "$draft"} --reps 24 --admit --out "$out/admit_model.json" --note "$PROBE_NOTE" --overwrite
 done
 for pair in 12x384-b128-high:12x384-b128 12x384-b128-low:12x384-b128 12x384-b128-high-nopc:12x384-b128 \
