@@ -30,7 +30,8 @@ if os.environ.get("POOL_GRIDS") == "1":
         pd.read_parquet(rec / f"{name}/grid/grid_steps.parquet")
         for name in ("grid-before", "grid-after")
     ]
-    (plain / "grid.csv").unlink()  # export_plain wrote grid-before's alone; writes refuse to overwrite
+    # export_plain wrote grid-before's grid alone, and writes refuse to overwrite
+    (plain / "grid.csv").unlink()
     write_plain_grid(plain / "grid.csv", pool_grid_passes(passes))
 grid_side = json.loads((rec / "grid-before/grid/grid_steps.parquet.json").read_text())
 log = (rec / "raw/server.log").read_text()
