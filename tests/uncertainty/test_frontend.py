@@ -147,16 +147,23 @@ def test_a_malformed_frontend_sample_is_a_one_line_error(tmp_path: Path) -> None
 
 
 def test_the_committed_frontend_samples_are_the_probed_recordings_terms() -> None:
-    # Five vllm serve recordings carry a probe of their own; their samples are their front-end
-    # models' terms. The three older ones have none and borrow another recording's model.
+    # Every vllm serve recording that carries a probe of its own (frontend/probe.csv.gz: the
+    # five -probed ones and the five idle-host ones) gives one sample, its front-end model's
+    # terms. The three older ones have none and borrow another recording's model.
     from aisim.fpm import FRONTEND_FILE, load_frontend_cost
     from qualification.uncertainty._coverage import frontend_borrowed
 
     table = load_cost_errors()
     engine = ROOT / "evidence/engine"
-    assert len(table.frontends) == 5
+    probed = sorted(
+        f"evidence/engine/{d.name}"
+        for d in engine.iterdir()
+        if (d / "frontend/probe.csv.gz").is_file()
+    )
+    assert len(probed) == 10
+    assert sorted(sample.source for sample in table.frontends) == probed
     for sample in table.frontends:
-        assert sample.source.endswith("-probed") and sample.group == f"{sample.source}/frontend"
+        assert sample.group == f"{sample.source}/frontend"
         cost = load_frontend_cost(ROOT / sample.source / FRONTEND_FILE)
         assert cost is not None
         assert sample.terms == (cost.step_ms, cost.token_ms, cost.request_ms)
@@ -166,8 +173,8 @@ def test_the_committed_frontend_samples_are_the_probed_recordings_terms() -> Non
         "vllm-bench-llama-4x256-b32-high-client1",
         "vllm-bench-llama-8x512-b32-client1",
     ]
-    # a borrowing recording has no terms of its own to leave out: it draws all five; a probed
-    # recording left out leaves the other four
-    assert len(table.excluding("evidence/engine/vllm-bench-llama-4x256-b32-high").frontends) == 5
-    probed = "evidence/engine/vllm-bench-llama-4x256-b32-high-probed"
-    assert len(table.excluding(probed).frontends) == 4
+    # a borrowing recording has no terms of its own to leave out: it draws all ten; a probed
+    # recording left out leaves the other nine
+    assert len(table.excluding("evidence/engine/vllm-bench-llama-4x256-b32-high").frontends) == 10
+    left_out = "evidence/engine/vllm-bench-llama-4x256-b32-high-probed"
+    assert len(table.excluding(left_out).frontends) == 9
