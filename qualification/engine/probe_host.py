@@ -86,14 +86,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--load-nice", type=int, default=0, help="niceness increment of the CPU-0 load"
     )
+    parser.add_argument(
+        "--phases",
+        default="idle,spin,idle,stream",
+        help="one round's phases in order (idle, spin, stream); 'idle' alone times the host's "
+        "own speed from window to window with nothing of ours on the other core",
+    )
     args = parser.parse_args(argv)
+    phases = [kind.strip() for kind in args.phases.split(",") if kind.strip()]
+    if not set(phases) <= {"idle", "spin", "stream"} or "idle" not in phases:
+        parser.error(
+            f"--phases: {args.phases!r}: each phase is one of idle, spin, stream, and one is "
+            "idle (the reference)"
+        )
     run = _workload(args.layers, args.hidden, args.vocab)
     for _ in range(20):
         run()
     times: dict[str, list[float]] = {"idle": [], "spin": [], "stream": []}
     context = multiprocessing.get_context("fork")
     for _ in range(args.rounds):
-        for kind in ("idle", "spin", "idle", "stream"):
+        for kind in phases:
             stop = context.Event()
             child = None
             if kind != "idle":
@@ -115,9 +127,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{kind:6s} median {statistics.median(samples):.3f} cpu-ms over {len(samples)}")
     idle = statistics.median(times["idle"])
     for kind, values in times.items():
+        if not values:
+            continue
         ratio = statistics.median(values) / idle
         spread = ", ".join(f"{v:.3f}" for v in values)
         print(f"{kind:6s}: per phase {spread} cpu-ms; median / idle {ratio:.3f}")
+    windows = times["idle"]
+    print(
+        f"idle windows: {len(windows)}; slowest / fastest {max(windows) / min(windows):.3f}; "
+        f"each / their median {min(windows) / idle:.3f}..{max(windows) / idle:.3f}"
+    )
     return 0
 
 
