@@ -44,6 +44,7 @@ from qualification.engine._score import (
     compare,
     error_figures,
     noise_floor,
+    repeat_floor,
     score_recording,
     write_outputs,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "load_served_run",
     "load_step_table",
     "noise_floor",
+    "repeat_floor",
     "observed_acceptance",
     "replay_config",
     "replay_run",

@@ -58,6 +58,10 @@ class RecordingFigures:
     #: Whether the step table timed plain decode steps, which then price replay's undrafted
     #: ``ngram`` rounds (``speculation.undrafted_rounds``).
     plain_decode_steps: bool = False
+    #: The repeat floor (``_score.repeat_floor``): each served run's per-request E2E predicted
+    #: by the mean of the other runs, median and P90 |error| (%), mean over runs.
+    floor_e2e_median: float | None = None
+    floor_e2e_p90: float | None = None
 
 
 def recording_figures(recording: Any, report: dict[str, Any]) -> RecordingFigures:
@@ -69,6 +73,7 @@ def recording_figures(recording: Any, report: dict[str, Any]) -> RecordingFigure
     from qualification.engine.step_diff import diff_runs
 
     summary, noise = report["summary"], report["noise_floor"] or {}
+    floor = (report.get("repeat_floor") or {}).get("e2e", {})
     measured = [measured_latencies(run) for run in recording.served]
     pairs = [
         compare(b, a)["e2e"]["median_abs_error_pct"] for a, b in itertools.combinations(measured, 2)
@@ -120,6 +125,8 @@ def recording_figures(recording: Any, report: dict[str, Any]) -> RecordingFigure
             (recording.grid.sidecar.get("grid") or {}).get("prefill_token_counts")
         ),
         plain_decode_steps=has_plain_decode_steps(recording.grid),
+        floor_e2e_median=floor.get("median_abs_error_pct"),
+        floor_e2e_p90=floor.get("p90_abs_error_pct"),
     )
 
 
@@ -252,6 +259,25 @@ def noise_sentences(figures: Sequence[RecordingFigures]) -> list[str]:
         f"{_holds(noisy, lambda f: f.e2e_median < (f.noise_e2e_median_mean_pair or 0))}.",
     ]
     return out
+
+
+def floor_sentence(figures: Sequence[RecordingFigures]) -> str | None:
+    """Replay against the engine predicting itself (the repeat floor), on the recordings with
+    two served runs or more."""
+    floored = [fig for fig in figures if fig.floor_e2e_median and fig.floor_e2e_p90 is not None]
+    if not floored:
+        return None
+    return (
+        f"Against the repeat floor (each served run's per-request E2E predicted by the mean of "
+        f"the other served runs of the same trace, mean over runs: median "
+        f"{span([fig.floor_e2e_median or 0.0 for fig in floored])} %, P90 "
+        f"{span([fig.floor_e2e_p90 or 0.0 for fig in floored])} %), replay's median E2E error is "
+        f"{span([fig.e2e_median / (fig.floor_e2e_median or 1.0) for fig in floored], '.2f')} x "
+        f"the floor's, no larger on "
+        f"{_holds(floored, lambda f: f.e2e_median <= (f.floor_e2e_median or 0))}, and its P90 no "
+        f"larger than the floor's on "
+        f"{_holds(floored, lambda f: f.e2e_p90 <= (f.floor_e2e_p90 or 0))}."
+    )
 
 
 def throughput_sentence(figures: Sequence[RecordingFigures]) -> str:
@@ -441,6 +467,7 @@ def readme_figures(figures: Sequence[RecordingFigures]) -> str:
     sentences = [
         f"Reading ({SOURCE}).",
         *noise_sentences(figures),
+        floor_sentence(figures) or "",
         throughput_sentence(figures),
         acceptance_sentence(figures) or "",
         drift_sentence(figures),
@@ -457,7 +484,7 @@ def plan_figures(figures: Sequence[RecordingFigures]) -> str:
     return _paragraph(
         f"Figures on the committed recordings ({SOURCE}; one-minute load average "
         f"{span(loads)}). "
-        + " ".join(noise_sentences(figures))
+        + " ".join([*noise_sentences(figures), floor_sentence(figures) or ""])
         + " "
         + throughput_sentence(figures),
         width=WIDTH - 4,  # a comment at the plan's indentation ("  # ")
@@ -473,6 +500,7 @@ def replay_figures(figures: Sequence[RecordingFigures]) -> str:
         prefill_counts_sentence(figures),
         *output_length_sentences(figures),
         *noise_sentences(figures)[1:],
+        *([floor] if (floor := floor_sentence(figures)) else []),
         first_run_sentence(figures),
     ]
     return f"Figures on the committed recordings ({SOURCE}):\n\n" + _bullets(items)

@@ -85,6 +85,7 @@ def to_markdown(report: dict[str, Any], images: list[str]) -> str:
         markdown_table(HEADERS, headline_rows(report)),
         "",
     ]
+    lines += _repeat_floor_lines(report)
     drifts = [run.get("step_cost_drift") for run in report["runs"]]
     drift_measured = any(
         isinstance(drift, (int, float)) and math.isfinite(drift) for drift in drifts
@@ -186,6 +187,38 @@ def _step_error_lines(runs: list[dict[str, Any]]) -> list[str]:
                 f"{_pct(in_cpu)} |"
             )
     return [*lines, ""]
+
+
+def _repeat_floor_lines(report: dict[str, Any]) -> list[str]:
+    """The engine predicting itself next to replay: each served run's per-request figures
+    predicted by the mean of the other runs (``_score.repeat_floor``)."""
+    floor = report.get("repeat_floor")
+    if not floor:
+        return []
+    rows = []
+    for metric, label in _LABELS.items():
+        mine, theirs = report["summary"][metric], floor.get(metric, {})
+        rows.append(
+            [
+                label,
+                _pct(mine.get("median_abs_error_pct")),
+                _pct(theirs.get("median_abs_error_pct")),
+                _pct(mine.get("p90_abs_error_pct")),
+                _pct(theirs.get("p90_abs_error_pct")),
+            ]
+        )
+    return [
+        "The engine predicting itself (the repeat floor): each served run's per-request figures "
+        "predicted by the mean of the other served runs, mean over runs, beside replay's. Replay "
+        "predicts one latency per request from a separate step table; at or below the floor it "
+        "predicts a run as well as the engine's other runs do.",
+        "",
+        markdown_table(
+            ["metric", "replay median", "repeat floor median", "replay P90", "repeat floor P90"],
+            rows,
+        ),
+        "",
+    ]
 
 
 def _engine_name(report: dict[str, Any]) -> str:

@@ -117,6 +117,40 @@ def noise_floor(runs: Sequence[Latencies]) -> dict[str, Any] | None:
     return floor
 
 
+def leave_one_out(values: Sequence[Sequence[float]]) -> list[dict[str, Any]]:
+    """Per served run (``values[i]``: one metric per request, the same requests in the same
+    order in every run), ``error_figures`` of the per-request mean of the *other* runs as its
+    prediction: the engine predicting itself. Needs two runs or more."""
+    runs = [np.asarray(run, dtype=float) for run in values]
+    if len(runs) < 2:
+        raise DataIntegrityError("the repeat floor needs two served runs or more")
+    out = []
+    for index, run in enumerate(runs):
+        others = np.mean([other for j, other in enumerate(runs) if j != index], axis=0)
+        out.append(error_figures(others.tolist(), run.tolist()))
+    return out
+
+
+def repeat_floor(runs: Sequence[Latencies]) -> dict[str, Any] | None:
+    """Per metric, the mean over served runs of ``leave_one_out``'s median and P90 absolute
+    error and its error of the mean (%): what a prediction of one latency per request reaches
+    when it is the mean of two or more other runs of the same engine on the same trace. A
+    perfect predictor of each request's expected latency would do a little better (the other
+    runs' mean carries their own noise); replay at or below this floor predicts a run as well
+    as the engine's other runs do."""
+    if len(runs) < 2:
+        return None
+    floor: dict[str, Any] = {"runs": len(runs)}
+    for metric in METRICS:
+        figures = leave_one_out([run[metric] for run in runs])
+        floor[metric] = {
+            key: float(np.mean([f[key] for f in figures]))
+            for key in ("median_abs_error_pct", "p90_abs_error_pct", "mean_error_pct")
+            if all(key in f for f in figures)
+        }
+    return floor
+
+
 def tokens_per_decode_round(run: ServedRun) -> float:
     """Observed: output tokens after each request's first / decode rounds (one per request per
     step it decoded in; drafted or not), from the served run's step table."""
@@ -243,6 +277,7 @@ def score_recording(
             for key in ("observed", "predicted")
         },
         "noise_floor": noise_floor(measured_all),
+        "repeat_floor": repeat_floor(measured_all),
         "replay_config_settings": {k: v for k, v in config["engine"].items() if k != "workers"}
         | {"worker": config["engine"]["workers"]["aggregated"]},
     }

@@ -26,7 +26,8 @@ from qualification.engine._figures import BLOCKS, RecordingFigures, recording_fi
 SECTION = "## Engine recordings"
 HEADER = (
     "| recording | E2E median abs. error | E2E P90 abs. error | mean TTFT error "
-    "| noise: E2E median | noise: E2E P90 | noise: mean TTFT | throughput error "
+    "| noise: E2E median | noise: E2E P90 | noise: mean TTFT "
+    "| repeat floor: E2E median | repeat floor: E2E P90 | throughput error "
     "| acceptance length observed / predicted | tokens per decode step observed / predicted "
     "| step-cost drift per served run | drift-adjusted: E2E median | drift-adjusted: mean TTFT |"
 )
@@ -42,6 +43,7 @@ def _pct(value: Any) -> str:
 def table_row(report: dict[str, Any]) -> str:
     """The README row of one scored recording (``score_recording``'s report)."""
     summary, noise = report["summary"], report["noise_floor"] or {}
+    floor = report.get("repeat_floor") or {}
     accept = report["acceptance_length"]
     acceptance = (
         "n/a"
@@ -65,6 +67,8 @@ def table_row(report: dict[str, Any]) -> str:
         _pct(noise.get("e2e", {}).get("median_abs_error_pct")),
         _pct(noise.get("e2e", {}).get("p90_abs_error_pct")),
         _pct(noise.get("ttft", {}).get("mean_error_pct")),
+        _pct(floor.get("e2e", {}).get("median_abs_error_pct")),
+        _pct(floor.get("e2e", {}).get("p90_abs_error_pct")),
         _pct(summary["throughput_error_pct"]),
         acceptance,
         f"{observed_text} / {tokens['predicted']:.2f}",

@@ -30,6 +30,7 @@ import numpy as np
 
 from aisim.errors import DataIntegrityError
 from qualification.engine._diagnostic import diagnostic_parser, run_diagnostic
+from qualification.engine._score import leave_one_out
 
 
 def undrafted_rounds(steps: Any, requests: Any, where: str = "recording") -> dict[str, int | None]:
@@ -71,21 +72,11 @@ def undrafted_rounds(steps: Any, requests: Any, where: str = "recording") -> dic
 def repeat_floor(e2e: Sequence[Sequence[float]]) -> list[dict[str, float]]:
     """Per served run (``e2e[i]``: its per-request E2E, the same requests in the same order in
     every run), the median and P90 absolute relative error (%) of the mean of the other runs'
-    E2E as its prediction. Needs two runs or more."""
-    runs = [np.asarray(run, dtype=float) for run in e2e]
-    if len(runs) < 2:
-        raise DataIntegrityError("the repeat floor needs two served runs or more")
-    out = []
-    for index, run in enumerate(runs):
-        others = np.mean([other for j, other in enumerate(runs) if j != index], axis=0)
-        error = np.abs(others - run) / run
-        out.append(
-            {
-                "median_abs_error_pct": float(np.median(error) * 100.0),
-                "p90_abs_error_pct": float(np.percentile(error, 90) * 100.0),
-            }
-        )
-    return out
+    E2E as its prediction (``_score.leave_one_out``). Needs two runs or more."""
+    return [
+        {key: figures[key] for key in ("median_abs_error_pct", "p90_abs_error_pct")}
+        for figures in leave_one_out(e2e)
+    ]
 
 
 def describe_recording(recording: Any) -> str:

@@ -69,6 +69,18 @@ CHECKS: Final[dict[str, dict[str, Metric]]] = {
         "e2e_p90_ape_vs_noise": Metric(
             "error", False, "P90 E2E |error| / the engine's repeat noise of the same figure"
         ),
+        "e2e_median_ape_vs_repeat_floor": Metric(
+            "error",
+            False,
+            "median E2E |error| / the repeat floor's (each served run predicted by the mean of "
+            "the other runs), means over served runs",
+        ),
+        "e2e_p90_ape_vs_repeat_floor": Metric(
+            "error",
+            False,
+            "P90 E2E |error| / the repeat floor's (each served run predicted by the mean of the "
+            "other runs), means over served runs",
+        ),
         "drift_adjusted_e2e_median_ape_vs_noise": Metric(
             "error",
             False,
@@ -194,12 +206,21 @@ CHECKS: Final[dict[str, dict[str, Metric]]] = {
 }
 
 #: engine_comparison metric -> (figure in a scored engine section, noise-floor figure or None);
-#: figures are percentages under ``summary`` / ``noise_floor``.
+#: figures are percentages under ``summary`` / ``noise_floor`` (``leave_one_out``: the repeat
+#: floor, ``_report_section.engine_section``).
 ENGINE_FIGURES: Final = {
     "e2e_median_ape": (("e2e", "median_abs_error_pct"), None),
     "e2e_p90_ape": (("e2e", "p90_abs_error_pct"), None),
     "e2e_median_ape_vs_noise": (("e2e", "median_abs_error_pct"), ("e2e", "median_abs_error_pct")),
     "e2e_p90_ape_vs_noise": (("e2e", "p90_abs_error_pct"), ("e2e", "p90_abs_error_pct")),
+    "e2e_median_ape_vs_repeat_floor": (
+        ("e2e", "median_abs_error_pct"),
+        ("leave_one_out", "e2e", "median_abs_error_pct"),
+    ),
+    "e2e_p90_ape_vs_repeat_floor": (
+        ("e2e", "p90_abs_error_pct"),
+        ("leave_one_out", "e2e", "p90_abs_error_pct"),
+    ),
     "drift_adjusted_e2e_median_ape_vs_noise": (
         ("drift_adjusted", "e2e", "median_abs_error_pct"),
         ("e2e", "median_abs_error_pct"),

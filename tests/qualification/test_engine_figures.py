@@ -14,6 +14,7 @@ from qualification.engine._figures import (
     BLOCKS,
     RecordingFigures,
     count_of,
+    floor_sentence,
     noise_sentences,
     prefill_counts_sentence,
     proves_figures,
@@ -91,6 +92,20 @@ def test_noise_sentences_say_where_the_claim_holds() -> None:
         "it is 0.80-2.00 x, below it on one of two (not on `b`)."
     )
     assert "below it on both" in noise_sentences([A, replace(B, e2e_median=9.0)])[2]
+
+
+def test_the_floor_sentence_counts_the_recordings_at_or_below_the_repeat_floor() -> None:
+    # a: median 4 against a floor of 5 (0.80 x), P90 14 against 10 (above); b: 12 against 12
+    # (1.00 x: no larger), P90 14 against 20. A recording of one served run has no floor.
+    a = replace(A, floor_e2e_median=5.0, floor_e2e_p90=10.0)
+    b = replace(B, floor_e2e_median=12.0, floor_e2e_p90=20.0)
+    assert floor_sentence([a, b, replace(A, name="one run")]) == (
+        "Against the repeat floor (each served run's per-request E2E predicted by the mean of the "
+        "other served runs of the same trace, mean over runs: median 5.0-12.0 %, P90 "
+        "10.0-20.0 %), replay's median E2E error is 0.80-1.00 x the floor's, no larger on both, "
+        "and its P90 no larger than the floor's on one of two (not on `a`)."
+    )
+    assert floor_sentence([A]) is None
 
 
 def test_what_the_recordings_prove_is_counted_per_group() -> None:

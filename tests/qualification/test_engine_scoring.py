@@ -12,7 +12,14 @@ import pytest
 
 from aisim import resolve_speculation
 from aisim.errors import DataIntegrityError
-from qualification.engine import ENGINE_SETTINGS, ServedRun, compare, error_figures, noise_floor
+from qualification.engine import (
+    ENGINE_SETTINGS,
+    ServedRun,
+    compare,
+    error_figures,
+    noise_floor,
+    repeat_floor,
+)
 from qualification.engine._prometheus import counter_delta, read_samples
 from qualification.engine._recording import StepTable
 from qualification.engine._replay import engine_counters, recorded_settings, replay_config
@@ -67,6 +74,26 @@ def test_noise_floor_takes_the_worst_pair() -> None:
     assert floor is not None and floor["pairs"] == 3
     assert floor["e2e"]["median_abs_error_pct"] == pytest.approx(10.0)
     assert noise_floor([MEASURED]) is None
+
+
+def test_repeat_floor_predicts_each_run_by_the_mean_of_the_others() -> None:
+    # Runs MEASURED, PREDICTED and a third; E2E only checked (the others follow the same path).
+    # Run 0 [100, 200, 400, 1000] against the mean of runs 1 and 2 ([110, 180, 400, 1300] and
+    # [90, 220, 400, 700] -> [100, 200, 400, 1000]): no error.
+    # Run 1 against [95, 210, 400, 850]: |95-110|/110, |210-180|/180, 0, |850-1300|/1300
+    # = 13.64, 16.67, 0, 34.62 %: median (13.64 + 16.67) / 2.
+    # Run 2 against [105, 190, 400, 1150]: 16.67, 13.64, 0, 64.29 %: the same median.
+    third = dict(MEASURED, e2e=[90.0, 220.0, 400.0, 700.0])
+    floor = repeat_floor([MEASURED, PREDICTED, third])
+    assert floor is not None and floor["runs"] == 3
+    median = (15 / 110 + 30 / 180) / 2 * 100
+    assert floor["e2e"]["median_abs_error_pct"] == pytest.approx(2 * median / 3)
+    # P90 (position 2.7 of 4): run 1: 16.67 + 0.7 x (34.62 - 16.67); run 2: the same with 64.29.
+    p90_1 = 30 / 180 + 0.7 * (450 / 1300 - 30 / 180)
+    p90_2 = 30 / 180 + 0.7 * (450 / 700 - 30 / 180)
+    assert floor["e2e"]["p90_abs_error_pct"] == pytest.approx((p90_1 + p90_2) / 3 * 100)
+    # One run has no others to be predicted by.
+    assert repeat_floor([MEASURED]) is None
 
 
 def test_error_figures_skip_undefined_pairs() -> None:

@@ -227,6 +227,47 @@ def test_engine_criteria_judge_the_error_against_the_engines_repeat_noise(tmp_pa
     ]
 
 
+def test_the_repeat_floor_criteria_divide_by_the_leave_one_out_figure(tmp_path: Path) -> None:
+    from qualification.plan import parse_plan
+    from qualification.report import judge
+
+    plan = parse_plan(
+        {
+            "format": 1,
+            "name": "t",
+            "version": 1,
+            "bootstrap": {"resamples": 100, "confidence": 0.95, "seed": 0, "method": "BCa"},
+            "datasets": {MTP: {"drafter": "mtp", "description": "x"}},
+            "criteria": [
+                {**rule(1.0)},
+                {
+                    "id": "floor",
+                    "check": "engine_comparison",
+                    "input": "evidence/engine/rec",
+                    "metric": "e2e_median_ape_vs_repeat_floor",
+                    "threshold": 1.0,
+                    "use": "point",
+                    "rationale": "test",
+                },
+            ],
+        }
+    )
+    section = engine_section(tmp_path, 12.0, 60.0)
+    section["noise_floor"]["leave_one_out"] = {"e2e": {"median_abs_error_pct": 10.0}}
+    report_dict = engine_report(tmp_path, [section])
+    report_dict["datasets"][0]["statistics"] = {
+        "rule": {"metrics": {"equal_config_mape": {"estimate": 0.5}}}
+    }
+    results, _ = judge(plan, report_dict, tmp_path)
+    # 12 % against the floor's 10 %: 1.2 x, above a bound of 1, whatever the pairwise noise.
+    assert results[1]["estimate"] == pytest.approx(1.2)
+    assert results[1]["status"] == "FAIL"
+    # A recording of one served run has no floor: the criterion cannot be judged.
+    del section["noise_floor"]["leave_one_out"]
+    results, _ = judge(plan, report_dict, tmp_path)
+    assert results[1]["status"] != "PASS" and "repeat-noise" in results[1]["reason"]
+
+
 def test_a_dataset_without_criteria_fails_the_plan(tmp_path: Path, evidence: Path) -> None:
     other = plan_file(tmp_path, [{**rule(1.0), "dataset": "elsewhere"}], datasets=("elsewhere",))
     code, written = report(tmp_path, evidence, other)
