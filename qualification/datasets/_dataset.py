@@ -11,6 +11,7 @@ import pandas as pd
 
 from aisim.errors import DataIntegrityError
 from qualification.datasets._schema import SD_ROUNDS, STP_POINTS
+from qualification.datasets._sidecar_fields import DATASET_IDENTITY, check_fields
 from qualification.datasets._tables import read_table, write_table
 
 EVIDENCE_TYPES = ("synthetic", "parity", "local-measurement", "hardware")
@@ -53,7 +54,7 @@ def load_dataset(path: str | Path) -> RecordedDataset:
     """Load a dataset directory (or either of its parquet files) and verify it completely.
 
     Raises ``DataIntegrityError`` when a file is missing, tampered with, truncated, of an
-    unknown schema, or when the two tables do not belong to the same recording.
+    unknown schema, has a sidecar field of the wrong type (``_sidecar_fields``), or when the two tables do not belong to the same recording.
     """
     given = Path(path)
     directory = given.parent if given.suffix == ".parquet" else given
@@ -64,6 +65,10 @@ def load_dataset(path: str | Path) -> RecordedDataset:
         )
     stp, stp_side = read_table(directory / STP_POINTS.file_name, STP_POINTS)
     rounds, rounds_side = read_table(directory / SD_ROUNDS.file_name, SD_ROUNDS)
+    for table, side in ((STP_POINTS, stp_side), (SD_ROUNDS, rounds_side)):
+        if "identity" in side:
+            where = repr(str(directory / (table.file_name + ".json")))
+            check_fields(where, side["identity"], DATASET_IDENTITY, "identity")
     companion = rounds_side.get("companion")
     if not isinstance(companion, dict) or companion.get("sha256") != stp_side["sha256"]:
         raise DataIntegrityError(

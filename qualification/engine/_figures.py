@@ -120,7 +120,7 @@ def recording_figures(recording: Any, report: dict[str, Any]) -> RecordingFigure
         ),
         load_averages=tuple(loads),
         cpu_model=str(first.get("cpu_model", "unknown CPU")),
-        cpus=int(first.get("cpus", 0)),
+        cpus=int(first.get("cpus") or 0),
         new_prefill_counts=bool(
             (recording.grid.sidecar.get("grid") or {}).get("prefill_token_counts")
         ),

@@ -57,8 +57,10 @@ from aisim.fpm import (
     load_wake_cost,
 )
 from qualification.datasets import TableSchema, check_values, non_finite_field, write_table
+from qualification.datasets._sidecar_fields import GRID, HOST, Object, OrNull, check_fields
 from qualification.engine._prometheus import read_samples
 from qualification.engine._recording import (
+    ENGINE_IDENTITY,
     PARQUET_ROW,
     PHASES,
     RowName,
@@ -67,12 +69,12 @@ from qualification.engine._recording import (
     _non_decreasing,
     check_maxima,
     check_setting_names,
+    check_setting_values,
     load_recording,
     served_order,
 )
 from qualification.engine._schema import (
     ENGINE_SETTINGS,
-    ENGINE_SETTINGS_SCHEMA,
     GRID_DIR,
     GRID_STEPS,
     METRICS_FILE,
@@ -140,36 +142,6 @@ _NOT_IN_A_NUMBER: Final = re.compile(r"[_\s]|[^\x00-\x7f]")
 
 #: An integer cell's bound: a recording's integer columns are int64.
 _INT64: Final = 1 << 63
-
-#: Settings a plain recording must state, with the kind of value each takes.
-_POSITIVE: Final[dict[str, int]] = {
-    key: int(ENGINE_SETTINGS_SCHEMA[key]["maximum"])  # type: ignore[call-overload]
-    for key in ("max_num_seqs", "max_num_batched_tokens", "block_size", "num_kv_blocks")
-}
-_FLAGS = ("chunked_prefill", "prefix_caching")
-_METHODS = (None, "draft_model", "ngram")
-
-
-#: The settings recorded for the record only (reported, never priced), checked by their schema.
-_REPORTED: Final = {
-    key: rule
-    for key, rule in ENGINE_SETTINGS_SCHEMA.items()
-    if key not in (*ENGINE_SETTINGS, "platform", "enforce_eager", "cudagraph_capture_sizes")
-}
-
-
-def _expected(value: Any, rule: dict[str, object]) -> str | None:
-    """None when ``value`` is of ``rule``'s JSON type (``string``, ``boolean``, ``integer`` at
-    least ``minimum``), else what was expected, in words."""
-    kind, minimum = rule["type"], rule.get("minimum")
-    if kind == "string":
-        return None if isinstance(value, str) else "a string"
-    if kind == "boolean":
-        return None if isinstance(value, bool) else "true or false"
-    integer = isinstance(value, int) and not isinstance(value, bool)
-    if integer and (minimum is None or value >= minimum):
-        return None
-    return "an integer" if minimum is None else f"an integer >= {minimum}"
 
 
 def _point_id(row: dict[str, Any]) -> str:
@@ -407,6 +379,8 @@ def read_settings(path: Path) -> dict[str, Any]:
             raise DataIntegrityError(
                 f"{where}: {part}: expected an object, got {type(loaded[part]).__name__}"
             )
+    # The fields of host and grid that scores read, typed as in a recording's sidecars.
+    check_fields(where, loaded, Object({"host": OrNull(HOST), "grid": OrNull(GRID)}))
     identity = loaded.get("identity")
     if not isinstance(identity, dict):
         raise DataIntegrityError(f"{where}: identity: expected an object")
@@ -427,6 +401,7 @@ def read_settings(path: Path) -> dict[str, Any]:
     for key in ("engine", "engine_version"):
         if not isinstance(identity.get(key), str) or not identity[key]:
             raise DataIntegrityError(f"{where}: identity.{key}: expected a non-empty string")
+    check_fields(where, identity, ENGINE_IDENTITY, "identity")
     if identity.get("target") is None:
         raise DataIntegrityError(
             f"{where}: identity.target: missing; name the served model (its config or a name)"
@@ -441,54 +416,8 @@ def read_settings(path: Path) -> dict[str, Any]:
                 f"{where}: engine_settings.{key}: missing; a replay needs every engine setting "
                 f"({', '.join(ENGINE_SETTINGS)})"
             )
-    for key, most in _POSITIVE.items():
-        value = settings[key]
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
-            raise DataIntegrityError(
-                f"{where}: engine_settings.{key}: expected an integer in 1..{most}, got {value!r}"
-            )
-    for key in _FLAGS:
-        if not isinstance(settings[key], bool):
-            raise DataIntegrityError(
-                f"{where}: engine_settings.{key}: expected true or false, got {settings[key]!r}"
-            )
+    check_setting_values(where, settings)
     method, depth = settings["speculative_method"], settings["num_speculative_tokens"]
-    if method not in _METHODS:
-        raise DataIntegrityError(
-            f"{where}: engine_settings.speculative_method: expected null, 'draft_model' or "
-            f"'ngram', got {method!r}"
-        )
-    if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= 16:
-        raise DataIntegrityError(
-            f"{where}: engine_settings.num_speculative_tokens: expected an integer in 0..16, "
-            f"got {depth!r}"
-        )
-    if settings.get("platform", "cpu") not in ("cpu", "cuda"):
-        raise DataIntegrityError(
-            f"{where}: engine_settings.platform: expected 'cpu' or 'cuda', got "
-            f"{settings['platform']!r}"
-        )
-    if not isinstance(settings.get("enforce_eager", False), bool):
-        raise DataIntegrityError(
-            f"{where}: engine_settings.enforce_eager: expected true or false, got "
-            f"{settings['enforce_eager']!r}"
-        )
-    sizes = settings.get("cudagraph_capture_sizes", [1])
-    if (
-        not isinstance(sizes, list)
-        or not sizes
-        or any(isinstance(size, bool) or not isinstance(size, int) or size < 1 for size in sizes)
-    ):
-        raise DataIntegrityError(
-            f"{where}: engine_settings.cudagraph_capture_sizes: expected a non-empty list of "
-            f"positive integers, got {sizes!r}"
-        )
-    for key, rule in _REPORTED.items():
-        kind = _expected(settings[key], rule) if key in settings else None
-        if kind is not None:
-            raise DataIntegrityError(
-                f"{where}: engine_settings.{key}: expected {kind}, got {settings[key]!r}"
-            )
     if (method is None) != (depth == 0):
         raise DataIntegrityError(
             f"{where}: engine_settings.num_speculative_tokens: {depth} with speculative_method "

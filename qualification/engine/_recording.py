@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pandas as pd
 
@@ -29,8 +29,10 @@ from aisim.fpm import (
     load_wake_cost,
 )
 from qualification.datasets import TableSchema, read_table
+from qualification.datasets._sidecar_fields import Object, OrNull, Text, check_fields
 from qualification.engine._prometheus import read_samples
 from qualification.engine._schema import (
+    ENGINE_SETTINGS,
     ENGINE_SETTINGS_SCHEMA,
     GRID_DIR,
     GRID_STEPS,
@@ -151,15 +153,114 @@ def load_step_table(path: str | Path) -> StepTable:
 
 
 def check_sidecar_parts(where: str, document: dict[str, Any]) -> None:
-    """The descriptive parts of a recording's sidecar that the score reads (``identity``,
-    ``engine_settings``, ``host``, ``grid``, ``driver``) are objects where present, as the
-    published schema says (a hand-edited ``"host": 5`` ended qualify engine in an
-    AttributeError traceback); DataIntegrityError naming the part."""
-    for part in ("identity", "engine_settings", "host", "grid", "driver"):
-        value = document.get(part)
-        if value is not None and not isinstance(value, dict):
+    """The engine parts of a recording's sidecar that the score reads: ``identity``'s engine,
+    version, weights and shapes (``ENGINE_IDENTITY``) and the values of ``engine_settings``
+    (``check_setting_values``). The table fields and the descriptive sections (``host``,
+    ``grid``, ``driver``, ...) were checked when the table was read
+    (``qualification.datasets.read_table``); a hand-edited ``"host": 5`` or
+    ``"chunked_prefill": 1`` is one DataIntegrityError naming the field, never a traceback or a
+    replay built from it."""
+    identity = document.get("identity")
+    if identity is not None:
+        check_fields(where, identity, ENGINE_IDENTITY, "identity")
+    settings = document.get("engine_settings")
+    if isinstance(settings, dict):
+        check_setting_values(where, settings)
+
+
+#: An engine recording's ``identity`` (``settings.json`` of the plain layout, or our
+#: recorders'): the target and draft are a ``config.json`` with its hash, or a name.
+ENGINE_IDENTITY: Final = Object(
+    {
+        "engine": Text(),
+        "engine_version": Text(),
+        "weights": Text(),
+        "target_shape": OrNull(Text()),
+        "draft_shape": OrNull(Text()),
+    }
+)
+
+#: Settings a recording must state to be replayed, with the largest value each may take.
+_POSITIVE: Final[dict[str, int]] = {
+    key: int(ENGINE_SETTINGS_SCHEMA[key]["maximum"])  # type: ignore[call-overload]
+    for key in ("max_num_seqs", "max_num_batched_tokens", "block_size", "num_kv_blocks")
+}
+_FLAGS: Final = ("chunked_prefill", "prefix_caching")
+_METHODS: Final = (None, "draft_model", "ngram")
+#: The settings recorded for the record only (reported, never priced), checked by their schema.
+_REPORTED: Final = {
+    key: rule
+    for key, rule in ENGINE_SETTINGS_SCHEMA.items()
+    if key not in (*ENGINE_SETTINGS, "platform", "enforce_eager", "cudagraph_capture_sizes")
+}
+
+
+def _expected(value: Any, rule: dict[str, object]) -> str | None:
+    """None when ``value`` is of ``rule``'s JSON type (``string``, ``boolean``, ``integer`` at
+    least ``minimum``), else what was expected, in words."""
+    kind, minimum = rule["type"], rule.get("minimum")
+    if kind == "string":
+        return None if isinstance(value, str) else "a string"
+    if kind == "boolean":
+        return None if isinstance(value, bool) else "true or false"
+    integer = isinstance(value, int) and not isinstance(value, bool)
+    if integer and (minimum is None or value >= minimum):
+        return None
+    return "an integer" if minimum is None else f"an integer >= {minimum}"
+
+
+def check_setting_values(where: str, settings: dict[str, Any]) -> None:
+    """Each engine setting present is of the kind ``ENGINE_SETTINGS_SCHEMA`` gives it (which
+    ones must be present is the caller's: a plain ``settings.json`` needs every one of
+    ``ENGINE_SETTINGS``; a recorded sidecar's missing one is named when a replay needs it);
+    DataIntegrityError naming the setting, the value and what is allowed."""
+    for key, most in _POSITIVE.items():
+        value = settings.get(key, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
             raise DataIntegrityError(
-                f"{where}: {part}: expected an object, got {type(value).__name__}"
+                f"{where}: engine_settings.{key}: expected an integer in 1..{most}, got {value!r}"
+            )
+    for key in _FLAGS:
+        if not isinstance(settings.get(key, False), bool):
+            raise DataIntegrityError(
+                f"{where}: engine_settings.{key}: expected true or false, got {settings[key]!r}"
+            )
+    method, depth = settings.get("speculative_method"), settings.get("num_speculative_tokens", 0)
+    if method not in _METHODS:
+        raise DataIntegrityError(
+            f"{where}: engine_settings.speculative_method: expected null, 'draft_model' or "
+            f"'ngram', got {method!r}"
+        )
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= 16:
+        raise DataIntegrityError(
+            f"{where}: engine_settings.num_speculative_tokens: expected an integer in 0..16, "
+            f"got {depth!r}"
+        )
+    if settings.get("platform", "cpu") not in ("cpu", "cuda"):
+        raise DataIntegrityError(
+            f"{where}: engine_settings.platform: expected 'cpu' or 'cuda', got "
+            f"{settings['platform']!r}"
+        )
+    if not isinstance(settings.get("enforce_eager", False), bool):
+        raise DataIntegrityError(
+            f"{where}: engine_settings.enforce_eager: expected true or false, got "
+            f"{settings['enforce_eager']!r}"
+        )
+    sizes = settings.get("cudagraph_capture_sizes", [1])
+    if (
+        not isinstance(sizes, list)
+        or not sizes
+        or any(isinstance(size, bool) or not isinstance(size, int) or size < 1 for size in sizes)
+    ):
+        raise DataIntegrityError(
+            f"{where}: engine_settings.cudagraph_capture_sizes: expected a non-empty list of "
+            f"positive integers, got {sizes!r}"
+        )
+    for key, rule in _REPORTED.items():
+        kind = _expected(settings[key], rule) if key in settings else None
+        if kind is not None:
+            raise DataIntegrityError(
+                f"{where}: engine_settings.{key}: expected {kind}, got {settings[key]!r}"
             )
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Final
 
 from qualification.datasets import Column, TableSchema, column_bound
+from qualification.datasets._sidecar_fields import GRID, HOST
 
 #: Unit of a time stamp measured from the start of the run (may be 0).
 SINCE_START: Final = "ms-since-start"
@@ -312,8 +313,16 @@ def engine_recording_schema() -> dict[str, object]:
                 "required": list(ENGINE_SETTINGS),
                 "additionalProperties": False,
             },
-            "host": {"type": "object", "description": "where it ran (CPU, load); reported"},
-            "grid": {"type": "object", "description": "how the step table was recorded"},
+            "host": {
+                **HOST.json_schema(),
+                "description": "where it ran (CPU, load); reported. The fields named here are "
+                "read and must have these types; others are kept as written",
+            },
+            "grid": {
+                **GRID.json_schema(),
+                "description": "how the step table was recorded. The fields named here are "
+                "read and must have these types; others are kept as written",
+            },
             "driver": {
                 "type": "object",
                 "description": "what made the served runs and how (client, command, where it "

@@ -1219,7 +1219,7 @@ def test_qualify_engine_names_a_sidecar_part_that_is_not_an_object(
     out = tmp_path / "score"
     assert main(["qualify", "engine", str(recording), "--out", str(out)]) == 2
     assert capsys.readouterr().err == (
-        f"aisim: error: {str(sidecar)!r}: host: expected an object, got int\n"
+        f"aisim: error: {str(sidecar)!r}: host: expected an object or null, got 5 (int)\n"
     )
     assert not out.exists()
 
