@@ -132,7 +132,7 @@ def calibrated_factory(artefact: dict[str, Any]) -> Any:
         fitted = {item["sha256"] for item in artefact["fitted_on"]}
         if dataset.sha256 in fitted:
             raise ConfigError(
-                f"qualify.coefficients: {artefact['name']} v{artefact['version']} was fitted on "
+                f"--coefficients: {artefact['name']} v{artefact['version']} was fitted on "
                 f"dataset {dataset.name!r} (SHA-256 {dataset.sha256[:12]}...); scoring it there "
                 "is not evidence. Use `aisim qualify calibrate` for held-out figures."
             )
@@ -185,7 +185,7 @@ def _check_scope(artefact: dict[str, Any], dataset: RecordedDataset) -> None:
         )
         if value is not None and fitted and str(value) not in fitted:
             raise ConfigError(
-                f"qualify.coefficients: {artefact['name']} v{artefact['version']} was fitted "
+                f"--coefficients: {artefact['name']} v{artefact['version']} was fitted "
                 f"on {words} {', '.join(repr(item) for item in fitted)}; dataset "
                 f"{dataset.name!r} has {words} {str(value)!r}, outside its scope"
             )

@@ -78,11 +78,11 @@ def make_folds(rows: pd.DataFrame, method: str) -> list[Fold]:
         k = int(method[6:])
         if not 2 <= k <= len(configs):
             raise ConfigError(
-                f"calibrate.validation: kfold:K needs 2 <= K <= {len(configs)} configurations, got {k}"
+                f"--validation: kfold:K needs 2 <= K <= {len(configs)} configurations, got {k}"
             )
         groups = [configs[start::k] for start in range(k)]
     else:
-        raise ConfigError(f"calibrate.validation: expected loco or kfold:K, got {method!r}")
+        raise ConfigError(f"--validation: expected loco or kfold:K, got {method!r}")
     return [
         Fold(index, tuple(c for c in configs if c not in set(test)), tuple(test))
         for index, test in enumerate(groups)

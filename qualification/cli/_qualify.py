@@ -262,7 +262,7 @@ def mape_command(args: argparse.Namespace) -> int:
 
     if args.coefficients and args.estimator != "calibrated":
         raise ConfigError(
-            f"qualify.coefficients: only used with --estimator calibrated, got --estimator "
+            f"--coefficients: only used with --estimator calibrated, got --estimator "
             f"{args.estimator}"
         )
     if args.out is not None:
@@ -332,7 +332,7 @@ def engine_command(args: argparse.Namespace) -> int:
     table = load_step_table(args.step_table) if args.step_table else recording.grid
     if table is None:
         raise ConfigError(
-            f"qualify.engine.step_table: {str(args.dataset)!r} has no grid/ step table; give "
+            f"DATASET {str(args.dataset)!r}: has no grid/ step table; give "
             "--step-table with a separate recording of the same engine"
         )
     report, per_request = score_recording(recording, table)
@@ -419,6 +419,11 @@ def public_gpu_command(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         check_output_dir(args.out, args.overwrite, "--out", ("public_gpu.json",))
+    if not args.evidence.is_dir():
+        raise ConfigError(
+            f"--evidence {str(args.evidence)!r}: not a directory; expected the public "
+            "measurements folder (evidence/public-gpu of an aisim checkout)"
+        )
     only = list(args.only)
     report = run(
         args.evidence,

@@ -435,7 +435,7 @@ def import_plain(source: str | Path, out: str | Path, *, overwrite: bool = False
     is checked before anything is written (module docstring). Returns ``out``."""
     src, target = Path(source), Path(out)
     if not src.is_dir():
-        raise ConfigError(f"qualify.engine_import.source: {str(src)!r} is not a folder")
+        raise ConfigError(f"PLAIN {str(src)!r}: not a folder; expected a plain recording folder")
     if os.path.lexists(target) and not target.is_dir():
         raise ConfigError(f"{str(target)!r}: exists and is not a folder")
     source_at, target_at = src.resolve(), target.resolve()

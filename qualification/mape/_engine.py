@@ -87,7 +87,7 @@ def evaluate(
     equivalence test on configuration log ratios within +-``tost_margin``.
     """
     if not 0.0 < tost_margin < 1.0:
-        raise ConfigError(f"qualify.tost_margin: expected a number in (0, 1), got {tost_margin!r}")
+        raise ConfigError(f"--tost-margin: expected a number in (0, 1), got {tost_margin!r}")
     scored = score_rounds(dataset, predict_all(dataset, predictor))
     configs = configuration_table(scored)
     report: dict[str, Any] = {

@@ -28,16 +28,16 @@ def make_predictor(
     that refuses a dataset the coefficients were fitted on); ``measured_round`` needs ``rounds``,
     the SD rounds of an independent recording (``_measured``)."""
     if name not in ESTIMATORS:
-        raise ConfigError(f"qualify.estimator: unknown {name!r}; allowed: {', '.join(ESTIMATORS)}")
+        raise ConfigError(f"--estimator: unknown {name!r}; allowed: {', '.join(ESTIMATORS)}")
     if name == "measured_round":
         return MeasuredRoundPredictor(dataset, rounds)
     if rounds is not None:
-        raise ConfigError(f"qualify.rounds: only used with --estimator measured_round, not {name}")
+        raise ConfigError(f"--rounds: only used with --estimator measured_round, not {name}")
     base = RulePredictor(dataset)
     if name == "rule":
         return base
     if name == "stp-widened":
         return WidenedStpPredictor(base)
     if calibration is None:
-        raise ConfigError("qualify.estimator: 'calibrated' needs --coefficients FILE")
+        raise ConfigError("--estimator calibrated: needs --coefficients FILE")
     return calibration(dataset, base)

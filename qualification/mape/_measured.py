@@ -35,7 +35,7 @@ class MeasuredRoundPredictor:
 
         if rounds is None:
             raise ConfigError(
-                "qualify.rounds: --estimator measured_round needs --rounds FILE, the SD rounds "
+                "--rounds: --estimator measured_round needs --rounds FILE, the SD rounds "
                 "of an independent recording (scoring a dataset's own rounds is circular)"
             )
         own = [
@@ -49,11 +49,11 @@ class MeasuredRoundPredictor:
             if isinstance(m, MeasuredRoundModel)
         ]
         if not loaded:
-            raise ConfigError(f"qualify.rounds: {str(rounds)!r} holds no measured SD rounds")
+            raise ConfigError(f"--rounds {str(rounds)!r}: holds no measured SD rounds")
         digest = loaded[0].data_identity or ""
         if digest == dataset.sha256:
             raise ConfigError(
-                f"qualify.rounds: {str(rounds)!r} is the scored dataset's own SD-round table "
+                f"--rounds {str(rounds)!r}: is the scored dataset's own SD-round table "
                 f"(SHA-256 {digest}); scoring it against itself is circular: give the rounds "
                 "of an independent recording"
             )
@@ -70,7 +70,7 @@ class MeasuredRoundPredictor:
                 self.refusals[depth] = "; ".join(reasons) or "no rounds recorded at this d"
         if not self.tables:
             raise ConfigError(
-                f"qualify.rounds: no table of {str(rounds)!r} matches {dataset.name!r} at any "
+                f"--rounds {str(rounds)!r}: no table matches {dataset.name!r} at any "
                 f"recorded d (recorded = the --rounds file, query = the dataset): "
                 f"{' | '.join(sorted(set(self.refusals.values())))}"
             )

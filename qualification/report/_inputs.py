@@ -22,7 +22,7 @@ REPORT_FILES = ("report.html", "report.json")
 def check_report_target(out_dir: Path, overwrite: bool) -> None:
     """Refuse an existing report (without ``overwrite``) or an output path that is a file."""
     if out_dir.exists() and not out_dir.is_dir():
-        raise ConfigError(f"qualify.out: {str(out_dir)!r} exists and is not a directory")
+        raise ConfigError(f"--out {str(out_dir)!r}: exists and is not a folder")
     for name in REPORT_FILES:
         check_writable(out_dir / name, overwrite)
 
@@ -43,14 +43,14 @@ def resolve_evidence(given: Path | None) -> tuple[Path, Path]:
     checkout this harness was imported from, so the report works from any directory."""
     if given is not None:
         if not given.is_dir():
-            raise ConfigError(f"qualify.evidence: {str(given)!r} is not a directory")
+            raise ConfigError(f"--evidence {str(given)!r}: not a directory")
         evidence = given
     else:
         candidates = [Path("evidence"), REPO_ROOT / "evidence"]
         found = [c for c in candidates if c.is_dir()]
         if not found:
             raise ConfigError(
-                "qualify.evidence: no evidence/ directory here or in the aisim checkout; "
+                "--evidence: not given, and no evidence/ directory here or in the aisim checkout; "
                 "pass --evidence DIR"
             )
         evidence = found[0]
@@ -64,15 +64,15 @@ def parse_check_results(items: list[str]) -> dict[str, Path]:
         name, sep, file = item.partition("=")
         if not sep or name not in CHECKS or not file:
             raise ConfigError(
-                f"qualify.check_results: expected NAME=FILE with NAME one of "
+                f"--check-results: expected NAME=FILE with NAME one of "
                 f"{', '.join(CHECKS)}, got {item!r}"
             )
         if name in results:  # the later one used to replace the earlier silently
             raise ConfigError(
-                f"qualify.check_results.{name}: given twice ({str(results[name])!r} and "
+                f"--check-results {name}: given twice ({str(results[name])!r} and "
                 f"{file!r}); give each check's result once"
             )
         if not Path(file).is_file():
-            raise ConfigError(f"qualify.check_results.{name}: {file!r} not found")
+            raise ConfigError(f"--check-results {name}: {file!r} not found")
         results[name] = Path(file)
     return results

@@ -508,7 +508,7 @@ def test_a_calibration_outside_its_drafter_scope(
     eagle = str(EVIDENCE_ROOT / "cpu-qwen3-0.6b-eagle3")
     argv = ["qualify", "mape", eagle, "--estimator", "calibrated", "--coefficients", artefact]
     assert refused(argv, capsys) == (
-        "aisim: error: qualify.coefficients: cpu-qwen3-0.6b-mtp v1 was fitted on drafter 'mtp'; "
+        "aisim: error: --coefficients: cpu-qwen3-0.6b-mtp v1 was fitted on drafter 'mtp'; "
         "dataset 'cpu-qwen3-0.6b-eagle3' has drafter 'eagle3', outside its scope"
     )
 

@@ -200,5 +200,7 @@ def test_mape_outputs_are_byte_identical_for_the_same_inputs(
 
 def test_tost_margin_must_be_a_fraction(make_dataset: Callable[..., RecordedDataset]) -> None:
     dataset = make_dataset("ds", {(2, 64): 5.0}, [(1, 1, 64, [7.0])])
-    with pytest.raises(ConfigError, match=r"qualify.tost_margin: expected a number in \(0, 1\)"):
+    with pytest.raises(
+        ConfigError, match=r"^--tost-margin: expected a number in \(0, 1\), got -2\.0$"
+    ):
         evaluate(dataset, make_predictor("rule", dataset), with_tests=True, tost_margin=-2.0)

@@ -286,9 +286,7 @@ def test_out_is_checked_before_anything_and_evidence_must_exist(
     assert "already exists" in capsys.readouterr().err
     assert main([*args[:-1], str(tmp_path / "fresh")]) == 2
     err = capsys.readouterr().err
-    assert (
-        err == f"aisim: error: qualify.evidence: {str(tmp_path / 'nowhere')!r} is not a directory\n"
-    )
+    assert err == f"aisim: error: --evidence {str(tmp_path / 'nowhere')!r}: not a directory\n"
     assert not (tmp_path / "fresh").exists()
 
 

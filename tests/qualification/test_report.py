@@ -224,6 +224,6 @@ def test_a_check_result_given_twice_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         parse_check_results([f"parity={first}", f"probes={first}", f"parity={second}"])
     assert str(caught.value) == (
-        f"qualify.check_results.parity: given twice ({first!r} and {second!r}); give each "
+        f"--check-results parity: given twice ({first!r} and {second!r}); give each "
         "check's result once"
     )
