@@ -152,6 +152,11 @@ def explain_command(args: argparse.Namespace) -> int:
         base_dir=base_dir,
     )
     result = resolved.to_dict()
+    # A block naming no kind (null, {}, or only a seed) is speculation off (docs/speculation.md),
+    # as in replay; the text says so, not as though kind none had been configured.
+    kind_given = isinstance(block, dict) and any(
+        block.get(key) is not None for key in ("kind", "nextn")
+    )
     if args.json:
         sys.stdout.write(canonical_json(result))
         return 0
@@ -167,19 +172,33 @@ def explain_command(args: argparse.Namespace) -> int:
                 )
         except ConfigError as exc:
             replay = "not replayable: " + str(exc).split(": ", 2)[-1]
-    sys.stdout.write(render_text(result, replay, args))
+    sys.stdout.write(render_text(result, replay, args, kind_given=kind_given))
     return 0
 
 
-def render_text(result: dict[str, Any], replay: str, args: argparse.Namespace) -> str:
-    """A human-readable table of the resolved block."""
+def render_text(
+    result: dict[str, Any], replay: str, args: argparse.Namespace, *, kind_given: bool = True
+) -> str:
+    """A human-readable table of the resolved block; ``kind_given`` False (a block with no
+    ``kind``) adds a line saying speculation is therefore off."""
     context = ", ".join(
         f"{name} {value}"
         for name, value in (("model", args.model), ("backend", args.backend), ("role", args.role))
         if value
     )
     lines = [f"speculation: {result['kind']}" + (f"  ({context})" if context else "")]
-    rows: list[tuple[str, object]] = [
+    rows: list[tuple[str, object]] = []
+    if not kind_given:
+        from aisim.speculation import SCHEMES
+
+        rows.append(
+            (
+                "kind",
+                "not given, so speculation is off (a block without kind, empty or holding only "
+                f"a seed, means disabled); to configure it give kind: one of {', '.join(SCHEMES)}",
+            )
+        )
+    rows += [
         ("enabled", result["enabled"]),
         ("params", _inline(result["params"])),
         ("num_draft_tokens", result["num_draft_tokens"]),

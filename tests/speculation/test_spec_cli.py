@@ -105,3 +105,44 @@ def test_json_file_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     shown = json.loads(capsys.readouterr().out)
     assert shown["kind"] == "mtp" and shown["params"] == {"depth": 2}
     assert shown["acceptance"]["conditional_rates"] == [0.5, 0.0]
+
+
+NO_KIND_LINE = (
+    "  kind                       not given, so speculation is off (a block without kind, empty "
+    "or holding only a seed, means disabled); to configure it give kind: one of none, mtp, "
+    "ngram, eagle3, dflash, dspark, draft_model, suffix, medusa, mlp_speculator"
+)
+
+
+@pytest.mark.parametrize(
+    "content", ["{}\n", "speculation: {}\n", "speculation:\n", "speculation: {seed: 3}\n"]
+)
+def test_a_block_without_kind_is_explained_as_off(
+    tmp_path: Path, content: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty block is speculation off (docs/speculation.md, as replay reads it); explain
+    printed it as though `kind: none` had been configured."""
+    file = tmp_path / "spec.yaml"
+    file.write_text(content, encoding="utf-8")
+    assert main(["speculation", "explain", str(file)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:3] == [
+        "speculation: none",
+        NO_KIND_LINE,
+        "  enabled                    false",
+    ]
+
+
+def test_an_explicit_kind_none_has_no_kind_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def explained(content: str) -> list[str]:
+        file = tmp_path / "spec.yaml"
+        file.write_text(content, encoding="utf-8")
+        assert main(["speculation", "explain", str(file)]) == 0
+        return capsys.readouterr().out.splitlines()
+
+    explicit = explained("kind: none\n")
+    assert NO_KIND_LINE not in explicit
+    # the same resolution (one cost_identity); only the note differs
+    assert [line for line in explained("{}\n") if line != NO_KIND_LINE] == explicit
