@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -44,6 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from aisim.cli import OneLineParser, integer_argument
 from qualification.engine._shapes import llama_config
 from qualification.engine._vllm import set_process_environment
 
@@ -210,34 +212,52 @@ def _summary(steps: list[dict[str, float]]) -> dict[str, float]:
     return result
 
 
+#: One batch size as ``--batches`` takes it: ASCII digits, no sign, no leading zero.
+_BATCH_TEXT = re.compile(r"[1-9][0-9]*")
+_BATCHES_ALLOWED = (
+    "a comma-separated list of distinct positive integers (ASCII digits; no sign, blank or "
+    "leading zero), e.g. 1,4,8,16"
+)
+
+
 def _batches(text: str) -> list[int]:
-    """``--batches``: a comma list of ints >= 1."""
-    try:
-        batches = [int(value) for value in text.split(",")]
-    except ValueError:
-        batches = []
-    if not batches or min(batches) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}; expected a comma list of ints >= 1")
+    """``--batches``: a comma-separated list of distinct positive integers in ASCII digits.
+    ``int()`` per item took ' 2', '+2', '1_0' and other scripts' digits, and a repeated size
+    was timed twice into one column."""
+    batches: list[int] = []
+    for item in text.split(","):
+        if _BATCH_TEXT.fullmatch(item) is None:
+            raise argparse.ArgumentTypeError(
+                f"expected {_BATCHES_ALLOWED}, got {text!r} ({item!r} is not a positive integer)"
+            )
+        if int(item) in batches:
+            raise argparse.ArgumentTypeError(
+                f"expected {_BATCHES_ALLOWED}, got {text!r} ({item} is given twice)"
+            )
+        batches.append(int(item))
     return batches
 
 
 def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
+    """A count flag: aisim's strict integer syntax (``int()`` took '1_0' and ' 5'), >= 1."""
+    value = integer_argument(text)
     if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}; expected an int >= 1")
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
     return value
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m qualification.engine.probe_step_host",
         description="the host time of one vLLM V1 engine step without async scheduling",
         epilog="example: .tox/engine/bin/python -m qualification.engine.probe_step_host",
     )
-    parser.add_argument("--batches", type=_batches, default=[1, 4, 8, 16])
+    parser.add_argument(
+        "--batches",
+        type=_batches,
+        default=[1, 4, 8, 16],
+        help=f"batch sizes to time: {_BATCHES_ALLOWED} (default: 1,4,8,16)",
+    )
     parser.add_argument("--context", type=_positive, default=512, help="prompt tokens each")
     parser.add_argument("--warmup", type=_positive, default=20, help="decode steps not timed")
     parser.add_argument("--steps", type=_positive, default=200, help="decode steps timed each")

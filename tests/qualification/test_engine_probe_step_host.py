@@ -61,12 +61,35 @@ def test_the_timer_passes_calls_through_and_sums_each_part_per_step() -> None:
     assert timer.current == {} and timer.began == {} and timer.ended == {}
 
 
+PROG = "python -m qualification.engine.probe_step_host"
+BATCHES = (
+    "argument --batches: expected a comma-separated list of distinct positive integers (ASCII "
+    "digits; no sign, blank or leading zero), e.g. 1,4,8,16, got "
+)
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--batches", "1,x"], "argument --batches: '1,x'; expected a comma list of ints >= 1"),
-        (["--batches", "0,4"], "argument --batches: '0,4'; expected a comma list of ints >= 1"),
-        (["--steps", "0"], "argument --steps: '0'; expected an int >= 1"),
+        (["--batches", "1,x"], BATCHES + "'1,x' ('x' is not a positive integer)"),
+        (["--batches", "0,4"], BATCHES + "'0,4' ('0' is not a positive integer)"),
+        # int() per item took these, or split them into a stray empty item
+        (["--batches", "1,,2"], BATCHES + "'1,,2' ('' is not a positive integer)"),
+        (["--batches", "1.5"], BATCHES + "'1.5' ('1.5' is not a positive integer)"),
+        (["--batches", "-3"], BATCHES + "'-3' ('-3' is not a positive integer)"),
+        (["--batches", "0"], BATCHES + "'0' ('0' is not a positive integer)"),
+        (["--batches", "a"], BATCHES + "'a' ('a' is not a positive integer)"),
+        (["--batches", "1, 2"], BATCHES + "'1, 2' (' 2' is not a positive integer)"),
+        (["--batches", "1_0"], BATCHES + "'1_0' ('1_0' is not a positive integer)"),
+        (["--batches", "+2"], BATCHES + "'+2' ('+2' is not a positive integer)"),
+        (["--batches", "4,"], BATCHES + "'4,' ('' is not a positive integer)"),
+        (["--batches", "1,4,4"], BATCHES + "'1,4,4' (4 is given twice)"),
+        (["--steps", "0"], "argument --steps: expected an integer >= 1, got '0'"),
+        (
+            ["--steps", "1_0"],
+            "argument --steps: expected an integer (ASCII digits, optional leading '-', at most "
+            "19 digits), got '1_0'",
+        ),
     ],
 )
 def test_bad_arguments_are_refused_in_one_line(
@@ -75,7 +98,14 @@ def test_bad_arguments_are_refused_in_one_line(
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     assert exit_info.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(message)
+    assert capsys.readouterr().err == f"{PROG}: error: {message} (see {PROG} --help)\n"
+
+
+def test_good_batches_are_read_in_the_order_given() -> None:
+    from qualification.engine.probe_step_host import _batches
+
+    assert _batches("16,1,4") == [16, 1, 4]
+    assert _batches("7") == [7]
 
 
 def test_help_answers_without_vllm(capsys: pytest.CaptureFixture[str]) -> None:
