@@ -50,6 +50,11 @@ _INT_TEXT: Final = re.compile(r"-?[0-9]+")
 _FLOAT_TEXT: Final = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 _JSON_STRUCTURE: Final = re.compile(r'[\[\]{}"\\\n]')
 
+#: A staging folder's name: ``.aisim-<owner pid>-<random>.tmp`` (``tempfile.mkdtemp``'s random
+#: part: lower-case letters, digits, ``_``). Only a folder whose whole name matches is ever
+#: removed as stale (``remove_stale_staging``).
+STAGING_NAME: Final = re.compile(r"\.aisim-([1-9][0-9]{0,9})-[a-z0-9_]+\.tmp")
+
 
 def check_path_text(value: object, field: str) -> Path:
     """``value`` as a ``Path`` after checks that need no I/O: a non-empty string without NUL
@@ -480,7 +485,9 @@ class StagedFiles:
     Use it as a context manager: leaving the block without ``commit`` (an exception, an
     interrupt) removes the staging folder with everything in it, and ``folder`` too when this
     object created it and it is empty, so nothing of the run is left and an earlier set stays
-    whole."""
+    whole. A run killed outright (SIGKILL) cannot do that: its staging folder is named with its
+    process id (``.aisim-<pid>-<random>.tmp``) and the next ``StagedFiles`` in the same
+    ``folder`` removes it once that process is gone (``remove_stale_staging``)."""
 
     def __init__(
         self,
@@ -498,7 +505,11 @@ class StagedFiles:
         self._created = not os.path.lexists(folder)
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            self.stage = Path(tempfile.mkdtemp(prefix=".aisim-", suffix=".tmp", dir=folder))
+            if not self._created:
+                remove_stale_staging(folder)
+            self.stage = Path(
+                tempfile.mkdtemp(prefix=f".aisim-{os.getpid()}-", suffix=".tmp", dir=folder)
+            )
         except OSError as exc:
             raise ConfigError(f"{field} {str(folder)!r}: cannot write: {_os_reason(exc)}") from None
 
@@ -566,6 +577,51 @@ class StagedFiles:
         if self._created:
             with contextlib.suppress(OSError):
                 self.folder.rmdir()
+
+
+def remove_stale_staging(folder: Path) -> list[Path]:
+    """Remove the staging folders in ``folder`` that a killed run left behind; return them.
+
+    A run killed outright (SIGKILL, a power cut) cannot remove its staging folder, so the next
+    set written into the same folder does: a folder whose whole name matches ``STAGING_NAME``,
+    that is a real folder (not a link) owned by this user, and whose owner process (the pid in
+    its name) no longer exists (``os.kill(pid, 0)`` says ProcessLookupError). A folder of a live
+    process (this one included, or any other: a concurrent run) is left alone, and so is one
+    whose owner cannot be told (no such check on this system: POSIX only). A process id is
+    known on this machine only: a folder shared with another machine is judged by this one's
+    processes. Errors while removing are ignored; the next write tries again."""
+    if os.name != "posix":  # os.kill(pid, 0) is not a probe on Windows: it ends the process
+        return []
+    removed = []
+    try:
+        with os.scandir(folder) as listing:
+            entries = list(listing)
+    except OSError:
+        return []
+    for entry in entries:
+        found = STAGING_NAME.fullmatch(entry.name)
+        if found is None or not _owner_is_gone(int(found.group(1))):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(Path(entry.path))
+    return removed
+
+
+def _owner_is_gone(pid: int) -> bool:
+    """True only when no process ``pid`` exists (one of another user exists: PermissionError)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError, ValueError):
+        return False
+    return False
 
 
 def create_temp_beside(target: Path) -> tuple[int, str]:

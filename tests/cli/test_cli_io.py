@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import errno
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -206,3 +210,85 @@ def test_a_file_that_appeared_meanwhile_is_not_overwritten(tmp_path: Path) -> No
         == f"{str(out / 'advice.md')!r} already exists; pass --overwrite to replace it"
     )
     assert _listing(out) == {"advice.md": b"the user's"}
+
+
+def _dead_pid() -> int:
+    """The process id of a process that has run and been reaped (no process has it now)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    with pytest.raises(ProcessLookupError):
+        os.kill(child.pid, 0)  # not reused meanwhile
+    return child.pid
+
+
+@pytest.mark.skipif(os.name != "posix", reason="owners are probed with os.kill(pid, 0): POSIX")
+def test_a_killed_runs_staging_folder_is_removed_by_the_next_set(tmp_path: Path) -> None:
+    """Only a folder named exactly ``.aisim-<pid>-<random>.tmp`` whose process is gone is
+    removed; a live process's staging folder, other names, a file and a link are left alone."""
+    out = tmp_path / "out"
+    out.mkdir()
+    dead = _dead_pid()
+    stale = out / f".aisim-{dead}-k1ll_ed.tmp"
+    (stale / "plots").mkdir(parents=True)
+    (stale / "plots" / "a.png").write_bytes(b"half")
+    (out / f".aisim-{os.getpid()}-live.tmp").mkdir()  # this (live) process's
+    (out / f".aisim-{dead}-x.tmp.keep").mkdir()  # not the pattern: a suffix after .tmp
+    (out / f"aisim-{dead}-x.tmp").mkdir()  # not hidden
+    (out / ".aisim-probe-x.tmp").mkdir()  # no pid
+    (out / f".aisim-{dead}-file.tmp").write_bytes(b"a file")  # not a folder
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (out / f".aisim-{dead}-link.tmp").symlink_to(elsewhere)  # a link, not a folder
+    write_together(out, {"advice.json": b"{}"}, overwrite=False)
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [
+            "advice.json",
+            f".aisim-{os.getpid()}-live.tmp",
+            f".aisim-{dead}-x.tmp.keep",
+            f"aisim-{dead}-x.tmp",
+            ".aisim-probe-x.tmp",
+            f".aisim-{dead}-file.tmp",
+            f".aisim-{dead}-link.tmp",
+        ]
+    )
+    assert elsewhere.is_dir()
+
+
+#: A child that starts writing a set into argv[1] and stops in the middle, staged file written.
+_STOPS_MID_WRITE = """
+import sys, time
+from pathlib import Path
+from aisim.files import write_together
+
+def write(path, data):
+    path.write_bytes(data)
+    print(path.parent.name, flush=True)
+    time.sleep(600)
+
+write_together(Path(sys.argv[1]), {"advice.json": b"new"}, overwrite=True, write=write)
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL and os.kill(pid, 0) are POSIX")
+def test_a_sigkilled_write_leaves_the_earlier_set_and_the_next_write_removes_its_staging(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "advice.json").write_bytes(b"earlier")
+    child = subprocess.Popen(
+        [sys.executable, "-c", _STOPS_MID_WRITE, str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    staging = child.stdout.readline().strip()  # the child is now inside write()
+    child.kill()  # SIGKILL: no cleanup can run
+    child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGKILL
+    assert staging == f".aisim-{child.pid}-{staging.split('-')[-1]}"
+    assert _listing(out) == {"advice.json": b"earlier", staging: b"<folder>"}
+    assert (out / staging / "advice.json").read_bytes() == b"new"
+    write_together(out, {"advice.md": b"# next\n"}, overwrite=False)
+    assert _listing(out) == {"advice.json": b"earlier", "advice.md": b"# next\n"}
