@@ -11,8 +11,8 @@ import pandas as pd
 
 from aisim.errors import DataIntegrityError
 from qualification.datasets._schema import SD_ROUNDS, STP_POINTS
-from qualification.datasets._sidecar_fields import DATASET_IDENTITY, check_fields
 from qualification.datasets._tables import read_table, write_table
+from qualification.datasets.sidecar_fields import DATASET_IDENTITY, check_fields
 
 EVIDENCE_TYPES = ("synthetic", "parity", "local-measurement", "hardware")
 
@@ -54,7 +54,7 @@ def load_dataset(path: str | Path) -> RecordedDataset:
     """Load a dataset directory (or either of its parquet files) and verify it completely.
 
     Raises ``DataIntegrityError`` when a file is missing, tampered with, truncated, of an
-    unknown schema, has a sidecar field of the wrong type (``_sidecar_fields``), or when the two tables do not belong to the same recording.
+    unknown schema, has a sidecar field of the wrong type (``sidecar_fields``), or when the two tables do not belong to the same recording.
     """
     given = Path(path)
     directory = given.parent if given.suffix == ".parquet" else given

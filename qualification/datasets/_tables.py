@@ -30,7 +30,7 @@ from aisim.files import (
     read_verified_bytes,
 )
 from qualification.datasets._schema import SCHEMAS, SIDECAR_SUFFIX, Column, TableSchema
-from qualification.datasets._sidecar_fields import SIDECAR, check_fields
+from qualification.datasets.sidecar_fields import SIDECAR, check_fields
 
 _ARROW_TYPES = {
     "int": pa.int64(),
@@ -128,7 +128,7 @@ def non_finite_field(value: Any, path: str = "") -> tuple[str, float] | None:
 
 def read_sidecar(data_file: Path, expected: TableSchema | None = None) -> dict[str, Any]:
     """The sidecar of ``data_file`` as a mapping, with its schema and the types of the fields
-    readers use checked (``_sidecar_fields.SIDECAR``), not yet the data.
+    readers use checked (``sidecar_fields.SIDECAR``), not yet the data.
 
     Known schemas are the recorded-dataset ones plus ``expected`` (engine recordings bring
     their own, ``qualification.engine``)."""

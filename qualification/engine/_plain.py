@@ -57,7 +57,7 @@ from aisim.fpm import (
     load_wake_cost,
 )
 from qualification.datasets import TableSchema, check_values, non_finite_field, write_table
-from qualification.datasets._sidecar_fields import GRID, HOST, Object, OrNull, check_fields
+from qualification.datasets.sidecar_fields import GRID, HOST, Object, OrNull, check_fields
 from qualification.engine._prometheus import read_samples
 from qualification.engine._recording import (
     ENGINE_IDENTITY,

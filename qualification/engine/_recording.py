@@ -29,7 +29,7 @@ from aisim.fpm import (
     load_wake_cost,
 )
 from qualification.datasets import TableSchema, read_table
-from qualification.datasets._sidecar_fields import Object, OrNull, Text, check_fields
+from qualification.datasets.sidecar_fields import Object, OrNull, Text, check_fields
 from qualification.engine._prometheus import read_samples
 from qualification.engine._schema import (
     ENGINE_SETTINGS,

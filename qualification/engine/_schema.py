@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Final
 
 from qualification.datasets import Column, TableSchema, column_bound
-from qualification.datasets._sidecar_fields import GRID, HOST
+from qualification.datasets.sidecar_fields import GRID, HOST
 
 #: Unit of a time stamp measured from the start of the run (may be 0).
 SINCE_START: Final = "ms-since-start"

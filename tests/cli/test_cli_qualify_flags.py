@@ -104,11 +104,20 @@ CASES = [
         "--evidence 'afile': not a directory",
     ),
     (
-        ["qualify", "report", "--out", "o", "--check-results", "foo"],
+        ["qualify", "report", "--out", "o", "--evidence", "adir", "--check-results", "foo"],
         "--check-results: expected NAME=FILE with NAME one of parity, probes, got 'foo'",
     ),
     (
-        ["qualify", "report", "--out", "o", "--check-results", "parity=nofile.xml"],
+        [
+            "qualify",
+            "report",
+            "--out",
+            "o",
+            "--evidence",
+            "adir",
+            "--check-results",
+            "parity=nofile.xml",
+        ],
         "--check-results parity: 'nofile.xml' not found",
     ),
     # qualify public-gpu
