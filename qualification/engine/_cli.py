@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aisim.cli import integer_argument as integer
+from aisim.cli import number_argument as number
 from aisim.errors import AisimError, ConfigError
 from aisim.files import atomic_write_text, canonical_json, int_text_problem
 from qualification.engine._schema import GRID_DIR, SERVED_PREFIX
@@ -49,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--num-speculative-tokens",
-        type=int,
+        type=integer,
         default=3,
         help="draft tokens per round d, 1..5, SD on (default: %(default)s)",
     )
@@ -62,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--served-runs",
-        type=int,
+        type=integer,
         default=3,
         help="served repeats of the trace, for the engine's own noise (default: %(default)s)",
     )
@@ -74,26 +76,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--block-size",
-        type=int,
+        type=integer,
         default=32,
         help="KV block in tokens; the CPU backend needs a multiple of 32 (default: %(default)s)",
     )
     add(
         "--max-num-seqs",
-        type=int,
+        type=integer,
         default=8,
         help="running requests per step at most, vLLM max_num_seqs (default: %(default)s)",
     )
     add(
         "--max-num-batched-tokens",
-        type=int,
+        type=integer,
         default=512,
         help="tokens per step at most, vLLM max_num_batched_tokens (default: %(default)s)",
     )
-    add("--kv-cache-mib", type=int, default=256, help="KV pool size in MiB (default: %(default)s)")
+    add(
+        "--kv-cache-mib",
+        type=integer,
+        default=256,
+        help="KV pool size in MiB (default: %(default)s)",
+    )
     add(
         "--max-model-len",
-        type=int,
+        type=integer,
         default=1024,
         help="prompt + output tokens per request at most, vLLM max_model_len "
         "(default: %(default)s)",
@@ -129,22 +136,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-model-len (a longer prompt is chunked over several steps, never one prefill "
         "step) (default: %(default)s)",
     )
-    add("--reps", type=int, default=5, help="grid: timed steps per point (default: %(default)s)")
+    add(
+        "--reps", type=integer, default=5, help="grid: timed steps per point (default: %(default)s)"
+    )
     add(
         "--warmup",
-        type=int,
+        type=integer,
         default=2,
         help="grid: warm-up steps per point, kept and flagged (default: %(default)s)",
     )
     add(
         "--requests",
-        type=int,
+        type=integer,
         default=100,
         help="served: requests in the trace (default: %(default)s)",
     )
     add(
         "--rate",
-        type=float,
+        type=number,
         default=2.0,
         help="served: Poisson arrival rate in requests/s (default: %(default)s)",
     )
@@ -167,7 +176,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--seed",
-        type=int,
+        type=integer,
         default=0,
         help="seed of the trace, the grid's inputs and the engine (default: %(default)s)",
     )
@@ -189,7 +198,7 @@ def _ints(text: str, flag: str, high: int, why: str) -> tuple[int, ...]:
     ``MAX_GRID_VALUES`` of them. ASCII digits only (``int()`` took ' 4', '+4' and '4_0'); an
     empty item ('1,,2') or a repeated value ('1,1', one typed for another) is refused, where
     both were dropped unseen. Errors are one line naming ``flag`` and ``why`` the bound holds."""
-    where = f"{flag} (record.{flag[2:].replace('-', '_')})"
+    where = flag
     allowed = f"expected comma-separated distinct integers in 1..{high} ({why})"
     values: list[int] = []
     parts = text.split(",")
@@ -208,13 +217,14 @@ def _ints(text: str, flag: str, high: int, why: str) -> tuple[int, ...]:
     return tuple(sorted(values))
 
 
-def _range(text: str, field: str) -> tuple[int, int]:
+def _range(text: str, flag: str) -> tuple[int, int]:
+    """``--prompt``/``--output``'s ``MIN:MAX`` (or one integer, both ends), in ASCII digits;
+    the order of the ends is checked with the trace (``TraceSpec.check``)."""
     low, sep, high = text.partition(":")
-    try:
-        pair = (int(low), int(high if sep else low))
-    except ValueError:
-        raise ConfigError(f"record.{field}: expected MIN:MAX integers, got {text!r}") from None
-    return pair
+    high = high if sep else low
+    if int_text_problem(low) is not None or int_text_problem(high) is not None:
+        raise ConfigError(f"{flag}: expected MIN:MAX integers, got {text!r}")
+    return int(low), int(high)
 
 
 def command_line(args: argparse.Namespace) -> str:
@@ -246,29 +256,37 @@ def check_arguments(args: argparse.Namespace) -> tuple[Any, Any, Any, Any, Any]:
     from qualification.engine._trace import TraceSpec
 
     out: Path = args.out
-    target = shape_config(args.shape, "shape")
+    target = shape_config(args.shape, "--shape")
     speculative = None if args.speculative == "none" else args.speculative
-    draft = shape_config(args.draft_shape, "draft_shape") if speculative == "draft_model" else None
+    draft = (
+        shape_config(args.draft_shape, "--draft-shape") if speculative == "draft_model" else None
+    )
     if draft is not None:
         draft["vocab_size"] = target["vocab_size"]
     if args.block_size < 1 or args.block_size % 32:
         raise ConfigError(
-            f"record.block_size: the CPU backend needs a multiple of 32, got {args.block_size}"
+            f"--block-size: expected a positive multiple of 32 (the CPU backend's), got "
+            f"{args.block_size}"
         )
     if not 1 <= args.num_speculative_tokens <= 5:
         raise ConfigError(
-            f"record.num_speculative_tokens: expected 1..5, got {args.num_speculative_tokens}"
+            f"--num-speculative-tokens: expected an integer in 1..5, got "
+            f"{args.num_speculative_tokens}"
         )
-    if args.served_runs < 1 or args.reps < 1 or args.warmup < 0:
-        raise ConfigError("record: --served-runs and --reps must be >= 1, --warmup >= 0")
     for flag, value in (
         ("--max-num-seqs", args.max_num_seqs),
         ("--max-num-batched-tokens", args.max_num_batched_tokens),
         ("--max-model-len", args.max_model_len),
+        ("--kv-cache-mib", args.kv_cache_mib),
+        ("--served-runs", args.served_runs),
+        ("--reps", args.reps),
+        ("--warmup", args.warmup),
     ):
-        if value < 1 or (flag == "--max-model-len" and value < 2):
-            low = 2 if flag == "--max-model-len" else 1
+        low = {"--max-model-len": 2, "--warmup": 0}.get(flag, 1)
+        if value < low:
             raise ConfigError(f"{flag}: expected an integer >= {low}, got {value}")
+    if not 0 <= args.seed < 2**32:  # numpy's default_rng refuses a negative seed, after vLLM loads
+        raise ConfigError(f"--seed: expected an integer in 0..4294967295, got {args.seed}")
     seqs = args.max_num_seqs
     spec = GridSpec(
         _ints(args.batch, "--batch", seqs, "at most --max-num-seqs, the engine's running cap"),
@@ -289,7 +307,7 @@ def check_arguments(args: argparse.Namespace) -> tuple[Any, Any, Any, Any, Any]:
         args.reps,
         args.warmup,
     )
-    prompt, output = _range(args.prompt, "prompt"), _range(args.output, "output")
+    prompt, output = _range(args.prompt, "--prompt"), _range(args.output, "--output")
     trace_spec = TraceSpec(args.requests, args.rate, *prompt, *output, args.prompts, args.seed)
     trace_spec.check()
     targets = []

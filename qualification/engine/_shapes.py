@@ -45,7 +45,9 @@ SHAPES: Final = {
 }
 
 
-def shape_config(name: str, field: str) -> dict[str, Any]:
+def shape_config(name: str, flag: str) -> dict[str, Any]:
+    """The model config of shape ``name``; an unknown name is a ConfigError naming ``flag``,
+    the command-line flag that gave it (``--shape``, ``--draft-shape``)."""
     if name not in SHAPES:
-        raise ConfigError(f"record.{field}: unknown shape {name!r}; known: {', '.join(SHAPES)}")
+        raise ConfigError(f"{flag}: unknown shape {name!r}; known: {', '.join(SHAPES)}")
     return dict(SHAPES[name])

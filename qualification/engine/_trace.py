@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from aisim.errors import ConfigError
@@ -23,20 +24,24 @@ class TraceSpec:
     seed: int
 
     def check(self) -> None:
+        """Refusals name the ``aisim record engine`` flag that set each field (the spec's only
+        source)."""
         if self.num_requests < 1:
-            raise ConfigError(f"record.requests: expected >= 1, got {self.num_requests}")
-        if not self.rate_rps > 0:
-            raise ConfigError(f"record.rate: expected > 0 requests/s, got {self.rate_rps}")
-        if not 1 <= self.prompt_min <= self.prompt_max:
+            raise ConfigError(f"--requests: expected an integer >= 1, got {self.num_requests}")
+        if not (self.rate_rps > 0 and math.isfinite(self.rate_rps)):
             raise ConfigError(
-                f"record.prompt: expected 1 <= min <= max, got {self.prompt_min}..{self.prompt_max}"
+                f"--rate: expected a finite number > 0 (requests/s), got {self.rate_rps}"
             )
-        if not 1 <= self.output_min <= self.output_max:
-            raise ConfigError(
-                f"record.output: expected 1 <= min <= max, got {self.output_min}..{self.output_max}"
-            )
+        for flag, low, high in (
+            ("--prompt", self.prompt_min, self.prompt_max),
+            ("--output", self.output_min, self.output_max),
+        ):
+            if not 1 <= low <= high:
+                raise ConfigError(
+                    f"{flag}: expected MIN:MAX with 1 <= MIN <= MAX tokens, got {low}:{high}"
+                )
         if self.prompts not in ("random", "repeating"):
-            raise ConfigError(f"record.prompts: expected random or repeating, got {self.prompts!r}")
+            raise ConfigError(f"--prompts: expected random or repeating, got {self.prompts!r}")
 
 
 @dataclass(frozen=True)

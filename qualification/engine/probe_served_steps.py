@@ -134,11 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     from qualification.engine._vllm import Clock, Engine, EngineOptions
 
     folder = Path(tempfile.mkdtemp(prefix="probe-served-"))
-    config = shape_config(args.shape, "shape")
+    config = shape_config(args.shape, "--shape")
     atomic_write_text(folder / "config.json", canonical_json(config))
     draft_dir = None
     if args.draft_shape is not None:
-        draft = shape_config(args.draft_shape, "draft_shape")
+        draft = shape_config(args.draft_shape, "--draft-shape")
         draft["vocab_size"] = config["vocab_size"]
         draft_dir = folder / "draft"
         atomic_write_text(draft_dir / "config.json", canonical_json(draft))

@@ -77,25 +77,26 @@ GRID_LIMITS = {"d": 16, "batch": 1024, "kv": 1_048_576}
 MAX_GRID_VALUES = 32
 
 
-def _int_list(text: str | None, default: tuple[int, ...], field: str) -> tuple[int, ...]:
+def _int_list(text: str | None, default: tuple[int, ...], flag: str) -> tuple[int, ...]:
+    """``flag``'s comma list (``--d``, ``--batch``, ``--kv``), sorted; ``default`` if not given.
+    Refusals are one line naming ``flag``, the value and what is allowed."""
     if text is None:
         return default
-    highest = GRID_LIMITS[field]
+    highest = GRID_LIMITS[flag[2:]]
     parts = text.split(",")
     if len(parts) > MAX_GRID_VALUES:
         raise ConfigError(
-            f"record.{field}: at most {MAX_GRID_VALUES} values, got {len(parts)} in {_short(text)}"
+            f"{flag}: at most {MAX_GRID_VALUES} values, got {len(parts)} in {_short(text)}"
         )
     values: list[int] = []
     for part in parts:
         if int_text_problem(part) is not None or not 1 <= int(part) <= highest:
             raise ConfigError(
-                f"record.{field}: expected comma-separated integers in 1..{highest}, got "
-                f"{_short(text)}"
+                f"{flag}: expected comma-separated integers in 1..{highest}, got {_short(text)}"
             )
         if int(part) in values:  # a slip (one typed twice for another), not dropped unseen
             raise ConfigError(
-                f"record.{field}: {int(part)} is given twice in {_short(text)}; expected "
+                f"{flag}: {int(part)} is given twice in {_short(text)}; expected "
                 f"comma-separated distinct integers in 1..{highest}"
             )
         values.append(int(part))
@@ -111,11 +112,11 @@ def grid_from_args(args: argparse.Namespace) -> Grid:
     base = get_preset(args.preset).grid
     reps = base.repetitions if args.reps is None else args.reps
     if reps < 1 or reps > 1000:
-        raise ConfigError(f"record.reps: expected an integer in 1..1000, got {reps}")
+        raise ConfigError(f"--reps: expected an integer in 1..1000, got {reps}")
     return Grid(
-        _int_list(args.draft_lengths, base.draft_lengths, "d"),
-        _int_list(args.batch_sizes, base.batch_sizes, "batch"),
-        _int_list(args.kv_totals, base.kv_totals, "kv"),
+        _int_list(args.draft_lengths, base.draft_lengths, "--d"),
+        _int_list(args.batch_sizes, base.batch_sizes, "--batch"),
+        _int_list(args.kv_totals, base.kv_totals, "--kv"),
         reps,
     )
 
@@ -169,10 +170,14 @@ def run(args: argparse.Namespace) -> int:
         )
     grid = grid_from_args(args)
     if args.threads < 1 or args.threads > 256:
-        raise ConfigError(f"record.threads: expected an integer in 1..256, got {args.threads}")
+        raise ConfigError(f"--threads: expected an integer in 1..256, got {args.threads}")
     if not 0 <= args.seed < 2**32:
-        raise ConfigError(f"record.seed: expected an integer in 0..4294967295, got {args.seed}")
+        raise ConfigError(f"--seed: expected an integer in 0..4294967295, got {args.seed}")
     torch = require_torch()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(
+            "--device cuda: torch.cuda.is_available() is False; expected auto or cpu here"
+        )
     wants_cpu = args.device == "cpu" or (args.device == "auto" and not torch.cuda.is_available())
     missing = any(key not in os.environ for key in MALLOC_ENV)
     if wants_cpu and missing and _REEXEC_MARK not in os.environ:

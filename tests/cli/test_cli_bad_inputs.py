@@ -190,7 +190,7 @@ def test_a_missing_extra_writes_nothing(
     )
     # A bad flag is named before vLLM is looked for (it used to wait for vLLM's install).
     assert refused(["record", "engine", "--out", "o", "--rate", "-1"], capsys) == (
-        "aisim: error: record.rate: expected > 0 requests/s, got -1.0"
+        "aisim: error: --rate: expected a finite number > 0 (requests/s), got -1.0"
     )
     assert not Path("o").exists()
 
@@ -233,12 +233,11 @@ def test_record_engine_grid_lists_are_strict(
 ) -> None:
     """'1,2,1' was read as '1,2', '16,,64' as '16,64', '4_0' as 40 and ' 2' as 2, unseen."""
     monkeypatch.setitem(sys.modules, "vllm", None)  # named before vLLM is looked for
-    field = flag[2:].replace("-", "_")
     expected = f"{problem}expected comma-separated distinct integers in {GRID_ALLOWED[flag]}"
     if not problem:
         expected += f", got {value!r}"
     assert refused(["record", "engine", "--out", "o", flag, value], capsys) == (
-        f"aisim: error: {flag} (record.{field}): {expected}"
+        f"aisim: error: {flag}: {expected}"
     )
     assert not Path("o").exists()
 
@@ -249,18 +248,17 @@ def test_record_engine_grid_bounds_follow_the_engine_flags(
     monkeypatch.setitem(sys.modules, "vllm", None)
     argv = ["record", "engine", "--out", "o", "--max-num-seqs", "2", "--batch", "1,2,4"]
     assert refused(argv, capsys) == (
-        "aisim: error: --batch (record.batch): expected comma-separated distinct integers in "
+        "aisim: error: --batch: expected comma-separated distinct integers in "
         "1..2 (at most --max-num-seqs, the engine's running cap), got '1,2,4'"
     )
     argv = ["record", "engine", "--out", "o", "--max-num-batched-tokens", "64", "--prefill", "65"]
     assert refused(argv, capsys).startswith(
-        "aisim: error: --prefill (record.prefill): expected comma-separated distinct integers "
+        "aisim: error: --prefill: expected comma-separated distinct integers "
         "in 1..64 (at most --max-num-batched-tokens"
     )
     many = ",".join(str(n) for n in range(1, 66))
     assert refused(["record", "engine", "--out", "o", "--context", many], capsys) == (
-        "aisim: error: --context (record.context): at most 64 values (the grid is their "
-        "product), got 65"
+        "aisim: error: --context: at most 64 values (the grid is their product), got 65"
     )
     argv = ["record", "engine", "--out", "o", "--max-num-seqs", "0"]
     assert refused(argv, capsys) == "aisim: error: --max-num-seqs: expected an integer >= 1, got 0"
@@ -355,21 +353,20 @@ def test_a_folder_given_as_a_trace_is_not_not_found(
 @pytest.mark.parametrize(
     ("flag", "value", "message"),
     [
-        ("--d", "1000", "record.d: expected comma-separated integers in 1..16, got '1000'"),
-        ("--d", "1,+2", "record.d: expected comma-separated integers in 1..16, got '1,+2'"),
-        ("--batch", "0", "record.batch: expected comma-separated integers in 1..1024, got '0'"),
+        ("--d", "1000", "--d: expected comma-separated integers in 1..16, got '1000'"),
+        ("--d", "1,+2", "--d: expected comma-separated integers in 1..16, got '1,+2'"),
+        ("--batch", "0", "--batch: expected comma-separated integers in 1..1024, got '0'"),
         (
             "--kv",
             "99999999",
-            "record.kv: expected comma-separated integers in 1..1048576, got '99999999'",
+            "--kv: expected comma-separated integers in 1..1048576, got '99999999'",
         ),
-        ("--seed", "-1", "record.seed: expected an integer in 0..4294967295, got -1"),
+        ("--seed", "-1", "--seed: expected an integer in 0..4294967295, got -1"),
         # Read as '--d 1,2' before: a repeated value was dropped unseen.
         (
             "--d",
             "1,2,1",
-            "record.d: 1 is given twice in '1,2,1'; expected comma-separated distinct integers "
-            "in 1..16",
+            "--d: 1 is given twice in '1,2,1'; expected comma-separated distinct integers in 1..16",
         ),
     ],
 )
