@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_refusal import refused
 
 from aisim.cli import main
 from aisim.files import MAX_DOCUMENT_BYTES, MAX_TRACE_BYTES
@@ -31,19 +32,6 @@ engine:
 """
 TRACE = "arrival_s,prompt_tokens,output_tokens\n0,5,2\n0.01,7,3\n"
 EVIDENCE = Path(__file__).resolve().parents[2] / "evidence" / "cpu-qwen3-0.6b-mtp"
-
-
-def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    """Run ``aisim argv``; it must exit 2 with one error line and no stdout. Returns the line."""
-    try:
-        code = main(argv)
-    except SystemExit as stop:  # argparse's own errors
-        code = stop.code
-    captured = capsys.readouterr()
-    assert (code, captured.out) == (2, ""), captured.err
-    lines = captured.err.splitlines()
-    assert len(lines) == 1 and "Traceback" not in captured.err, captured.err
-    return lines[0]
 
 
 def listing(folder: Path) -> set[str]:

@@ -10,8 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from aisim.cli import main
+from cli_refusal import refused
 
 EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
 MTP = str(EVIDENCE / "cpu-qwen3-0.6b-mtp")
@@ -25,19 +24,6 @@ def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     Path("afile").write_text("x")
     Path("adir").mkdir()
     return tmp_path
-
-
-def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    """Run ``aisim argv``: exit 2, nothing on stdout, one line on stderr (returned)."""
-    try:
-        code = main(argv)
-    except SystemExit as stop:
-        code = stop.code
-    captured = capsys.readouterr()
-    assert (code, captured.out) == (2, ""), captured.err
-    lines = captured.err.splitlines()
-    assert len(lines) == 1, captured.err
-    return lines[0]
 
 
 CASES = [

@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from aisim.cli import main
+from cli_refusal import refused
 
 SHAPES = (
     "llama-4x256, llama-8x512, llama-12x768, llama-12x384, llama-1x256, llama-1x384, llama-1x512"
@@ -26,19 +25,6 @@ def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setitem(sys.modules, "torch", None)
     monkeypatch.setitem(sys.modules, "vllm", None)
     return tmp_path
-
-
-def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    """Run ``aisim argv``: exit 2, nothing on stdout, one line on stderr (returned)."""
-    try:
-        code = main(argv)
-    except SystemExit as stop:
-        code = stop.code
-    captured = capsys.readouterr()
-    assert (code, captured.out) == (2, ""), captured.err
-    lines = captured.err.splitlines()
-    assert len(lines) == 1, captured.err
-    return lines[0]
 
 
 RECORD = ["record", "--preset", "tiny", "--drafter", "mtp", "--out", "o"]
