@@ -30,6 +30,18 @@ def find_engine_recordings(evidence: Path) -> list[Path]:
     return sorted(found)
 
 
+def judged_figures(report: dict[str, Any]) -> dict[str, Any]:
+    """What the plan's engine criteria read of a scored recording (``score_recording``'s
+    report): its ``summary``, and its ``noise_floor``, the pairwise repeat noise with the repeat
+    floor (each run predicted by the mean of the others) under ``leave_one_out``
+    (``qualification.plan.ENGINE_FIGURES``)."""
+    noise = report["noise_floor"]
+    return {
+        "summary": report["summary"],
+        "noise_floor": None if noise is None else noise | {"leave_one_out": report["repeat_floor"]},
+    }
+
+
 def engine_section(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     from qualification.engine._recording import load_recording
     from qualification.engine._render import plots
@@ -57,12 +69,7 @@ def engine_section(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
         "evidence_type": EVIDENCE_TYPE,
         "command": f"aisim qualify engine {directory.as_posix()}",
         "recording_command": recording.served[0].sidecar.get("command", ""),
-        "summary": report["summary"],
-        # The pairwise repeat noise, and under ``leave_one_out`` the repeat floor (each run
-        # predicted by the mean of the others), both as the plan's *_vs_* metrics read them.
-        "noise_floor": None
-        if report["noise_floor"] is None
-        else report["noise_floor"] | {"leave_one_out": report["repeat_floor"]},
+        **judged_figures(report),
         "acceptance_length": [run["acceptance_length"] for run in report["runs"]],
         "engine_settings": report["engine_settings"],
         "target_shape": report["target_shape"],

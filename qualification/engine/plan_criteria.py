@@ -30,7 +30,10 @@ from qualification.engine._figures import (
     TARGET_TTFT_MEAN_PCT,
 )
 from qualification.engine._recording import EngineRecording
-from qualification.plan import CHECKS, ENGINE_FIGURES
+from qualification.engine._report_section import judged_figures
+from qualification.plan import Criterion
+from qualification.report import compared_value as plan_value
+from qualification.report import engine_figure
 
 #: Issue 23's step figure: median served-step price error per kind and run, the grid alone.
 TARGET_STEP_PRICE_PCT: Final = 5.0
@@ -106,32 +109,24 @@ STANDARD: Final = (
 )
 
 
-def _dig(mapping: Any, keys: tuple[str, ...]) -> float | None:
-    for key in keys:
-        mapping = mapping.get(key) if isinstance(mapping, dict) else None
-    return float(mapping) if isinstance(mapping, (int, float)) else None
-
-
 def compared_value(standard: Standard, report: dict[str, Any]) -> float | None:
     """The number the plan compares with ``standard.threshold`` for a scored recording
-    (``score_recording``'s report), as the release report derives it: a percentage over 100,
-    or over the noise figure for the ``*_vs_*`` metrics; magnitudes for signed metrics; None
-    where the figure cannot be computed (one served run: no repeat noise)."""
-    figure_keys, noise_keys = ENGINE_FIGURES[standard.metric]
-    value = _dig(report["summary"], figure_keys)
-    if value is None or not math.isfinite(value):
-        return None
-    if noise_keys is None:
-        value /= 100.0
-    else:
-        noise = dict(report.get("noise_floor") or {})
-        noise["leave_one_out"] = report.get("repeat_floor")
-        divisor = _dig(noise, noise_keys)
-        if divisor is None or divisor <= 0:
-            return None
-        value /= divisor
-    signed = CHECKS["engine_comparison"][standard.metric].kind == "signed"
-    return abs(value) if signed else value
+    (``score_recording``'s report), derived as the release report derives it
+    (``qualification.report.engine_figure`` and ``compared_value``): a percentage over 100, or
+    over the noise figure for the ``*_vs_*`` metrics; magnitudes for signed metrics; None where
+    the figure cannot be computed (one served run: no repeat noise)."""
+    criterion = Criterion(
+        id=f"engine/recording/{standard.suffix}",
+        check="engine_comparison",
+        input="evidence/engine/recording",  # the figure is read from ``report``, not a path
+        metric=standard.metric,
+        threshold=standard.threshold,
+        use="point",
+        rationale=standard.rationale,
+    )
+    figure = engine_figure(standard.metric, {"name": "recording", **judged_figures(report)})
+    value = plan_value(criterion, figure)
+    return value if value is not None and math.isfinite(value) else None
 
 
 def has_engine_steps(recording: EngineRecording) -> bool:

@@ -12,7 +12,7 @@ from qualification.report._inputs import (
     resolve_evidence,
 )
 from qualification.report._intervals import BootstrapSettings, interval_figures
-from qualification.report._verdict import judge
+from qualification.report._verdict import compared_value, engine_figure, judge
 from qualification.report._write import write_report
 
 __all__ = [
@@ -23,6 +23,8 @@ __all__ = [
     "check_report_target",
     "find_datasets",
     "interval_figures",
+    "compared_value",
+    "engine_figure",
     "judge",
     "parse_check_results",
     "plan_source",

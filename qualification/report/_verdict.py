@@ -121,17 +121,28 @@ def _engine_figure(criterion: Criterion, report: dict[str, Any], root: Path) -> 
             continue
         if section["status"] != "scored":
             raise _Broken(f"engine recording {section['name']} refused: {section['reason']}")
-        figure_keys, noise_keys = ENGINE_FIGURES[criterion.metric]
-        value = _dig(section["summary"], figure_keys)
-        if value is None:
-            raise _Broken(f"{section['name']}: no figure {'.'.join(figure_keys)}")
-        if noise_keys is None:
-            return {"estimate": value / 100}
-        noise = _dig(section.get("noise_floor"), noise_keys)
-        if noise is None or noise <= 0:
-            raise _Broken(f"{section['name']}: no repeat-noise figure (one served run?)")
-        return {"estimate": value / noise, "noise_pct": noise, "error_pct": value}
+        figure = engine_figure(criterion.metric, section)
+        if "estimate" not in figure:
+            raise _Broken(figure["reason"])
+        return figure
     raise _Absent(f"no engine recording at {criterion.input}")
+
+
+def engine_figure(metric: str, section: dict[str, Any]) -> dict[str, Any]:
+    """``metric`` of a scored engine recording (``section``: its ``name``, ``summary`` and
+    ``noise_floor``, as ``qualification.engine.judged_figures`` gives them): ``estimate``, a
+    percentage over 100, or over the noise figure for the ``*_vs_*`` metrics; or only
+    ``reason`` when it cannot be computed."""
+    figure_keys, noise_keys = ENGINE_FIGURES[metric]
+    value = _dig(section["summary"], figure_keys)
+    if value is None:
+        return {"reason": f"{section['name']}: no figure {'.'.join(figure_keys)}"}
+    if noise_keys is None:
+        return {"estimate": value / 100}
+    noise = _dig(section.get("noise_floor"), noise_keys)
+    if noise is None or noise <= 0:
+        return {"reason": f"{section['name']}: no repeat-noise figure (one served run?)"}
+    return {"estimate": value / noise, "noise_pct": noise, "error_pct": value}
 
 
 def compared_value(criterion: Criterion, figure: dict[str, Any]) -> float | None:
