@@ -14,24 +14,25 @@ allowed (``'x/sd_rounds.parquet.json': host.load_average_start[0]: expected a nu
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, Final
 
 from aisim.errors import DataIntegrityError
 
 
-class Field:
+class Field(ABC):
     """What one field may hold; ``problem`` is None when ``value`` fits, else the first
     (path, what is allowed, value) that does not."""
 
     allowed: str = ""
 
-    def problem(self, value: Any, path: str) -> tuple[str, str, Any] | None:
-        raise NotImplementedError
+    @abstractmethod
+    def problem(self, value: Any, path: str) -> tuple[str, str, Any] | None: ...
 
+    @abstractmethod
     def json_schema(self) -> dict[str, Any]:
         """The same rule as JSON Schema (what ``aisim schema engine-recording`` publishes)."""
-        raise NotImplementedError
 
 
 class Whole(Field):
