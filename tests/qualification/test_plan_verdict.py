@@ -151,7 +151,13 @@ def engine_report(root: Path, sections: list[dict[str, Any]]) -> dict[str, Any]:
     """The parts of a report an engine criterion reads (hand-built: no replay needed)."""
     return {
         "evidence_directory": "evidence",
-        "datasets": [{"name": MTP, "status": "scored"}],
+        "datasets": [
+            {
+                "name": MTP,
+                "status": "scored",
+                "statistics": {"rule": {"metrics": {"equal_config_mape": {"estimate": 0.5}}}},
+            }
+        ],
         "engine_comparisons": sections,
     }
 
@@ -166,40 +172,46 @@ def engine_section(root: Path, error_pct: float, noise_pct: float) -> dict[str, 
     }
 
 
-def test_engine_criteria_judge_the_error_against_the_engines_repeat_noise(tmp_path: Path) -> None:
+def engine_criterion(metric: str, threshold: float, criterion_id: str = "") -> dict[str, Any]:
+    """A point criterion on the hand-built recording ``rec`` (``engine_section``); its id is
+    ``criterion_id``, else the metric."""
+    return {
+        "id": criterion_id or metric,
+        "check": "engine_comparison",
+        "input": "evidence/engine/rec",
+        "metric": metric,
+        "threshold": threshold,
+        "use": "point",
+        "rationale": "test",
+    }
+
+
+def engine_plan(*criteria: dict[str, Any], version: int = 1) -> Any:
+    """Plan ``t`` v``version``: the rule criterion on MTP (``engine_report``'s dataset, whose
+    hand-made statistics pass it) and ``criteria``."""
     from qualification.plan import parse_plan
-    from qualification.report import judge
 
-    def criterion(metric: str, threshold: float) -> dict[str, Any]:
-        return {
-            "id": metric,
-            "check": "engine_comparison",
-            "input": "evidence/engine/rec",
-            "metric": metric,
-            "threshold": threshold,
-            "use": "point",
-            "rationale": "test",
-        }
-
-    plan = parse_plan(
+    return parse_plan(
         {
             "format": 1,
             "name": "t",
-            "version": 1,
+            "version": version,
             "bootstrap": {"resamples": 100, "confidence": 0.95, "seed": 0, "method": "BCa"},
             "datasets": {MTP: {"drafter": "mtp", "description": "x"}},
-            "criteria": [
-                {**rule(1.0)},
-                criterion("e2e_median_ape_vs_noise", 1.0),
-                criterion("throughput_error", 0.10),
-                criterion("e2e_median_ape", 0.05),
-            ],
+            "criteria": [{**rule(1.0)}, *criteria],
         }
     )
+
+
+def test_engine_criteria_judge_the_error_against_the_engines_repeat_noise(tmp_path: Path) -> None:
+    from qualification.report import judge
+
+    plan = engine_plan(
+        engine_criterion("e2e_median_ape_vs_noise", 1.0),
+        engine_criterion("throughput_error", 0.10),
+        engine_criterion("e2e_median_ape", 0.05),
+    )
     report_dict = engine_report(tmp_path, [engine_section(tmp_path, 30.0, 60.0)])
-    report_dict["datasets"][0]["statistics"] = {
-        "rule": {"metrics": {"equal_config_mape": {"estimate": 0.5}}}
-    }
     results, verdict = judge(plan, report_dict, tmp_path)
     by_id = {r["id"]: r for r in results}
     # 30 % error against 60 % repeat noise: half the noise, passes a bound of 1
@@ -211,14 +223,12 @@ def test_engine_criteria_judge_the_error_against_the_engines_repeat_noise(tmp_pa
     assert by_id["e2e_median_ape"]["status"] == "FAIL"
     assert verdict["problems"] == []
     noisy_model = engine_report(tmp_path, [engine_section(tmp_path, 90.0, 60.0)])
-    noisy_model["datasets"] = report_dict["datasets"]
     results, _ = judge(plan, noisy_model, tmp_path)
     assert results[1]["estimate"] == pytest.approx(1.5) and results[1]["status"] == "FAIL"
     # A recording no criterion names, or one that was refused, fails the plan.
     other = {**engine_section(tmp_path, 1.0, 1.0), "name": "other", "path": "/elsewhere/other"}
     refused = {**engine_section(tmp_path, 1.0, 1.0), "status": "refused", "reason": "tampered"}
     both = engine_report(tmp_path, [refused, other])
-    both["datasets"] = report_dict["datasets"]
     results, verdict = judge(plan, both, tmp_path)
     assert results[1]["status"] == "FAIL" and "refused: tampered" in results[1]["reason"]
     assert verdict["problems"] == [
@@ -228,36 +238,12 @@ def test_engine_criteria_judge_the_error_against_the_engines_repeat_noise(tmp_pa
 
 
 def test_the_repeat_floor_criteria_divide_by_the_leave_one_out_figure(tmp_path: Path) -> None:
-    from qualification.plan import parse_plan
     from qualification.report import judge
 
-    plan = parse_plan(
-        {
-            "format": 1,
-            "name": "t",
-            "version": 1,
-            "bootstrap": {"resamples": 100, "confidence": 0.95, "seed": 0, "method": "BCa"},
-            "datasets": {MTP: {"drafter": "mtp", "description": "x"}},
-            "criteria": [
-                {**rule(1.0)},
-                {
-                    "id": "floor",
-                    "check": "engine_comparison",
-                    "input": "evidence/engine/rec",
-                    "metric": "e2e_median_ape_vs_repeat_floor",
-                    "threshold": 1.0,
-                    "use": "point",
-                    "rationale": "test",
-                },
-            ],
-        }
-    )
+    plan = engine_plan(engine_criterion("e2e_median_ape_vs_repeat_floor", 1.0))
     section = engine_section(tmp_path, 12.0, 60.0)
     section["noise_floor"]["leave_one_out"] = {"e2e": {"median_abs_error_pct": 10.0}}
     report_dict = engine_report(tmp_path, [section])
-    report_dict["datasets"][0]["statistics"] = {
-        "rule": {"metrics": {"equal_config_mape": {"estimate": 0.5}}}
-    }
     results, _ = judge(plan, report_dict, tmp_path)
     # 12 % against the floor's 10 %: 1.2 x, above a bound of 1, whatever the pairwise noise.
     assert results[1]["estimate"] == pytest.approx(1.2)
@@ -368,35 +354,13 @@ GAP_ID = "engine/ngram/e2e-vs-noise"
 def known_gap_plan(throughput_gap: dict[str, Any] | None = None) -> Any:
     """The MTP rule (hand-made statistics pass it), an engine E2E-vs-noise criterion marked as a
     known gap, and an unmarked throughput criterion (20 %) on the same recording."""
-    from qualification.plan import parse_plan
-
-    def engine(criterion_id: str, metric: str, threshold: float) -> dict[str, Any]:
-        return {
-            "id": criterion_id,
-            "check": "engine_comparison",
-            "input": "evidence/engine/rec",
-            "metric": metric,
-            "threshold": threshold,
-            "use": "point",
-            "rationale": "test",
-        }
-
-    throughput = engine("engine/ngram/throughput", "throughput_error", 0.20)
+    throughput = engine_criterion("throughput_error", 0.20, "engine/ngram/throughput")
     if throughput_gap is not None:
         throughput["known_gap"] = throughput_gap
-    return parse_plan(
-        {
-            "format": 1,
-            "name": "t",
-            "version": 4,
-            "bootstrap": {"resamples": 100, "confidence": 0.95, "seed": 0, "method": "BCa"},
-            "datasets": {MTP: {"drafter": "mtp", "description": "x"}},
-            "criteria": [
-                rule(1.0),
-                {**engine(GAP_ID, "e2e_median_ape_vs_noise", 1.0), "known_gap": GAP},
-                throughput,
-            ],
-        }
+    return engine_plan(
+        {**engine_criterion("e2e_median_ape_vs_noise", 1.0, GAP_ID), "known_gap": GAP},
+        throughput,
+        version=4,
     )
 
 
@@ -408,9 +372,6 @@ def judged(
     section = engine_section(root, error_pct, noise_pct)
     section["summary"]["throughput_error_pct"] = throughput_pct
     report_dict = engine_report(root, [section])
-    report_dict["datasets"][0]["statistics"] = {
-        "rule": {"metrics": {"equal_config_mape": {"estimate": 0.5}}}
-    }
     results, verdict = judge(plan or known_gap_plan(), report_dict, root)
     return {r["id"]: r for r in results}, verdict
 
